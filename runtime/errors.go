@@ -1,0 +1,100 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Sentinel errors, tested with errors.Is. Errors returned by this package wrap
+// them with the znode path they concern.
+var (
+	// ErrSessionExpired means ZooKeeper expired the session (or the client
+	// was cut off for longer than the session timeout). It is fatal: every
+	// ephemeral node of the session is gone, every handle built on the session
+	// reports lost, and the session is not reopened behind your back.
+	ErrSessionExpired = errors.New("session: expired")
+	// ErrClosed means the session was closed with Session.Close.
+	ErrClosed = errors.New("session: closed")
+	// ErrLockLost means a lock this handle held is no longer held: its node
+	// was deleted by someone else or its session ended.
+	ErrLockLost = errors.New("lock: lost")
+	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
+	ErrNotHeld = errors.New("lock: not held")
+	// ErrAlreadyHeld means Lock was called on a handle that already holds the
+	// lock or is acquiring it. Handles are not reentrant.
+	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")
+	// ErrVersionConflict means a compare-and-set found a different version.
+	ErrVersionConflict = errors.New("config: version conflict")
+	// ErrInvalidPath means a path parameter was rejected (empty, "." or "..",
+	// containing "/", NUL or control characters, not UTF-8, or too long).
+	// Nothing was sent to ZooKeeper.
+	ErrInvalidPath = errors.New("path: invalid parameter")
+	// ErrRetriesExhausted means a recoverable error (connection loss) kept
+	// recurring until the retry policy gave up. It wraps the last error.
+	ErrRetriesExhausted = errors.New("zookeeper: retries exhausted")
+)
+
+// Class is the error class of the HBase ZooKeeper wrapper write-up.
+type Class int
+
+// The error classes.
+const (
+	// Normal errors are expected results of an operation (no node, node
+	// exists, not empty, bad version) that the recipe handles itself.
+	Normal Class = iota
+	// Recoverable errors (connection loss, server unavailable, session moved)
+	// leave the session alive; idempotent operations are retried with
+	// exponential backoff.
+	Recoverable
+	// Fatal errors (session expired, closed, auth failed, no permission,
+	// invalid input) are never retried or hidden.
+	Fatal
+)
+
+// String returns the name of the class.
+func (c Class) String() string {
+	switch c {
+	case Normal:
+		return "normal"
+	case Recoverable:
+		return "recoverable"
+	default:
+		return "fatal"
+	}
+}
+
+// Classify reports the class of err. A nil error is Normal.
+func Classify(err error) Class {
+	switch {
+	case err == nil,
+		errors.Is(err, zk.ErrNoNode),
+		errors.Is(err, zk.ErrNodeExists),
+		errors.Is(err, zk.ErrNotEmpty),
+		errors.Is(err, zk.ErrBadVersion),
+		errors.Is(err, zk.ErrNoChildrenForEphemerals):
+		return Normal
+	case errors.Is(err, zk.ErrConnectionClosed),
+		errors.Is(err, zk.ErrNoServer),
+		errors.Is(err, zk.ErrSessionMoved):
+		return Recoverable
+	default:
+		return Fatal
+	}
+}
+
+// IsRecoverable reports whether err is a recoverable ZooKeeper error.
+func IsRecoverable(err error) bool { return Classify(err) == Recoverable }
+
+// opError wraps err with the operation and path, translating go-zookeeper's
+// session errors into this package's sentinels.
+func opError(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, zk.ErrSessionExpired) && !errors.Is(err, ErrSessionExpired) {
+		err = fmt.Errorf("%w (%v)", ErrSessionExpired, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
+}

@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// go-zookeeper takes no context. Every call here runs the request on its own
+// goroutine and waits for the reply, ctx, or the end of the session, so no
+// caller blocks past its deadline; an abandoned read is simply discarded.
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// await runs fn and waits for it, ctx or the session's end.
+func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
+	var zero T
+	if err := s.check(); err != nil {
+		return zero, err
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	ch := make(chan result[T], 1)
+	go func() {
+		v, err := fn()
+		ch <- result[T]{v, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil && s.check() != nil && errors.Is(r.err, zk.ErrConnectionClosed) {
+			// The session ended under the request: report why.
+			return zero, s.check()
+		}
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-s.done:
+		return zero, s.Err()
+	}
+}
+
+type getResult struct {
+	data  []byte
+	stat  *zk.Stat
+	watch <-chan zk.Event
+}
+
+// children lists path's children, retrying recoverable errors.
+func (s *Session) children(ctx context.Context, path string) ([]string, error) {
+	var out []string
+	err := s.retry(ctx, func() error {
+		c, err := await(ctx, s, func() ([]string, error) {
+			c, _, err := s.conn.Children(path)
+			return c, err
+		})
+		out = c
+		return err
+	})
+	return out, opError("children", path, err)
+}
+
+// get reads path's data and stat, retrying recoverable errors.
+func (s *Session) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	var r getResult
+	err := s.retry(ctx, func() error {
+		var err error
+		r, err = await(ctx, s, func() (getResult, error) {
+			d, st, err := s.conn.Get(path)
+			return getResult{d, st, nil}, err
+		})
+		return err
+	})
+	return r.data, r.stat, opError("get", path, err)
+}
+
+// getW reads path and leaves a data watch on it. A data watch, unlike an
+// exists watch, is not registered when the node is missing (ErrNoNode), so it
+// cannot leak.
+func (s *Session) getW(ctx context.Context, path string) (getResult, error) {
+	var r getResult
+	err := s.retry(ctx, func() error {
+		var err error
+		r, err = await(ctx, s, func() (getResult, error) {
+			d, st, w, err := s.conn.GetW(path)
+			return getResult{d, st, w}, err
+		})
+		return err
+	})
+	return r, opError("get", path, err)
+}
+
+// delete removes path at version (-1 for any), retrying recoverable errors.
+// ErrNoNode on a retry counts as success: the lost attempt did the work.
+func (s *Session) delete(ctx context.Context, path string, version int32) error {
+	retried := false
+	err := s.retry(ctx, func() error {
+		_, err := await(ctx, s, func() (struct{}, error) {
+			return struct{}{}, s.conn.Delete(path, version)
+		})
+		if errors.Is(err, zk.ErrNoNode) && retried {
+			return nil
+		}
+		if IsRecoverable(err) {
+			retried = true
+		}
+		return err
+	})
+	return opError("delete", path, err)
+}
+
+// ensurePath creates path and its missing ancestors as container nodes, which
+// the server removes once they are empty again, so recipes leave no
+// persistent litter behind. Existing nodes are left as they are.
+func (s *Session) ensurePath(ctx context.Context, path string) error {
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		p := path[:i]
+		err := s.retry(ctx, func() error {
+			_, err := await(ctx, s, func() (string, error) {
+				return s.conn.CreateContainer(p, nil, zk.FlagContainer, s.acl)
+			})
+			if errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return opError("create", p, err)
+		}
+	}
+	return nil
+}
+
+// joinPath joins a directory and a child name.
+func joinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// baseName returns the last segment of path.
+func baseName(path string) string {
+	return path[strings.LastIndexByte(path, '/')+1:]
+}

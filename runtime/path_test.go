@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+)
+
+func TestPathBuild(t *testing.T) {
+	p := At("/app/locks").Int("shard", -7).Lit("x").Str("table", "users.v2")
+	if p.Err() != nil || p.String() != "/app/locks/-7/x/users.v2" {
+		t.Fatalf("got %q, %v", p.String(), p.Err())
+	}
+	if got := At("/").Str("n", "a").String(); got != "/a" {
+		t.Fatalf("root join: %q", got)
+	}
+}
+
+func TestPathRejectsHostileParams(t *testing.T) {
+	for _, bad := range []string{
+		"", ".", "..", "a/b", "/", "a\x00b", "tab\there", "nl\n", "\x7f", "\u0085",
+		"\xff\xfe", "\ud7ff\ue000"[3:], strings.Repeat("x", MaxParamLen+1),
+		strings.Repeat("y", 2<<20),
+	} {
+		p := At("/app").Str("name", bad)
+		if !errors.Is(p.Err(), ErrInvalidPath) || p.String() != "" {
+			t.Errorf("Str(%.20q) accepted: %q, %v", bad, p.String(), p.Err())
+		}
+		// The error sticks through later segments.
+		if q := p.Lit("more").Int("n", 1); !errors.Is(q.Err(), ErrInvalidPath) {
+			t.Errorf("error lost after later segments")
+		}
+	}
+	if err := (Path{}).Err(); !errors.Is(err, ErrInvalidPath) {
+		t.Error("zero Path must be invalid")
+	}
+	if err := At("relative").Err(); !errors.Is(err, ErrInvalidPath) {
+		t.Error("relative base accepted")
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	p := RetryPolicy{Initial: 100, Max: 1000, Attempts: 5}
+	for n := 1; n <= 10; n++ {
+		if d := p.delay(n); d > 1000 || d < 75 {
+			t.Fatalf("delay(%d) = %d out of [75, 1000]", n, d)
+		}
+	}
+	if d := p.delay(10); d < 750 {
+		t.Fatalf("delay(10) = %d, want capped near 1000", d)
+	}
+}
+
+func TestGUID(t *testing.T) {
+	g := newGUID()
+	if len(g) != 36 || g[8] != '-' || g[13] != '-' || g[14] != '4' || g[18] != '-' || g[23] != '-' {
+		t.Fatalf("bad guid %q", g)
+	}
+	if newGUID() == g {
+		t.Fatal("guid repeated")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Class
+	}{
+		{nil, Normal},
+		{opError("get", "/x", zk.ErrNoNode), Normal},
+		{opError("create", "/x", zk.ErrNodeExists), Normal},
+		{opError("set", "/x", zk.ErrBadVersion), Normal},
+		{opError("get", "/x", zk.ErrConnectionClosed), Recoverable},
+		{zk.ErrSessionMoved, Recoverable},
+		{opError("get", "/x", zk.ErrSessionExpired), Fatal},
+		{zk.ErrAuthFailed, Fatal},
+		{zk.ErrNoAuth, Fatal},
+		{ErrClosed, Fatal},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if !errors.Is(opError("get", "/x", zk.ErrSessionExpired), ErrSessionExpired) {
+		t.Error("session expiry must match ErrSessionExpired")
+	}
+}

@@ -1,0 +1,214 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Session is one ZooKeeper session. Every handle is built from a session and
+// shares its fate: when the session ends (Close, or expiry) every handle on it
+// reports lost. A Session never opens a new ZooKeeper session by itself; after
+// expiry the application connects again.
+//
+// A Session is safe for concurrent use.
+type Session struct {
+	conn    *zk.Conn
+	log     *slog.Logger
+	policy  RetryPolicy
+	timeout time.Duration
+	acl     []zk.ACL
+
+	done     chan struct{}
+	doneOnce sync.Once
+	err      atomic.Pointer[error] // why done is closed
+	ended    atomic.Bool           // set before done closes; checked by the dialer
+
+	mu          sync.Mutex
+	id          int64       // session id once established
+	expiryTimer *time.Timer // runs while disconnected
+	established chan struct{}
+	estOnce     sync.Once
+}
+
+// Option configures Connect.
+type Option func(*Session)
+
+// WithSessionTimeout sets the session timeout asked of the server (which
+// clamps it to its own min/max). Default 10s. It is also how long the client
+// tolerates being disconnected: after that long without reconnecting the
+// session is treated as expired locally, before another client could be
+// granted what this one held.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(s *Session) { s.timeout = d }
+}
+
+// WithRetry sets the retry policy for recoverable errors of idempotent
+// operations. Default DefaultRetry.
+func WithRetry(p RetryPolicy) Option {
+	return func(s *Session) { s.policy = p }
+}
+
+// WithLogger sets the logger. Default slog.Default(). Session state changes
+// are logged at info/warn, the client library's own chatter at debug.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Session) { s.log = l }
+}
+
+// Connect opens a ZooKeeper session to one of servers ("host:port") and
+// blocks until the session is established or ctx ends (then it gives up and
+// returns ctx's error; nothing is left behind).
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
+	if len(servers) == 0 {
+		return nil, errors.New("runtime: Connect: no servers given")
+	}
+	s := &Session{
+		log:         slog.Default(),
+		policy:      DefaultRetry,
+		timeout:     10 * time.Second,
+		acl:         zk.WorldACL(zk.PermAll),
+		done:        make(chan struct{}),
+		established: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	dialer := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		if s.ended.Load() {
+			// Never reconnect once the session is over: go-zookeeper would
+			// otherwise silently open a new session.
+			return nil, errors.New("runtime: session ended")
+		}
+		return net.DialTimeout(network, addr, timeout)
+	}
+	conn, _, err := zk.Connect(servers, s.timeout,
+		zk.WithLogger(zkLogger{s.log}),
+		zk.WithEventCallback(s.onEvent),
+		zk.WithDialer(dialer),
+		zk.WithLogInfo(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: Connect: %w", err)
+	}
+	s.conn = conn
+	select {
+	case <-s.established:
+		s.mu.Lock()
+		id := s.id
+		s.mu.Unlock()
+		s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
+		return s, nil
+	case <-s.done:
+		conn.Close()
+		return nil, fmt.Errorf("runtime: Connect: %w", s.Err())
+	case <-ctx.Done():
+		s.end(ErrClosed)
+		conn.Close()
+		return nil, fmt.Errorf("runtime: Connect to %v: %w", servers, ctx.Err())
+	}
+}
+
+// onEvent runs on go-zookeeper's event loop; it must not block.
+func (s *Session) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		s.mu.Lock()
+		if s.conn != nil {
+			s.id = s.conn.SessionID()
+		}
+		if s.expiryTimer != nil {
+			s.expiryTimer.Stop()
+			s.expiryTimer = nil
+		}
+		s.mu.Unlock()
+		s.estOnce.Do(func() { close(s.established) })
+	case zk.StateDisconnected:
+		s.mu.Lock()
+		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
+			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "timeout", s.timeout)
+			s.expiryTimer = time.AfterFunc(s.timeout, func() {
+				s.log.Warn("zookeeper disconnected for longer than the session timeout: session treated as expired")
+				s.expire()
+			})
+		}
+		s.mu.Unlock()
+	case zk.StateExpired:
+		s.log.Warn("zookeeper session expired")
+		s.expire()
+	case zk.StateAuthFailed:
+		s.log.Error("zookeeper authentication failed")
+		s.expire()
+	}
+}
+
+func (s *Session) expire() {
+	if s.end(ErrSessionExpired) {
+		// Close on another goroutine: we may be on go-zookeeper's loop, and
+		// Close waits for it. The dialer refuses to reconnect meanwhile.
+		go s.conn.Close()
+	}
+}
+
+// end marks the session over with reason err; it reports whether this call
+// ended it.
+func (s *Session) end(err error) bool {
+	first := false
+	s.doneOnce.Do(func() {
+		first = true
+		s.err.Store(&err)
+		s.ended.Store(true)
+		s.mu.Lock()
+		if s.expiryTimer != nil {
+			s.expiryTimer.Stop()
+			s.expiryTimer = nil
+		}
+		s.mu.Unlock()
+		close(s.done)
+	})
+	return first
+}
+
+// Close ends the session: ZooKeeper deletes its ephemeral nodes at once, and
+// every handle built on it reports lost. Close is idempotent and returns nil.
+func (s *Session) Close() error {
+	if s.end(ErrClosed) {
+		s.conn.Close()
+	}
+	return nil
+}
+
+// Done returns a channel closed when the session ends, by Close or expiry.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while the session is alive, then ErrClosed or
+// ErrSessionExpired.
+func (s *Session) Err() error {
+	if p := s.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// ID returns the ZooKeeper session id.
+func (s *Session) ID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// Conn returns the underlying go-zookeeper connection, for operations the
+// runtime does not wrap. Do not close it; close the Session.
+func (s *Session) Conn() *zk.Conn { return s.conn }
+
+// check returns the session's end reason, or nil while it is alive.
+func (s *Session) check() error { return s.Err() }
