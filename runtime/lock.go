@@ -127,12 +127,6 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		return nil, err
 	}
 	name := baseName(node)
-	// A data watch on our own node gives the fencing token (its czxid) and
-	// tells us if the node is deleted under us, while waiting or holding.
-	own, err := l.s.getW(ctx, node)
-	if err != nil {
-		return nil, l.abandon(node, lostIfNoNode(err, node))
-	}
 	for {
 		kids, err := l.s.children(ctx, l.dir)
 		if err != nil {
@@ -144,9 +138,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		case i < 0:
 			return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
 		case i == 0:
-			h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), stop: make(chan struct{})}
-			go l.monitor(h, own.watch)
-			return h, nil
+			return l.take(ctx, node)
 		case !wait:
 			return nil, l.abandon(node, nil)
 		}
@@ -160,23 +152,29 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		if err != nil {
 			return nil, l.abandon(node, err)
 		}
-	waitEvent:
 		select {
 		case <-pred.watch:
-		case ev := <-own.watch:
-			if ev.Type != zk.EventNodeDataChanged {
-				return nil, l.abandon(node, fmt.Errorf("lock %s: contender node %s while waiting: %w", l.dir, eventWord(ev), ErrLockLost))
-			}
-			if own, err = l.s.getW(ctx, node); err != nil {
-				return nil, l.abandon(node, lostIfNoNode(err, node))
-			}
-			goto waitEvent
 		case <-ctx.Done():
 			return nil, l.abandon(node, ctx.Err())
 		case <-l.s.done:
 			return nil, l.s.Err()
 		}
 	}
+}
+
+// take starts the tenure of node, which is now first in line. A data watch
+// on our own node gives the fencing token (its czxid) and tells us when the
+// node is deleted under us. Waiters do not watch their own node, so while 8
+// clients wait each waiting node is watched by one session only, its
+// successor's.
+func (l *Lock) take(ctx context.Context, node string) (*hold, error) {
+	own, err := l.s.getW(ctx, node)
+	if err != nil {
+		return nil, l.abandon(node, lostIfNoNode(err, node))
+	}
+	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), stop: make(chan struct{})}
+	go l.monitor(h, own.watch)
+	return h, nil
 }
 
 // abandon removes our contender node with a fresh, bounded context and
@@ -301,15 +299,4 @@ func lostIfNoNode(err error, node string) error {
 		return fmt.Errorf("lock %s: node vanished: %w", node, ErrLockLost)
 	}
 	return err
-}
-
-func eventWord(ev zk.Event) string {
-	switch ev.Type {
-	case zk.EventNodeDeleted:
-		return "deleted"
-	case zk.EventNotWatching:
-		return "unwatched (session ended)"
-	default:
-		return ev.Type.String()
-	}
 }
