@@ -97,10 +97,13 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	if err != nil {
 		return nil, fmt.Errorf("runtime: Connect: %w", err)
 	}
+	s.mu.Lock()
 	s.conn = conn
+	s.mu.Unlock()
 	select {
 	case <-s.established:
 		s.mu.Lock()
+		s.id = conn.SessionID()
 		id := s.id
 		s.mu.Unlock()
 		s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
@@ -155,7 +158,13 @@ func (s *Session) expire() {
 	if s.end(ErrSessionExpired) {
 		// Close on another goroutine: we may be on go-zookeeper's loop, and
 		// Close waits for it. The dialer refuses to reconnect meanwhile.
-		go s.conn.Close()
+		// (Before Connect has the conn, Connect closes it itself.)
+		s.mu.Lock()
+		conn := s.conn
+		s.mu.Unlock()
+		if conn != nil {
+			go conn.Close()
+		}
 	}
 }
 

@@ -1,0 +1,5 @@
+// Package example holds zkgen's example: the spec zkgen.yaml, the package
+// coord generated from it, and cmd/demo, a program that uses it.
+package example
+
+//go:generate go run github.com/zkgen/zkgen/cmd/zkgen generate -f zkgen.yaml

@@ -1,0 +1,110 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+// One ZooKeeper for the package's integration tests; each test works under
+// its own root path.
+var (
+	shared    *zktest.Server
+	sharedErr error
+)
+
+func TestMain(m *testing.M) {
+	shared, sharedErr = zktest.StartProcess()
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}
+
+// server returns the shared ZooKeeper, or skips/fails the test without one.
+func server(t *testing.T) *zktest.Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	return zktest.Shared(t, shared, sharedErr)
+}
+
+var rootSeq atomic.Int64
+
+// testRoot returns a path no other test uses.
+func testRoot(t *testing.T) string {
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("/zkgen-test/%s-%d-%d", name, os.Getpid(), rootSeq.Add(1))
+}
+
+// connect opens a session to servers, closed at the end of the test.
+func connect(t *testing.T, servers []string, opts ...runtime.Option) *runtime.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts = append([]runtime.Option{runtime.WithSessionTimeout(4 * time.Second)}, opts...)
+	s, err := runtime.Connect(ctx, servers, opts...)
+	if err != nil {
+		t.Fatalf("connect %v: %v", servers, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// testCtx is a context bounded so that a stalled recipe fails the test
+// instead of hanging the suite.
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// childrenOf lists dir with a plain go-zookeeper call (ErrNoNode → empty).
+func childrenOf(t *testing.T, s *runtime.Session, dir string) []string {
+	t.Helper()
+	kids, _, err := s.Conn().Children(dir)
+	if err == zk.ErrNoNode {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("children %s: %v", dir, err)
+	}
+	return kids
+}
+
+// waitChildren blocks until dir has exactly n children, using child
+// watches (no polling).
+func waitChildren(t *testing.T, ctx context.Context, s *runtime.Session, dir string, n int) []string {
+	t.Helper()
+	for {
+		kids, _, ch, err := s.Conn().ChildrenW(dir)
+		if err == zk.ErrNoNode {
+			_, _, ch, err = s.Conn().ExistsW(dir)
+			if err != nil {
+				t.Fatalf("exists %s: %v", dir, err)
+			}
+			kids = nil
+		} else if err != nil {
+			t.Fatalf("children %s: %v", dir, err)
+		}
+		if len(kids) == n {
+			return kids
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d children of %s (have %v): %v", n, dir, kids, ctx.Err())
+		}
+	}
+}
