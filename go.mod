@@ -3,10 +3,13 @@ module github.com/zkgen/zkgen
 go 1.26
 
 require (
-	github.com/dave/jennifer v1.7.1 // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
+	github.com/dave/jennifer v1.7.1
+	github.com/go-zookeeper/zk v1.0.4
+	github.com/spf13/cobra v1.10.2
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

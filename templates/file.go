@@ -100,3 +100,15 @@ func docLines(f *jen.File, doc string) {
 		f.Comment(strings.TrimRight(line, " \t"))
 	}
 }
+
+// stringParamDoc documents the run-time check of string path parameters,
+// for resources that have one.
+func stringParamDoc(f *jen.File, r *spec.Resource) {
+	for _, p := range r.Params {
+		if p.Type == "string" {
+			f.Comment("A string parameter that is empty, \".\", \"..\" or contains \"/\" or control")
+			f.Comment("characters makes every method return runtime.ErrInvalidPath.")
+			return
+		}
+	}
+}

@@ -15,8 +15,7 @@ func emitLock(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("")
 	f.Comment("Lock blocks until this contender holds the lock (ctx cancellation removes its node);")
 	f.Comment("Unlock releases it; Lost is closed if it is lost; Token is its fencing token.")
-	f.Comment("A string parameter that is empty, \".\", \"..\" or contains \"/\" or control")
-	f.Comment("characters makes every method return runtime.ErrInvalidPath.")
+	stringParamDoc(f, r)
 	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "Lock").Block(
 		jen.Return(jen.Qual(runtimePkg, "NewLock").Call(jen.Id("c").Dot("sess"), pathExpr(r))),
 	)

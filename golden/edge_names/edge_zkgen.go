@@ -21,8 +21,6 @@ func New(sess *runtime.Session) *Client {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) A1() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/a1"))
 }
@@ -31,8 +29,6 @@ func (c *Client) A1() *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) XYZ() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/x/y/z"))
 }
@@ -41,8 +37,6 @@ func (c *Client) XYZ() *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) HTTPServerID(serverID int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID))
 }
@@ -63,8 +57,6 @@ func (c *Client) UserURLJSONAPI(userID string, apiKey string) *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/long/lock"))
 }
@@ -83,8 +75,6 @@ func (c *Client) IPTTL(ip string) *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Client() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/client"))
 }
@@ -93,8 +83,6 @@ func (c *Client) Client() *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) New() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/new"))
 }

@@ -23,8 +23,6 @@ func New(sess *runtime.Session) *Client {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) OrderLock(shard int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard))
 }
@@ -57,8 +55,6 @@ func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) *
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) FirstParamLock(bucket int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"))
 }

@@ -23,8 +23,6 @@ func New(sess *runtime.Session) *Client {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) InvoiceRun() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"))
 }
@@ -36,8 +34,6 @@ func (c *Client) InvoiceRun() *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) LedgerShard(shard int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard))
 }
@@ -60,8 +56,6 @@ func (c *Client) Account(accountID string) *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) RefundBatch() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"))
 }
@@ -72,8 +66,6 @@ func (c *Client) RefundBatch() *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) CurrencyRates() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"))
 }
@@ -84,8 +76,6 @@ func (c *Client) CurrencyRates() *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Archive(year int, month int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month))
 }

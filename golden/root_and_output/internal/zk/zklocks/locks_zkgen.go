@@ -23,8 +23,6 @@ func New(sess *runtime.Session) *Client {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Migration() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"))
 }
@@ -43,8 +41,6 @@ func (c *Client) CacheFill(key string) *runtime.Lock {
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
-// A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Partition(partition int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition))
 }
