@@ -162,13 +162,16 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	}
 }
 
-// take starts the tenure of node, which is now first in line. A data watch
-// on our own node gives the fencing token (its czxid) and tells us when the
-// node is deleted under us. Waiters do not watch their own node, so while 8
-// clients wait each waiting node is watched by one session only, its
-// successor's.
+// take starts the tenure of node, which is now first in line. It reads our
+// own node with a child watch: the reply's stat gives the fencing token (the
+// node's czxid), and the watch fires when the node is deleted under us (an
+// ephemeral node never has children, so it fires for nothing else). A child
+// watch, unlike an exists watch, is not left behind if the node is already
+// gone, and it is not a data watch: the server's wchp report keeps showing
+// each contender node watched by one session only, the one waiting for it.
+// Waiters do not watch their own node at all.
 func (l *Lock) take(ctx context.Context, node string) (*hold, error) {
-	own, err := l.s.getW(ctx, node)
+	own, err := l.s.childrenW(ctx, node)
 	if err != nil {
 		return nil, l.abandon(node, lostIfNoNode(err, node))
 	}
@@ -213,8 +216,8 @@ func (l *Lock) monitor(h *hold, w <-chan zk.Event) {
 				h.end(true)
 				return
 			}
-			// Data changed (or any other event): watch again.
-			r, err := l.s.getW(context.Background(), h.node)
+			// Any other event: watch again.
+			r, err := l.s.childrenW(context.Background(), h.node)
 			if err != nil {
 				if !h.released.Load() {
 					l.s.log.Warn("lock lost", "path", h.node, "err", err)

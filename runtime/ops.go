@@ -95,6 +95,22 @@ func (s *Session) getW(ctx context.Context, path string) (getResult, error) {
 	return r, opError("get", path, err)
 }
 
+// childrenW lists path's children and leaves a child watch on it, which
+// fires when a child changes or path itself is deleted. Like a data watch it
+// is not registered when path is missing.
+func (s *Session) childrenW(ctx context.Context, path string) (getResult, error) {
+	var r getResult
+	err := s.retry(ctx, func() error {
+		var err error
+		r, err = await(ctx, s, func() (getResult, error) {
+			_, st, w, err := s.conn.ChildrenW(path)
+			return getResult{nil, st, w}, err
+		})
+		return err
+	})
+	return r, opError("children", path, err)
+}
+
 // delete removes path at version (-1 for any), retrying recoverable errors.
 // ErrNoNode on a retry counts as success: the lost attempt did the work.
 func (s *Session) delete(ctx context.Context, path string, version int32) error {
