@@ -1,0 +1,86 @@
+// Package zktest runs real ZooKeeper servers for tests: a standalone server
+// (Start), a replicated ensemble (StartEnsemble), and a fault-injecting proxy
+// (NewProxy) that sits between a client and a server to cut, stall, delay or
+// refuse its traffic. Nothing is mocked: the servers are Apache ZooKeeper
+// JVMs listening on 127.0.0.1.
+//
+// # A server per test
+//
+//	func TestLock(t *testing.T) {
+//		srv := zktest.Start(t) // skips (or fails under CI) if ZooKeeper is missing
+//		conn, _, err := zk.Connect(srv.Servers(), 5*time.Second)
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		defer conn.Close()
+//		// ... use conn; srv.Stop / srv.Restart control the process ...
+//	}
+//
+// Start picks a free port, writes a zoo.cfg and a data directory of its own,
+// launches the JVM and returns once the server answers ruok and serves. The
+// cleanup it registers kills the process by PID, waits for it and removes
+// the directory. Stop kills the server like a crash (SIGKILL); Start and
+// Restart bring it back on the same port with the same data. The server's
+// output goes to LogPath, and a failed start quotes the end of that log.
+//
+// Defaults suit tests: tickTime 200ms so sessions may be as short as 400ms
+// (see WithTickTime, WithSessionTimeouts), a 128 MiB heap (WithHeapMB), a
+// 60s start-up deadline (WithStartTimeout). A server starts in about half a
+// second, a three-server ensemble in a second or two.
+//
+// # One server for a whole package
+//
+// StartProcess and Close do the same without a testing.TB, for TestMain.
+// Shared then ends each test the way Start would have if the server could
+// not be started:
+//
+//	var (
+//		srv    *zktest.Server
+//		srvErr error
+//	)
+//
+//	func TestMain(m *testing.M) {
+//		srv, srvErr = zktest.StartProcess()
+//		code := m.Run()
+//		if srv != nil {
+//			srv.Close()
+//		}
+//		os.Exit(code)
+//	}
+//
+//	func TestSomething(t *testing.T) {
+//		s := zktest.Shared(t, srv, srvErr)
+//		// ... tests share the server: give each its own znode paths ...
+//	}
+//
+// TestMain must reach Close: a test binary killed before that leaves no
+// process behind on Linux (servers die with the test binary), but its
+// temporary directory stays.
+//
+// # Faults
+//
+//	p := zktest.NewProxy(t, srv.Addr())
+//	conn, _, _ := zk.Connect([]string{p.Addr()}, time.Second)
+//	p.CutAll()                           // drop every connection; the client reconnects
+//	fired := p.CutAfterRequest(zktest.OpCreate)
+//	_, err := conn.Create(...)           // executed by the server, err is a connection error
+//	<-fired
+//	p.Blackhole(true)                    // partition: the session expires on the server
+//
+// ExpireSession expires a session on the server directly: it attaches to the
+// session with its id and password and closes it. go-zookeeper does not
+// expose a session's password, but a Proxy records the credentials of every
+// session made through it (Proxy.Session). Without a proxy, keep the client
+// partitioned with Proxy.Blackhole for longer than the session timeout.
+//
+// # Environment
+//
+//   - ZK_SERVERS=host:port[,host:port...]: Start and StartProcess start
+//     nothing and return a Server pointing there (External reports it;
+//     RequireLocal skips tests that need to stop or restart the server).
+//     StartEnsemble still needs local processes.
+//   - ZK_CLASSPATH or ZOOKEEPER_HOME: where ZooKeeper is, instead of Debian's
+//     /usr/share/java/zookeeper.jar (`apt-get install -y zookeeper`).
+//     JAVA_HOME, if set, chooses the java binary; otherwise PATH does.
+//   - CI=true: a missing ZooKeeper fails the test instead of skipping it.
+package zktest

@@ -1,0 +1,258 @@
+package zktest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Ensemble is a replicated ZooKeeper of n local servers (QuorumPeerMain),
+// each listening on 127.0.0.1 with ports of its own.
+//
+// Methods are safe for concurrent use.
+type Ensemble struct {
+	dir     string
+	cfg     config
+	members []*Server
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartEnsemble starts an ensemble of n servers for the test and registers a
+// cleanup that kills every process by PID and removes their directories. It
+// returns once every server answers ruok and the quorum serves: one leader,
+// the rest followers.
+//
+// An ensemble always runs local processes: EnvServers does not apply. A
+// missing installation skips the test (fails it when CI is true), except
+// that with EnvServers set it is always a skip.
+func StartEnsemble(tb testing.TB, n int, opts ...Option) *Ensemble {
+	tb.Helper()
+	e, err := StartEnsembleProcess(n, opts...)
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) && len(externalServers()) > 0 {
+			tb.Skip(err.Error() + " (an ensemble needs local processes; " + EnvServers + " is set)")
+		}
+		handleStartErr(tb, err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			for i, m := range e.members {
+				tb.Logf("zktest: log tail of ensemble server %d %s (%s):\n%s", i, m.Addr(), m.LogPath(), m.LogTail(25))
+			}
+		}
+		if err := e.Close(); err != nil {
+			tb.Errorf("zktest: %v", err)
+		}
+	})
+	return e
+}
+
+// StartEnsembleProcess is StartEnsemble without a testing.TB, for TestMain.
+// The caller must Close the ensemble.
+func StartEnsembleProcess(n int, opts ...Option) (*Ensemble, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("zktest: ensemble size %d < 1", n)
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := findInstall()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "zktest-ensemble-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Ensemble{dir: dir, cfg: cfg}
+	for i := 0; i < n; i++ {
+		e.members = append(e.members, &Server{
+			cfg:        cfg,
+			inst:       inst,
+			dir:        filepath.Join(dir, "server"+strconv.Itoa(i+1)),
+			mainClass:  quorumMain,
+			standalone: n == 1,
+		})
+	}
+	for attempt := 1; ; attempt++ {
+		err := e.start()
+		if err == nil {
+			return e, nil
+		}
+		clash := false
+		for _, m := range e.members {
+			_ = m.Stop()
+			clash = clash || m.portClash()
+		}
+		if attempt < bindAttempts && clash {
+			continue
+		}
+		_ = e.Close()
+		return nil, err
+	}
+}
+
+// start configures every member on fresh ports, launches them all, and
+// waits for the quorum.
+func (e *Ensemble) start() error {
+	n := len(e.members)
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return err
+	}
+	ticks := func(d time.Duration) string {
+		return strconv.FormatInt(int64((d+e.cfg.tick-1)/e.cfg.tick), 10)
+	}
+	quorum := []string{
+		"initLimit=" + ticks(10*time.Second),
+		"syncLimit=" + ticks(5*time.Second),
+	}
+	for i := 0; i < n; i++ {
+		quorum = append(quorum, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
+	}
+	for i, m := range e.members {
+		m.setPort(ports[3*i])
+		if err := os.MkdirAll(m.DataDir(), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(m.DataDir(), "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := m.writeConfig(quorum); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(e.cfg.startTimeout)
+	// Launch all first: a member cannot finish electing without the others.
+	for _, m := range e.members {
+		m.mu.Lock()
+		err := m.spawn()
+		m.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	for _, m := range e.members {
+		m.mu.Lock()
+		err := m.waitReady(deadline)
+		m.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := e.WaitQuorum(time.Until(deadline)); err != nil {
+		var b strings.Builder
+		b.WriteString(err.Error())
+		for i, m := range e.members {
+			fmt.Fprintf(&b, "\n--- server %d %s log tail (%s):\n%s", i, m.Addr(), m.LogPath(), m.LogTail(15))
+		}
+		return errors.New(b.String())
+	}
+	return nil
+}
+
+// Size returns the number of servers.
+func (e *Ensemble) Size() int { return len(e.members) }
+
+// Servers returns every member's client address, in member order, to pass
+// to a ZooKeeper client.
+func (e *Ensemble) Servers() []string {
+	out := make([]string, len(e.members))
+	for i, m := range e.members {
+		out[i] = m.Addr()
+	}
+	return out
+}
+
+// Server returns member i (0-based). Its Stop, Start and Restart control
+// that one process; its Start waits only for ruok, since whether it serves
+// depends on the others (use WaitQuorum).
+func (e *Ensemble) Server(i int) *Server { return e.members[i] }
+
+// Leader returns the index of the member whose srvr answer says "Mode:
+// leader" (or "standalone" in an ensemble of one), or -1 if none does right
+// now.
+func (e *Ensemble) Leader() int {
+	for i, m := range e.members {
+		if m.PID() == 0 {
+			continue
+		}
+		mode, err := Mode(m.Addr(), time.Second)
+		if err == nil && (mode == "leader" || mode == "standalone") {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitQuorum polls until every running member serves, exactly one of them
+// as leader, and the running members are a majority. It returns the
+// leader's index, or an error describing each member's state at the
+// deadline.
+func (e *Ensemble) WaitQuorum(timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		leader, status, ok := e.quorumStatus()
+		if ok {
+			return leader, nil
+		}
+		if time.Now().After(deadline) {
+			return -1, fmt.Errorf("zktest: ensemble has no serving quorum after %v: %s", timeout, status)
+		}
+		time.Sleep(pollInterval) // polling a remote state; there is nothing to wait on
+	}
+}
+
+func (e *Ensemble) quorumStatus() (leader int, status string, ok bool) {
+	leader = -1
+	leaders, running := 0, 0
+	ok = true
+	var parts []string
+	for i, m := range e.members {
+		if m.PID() == 0 {
+			parts = append(parts, fmt.Sprintf("%d:stopped", i))
+			continue
+		}
+		running++
+		mode, err := Mode(m.Addr(), time.Second)
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%d:%v", i, err))
+			ok = false
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d:%s", i, mode))
+		switch mode {
+		case "leader", "standalone":
+			leaders++
+			leader = i
+		case "follower", "observer":
+		default:
+			ok = false
+		}
+	}
+	ok = ok && leaders == 1 && running > len(e.members)/2
+	return leader, strings.Join(parts, " "), ok
+}
+
+// Close kills every member by PID and removes the ensemble's directory. It
+// is idempotent.
+func (e *Ensemble) Close() error {
+	e.closeOnce.Do(func() {
+		var errs []error
+		for _, m := range e.members {
+			errs = append(errs, m.Close())
+		}
+		errs = append(errs, os.RemoveAll(e.dir))
+		e.closeErr = errors.Join(errs...)
+	})
+	return e.closeErr
+}

@@ -1,0 +1,63 @@
+package zktest_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+// StartProcess is the TestMain entry: one server for every test of a
+// package, closed after m.Run. Tests then call zktest.Shared(t, srv, err).
+func ExampleStartProcess() {
+	srv, err := zktest.StartProcess(zktest.WithSessionTimeouts(400*time.Millisecond, 30*time.Second))
+	if errors.Is(err, zktest.ErrNotInstalled) {
+		fmt.Println("no ZooKeeper here:", err)
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer srv.Close()
+
+	conn, _, err := zk.Connect(srv.Servers(), 5*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Create("/app", nil, 0, zk.WorldACL(zk.PermAll))
+}
+
+// A proxy between client and server makes the server execute a request
+// whose reply the client never sees.
+func ExampleListenProxy() {
+	srv, err := zktest.StartProcess()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer srv.Close()
+	p, err := zktest.ListenProxy(srv.Addr())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer p.Close()
+
+	conn, _, err := zk.Connect([]string{p.Addr()}, 5*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer conn.Close()
+	fired := p.CutAfterRequest(zktest.OpCreate)
+	_, err = conn.Create("/maybe", nil, 0, zk.WorldACL(zk.PermAll))
+	<-fired
+	fmt.Println(errors.Is(err, zk.ErrConnectionClosed)) // yet /maybe exists on the server
+}

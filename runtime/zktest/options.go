@@ -1,0 +1,97 @@
+package zktest
+
+import (
+	"fmt"
+	"time"
+)
+
+// Default settings. The tick is small so that sessions can be short: the
+// server only grants session timeouts between MinSessionTimeout and
+// MaxSessionTimeout, and ZooKeeper's own defaults derive both from the tick.
+const (
+	DefaultTickTime          = 200 * time.Millisecond
+	DefaultMinSessionTimeout = 2 * DefaultTickTime
+	DefaultMaxSessionTimeout = 60 * time.Second
+	DefaultHeapMB            = 128
+	DefaultStartTimeout      = 60 * time.Second
+)
+
+// config is what the options build.
+type config struct {
+	tick         time.Duration
+	minSession   time.Duration
+	maxSession   time.Duration
+	heapMB       int
+	startTimeout time.Duration
+	jvmArgs      []string
+	extra        [][2]string
+}
+
+func defaultConfig() config {
+	return config{
+		tick:         DefaultTickTime,
+		minSession:   DefaultMinSessionTimeout,
+		maxSession:   DefaultMaxSessionTimeout,
+		heapMB:       DefaultHeapMB,
+		startTimeout: DefaultStartTimeout,
+	}
+}
+
+func buildConfig(opts []Option) (config, error) {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	switch {
+	case c.tick < time.Millisecond:
+		return c, fmt.Errorf("zktest: tick time %v is below 1ms", c.tick)
+	case c.minSession <= 0 || c.maxSession < c.minSession:
+		return c, fmt.Errorf("zktest: bad session timeouts min=%v max=%v", c.minSession, c.maxSession)
+	case c.heapMB < 16:
+		return c, fmt.Errorf("zktest: heap of %d MB is too small", c.heapMB)
+	case c.startTimeout <= 0:
+		return c, fmt.Errorf("zktest: start timeout %v must be positive", c.startTimeout)
+	}
+	return c, nil
+}
+
+// Option configures a server or ensemble started by this package.
+type Option func(*config)
+
+// WithTickTime sets ZooKeeper's tickTime, its basic time unit (default
+// DefaultTickTime). Ensembles derive initLimit and syncLimit from it.
+func WithTickTime(d time.Duration) Option {
+	return func(c *config) { c.tick = d }
+}
+
+// WithSessionTimeouts sets the bounds within which the server negotiates a
+// client's requested session timeout (defaults DefaultMinSessionTimeout and
+// DefaultMaxSessionTimeout). Clients asking for less get min, for more max.
+func WithSessionTimeouts(min, max time.Duration) Option {
+	return func(c *config) { c.minSession, c.maxSession = min, max }
+}
+
+// WithHeapMB sets the JVM's maximum heap in MiB (default DefaultHeapMB).
+func WithHeapMB(mb int) Option {
+	return func(c *config) { c.heapMB = mb }
+}
+
+// WithStartTimeout bounds how long a start waits for the server to serve
+// (default DefaultStartTimeout).
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.startTimeout = d }
+}
+
+// WithJVMArgs appends arguments to the java command line, before the main
+// class; for example "-Dzookeeper.extendedTypesEnabled=true".
+func WithJVMArgs(args ...string) Option {
+	return func(c *config) { c.jvmArgs = append(c.jvmArgs, args...) }
+}
+
+// WithConfig adds a key=value line to the generated zoo.cfg, after the
+// harness's own lines. Unknown keys become "zookeeper."+key system
+// properties, so WithConfig("extendedTypesEnabled", "true") enables TTL
+// nodes.
+func WithConfig(key, value string) Option {
+	return func(c *config) { c.extra = append(c.extra, [2]string{key, value}) }
+}
