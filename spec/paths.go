@@ -1,0 +1,136 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// splitPath checks the shape shared by the root and resource paths (absolute,
+// no trailing slash, no empty, "." or ".." segments) and returns the segments
+// after the leading "/". msg says what is wrong, or is "".
+func splitPath(s string) (segs []string, msg string) {
+	switch {
+	case !strings.HasPrefix(s, "/"):
+		return nil, fmt.Sprintf(`must be absolute (start with "/"), got %s`, quote(s))
+	case s == "/":
+		return nil, `must name a node below "/", got "/"`
+	case strings.HasSuffix(s, "/"):
+		return nil, fmt.Sprintf(`must not end with "/", got %s`, quote(s))
+	}
+	segs = strings.Split(s[1:], "/")
+	for _, seg := range segs {
+		switch seg {
+		case "":
+			return nil, fmt.Sprintf("must not contain empty segments (//), got %s", quote(s))
+		case ".", "..":
+			return nil, fmt.Sprintf(`must not contain "." or ".." segments, got %s`, quote(s))
+		}
+	}
+	return segs, ""
+}
+
+// literalProblem says what is wrong with a literal path segment, or "".
+func literalProblem(seg string) string {
+	for _, r := range seg {
+		if r <= ' ' || r > '~' || r == '{' || r == '}' {
+			return fmt.Sprintf("segment %s contains %s; literal segments are printable ASCII without spaces, '{' or '}'", quote(seg), quote(string(r)))
+		}
+	}
+	return ""
+}
+
+// parsePath parses a resource path into segments and parameters. A
+// parameter is a whole segment {name:int} or {name:string}; its name is
+// snake_case, distinct within the path, and usable as a Go argument name.
+func parsePath(s string) ([]Segment, []*Param, string) {
+	parts, msg := splitPath(s)
+	if msg != "" {
+		return nil, nil, msg
+	}
+	segs := make([]Segment, 0, len(parts))
+	var params []*Param
+	seen := map[string]string{} // Go name -> name
+	for _, part := range parts {
+		if !strings.HasPrefix(part, "{") || !strings.HasSuffix(part, "}") {
+			if strings.ContainsAny(part, "{}") {
+				return nil, nil, fmt.Sprintf("segment %s: a parameter must be a whole segment like {name:int} or {name:string}", quote(part))
+			}
+			if msg := literalProblem(part); msg != "" {
+				return nil, nil, msg
+			}
+			segs = append(segs, Segment{Literal: part})
+			continue
+		}
+		prm, msg := parseParam(part)
+		if msg != "" {
+			return nil, nil, msg
+		}
+		if other, dup := seen[prm.GoName]; dup {
+			if other == prm.Name {
+				return nil, nil, fmt.Sprintf("parameter %s appears twice; parameter names must be distinct", quote(prm.Name))
+			}
+			return nil, nil, fmt.Sprintf("parameters %s and %s both become Go argument %s", quote(other), quote(prm.Name), prm.GoName)
+		}
+		seen[prm.GoName] = prm.Name
+		segs = append(segs, Segment{Param: prm})
+		params = append(params, prm)
+	}
+	return segs, params, ""
+}
+
+// parseParam parses a "{name:type}" segment.
+func parseParam(seg string) (*Param, string) {
+	name, typ, ok := strings.Cut(seg[1:len(seg)-1], ":")
+	switch {
+	case !ok || strings.ContainsAny(name+typ, "{}"):
+		return nil, fmt.Sprintf("parameter %s must be {name:int} or {name:string}", quote(seg))
+	case !isSnake(name):
+		return nil, fmt.Sprintf("parameter name %s must be snake_case ([a-z][a-z0-9]*(_[a-z0-9]+)*)", quote(name))
+	case typ != "int" && typ != "string":
+		return nil, fmt.Sprintf("parameter %s has type %s; use int or string", quote(name), quote(typ))
+	}
+	goName := LowerCamelCase(name)
+	if why := identProblem(goName); why != "" {
+		return nil, fmt.Sprintf("parameter %s: its Go argument name %s %s; rename it", quote(name), goName, why)
+	}
+	return &Param{Name: name, GoName: goName, Type: typ}, ""
+}
+
+// pathString writes segments back as a path ("/a/{id:int}").
+func pathString(segs []Segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		if s.Param != nil {
+			b.WriteString("{" + s.Param.Name + ":" + s.Param.Type + "}")
+		} else {
+			b.WriteString(s.Literal)
+		}
+	}
+	return b.String()
+}
+
+// isIntLiteral reports whether a literal segment is what an int parameter
+// can produce (strconv.Itoa of some int).
+func isIntLiteral(s string) bool {
+	v, err := strconv.Atoi(s)
+	return err == nil && strconv.Itoa(v) == s
+}
+
+// segmentsOverlap reports whether one segment can name the same znode as
+// another: a string parameter matches anything, an int parameter matches an
+// int parameter or an integer literal, literals match when equal.
+func segmentsOverlap(a, b Segment) bool {
+	switch {
+	case a.Param != nil && a.Param.Type == "string", b.Param != nil && b.Param.Type == "string":
+		return true
+	case a.Param != nil && b.Param != nil:
+		return true
+	case a.Param != nil:
+		return isIntLiteral(b.Literal)
+	case b.Param != nil:
+		return isIntLiteral(a.Literal)
+	}
+	return a.Literal == b.Literal
+}

@@ -1,0 +1,323 @@
+package spec
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// commonFields are valid for every kind.
+var commonFields = []string{"kind", "path", "doc", "acl"}
+
+// kindFields are the fields each kind takes besides commonFields.
+var kindFields = map[Kind][]string{
+	KindLock:           {"revocable", "layout"},
+	KindRWLock:         {"revocable", "layout"},
+	KindSemaphore:      {"leases"},
+	KindQueue:          {"item", "delivery"},
+	KindPriorityQueue:  {"item", "priorities", "delivery"},
+	KindBarrier:        nil,
+	KindDoubleBarrier:  {"size"},
+	KindTwoPhaseCommit: {"participants", "payload", "notify"},
+	KindElection:       {"payload"},
+	KindGroup:          {"member"},
+	KindConfig:         {"value"},
+	KindCounter:        nil,
+}
+
+// kindRequired are the fields each kind requires besides path.
+var kindRequired = map[Kind][]string{
+	KindSemaphore:      {"leases"},
+	KindQueue:          {"item"},
+	KindPriorityQueue:  {"item", "priorities"},
+	KindDoubleBarrier:  {"size"},
+	KindTwoPhaseCommit: {"participants"},
+}
+
+// allResourceFields is every field some kind takes, in documentation order.
+var allResourceFields = append(slices.Clone(commonFields),
+	"revocable", "layout", "leases", "item", "delivery", "priorities",
+	"size", "participants", "payload", "notify", "member", "value")
+
+// maxPriorities bounds the priorities of a priority queue.
+const maxPriorities = 100
+
+// parseResources decodes resources: at least one, in source order.
+func (p *parser) parseResources(e entry, rootOK bool) {
+	es, ok := p.mapping(e.val, "resources")
+	if !ok {
+		return
+	}
+	if len(es) == 0 && len(e.val.Content) == 0 {
+		p.errorf(e.val, "resources", "must declare at least one resource")
+		return
+	}
+	for _, re := range es {
+		if r := p.resource(re, rootOK); r != nil {
+			p.spec.Resources = append(p.spec.Resources, r)
+		}
+	}
+}
+
+// resource decodes one resource. It returns nil when the name or the value
+// is unusable; other problems are reported and the resource kept so that
+// later checks (collisions, overlaps) still see it.
+func (p *parser) resource(e entry, rootOK bool) *Resource {
+	field := join("resources", e.name)
+	r := &Resource{Pos: posOf(e.key), Name: e.name, GoName: CamelCase(e.name)}
+	nameOK := isSnake(e.name)
+	if !nameOK {
+		p.errorf(e.key, field, "resource names must be snake_case ([a-z][a-z0-9]*(_[a-z0-9]+)*), got %s", quote(e.name))
+	}
+	es, ok := p.mapping(e.val, field)
+	if !ok {
+		return nil
+	}
+	has := map[string]bool{}
+	for _, x := range es {
+		has[x.name] = true
+		if x.name == "kind" {
+			p.kind(r, x, join(field, "kind"))
+		}
+	}
+	allowed := allResourceFields
+	if r.Kind != "" {
+		allowed = append(slices.Clone(commonFields), kindFields[r.Kind]...)
+	} else if !has["kind"] {
+		p.errorf(e.key, field, "missing required field %q (one of %s)", "kind", kindList())
+	}
+	for _, x := range es {
+		switch {
+		case x.name == "kind":
+		case slices.Contains(allowed, x.name):
+			p.resourceField(r, x, join(field, x.name), rootOK)
+		case r.Kind != "" && slices.Contains(allResourceFields, x.name):
+			p.errorf(x.key, field, "field %q is not valid for kind %s (only for %s)", x.name, r.Kind, kindsTaking(x.name))
+		default:
+			p.unknownField(x, field, allowed)
+		}
+	}
+	if !has["path"] {
+		p.errorf(e.key, field, "missing required field %q", "path")
+	}
+	for _, f := range kindRequired[r.Kind] {
+		if !has[f] {
+			p.errorf(e.key, field, "missing required field %q for kind %s", f, r.Kind)
+		}
+	}
+	p.defaults(r)
+	if !nameOK {
+		return nil
+	}
+	return r
+}
+
+// kind decodes kind: one of Kinds.
+func (p *parser) kind(r *Resource, x entry, field string) {
+	s, ok := p.str(x.val, field)
+	if !ok {
+		return
+	}
+	if !slices.Contains(Kinds, Kind(s)) {
+		names := make([]string, len(Kinds))
+		for i, k := range Kinds {
+			names[i] = string(k)
+		}
+		p.errorf(x.val, field, "unknown kind %s; known kinds are %s%s", quote(s), kindList(), didYouMean(s, names))
+		return
+	}
+	r.Kind = Kind(s)
+}
+
+func kindList() string {
+	var b strings.Builder
+	for i, k := range Kinds {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(k))
+	}
+	return b.String()
+}
+
+// kindsTaking lists the kinds that take a kind-specific field.
+func kindsTaking(name string) string {
+	var ks []string
+	for _, k := range Kinds {
+		if slices.Contains(kindFields[k], name) {
+			ks = append(ks, string(k))
+		}
+	}
+	return strings.Join(ks, ", ")
+}
+
+// resourceField decodes one field that is valid for r's kind.
+func (p *parser) resourceField(r *Resource, x entry, field string, rootOK bool) {
+	switch x.name {
+	case "path":
+		p.path(r, x.val, field, rootOK)
+	case "doc":
+		r.Doc, _ = p.str(x.val, field)
+	case "acl":
+		r.ACL = p.acl(x.val, field)
+	case "revocable":
+		p.revocable(r, x.val, field)
+	case "layout":
+		r.Layout, _ = p.enum(x.val, field, "curator", "kazoo")
+	case "leases":
+		r.Leases, _ = p.count(x.val, field)
+	case "size":
+		r.Size, _ = p.count(x.val, field)
+	case "item":
+		r.Item = p.valueRef(x.val, field)
+	case "payload":
+		r.Payload = p.valueRef(x.val, field)
+	case "member":
+		r.Member = p.valueRef(x.val, field)
+	case "value":
+		r.Value = p.valueRef(x.val, field)
+	case "delivery":
+		r.Delivery, _ = p.enum(x.val, field, "at_most_once", "at_least_once")
+	case "notify":
+		r.Notify, _ = p.enum(x.val, field, "all", "coordinator")
+	case "priorities":
+		r.Priorities = p.names(r, x.val, field, "priority", maxPriorities)
+	case "participants":
+		r.Participants = p.names(r, x.val, field, "participant", 0)
+	}
+}
+
+// defaults fills in the defaults of the fields r's kind takes.
+func (p *parser) defaults(r *Resource) {
+	switch r.Kind {
+	case KindLock, KindRWLock:
+		r.Layout = cmp.Or(r.Layout, "curator")
+	case KindQueue, KindPriorityQueue:
+		r.Delivery = cmp.Or(r.Delivery, "at_most_once")
+	case KindTwoPhaseCommit:
+		r.Notify = cmp.Or(r.Notify, "all")
+	}
+	if r.ACL == nil && p.spec != nil {
+		r.ACL = p.spec.ACL
+	}
+}
+
+// path decodes a resource path and derives FullPath, Segments and Params.
+func (p *parser) path(r *Resource, n *yaml.Node, field string, rootOK bool) {
+	s, ok := p.str(n, field)
+	if !ok {
+		return
+	}
+	segs, params, msg := parsePath(s)
+	if msg != "" {
+		p.errorf(n, field, "%s", msg)
+		return
+	}
+	var full []Segment
+	if p.spec.Root != "" {
+		for _, lit := range strings.Split(p.spec.Root[1:], "/") {
+			full = append(full, Segment{Literal: lit})
+		}
+	}
+	full = append(full, segs...)
+	if rootOK && full[0].Param == nil && full[0].Literal == "zookeeper" {
+		p.errorf(n, field, "full path %s is /zookeeper or below it, which ZooKeeper reserves", quote(p.spec.Root+s))
+		return
+	}
+	r.Path, r.FullPath, r.Segments, r.Params = s, p.spec.Root+s, full, params
+	p.pathPos[r] = posOf(n)
+}
+
+// revocable decodes true, false or {force_after: <duration>}.
+func (p *parser) revocable(r *Resource, n *yaml.Node, field string) {
+	n = deref(n)
+	switch {
+	case n.Kind == yaml.MappingNode:
+		m, _ := p.object(n, field, "force_after")
+		fe, has := m["force_after"]
+		if !has {
+			p.errorf(n, field, `missing required field "force_after"; use revocable: true to allow revocation without forcing`)
+			return
+		}
+		r.Revocable = true
+		r.ForceAfter, _ = p.duration(fe.val, join(field, "force_after"))
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool":
+		r.Revocable, _ = p.boolean(n, field)
+	default:
+		p.errorf(n, field, "must be true, false or {force_after: <duration>}, got %s", describe(n))
+	}
+}
+
+// duration decodes a positive duration in time.ParseDuration syntax.
+func (p *parser) duration(n *yaml.Node, field string) (time.Duration, bool) {
+	const help = "a duration such as 5s, 500ms or 1m30s"
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		p.errorf(n, field, "must be %s, got %s", help, describe(n))
+		return 0, false
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil {
+		p.errorf(n, field, "must be %s, got %s", help, quote(n.Value))
+		return 0, false
+	}
+	if d <= 0 {
+		p.errorf(n, field, "must be > 0, got %s", quote(n.Value))
+		return 0, false
+	}
+	return d, true
+}
+
+// valueRef decodes a payload type: a value builtin or a declared type.
+func (p *parser) valueRef(n *yaml.Node, field string) *TypeRef {
+	s, ok := p.str(n, field)
+	if !ok {
+		return nil
+	}
+	ref, msg := p.resolveRef(s, valueBuiltins, false)
+	if msg != "" {
+		p.errorf(n, field, "%s", msg)
+		return nil
+	}
+	return &ref
+}
+
+// names decodes a list of distinct snake_case names (priorities,
+// participants); at most maxN when maxN > 0. Each becomes a Go constant
+// named after the resource: urgent of tasks -> TasksUrgent.
+func (p *parser) names(r *Resource, n *yaml.Node, field, what string, maxN int) []Name {
+	items, ok := p.list(n, field)
+	if !ok {
+		return nil
+	}
+	switch {
+	case len(items) == 0:
+		p.errorf(n, field, "must list at least one %s", what)
+	case maxN > 0 && len(items) > maxN:
+		p.errorf(n, field, "at most %d %s names are allowed, got %d", maxN, what, len(items))
+	}
+	var out []Name
+	seen := map[string]int{}
+	for i, it := range items {
+		f := index(field, i)
+		s, ok := p.str(it, f)
+		switch {
+		case !ok:
+		case !isSnake(s):
+			p.errorf(it, f, "%s names must be snake_case ([a-z][a-z0-9]*(_[a-z0-9]+)*), got %s", what, quote(s))
+		default:
+			if j, dup := seen[s]; dup {
+				p.errorf(it, f, "duplicate %s %s (also %s)", what, quote(s), index(field, j))
+				continue
+			}
+			seen[s] = i
+			name := Name{Name: s, GoName: r.GoName + CamelCase(s)}
+			out = append(out, name)
+			p.consts = append(p.consts, ident{name.GoName, posOf(it), f, what + " " + quote(s)})
+		}
+	}
+	return out
+}
