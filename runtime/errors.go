@@ -25,6 +25,9 @@ var (
 	// ErrAlreadyHeld means Lock was called on a handle that already holds the
 	// lock or is acquiring it. Handles are not reentrant.
 	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")
+	// ErrNotRevocable means RequestRevoke was called on a lock declared
+	// without revocation.
+	ErrNotRevocable = errors.New("lock: not revocable")
 	// ErrVersionConflict means a compare-and-set found a different version.
 	ErrVersionConflict = errors.New("config: version conflict")
 	// ErrInvalidPath means a path parameter was rejected (empty, "." or "..",

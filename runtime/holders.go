@@ -10,30 +10,33 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Holder describes one contender node of a lock: the holder first, then the
-// waiters in the order they will get the lock.
+// Holder describes one contender node of a lock: the holder(s) first, then
+// the waiters in queue order.
 type Holder struct {
 	Node    string    // full znode path
 	Seq     int32     // sequence number
 	Token   int64     // creation zxid: the fencing token if it holds
 	Created time.Time // creation time (server clock)
-	Holds   bool      // true for the current holder
+	Holds   bool      // true for the current holder(s)
+	Read    bool      // a read-lock node (read/write locks only)
 	Owner   Owner     // metadata written by the contender
 	Known   bool      // false when the node carries no zkgen metadata (e.g. Curator's)
 }
 
-// Holders returns the lock's holder followed by its waiters, in order, with
-// their owner metadata. Nodes that disappear while being read are left out.
-// An absent directory gives an empty list.
+// Holders returns the lock's holder(s) followed by its waiters, in queue
+// order, with their owner metadata (for a read/write lock, both sides).
+// Nodes that disappear while being read are left out. An absent directory
+// gives an empty list.
 func (l *Lock) Holders(ctx context.Context) ([]Holder, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
-	return l.s.holders(ctx, l.dir, l.marker, 1)
+	return l.s.holders(ctx, l.dir, l.fam)
 }
 
-// holders lists the contenders of dir; the first `holding` of them hold.
-func (s *Session) holders(ctx context.Context, dir, marker string, holding int) ([]Holder, error) {
+// holders lists the contenders of dir in queue order; those that no earlier
+// node blocks hold.
+func (s *Session) holders(ctx context.Context, dir string, fam *family) ([]Holder, error) {
 	kids, err := s.children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -41,7 +44,7 @@ func (s *Session) holders(ctx context.Context, dir, marker string, holding int) 
 	if err != nil {
 		return nil, err
 	}
-	cs := sortContenders(kids, marker)
+	cs := fam.sortContenders(kids)
 	out := make([]Holder, len(cs))
 	ok := make([]bool, len(cs))
 	errs := make([]error, len(cs))
@@ -62,7 +65,8 @@ func (s *Session) holders(ctx context.Context, dir, marker string, holding int) 
 				return
 			}
 			o, known := parseOwner(data)
-			out[i] = Holder{Node: p, Seq: c.seq, Token: st.Czxid, Created: time.UnixMilli(st.Ctime).UTC(), Owner: o, Known: known}
+			out[i] = Holder{Node: p, Seq: c.seq, Token: st.Czxid, Created: time.UnixMilli(st.Ctime).UTC(), Owner: o, Known: known,
+				Holds: fam.blocker(cs, i) < 0, Read: len(fam.markers) == 2 && c.kind == kindRead}
 			ok[i] = true
 		}()
 	}
@@ -76,9 +80,6 @@ func (s *Session) holders(ctx context.Context, dir, marker string, holding int) 
 			res = append(res, out[i])
 		}
 	}
-	for i := range res {
-		res[i].Holds = i < holding
-	}
 	return res, nil
 }
 
@@ -91,11 +92,11 @@ func (l *Lock) Reap(ctx context.Context, olderThan time.Duration) ([]Holder, err
 	if l.err != nil {
 		return nil, l.err
 	}
-	return l.s.reap(ctx, l.dir, l.marker, olderThan)
+	return l.s.reap(ctx, l.dir, l.fam, olderThan)
 }
 
-func (s *Session) reap(ctx context.Context, dir, marker string, olderThan time.Duration) ([]Holder, error) {
-	hs, err := s.holders(ctx, dir, marker, 1)
+func (s *Session) reap(ctx context.Context, dir string, fam *family, olderThan time.Duration) ([]Holder, error) {
+	hs, err := s.holders(ctx, dir, fam)
 	if err != nil {
 		return nil, err
 	}

@@ -6,32 +6,35 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// lockMarker is the node-name marker of exclusive lock contenders, as in
-// Curator's InterProcessMutex: <dir>/_c_<uuid>-lock-<seq>.
-const lockMarker = "lock-"
-
-// Lock is an exclusive lock on a znode directory, the ZooKeeper guide's lock
-// recipe: each contender creates an ephemeral sequential node; the lowest
-// holds the lock; every other contender watches only the node just before
-// its own, so a release wakes exactly one waiter (no herd effect).
+// Lock is an exclusive lock on a znode directory — or one side (read or
+// write) of a read/write lock — following the ZooKeeper guide's recipe: each
+// contender creates an ephemeral sequential node; a contender holds the lock
+// when no node before its own blocks it; otherwise it watches only the
+// nearest node that blocks it, so a release wakes exactly the waiters it
+// unblocks (one, for an exclusive lock: no herd effect).
 //
-// Node names are Curator's (_c_<uuid>-lock-<seq>), so this lock and Curator's
-// InterProcessMutex on the same path exclude each other. Children of the
-// directory that are not lock nodes are ignored.
+// Node names follow Curator by default (_c_<uuid>-lock-<seq>, and
+// _c_<uuid>-__READ__<seq> / _c_<uuid>-__WRIT__<seq> for read/write locks), so
+// this lock and Curator's InterProcessMutex / InterProcessReadWriteLock on the
+// same path exclude each other; WithLayout(LayoutKazoo) names them as kazoo
+// does. Children of the directory that are not lock nodes are ignored.
 //
 // A Lock stands for one contender. It is not reentrant: Lock on a handle
 // that holds or is acquiring returns ErrAlreadyHeld. After Unlock it can be
 // locked again. Two handles, even on one session, are two contenders. Methods
 // are safe for concurrent use.
 type Lock struct {
-	s      *Session
-	dir    string
-	err    error // the path was invalid
-	marker string
+	s    *Session
+	dir  string
+	err  error // the path was invalid
+	fam  *family
+	kind int // kind of our nodes in fam
+	cfg  lockConfig
 
 	mu      sync.Mutex
 	busy    bool  // acquiring or holding
@@ -39,12 +42,49 @@ type Lock struct {
 	purpose string
 }
 
+// Layout selects the node naming of a lock, for sharing a path with another
+// library.
+type Layout int
+
+const (
+	// LayoutCurator names nodes as Apache Curator does (the default).
+	LayoutCurator Layout = iota
+	// LayoutKazoo names nodes as Python's kazoo does:
+	// <uuid hex>__lock__<seq> and, for read locks, <uuid hex>__rlock__<seq>.
+	LayoutKazoo
+)
+
+// LockOption configures a lock handle.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	layout     Layout
+	revocable  bool
+	forceAfter time.Duration
+}
+
+// WithLayout sets the node naming. Default LayoutCurator.
+func WithLayout(l Layout) LockOption { return func(c *lockConfig) { c.layout = l } }
+
+// WithRevocation makes the lock revocable: another contender may call
+// RequestRevoke, and the holder sees Revoked close and decides when to
+// unlock. With forceAfter > 0, a requester whose request has not been
+// honoured after forceAfter deletes the holder's node itself, and the
+// holder's Lost fires. Default: not revocable.
+func WithRevocation(forceAfter time.Duration) LockOption {
+	return func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter }
+}
+
 // hold is one tenure of the lock.
 type hold struct {
 	node     string
 	token    int64
 	lost     chan struct{} // closed when the tenure ends (loss or Unlock)
+	revoked  chan struct{} // closed when a revocation is requested
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
 	endOnce  sync.Once
+	revOnce  sync.Once
 	wasLost  atomic.Bool
 	released atomic.Bool // Unlock started: a deletion is ours
 	stop     chan struct{}
@@ -53,18 +93,43 @@ type hold struct {
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		h.wasLost.Store(lost)
+		if lost {
+			h.cancel(fmt.Errorf("lock %s: %w", h.node, ErrLockLost))
+		} else {
+			h.cancel(fmt.Errorf("lock %s: %w (released)", h.node, ErrNotHeld))
+		}
 		close(h.lost)
 	})
 }
 
-// closedCh is returned by Lost when nothing is held.
-var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 
-// NewLock returns a lock handle on the directory p. It does no I/O; the
-// directory and its parents are created (as container nodes) on first use.
-// If p is invalid, every method returns p's error.
-func NewLock(s *Session, p Path) *Lock {
-	return &Lock{s: s, dir: p.String(), err: p.Err(), marker: lockMarker}
+var (
+	// closedCh is returned by Lost when nothing is held.
+	closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+	// neverCh is returned by Revoked when nothing can be revoked.
+	neverCh = make(chan struct{})
+	// notHeldCtx is returned by Context when nothing is held.
+	notHeldCtx = func() context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrNotHeld)
+		return ctx
+	}()
+)
+
+// NewLock returns an exclusive lock handle on the directory p. It does no
+// I/O; the directory and its parents are created (as container nodes) on
+// first use. If p is invalid, every method returns p's error.
+func NewLock(s *Session, p Path, opts ...LockOption) *Lock {
+	var cfg lockConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	fam := curatorMutex
+	if cfg.layout == LayoutKazoo {
+		fam = kazooMutex
+	}
+	return &Lock{s: s, dir: p.String(), err: p.Err(), fam: fam, cfg: cfg}
 }
 
 // Path returns the lock's directory.
@@ -81,7 +146,7 @@ func (l *Lock) SetPurpose(purpose string) {
 // Lock blocks until this handle holds the lock, ctx ends, or the session
 // ends. When ctx ends first, Lock removes its contender node before
 // returning ctx's error, so nothing is left in ZooKeeper. On success the lock
-// is held until Unlock, or until it is lost: see Lost.
+// is held until Unlock, or until it is lost: see Lost and Context.
 func (l *Lock) Lock(ctx context.Context) error {
 	_, err := l.acquire(ctx, true)
 	return err
@@ -122,7 +187,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 // contend runs the lock protocol. It returns a hold when the lock is taken,
 // nil with a nil error when wait is false and the lock is taken by another.
 func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, error) {
-	node, err := l.s.createProtected(ctx, l.dir, l.marker, l.s.owner(purpose))
+	node, err := l.s.createProtected(ctx, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose))
 	if err != nil {
 		return nil, err
 	}
@@ -132,20 +197,23 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		if err != nil {
 			return nil, l.abandon(node, err)
 		}
-		cs := sortContenders(kids, l.marker)
+		cs := l.fam.sortContenders(kids)
 		i := indexOf(cs, name)
-		switch {
-		case i < 0:
+		if i < 0 {
 			return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
-		case i == 0:
+		}
+		b := l.fam.blocker(cs, i)
+		switch {
+		case b < 0:
 			return l.take(ctx, node)
 		case !wait:
 			return nil, l.abandon(node, nil)
 		}
-		// Watch only the node just before ours. If it is already gone, it
-		// left between our children read and now: read again rather than
-		// wait for an event that will never come (the lost wake-up).
-		pred, err := l.s.getW(ctx, joinPath(l.dir, cs[i-1].name))
+		// Watch only the nearest node that blocks us. If it is already
+		// gone, it left between our children read and now: read again
+		// rather than wait for an event that will never come (the lost
+		// wake-up).
+		pred, err := l.s.getW(ctx, joinPath(l.dir, cs[b].name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -162,20 +230,34 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	}
 }
 
-// take starts the tenure of node, which is now first in line. It reads our
-// own node with a child watch: the reply's stat gives the fencing token (the
-// node's czxid), and the watch fires when the node is deleted under us (an
-// ephemeral node never has children, so it fires for nothing else). A child
-// watch, unlike an exists watch, is not left behind if the node is already
-// gone, and it is not a data watch: the server's wchp report keeps showing
-// each contender node watched by one session only, the one waiting for it.
-// Waiters do not watch their own node at all.
+// take starts the tenure of node, which no other node blocks any more.
+//
+// It reads our own node with a child watch: the reply's stat gives the
+// fencing token (the node's czxid), and the watch fires when the node is
+// deleted under us (an ephemeral node never has children, so it fires for
+// nothing else). A child watch, unlike an exists watch, is not left behind if
+// the node is already gone, and it is not a data watch: the server's wchp
+// report keeps showing each contender node watched by one session only, the
+// one waiting for it. Waiters do not watch their own node at all.
+//
+// A revocable lock needs to see data changes (the revocation request), so
+// its holder uses a data watch instead.
 func (l *Lock) take(ctx context.Context, node string) (*hold, error) {
-	own, err := l.s.childrenW(ctx, node)
+	var own getResult
+	var err error
+	if l.cfg.revocable {
+		own, err = l.s.getW(ctx, node)
+	} else {
+		own, err = l.s.childrenW(ctx, node)
+	}
 	if err != nil {
 		return nil, l.abandon(node, lostIfNoNode(err, node))
 	}
-	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), stop: make(chan struct{})}
+	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), revoked: make(chan struct{}), stop: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	if l.cfg.revocable && revokeRequested(own.data) {
+		h.revoke()
+	}
 	go l.monitor(h, own.watch)
 	return h, nil
 }
@@ -199,8 +281,8 @@ func (l *Lock) abandon(node string, cause error) error {
 	return cause
 }
 
-// monitor ends the hold when the lock is lost: our node deleted by someone
-// else, or the session ended.
+// monitor ends the hold when the lock is lost — our node deleted by someone
+// else, or the session ended — and signals revocation requests.
 func (l *Lock) monitor(h *hold, w <-chan zk.Event) {
 	for {
 		select {
@@ -216,14 +298,24 @@ func (l *Lock) monitor(h *hold, w <-chan zk.Event) {
 				h.end(true)
 				return
 			}
-			// Any other event: watch again.
-			r, err := l.s.childrenW(context.Background(), h.node)
+			// Data changed (a revocation request) or another event: read
+			// and watch again.
+			var r getResult
+			var err error
+			if l.cfg.revocable {
+				r, err = l.s.getW(context.Background(), h.node)
+			} else {
+				r, err = l.s.childrenW(context.Background(), h.node)
+			}
 			if err != nil {
 				if !h.released.Load() {
 					l.s.log.Warn("lock lost", "path", h.node, "err", err)
 					h.end(true)
 				}
 				return
+			}
+			if l.cfg.revocable && revokeRequested(r.data) {
+				h.revoke()
 			}
 			w = r.watch
 		case <-l.s.done:
@@ -235,12 +327,12 @@ func (l *Lock) monitor(h *hold, w <-chan zk.Event) {
 	}
 }
 
-// Unlock releases the lock by deleting this handle's node; the next waiter
-// (only it) is woken. It returns ErrNotHeld when this handle does not hold
-// the lock, and ErrLockLost when the lock had been lost (the node is gone
-// already). If ctx ends before the delete is confirmed, the delete carries on
-// in the background (bounded) and Unlock returns ctx's error. Either way the
-// handle can be locked again.
+// Unlock releases the lock by deleting this handle's node; the waiters it
+// blocked (one, for an exclusive lock) are woken. It returns ErrNotHeld when
+// this handle does not hold the lock, and ErrLockLost when the lock had been
+// lost (the node is gone already). If ctx ends before the delete is
+// confirmed, the delete carries on in the background (bounded) and Unlock
+// returns ctx's error. Either way the handle can be locked again.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l.err != nil {
 		return l.err
@@ -271,16 +363,23 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// Token returns the fencing token of the current tenure: the creation zxid
-// of this handle's lock node, strictly increasing across successive holders
-// of the path. It is 0 when the lock is not held.
-func (l *Lock) Token() int64 {
+// current returns the current tenure, or nil.
+func (l *Lock) current() *hold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.hold == nil {
-		return 0
+	return l.hold
+}
+
+// Token returns the fencing token of the current tenure: the creation zxid
+// of this handle's lock node, strictly increasing across successive holders
+// of the path (for a read/write lock: across successive writers, and every
+// reader's token is above the token of the writer it waited for). It is 0
+// when the lock is not held.
+func (l *Lock) Token() int64 {
+	if h := l.current(); h != nil {
+		return h.token
 	}
-	return l.hold.token
+	return 0
 }
 
 // Lost returns a channel that is closed when the current tenure ends: the
@@ -289,12 +388,59 @@ func (l *Lock) Token() int64 {
 // closed channel. A brief connection loss does not end the tenure; a
 // disconnection longer than the session timeout does.
 func (l *Lock) Lost() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil {
-		return closedCh
+	if h := l.current(); h != nil {
+		return h.lost
 	}
-	return l.hold.lost
+	return closedCh
+}
+
+// Context returns a context that is cancelled when the current tenure ends,
+// so work started under the lock stops by itself when the lock is lost.
+// context.Cause tells why: an error wrapping ErrLockLost, or ErrNotHeld after
+// Unlock. When the lock is not held the context is already cancelled.
+func (l *Lock) Context() context.Context {
+	if h := l.current(); h != nil {
+		return h.ctx
+	}
+	return notHeldCtx
+}
+
+// Guarded runs ops (go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest,
+// *zk.DeleteRequest, *zk.CheckVersionRequest) as one ZooKeeper multi that
+// also checks that this handle's lock node still exists: the writes happen
+// only while the lock is held, atomically with that check. It returns the
+// ops' results. If the lock is not held it returns ErrNotHeld and sends
+// nothing; if the lock turns out to be lost, ErrLockLost and nothing is
+// written. A multi is not idempotent, so a connection loss is returned (a
+// recoverable error), not retried: the caller must find out what happened.
+func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	h := l.current()
+	if h == nil {
+		return nil, fmt.Errorf("lock %s: %w", l.dir, ErrNotHeld)
+	}
+	if h.wasLost.Load() {
+		return nil, fmt.Errorf("lock %s: %w", h.node, ErrLockLost)
+	}
+	all := append([]any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}, ops...)
+	res, err := await(ctx, l.s, func() ([]zk.MultiResponse, error) { return l.s.conn.Multi(all...) })
+	if err != nil {
+		if len(res) > 0 && errors.Is(res[0].Error, zk.ErrNoNode) {
+			h.end(true)
+			return nil, fmt.Errorf("lock %s: guarded write refused: %w", h.node, ErrLockLost)
+		}
+		if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
+			h.end(true)
+			return nil, fmt.Errorf("lock %s: %w (%w)", h.node, ErrLockLost, err)
+		}
+		if len(res) > 1 {
+			return res[1:], opError("multi", l.dir, err)
+		}
+		return nil, opError("multi", l.dir, err)
+	}
+	return res[1:], nil
 }
 
 func lostIfNoNode(err error, node string) error {

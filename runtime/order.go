@@ -6,15 +6,51 @@ import (
 	"strings"
 )
 
+// family describes the contender nodes that share one lock directory: the
+// name marker of each kind of node and which kinds make which wait.
+type family struct {
+	markers   []string // node-name marker of each kind, just before the sequence
+	blockedBy [][]bool // blockedBy[k][j]: a node of kind k waits for lower nodes of kind j
+	kazoo     bool     // kazoo naming: <uuid hex><marker><seq>, else Curator's _c_<uuid>-<marker><seq>
+}
+
+// Node kinds of the read/write families.
+const (
+	kindRead  = 0
+	kindWrite = 1
+)
+
+var (
+	// Curator's InterProcessMutex: _c_<uuid>-lock-<seq>.
+	curatorMutex = &family{markers: []string{"lock-"}, blockedBy: [][]bool{{true}}}
+	// Curator's InterProcessReadWriteLock: _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>.
+	curatorRW = &family{markers: []string{"__READ__", "__WRIT__"}, blockedBy: [][]bool{{false, true}, {true, true}}}
+	// kazoo's Lock: <hex>__lock__<seq>.
+	kazooMutex = &family{markers: []string{"__lock__"}, blockedBy: [][]bool{{true}}, kazoo: true}
+	// kazoo's ReadLock/WriteLock: <hex>__rlock__<seq>, <hex>__lock__<seq>.
+	kazooRW = &family{markers: []string{"__rlock__", "__lock__"}, blockedBy: [][]bool{{false, true}, {true, true}}, kazoo: true}
+	// Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
+	curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}
+)
+
+// prefix returns a fresh, GUID-carrying name prefix for a node of kind k.
+func (f *family) prefix(k int) string {
+	if f.kazoo {
+		return strings.ReplaceAll(newGUID(), "-", "") + f.markers[k]
+	}
+	return protectedPrefix + newGUID() + "-" + f.markers[k]
+}
+
 // contender is one sequential child of a recipe directory.
 type contender struct {
 	name string // child name
 	seq  int32  // ZooKeeper sequence number (may be negative past the wrap)
+	kind int    // index of its marker in the family
 }
 
-// parseSeq returns the sequence suffix that follows the last occurrence of
-// marker in name, as Curator's sorter reads it. ok is false for children that
-// are not contender nodes (foreign children are ignored by every recipe).
+// parseSeq returns the sequence suffix that directly follows marker at the
+// end of name. ok is false for children that are not such nodes (foreign
+// children are ignored by every recipe).
 func parseSeq(name, marker string) (seq int32, ok bool) {
 	i := strings.LastIndex(name, marker)
 	if i < 0 {
@@ -25,7 +61,7 @@ func parseSeq(name, marker string) (seq int32, ok bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(suffix, 10, 32)
-	if err != nil {
+	if err != nil || suffix[0] == '+' {
 		return 0, false
 	}
 	return int32(v), true
@@ -40,12 +76,15 @@ func seqBefore(a, b int32) bool {
 	return int32(uint32(a)-uint32(b)) < 0
 }
 
-// sortContenders keeps the children carrying marker, in acquisition order.
-func sortContenders(children []string, marker string) []contender {
+// sortContenders keeps the children that are nodes of f, in queue order.
+func (f *family) sortContenders(children []string) []contender {
 	out := make([]contender, 0, len(children))
 	for _, c := range children {
-		if seq, ok := parseSeq(c, marker); ok {
-			out = append(out, contender{c, seq})
+		for k, m := range f.markers {
+			if seq, ok := parseSeq(c, m); ok {
+				out = append(out, contender{c, seq, k})
+				break
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b contender) int {
@@ -59,6 +98,17 @@ func sortContenders(children []string, marker string) []contender {
 		}
 	})
 	return out
+}
+
+// blocker returns the index of the nearest node before cs[i] that cs[i]
+// must wait for, or -1 when cs[i] holds.
+func (f *family) blocker(cs []contender, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if f.blockedBy[cs[i].kind][cs[j].kind] {
+			return j
+		}
+	}
+	return -1
 }
 
 // indexOf returns the position of name in cs, or -1.

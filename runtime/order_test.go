@@ -24,7 +24,7 @@ func TestParseSeq(t *testing.T) {
 		{"lock-99999999999", 0, false}, // out of int32
 		{"_c_abc-latch-0000000001", 0, false},
 	} {
-		seq, ok := parseSeq(tc.name, lockMarker)
+		seq, ok := parseSeq(tc.name, "lock-")
 		if seq != tc.seq || ok != tc.ok {
 			t.Errorf("parseSeq(%q) = %d, %v; want %d, %v", tc.name, seq, ok, tc.seq, tc.ok)
 		}
@@ -44,7 +44,7 @@ func TestSortContendersAcrossWrap(t *testing.T) {
 		seqName("_c_d-", math.MinInt32+1),
 	}
 	shuffled := []string{order[2], "not-a-lock-node", order[0], order[3], order[1], "lock-foo"}
-	got := sortContenders(shuffled, lockMarker)
+	got := curatorMutex.sortContenders(shuffled)
 	var names []string
 	for _, c := range got {
 		names = append(names, c.name)
@@ -56,7 +56,7 @@ func TestSortContendersAcrossWrap(t *testing.T) {
 
 func TestSortContendersPlain(t *testing.T) {
 	in := []string{seqName("_c_z-", 12), seqName("_c_a-", 3), seqName("", 10), seqName("_c_m-", 0)}
-	got := sortContenders(in, lockMarker)
+	got := curatorMutex.sortContenders(in)
 	want := []int32{0, 3, 10, 12}
 	for i, c := range got {
 		if c.seq != want[i] {
@@ -74,5 +74,38 @@ func TestSeqBefore(t *testing.T) {
 	}
 	if !seqBefore(math.MaxInt32, math.MinInt32) || seqBefore(math.MinInt32, math.MaxInt32) {
 		t.Fatal("wrap order")
+	}
+}
+
+func TestFamilies(t *testing.T) {
+	kids := []string{
+		"_c_a-__WRIT__0000000004",
+		"_c_b-__READ__0000000001",
+		"_c_c-__READ__0000000002",
+		"_c_d-__READ__0000000005",
+		"_c_e-__WRIT__0000000003",
+		"_c_f-lock-0000000000", // another family: ignored
+	}
+	cs := curatorRW.sortContenders(kids)
+	if len(cs) != 5 {
+		t.Fatalf("contenders %v", cs)
+	}
+	// Readers 1 and 2 hold; writer 3 waits for reader 2; writer 4 for
+	// writer 3; reader 5 for the nearest lower writer, 4.
+	want := []int{-1, -1, 1, 2, 3}
+	for i := range cs {
+		if got := curatorRW.blocker(cs, i); got != want[i] {
+			t.Errorf("%s: blocker %d, want %d", cs[i].name, got, want[i])
+		}
+	}
+	kz := kazooRW.sortContenders([]string{"ab__lock__0000000002", "cd__rlock__0000000001", "ef__rlock__0000000003"})
+	if len(kz) != 3 || kz[0].kind != kindRead || kz[1].kind != kindWrite || kazooRW.blocker(kz, 2) != 1 || kazooRW.blocker(kz, 1) != 0 {
+		t.Fatalf("kazoo rw: %+v", kz)
+	}
+	if p := kazooMutex.prefix(0); len(p) != 32+len("__lock__") {
+		t.Fatalf("kazoo prefix %q", p)
+	}
+	if p := curatorRW.prefix(kindWrite); len(p) != 3+36+1+len("__WRIT__") {
+		t.Fatalf("curator prefix %q", p)
 	}
 }

@@ -16,6 +16,9 @@ type Owner struct {
 	Session string    `json:"session"`           // ZooKeeper session id, 0x-hex
 	Since   time.Time `json:"since"`             // when the node was created (client clock)
 	Purpose string    `json:"purpose,omitempty"` // set with SetPurpose
+
+	// RevokeRequestedAt is set by RequestRevoke (requester's clock).
+	RevokeRequestedAt time.Time `json:"revoke_requested_at,omitzero"`
 }
 
 var hostname = sync.OnceValue(func() string {

@@ -18,8 +18,9 @@ const protectedPrefix = "_c_"
 // request that was cancelled.
 const cleanupTimeout = 30 * time.Second
 
-// createProtected creates an ephemeral sequential node dir/_c_<guid>-<name>
-// with data and returns its full path. Missing parents are created.
+// createProtected creates an ephemeral sequential node dir/<prefix><seq>
+// with data and returns its full path; prefix carries a fresh GUID (see
+// family.prefix). Missing parents are created.
 //
 // A create whose reply is lost (connection loss) may have happened on the
 // server. It is never blindly repeated: after the connection is back the
@@ -29,14 +30,12 @@ const cleanupTimeout = 30 * time.Second
 //
 // If ctx ends first, createProtected returns ctx's error and, in the
 // background, removes the node if the create went through after all.
-func (s *Session) createProtected(ctx context.Context, dir, name string, data []byte) (string, error) {
-	guid := newGUID()
-	prefix := protectedPrefix + guid + "-"
+func (s *Session) createProtected(ctx context.Context, dir, prefix string, data []byte) (string, error) {
 	ch := make(chan result[string], 1)
 	go func() {
 		// Detached from ctx so the outcome is always known and can be
 		// cleaned up; bounded by the session's life and the retry policy.
-		p, err := s.createByGUID(context.WithoutCancel(ctx), dir, prefix, name, data)
+		p, err := s.createByGUID(context.WithoutCancel(ctx), dir, prefix, data)
 		ch <- result[string]{p, err}
 	}()
 	select {
@@ -58,8 +57,8 @@ func (s *Session) createProtected(ctx context.Context, dir, name string, data []
 	}
 }
 
-func (s *Session) createByGUID(ctx context.Context, dir, prefix, name string, data []byte) (string, error) {
-	path := joinPath(dir, prefix+name)
+func (s *Session) createByGUID(ctx context.Context, dir, prefix string, data []byte) (string, error) {
+	path := joinPath(dir, prefix)
 	for n := 1; ; n++ {
 		if err := s.check(); err != nil {
 			return "", err
