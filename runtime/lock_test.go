@@ -95,15 +95,32 @@ func parseWchp(out string) map[string][]string {
 }
 
 // While 8 clients wait, each waiting contender node is watched by at most one
-// session (its successor) — no herd — and a release wakes the next in line.
+// session (its successor) — no herd — and a release wakes the next in line:
+// for the exclusive lock in both layouts and for the write side of the
+// read/write lock.
 func TestLockNoHerd(t *testing.T) {
 	srv := server(t)
 	srv.RequireLocal(t)
+	for _, tc := range []struct {
+		name string
+		new  func(s *runtime.Session, p runtime.Path) *runtime.Lock
+	}{
+		{"mutex", func(s *runtime.Session, p runtime.Path) *runtime.Lock { return runtime.NewLock(s, p) }},
+		{"kazoo mutex", func(s *runtime.Session, p runtime.Path) *runtime.Lock {
+			return runtime.NewLock(s, p, runtime.WithLayout(runtime.LayoutKazoo))
+		}},
+		{"write lock", func(s *runtime.Session, p runtime.Path) *runtime.Lock { return runtime.NewRWLock(s, p).Write() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkNoHerd(t, srv, tc.new) })
+	}
+}
+
+func checkNoHerd(t *testing.T, srv *zktest.Server, newLock func(*runtime.Session, runtime.Path) *runtime.Lock) {
 	dir := testRoot(t)
 	ctx := testCtx(t, 2*time.Minute)
 
 	hs := connect(t, srv.Servers())
-	holder := runtime.NewLock(hs, runtime.At(dir))
+	holder := newLock(hs, runtime.At(dir))
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +128,7 @@ func TestLockNoHerd(t *testing.T) {
 	acquired := make(chan int, waiters)
 	locks := make([]*runtime.Lock, waiters)
 	for i := range locks {
-		locks[i] = runtime.NewLock(connect(t, srv.Servers()), runtime.At(dir))
+		locks[i] = newLock(connect(t, srv.Servers()), runtime.At(dir))
 		go func() {
 			if err := locks[i].Lock(ctx); err != nil {
 				t.Error(err)
