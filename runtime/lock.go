@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -74,35 +73,6 @@ func WithLayout(l Layout) LockOption { return func(c *lockConfig) { c.layout = l
 func WithRevocation(forceAfter time.Duration) LockOption {
 	return func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter }
 }
-
-// hold is one tenure of the lock.
-type hold struct {
-	node     string
-	token    int64
-	lost     chan struct{} // closed when the tenure ends (loss or Unlock)
-	revoked  chan struct{} // closed when a revocation is requested
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	endOnce  sync.Once
-	revOnce  sync.Once
-	wasLost  atomic.Bool
-	released atomic.Bool // Unlock started: a deletion is ours
-	stop     chan struct{}
-}
-
-func (h *hold) end(lost bool) {
-	h.endOnce.Do(func() {
-		h.wasLost.Store(lost)
-		if lost {
-			h.cancel(fmt.Errorf("lock %s: %w", h.node, ErrLockLost))
-		} else {
-			h.cancel(fmt.Errorf("lock %s: %w (released)", h.node, ErrNotHeld))
-		}
-		close(h.lost)
-	})
-}
-
-func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 
 var (
 	// closedCh is returned by Lost when nothing is held.
@@ -195,7 +165,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	for {
 		kids, err := l.s.children(ctx, l.dir)
 		if err != nil {
-			return nil, l.abandon(node, err)
+			return nil, l.s.abandon(node, err)
 		}
 		cs := l.fam.sortContenders(kids)
 		i := indexOf(cs, name)
@@ -205,9 +175,13 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		b := l.fam.blocker(cs, i)
 		switch {
 		case b < 0:
-			return l.take(ctx, node)
+			h, err := l.s.startHold(ctx, node, l.cfg.revocable)
+			if err != nil {
+				return nil, l.s.abandon(node, err)
+			}
+			return h, nil
 		case !wait:
-			return nil, l.abandon(node, nil)
+			return nil, l.s.abandon(node, nil)
 		}
 		// Watch only the nearest node that blocks us. If it is already
 		// gone, it left between our children read and now: read again
@@ -218,111 +192,14 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 			continue
 		}
 		if err != nil {
-			return nil, l.abandon(node, err)
+			return nil, l.s.abandon(node, err)
 		}
 		select {
 		case <-pred.watch:
 		case <-ctx.Done():
-			return nil, l.abandon(node, ctx.Err())
+			return nil, l.s.abandon(node, ctx.Err())
 		case <-l.s.done:
 			return nil, l.s.Err()
-		}
-	}
-}
-
-// take starts the tenure of node, which no other node blocks any more.
-//
-// It reads our own node with a child watch: the reply's stat gives the
-// fencing token (the node's czxid), and the watch fires when the node is
-// deleted under us (an ephemeral node never has children, so it fires for
-// nothing else). A child watch, unlike an exists watch, is not left behind if
-// the node is already gone, and it is not a data watch: the server's wchp
-// report keeps showing each contender node watched by one session only, the
-// one waiting for it. Waiters do not watch their own node at all.
-//
-// A revocable lock needs to see data changes (the revocation request), so
-// its holder uses a data watch instead.
-func (l *Lock) take(ctx context.Context, node string) (*hold, error) {
-	var own getResult
-	var err error
-	if l.cfg.revocable {
-		own, err = l.s.getW(ctx, node)
-	} else {
-		own, err = l.s.childrenW(ctx, node)
-	}
-	if err != nil {
-		return nil, l.abandon(node, lostIfNoNode(err, node))
-	}
-	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), revoked: make(chan struct{}), stop: make(chan struct{})}
-	h.ctx, h.cancel = context.WithCancelCause(context.Background())
-	if l.cfg.revocable && revokeRequested(own.data) {
-		h.revoke()
-	}
-	go l.monitor(h, own.watch)
-	return h, nil
-}
-
-// abandon removes our contender node with a fresh, bounded context and
-// returns cause. The node is ephemeral, so if the session is gone there is
-// nothing to remove.
-func (l *Lock) abandon(node string, cause error) error {
-	if l.s.check() != nil {
-		if cause == nil {
-			return l.s.check()
-		}
-		return cause
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	if err := l.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		l.s.log.Warn("could not remove lock contender node", "path", node, "err", err)
-		return errors.Join(cause, err)
-	}
-	return cause
-}
-
-// monitor ends the hold when the lock is lost — our node deleted by someone
-// else, or the session ended — and signals revocation requests.
-func (l *Lock) monitor(h *hold, w <-chan zk.Event) {
-	for {
-		select {
-		case ev := <-w:
-			switch ev.Type {
-			case zk.EventNodeDeleted:
-				if !h.released.Load() {
-					l.s.log.Warn("lock lost: node deleted", "path", h.node)
-					h.end(true)
-				}
-				return
-			case zk.EventNotWatching:
-				h.end(true)
-				return
-			}
-			// Data changed (a revocation request) or another event: read
-			// and watch again.
-			var r getResult
-			var err error
-			if l.cfg.revocable {
-				r, err = l.s.getW(context.Background(), h.node)
-			} else {
-				r, err = l.s.childrenW(context.Background(), h.node)
-			}
-			if err != nil {
-				if !h.released.Load() {
-					l.s.log.Warn("lock lost", "path", h.node, "err", err)
-					h.end(true)
-				}
-				return
-			}
-			if l.cfg.revocable && revokeRequested(r.data) {
-				h.revoke()
-			}
-			w = r.watch
-		case <-l.s.done:
-			h.end(true)
-			return
-		case <-h.stop:
-			return
 		}
 	}
 }
@@ -345,22 +222,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if h == nil {
 		return fmt.Errorf("lock %s: %w", l.dir, ErrNotHeld)
 	}
-	defer close(h.stop)
-	if h.wasLost.Load() {
-		return fmt.Errorf("lock %s: %w", h.node, ErrLockLost)
-	}
-	h.released.Store(true)
-	err := l.s.delete(ctx, h.node, -1)
-	switch {
-	case err == nil:
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
-		h.end(true)
-		return fmt.Errorf("lock %s: %w (%w)", h.node, ErrLockLost, err)
-	case ctx.Err() != nil && l.s.check() == nil:
-		go l.abandon(h.node, nil)
-	}
-	h.end(false)
-	return err
+	return l.s.release(ctx, h)
 }
 
 // current returns the current tenure, or nil.
@@ -441,11 +303,4 @@ func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		return nil, opError("multi", l.dir, err)
 	}
 	return res[1:], nil
-}
-
-func lostIfNoNode(err error, node string) error {
-	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("lock %s: node vanished: %w", node, ErrLockLost)
-	}
-	return err
 }

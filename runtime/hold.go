@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// hold is one tenure of a lock or a semaphore lease: the node that holds,
+// its fencing token, and the signals of its end.
+type hold struct {
+	node     string
+	token    int64
+	lost     chan struct{} // closed when the tenure ends (loss or release)
+	revoked  chan struct{} // closed when a revocation is requested
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	endOnce  sync.Once
+	revOnce  sync.Once
+	wasLost  atomic.Bool
+	released atomic.Bool // release started: a deletion is ours
+	stop     chan struct{}
+}
+
+func (h *hold) end(lost bool) {
+	h.endOnce.Do(func() {
+		h.wasLost.Store(lost)
+		if lost {
+			h.cancel(fmt.Errorf("%s: %w", h.node, ErrLockLost))
+		} else {
+			h.cancel(fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld))
+		}
+		close(h.lost)
+	})
+}
+
+func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
+
+// startHold starts the tenure of node, which no other node blocks any more.
+//
+// It reads our own node with a child watch: the reply's stat gives the
+// fencing token (the node's czxid), and the watch fires when the node is
+// deleted under us (an ephemeral node never has children, so it fires for
+// nothing else). A child watch, unlike an exists watch, is not left behind if
+// the node is already gone, and it is not a data watch: the server's wchp
+// report keeps showing each contender node watched by one session only, the
+// one waiting for it. Waiters do not watch their own node at all.
+//
+// A revocable lock needs to see data changes (the revocation request), so
+// its holder uses a data watch instead.
+func (s *Session) startHold(ctx context.Context, node string, revocable bool) (*hold, error) {
+	own, err := s.watchOwn(ctx, node, revocable)
+	if err != nil {
+		return nil, lostIfNoNode(err, node)
+	}
+	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), revoked: make(chan struct{}), stop: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	if revocable && revokeRequested(own.data) {
+		h.revoke()
+	}
+	go s.monitor(h, own.watch, revocable)
+	return h, nil
+}
+
+// watchOwn reads the holder's own node and watches it (see startHold).
+func (s *Session) watchOwn(ctx context.Context, node string, revocable bool) (getResult, error) {
+	if revocable {
+		return s.getW(ctx, node)
+	}
+	return s.childrenW(ctx, node)
+}
+
+// monitor ends the hold when it is lost — our node deleted by someone else,
+// or the session ended — and signals revocation requests.
+func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
+	for {
+		select {
+		case ev := <-w:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				if !h.released.Load() {
+					s.log.Warn("lost: node deleted", "path", h.node)
+					h.end(true)
+				}
+				return
+			case zk.EventNotWatching:
+				h.end(true)
+				return
+			}
+			// Data changed (a revocation request) or another event: read
+			// and watch again.
+			r, err := s.watchOwn(context.Background(), h.node, revocable)
+			if err != nil {
+				if !h.released.Load() {
+					s.log.Warn("lost", "path", h.node, "err", err)
+					h.end(true)
+				}
+				return
+			}
+			if revocable && revokeRequested(r.data) {
+				h.revoke()
+			}
+			w = r.watch
+		case <-s.done:
+			h.end(true)
+			return
+		case <-h.stop:
+			return
+		}
+	}
+}
+
+// release ends the tenure h by deleting its node. It returns ErrLockLost if
+// the tenure had been lost. If ctx ends before the delete is confirmed, the
+// delete carries on in the background (bounded) and ctx's error is returned.
+func (s *Session) release(ctx context.Context, h *hold) error {
+	defer close(h.stop)
+	if h.wasLost.Load() {
+		return fmt.Errorf("%s: %w", h.node, ErrLockLost)
+	}
+	h.released.Store(true)
+	err := s.delete(ctx, h.node, -1)
+	switch {
+	case err == nil:
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
+		h.end(true)
+		return fmt.Errorf("%s: %w (%w)", h.node, ErrLockLost, err)
+	case ctx.Err() != nil && s.check() == nil:
+		go s.abandon(h.node, nil)
+	}
+	h.end(false)
+	return err
+}
+
+// abandon removes a contender node with a fresh, bounded context and returns
+// cause. The node is ephemeral, so if the session is gone there is nothing to
+// remove.
+func (s *Session) abandon(node string, cause error) error {
+	if s.check() != nil {
+		if cause == nil {
+			return s.check()
+		}
+		return cause
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		s.log.Warn("could not remove contender node", "path", node, "err", err)
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+func lostIfNoNode(err error, node string) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("%s: node vanished: %w", node, ErrLockLost)
+	}
+	return err
+}

@@ -1,0 +1,190 @@
+// CuratorContender is a lock contender for zkgen's interoperability tests:
+// it takes Apache Curator locks on one path over and over and tells the Go
+// test's referee (a line-based TCP server on 127.0.0.1) each time it enters
+// and leaves its critical section.
+//
+// Arguments are key=value pairs:
+//
+//	zk=127.0.0.1:2181   ZooKeeper connect string
+//	path=/some/lock     lock path
+//	referee=127.0.0.1:N the referee's address
+//	name=curator1       contender name prefix
+//	roles=m,r,w         one thread per role: m = InterProcessMutex,
+//	                    r / w = read / write side of InterProcessReadWriteLock
+//	cycles=50           lock/unlock cycles per thread
+//	hold_ms_r=0         time spent inside a read critical section
+//	hold_ms_x=0         time spent inside an exclusive critical section
+//	timeout_s=60        bound on each acquire (a stall fails the contender)
+//
+// Each thread is its own lock instance, so its own contender; the threads
+// share one CuratorFramework (one ZooKeeper session). Each thread opens its
+// own referee connection and speaks:
+//
+//	hello <who>        -> go   (once every contender of the test said hello)
+//	enter <who> <mode> -> ok   (mode x = exclusive, r = shared)
+//	exit <who> <mode>  -> ok
+//
+// It prints one "summary" line per thread and exits 0, or prints the error
+// and exits 1.
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class CuratorContender {
+    private static final class Referee implements AutoCloseable {
+        private final Socket sock;
+        private final BufferedReader in;
+        private final Writer out;
+
+        Referee(String addr) throws IOException {
+            int colon = addr.lastIndexOf(':');
+            sock = new Socket(addr.substring(0, colon), Integer.parseInt(addr.substring(colon + 1)));
+            sock.setTcpNoDelay(true);
+            in = new BufferedReader(new InputStreamReader(sock.getInputStream(), StandardCharsets.UTF_8));
+            out = new OutputStreamWriter(sock.getOutputStream(), StandardCharsets.UTF_8);
+        }
+
+        // call sends one line and returns the referee's answer, which must be want.
+        void call(String line, String want) throws IOException {
+            out.write(line + "\n");
+            out.flush();
+            String got = in.readLine();
+            if (!want.equals(got)) {
+                throw new IOException("referee answered " + got + " to \"" + line + "\"");
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            sock.close();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> opt = new HashMap<>();
+        for (String a : args) {
+            int eq = a.indexOf('=');
+            if (eq < 0) {
+                throw new IllegalArgumentException("argument " + a + " is not key=value");
+            }
+            opt.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        String zk = need(opt, "zk");
+        String path = need(opt, "path");
+        String referee = need(opt, "referee");
+        String name = need(opt, "name");
+        String[] roles = need(opt, "roles").split(",");
+        int cycles = Integer.parseInt(opt.getOrDefault("cycles", "50"));
+        long holdR = Long.parseLong(opt.getOrDefault("hold_ms_r", "0"));
+        long holdX = Long.parseLong(opt.getOrDefault("hold_ms_x", "0"));
+        long timeout = Long.parseLong(opt.getOrDefault("timeout_s", "60"));
+
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(zk)
+                .sessionTimeoutMs(10_000)
+                .connectionTimeoutMs(10_000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 5))
+                .build();
+        client.start();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        try {
+            if (!client.blockUntilConnected((int) timeout, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("no ZooKeeper connection to " + zk + " within " + timeout + "s");
+            }
+            String version = CuratorFramework.class.getPackage().getImplementationVersion();
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < roles.length; i++) {
+                String role = roles[i];
+                String who = name + "-" + i + "-" + role;
+                InterProcessLock lock;
+                String mode;
+                switch (role) {
+                    case "m":
+                        lock = new InterProcessMutex(client, path);
+                        mode = "x";
+                        break;
+                    case "r":
+                        lock = new InterProcessReadWriteLock(client, path).readLock();
+                        mode = "r";
+                        break;
+                    case "w":
+                        lock = new InterProcessReadWriteLock(client, path).writeLock();
+                        mode = "x";
+                        break;
+                    default:
+                        throw new IllegalArgumentException("unknown role " + role);
+                }
+                long hold = mode.equals("r") ? holdR : holdX;
+                Thread th = new Thread(() -> {
+                    try {
+                        run(lock, who, mode, referee, cycles, hold, timeout, version);
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, new Exception(who + ": " + e, e));
+                    }
+                }, who);
+                threads.add(th);
+                th.start();
+            }
+            for (Thread th : threads) {
+                th.join();
+            }
+        } finally {
+            client.close();
+        }
+        if (failure.get() != null) {
+            System.out.println("error " + failure.get());
+            failure.get().printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    private static void run(InterProcessLock lock, String who, String mode, String refAddr, int cycles,
+            long hold, long timeout, String version) throws Exception {
+        long start = System.nanoTime();
+        try (Referee ref = new Referee(refAddr)) {
+            ref.call("hello " + who, "go");
+            for (int i = 0; i < cycles; i++) {
+                if (!lock.acquire(timeout, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("cycle " + i + ": lock not acquired within " + timeout + "s");
+                }
+                try {
+                    ref.call("enter " + who + " " + mode, "ok");
+                    if (hold > 0) {
+                        Thread.sleep(hold); // the work done under the lock
+                    }
+                    ref.call("exit " + who + " " + mode, "ok");
+                } finally {
+                    lock.release();
+                }
+            }
+        }
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        System.out.println("summary who=" + who + " cycles=" + cycles + " ms=" + ms + " curator=" + version);
+    }
+
+    private static String need(Map<String, String> opt, String key) {
+        String v = opt.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing argument " + key + "=...");
+        }
+        return v;
+    }
+}
