@@ -47,6 +47,7 @@ func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, err
 
 type getResult struct {
 	data  []byte
+	kids  []string // childrenW only
 	stat  *zk.Stat
 	watch <-chan zk.Event
 }
@@ -72,7 +73,7 @@ func (s *Session) get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 		var err error
 		r, err = await(ctx, s, func() (getResult, error) {
 			d, st, err := s.conn.Get(path)
-			return getResult{d, st, nil}, err
+			return getResult{data: d, stat: st}, err
 		})
 		return err
 	})
@@ -88,7 +89,7 @@ func (s *Session) getW(ctx context.Context, path string) (getResult, error) {
 		var err error
 		r, err = await(ctx, s, func() (getResult, error) {
 			d, st, w, err := s.conn.GetW(path)
-			return getResult{d, st, w}, err
+			return getResult{data: d, stat: st, watch: w}, err
 		})
 		return err
 	})
@@ -103,8 +104,8 @@ func (s *Session) childrenW(ctx context.Context, path string) (getResult, error)
 	err := s.retry(ctx, func() error {
 		var err error
 		r, err = await(ctx, s, func() (getResult, error) {
-			_, st, w, err := s.conn.ChildrenW(path)
-			return getResult{nil, st, w}, err
+			kids, st, w, err := s.conn.ChildrenW(path)
+			return getResult{kids: kids, stat: st, watch: w}, err
 		})
 		return err
 	})

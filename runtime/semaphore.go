@@ -1,0 +1,215 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Semaphore is a counting semaphore on a znode directory: at most a fixed
+// number of leases are held at once. It follows Curator's
+// InterProcessSemaphoreV2, and uses its layout, so the two share a path:
+//
+//	<dir>/locks/_c_<uuid>-lock-<seq>    an exclusive lock serialising acquirers
+//	<dir>/leases/_c_<uuid>-lease-<seq>  one ephemeral node per lease
+//
+// An acquirer takes the internal lock (herd-free: it waits for its
+// predecessor only), creates its lease node, and while there are more lease
+// nodes than leases it waits on a children watch of the leases directory —
+// only it, the internal lock's holder, watches there, so a release wakes one
+// client. Then it releases the internal lock. Leases are ephemeral: they do
+// not survive their session.
+//
+// A Semaphore handle stands for one participant: it holds at most one lease
+// at a time (Acquire while holding returns ErrAlreadyHeld).
+type Semaphore struct {
+	s      *Session
+	dir    string
+	err    error
+	leases int
+	mutex  *Lock
+
+	mu      sync.Mutex
+	lease   *Lease
+	busy    bool
+	purpose string
+}
+
+// Lease is one held lease of a semaphore.
+type Lease struct {
+	sem *Semaphore
+	h   *hold
+}
+
+// NewSemaphore returns a handle on a semaphore of the given number of leases
+// at p. It does no I/O. Every participant must use the same number.
+func NewSemaphore(s *Session, p Path, leases int) *Semaphore {
+	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, mutex: NewLock(s, p.Lit("locks"))}
+	if m.err == nil && leases < 1 {
+		m.err = fmt.Errorf("semaphore %s: leases must be >= 1, got %d", m.dir, leases)
+	}
+	return m
+}
+
+// Path returns the semaphore's directory.
+func (m *Semaphore) Path() string { return m.dir }
+
+// SetPurpose sets the purpose recorded in the owner metadata of the next
+// lease.
+func (m *Semaphore) SetPurpose(purpose string) {
+	m.mu.Lock()
+	m.purpose = purpose
+	m.mu.Unlock()
+}
+
+func (m *Semaphore) leasesDir() string { return joinPath(m.dir, "leases") }
+
+// Acquire blocks until this participant holds a lease, ctx ends, or the
+// session ends; on ctx's end it removes its nodes before returning ctx's
+// error. The lease is held until Release, or lost (see Lease.Lost).
+func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	m.mu.Lock()
+	if m.busy {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("semaphore %s: %w", m.dir, ErrAlreadyHeld)
+	}
+	m.busy = true
+	purpose := m.purpose
+	m.mu.Unlock()
+
+	h, err := m.acquire(ctx, purpose)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.busy = false
+		return nil, err
+	}
+	m.lease = &Lease{sem: m, h: h}
+	return m.lease, nil
+}
+
+func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) {
+	if err := m.mutex.Lock(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := m.mutex.Unlock(uctx); err != nil {
+			m.s.log.Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
+		}
+	}()
+	dir := m.leasesDir()
+	node, err := m.s.createProtected(ctx, dir, curatorLeases.prefix(0), m.s.owner(purpose))
+	if err != nil {
+		return nil, err
+	}
+	name := baseName(node)
+	for {
+		r, err := m.s.childrenW(ctx, dir)
+		if err != nil {
+			return nil, m.s.abandon(node, err)
+		}
+		cs := curatorLeases.sortContenders(r.kids)
+		if indexOf(cs, name) < 0 {
+			return nil, fmt.Errorf("semaphore %s: lease node deleted while waiting: %w", node, ErrLockLost)
+		}
+		if len(cs) <= m.leases {
+			break
+		}
+		select {
+		case <-r.watch:
+		case <-ctx.Done():
+			return nil, m.s.abandon(node, ctx.Err())
+		case <-m.s.done:
+			return nil, m.s.Err()
+		case <-m.mutex.Lost():
+			// Our internal lock was lost (reaped): others may add leases
+			// now, so the count above cannot be trusted any more.
+			return nil, m.s.abandon(node, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost))
+		}
+	}
+	h, err := m.s.startHold(ctx, node, false)
+	if err != nil {
+		return nil, m.s.abandon(node, err)
+	}
+	return h, nil
+}
+
+// Holders returns the lease holders, then the participants waiting for a
+// lease, in order, with their owner metadata.
+func (m *Semaphore) Holders(ctx context.Context) ([]Holder, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	leases, err := m.s.holders(ctx, m.leasesDir(), curatorLeases)
+	if err != nil {
+		return nil, err
+	}
+	for i := range leases {
+		leases[i].Holds = i < m.leases
+	}
+	waiters, err := m.mutex.Holders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range waiters {
+		waiters[i].Holds = false
+	}
+	// The internal lock's holder is represented by its lease node once it
+	// has one; before that, it is the first waiter.
+	if len(waiters) > 0 && len(leases) > m.leases {
+		waiters = waiters[1:]
+	}
+	return append(leases, waiters...), nil
+}
+
+// Reap deletes lease and waiter nodes created more than olderThan ago (by
+// the server's clock) and returns what it removed; a reaped holder's Lost
+// fires. See Lock.Reap.
+func (m *Semaphore) Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	removed, err := m.s.reap(ctx, m.leasesDir(), curatorLeases, olderThan)
+	if err != nil {
+		return removed, err
+	}
+	more, err := m.mutex.Reap(ctx, olderThan)
+	return append(removed, more...), err
+}
+
+// Release gives the lease back, waking the one participant waiting for a
+// lease. It returns ErrLockLost if the lease had been lost, ErrNotHeld if it
+// was released already.
+func (le *Lease) Release(ctx context.Context) error {
+	m := le.sem
+	m.mu.Lock()
+	if m.lease != le {
+		m.mu.Unlock()
+		return fmt.Errorf("semaphore %s: %w", m.dir, ErrNotHeld)
+	}
+	m.lease = nil
+	m.busy = false
+	m.mu.Unlock()
+	return m.s.release(ctx, le.h)
+}
+
+// Lost returns a channel closed when the lease ends: lost (session ended, or
+// node deleted by someone else) or released.
+func (le *Lease) Lost() <-chan struct{} { return le.h.lost }
+
+// Context returns a context cancelled when the lease ends; context.Cause
+// wraps ErrLockLost on loss, ErrNotHeld after Release.
+func (le *Lease) Context() context.Context { return le.h.ctx }
+
+// Token returns the lease node's creation zxid.
+func (le *Lease) Token() int64 { return le.h.token }
+
+// Node returns the lease node's path.
+func (le *Lease) Node() string { return le.h.node }
