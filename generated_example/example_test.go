@@ -59,3 +59,61 @@ func TestGeneratedOrderLock(t *testing.T) {
 		t.Fatalf("Unlock twice = %v", err)
 	}
 }
+
+// The read/write lock and the semaphore of the example, through the
+// generated handles.
+func TestGeneratedTableLockAndSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sess, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(4*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	c := coord.New(sess)
+
+	r1, r2 := c.TableLock("users").Read(), c.TableLock("users").Read()
+	for _, r := range []*runtime.Lock{r1, r2} {
+		if err := r.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := c.TableLock("users").Write()
+	if ok, err := w.TryLock(ctx); ok || err != nil {
+		t.Fatalf("writer with two readers in = %v, %v", ok, err)
+	}
+	if _, err := c.TableLock("../etc").Read().TryLock(ctx); !errors.Is(err, runtime.ErrInvalidPath) {
+		t.Fatalf("hostile table name: %v", err)
+	}
+	for _, r := range []*runtime.Lock{r1, r2} {
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := w.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("writer alone = %v, %v", ok, err)
+	}
+	w.Unlock(ctx)
+
+	var leases []*runtime.Lease
+	for i := 0; i < 3; i++ {
+		le, err := c.Slots().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, le)
+	}
+	hs, err := c.Slots().Holders(ctx)
+	if err != nil || len(hs) != 3 {
+		t.Fatalf("slots holders %v, %v", hs, err)
+	}
+	for _, le := range leases {
+		if err := le.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -4,7 +4,10 @@
 // Package coord holds the typed ZooKeeper coordination handles declared in zkgen.yaml.
 package coord
 
-import "github.com/zkgen/zkgen/runtime"
+import (
+	"github.com/zkgen/zkgen/runtime"
+	"time"
+)
 
 // Client hands out the handles of the coordination topology declared in zkgen.yaml, rooted at /zkgen-example.
 // Handles are cheap: each call returns a new participant (contender, member, ...).
@@ -22,7 +25,28 @@ func New(sess *runtime.Session) *Client {
 // Serialises all writes to one shard of the orders table.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) OrderLock(shard int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard))
+}
+
+// TableLock returns the read/write lock table_lock at /zkgen-example/locks/tables/{table:string}.
+//
+// Read and Write each return a new contender with the lock methods: readers share
+// the lock, a writer excludes everyone, and readers arriving after a waiting writer
+// queue behind it.
+// Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 5s
+// without release, deletes the holder's node (its Lost fires).
+// A string parameter that is empty, ".", ".." or contains "/" or control
+// characters makes every method return runtime.ErrInvalidPath.
+func (c *Client) TableLock(table string) *runtime.RWLock {
+	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second))
+}
+
+// Slots returns a participant in the semaphore slots at /zkgen-example/semaphores/slots, which grants at most 3 leases at once.
+//
+// Acquire blocks until a lease is granted and returns it; Release gives it back.
+func (c *Client) Slots() *runtime.Semaphore {
+	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
 }
