@@ -20,7 +20,8 @@ func New(sess *runtime.Session) *Client {
 // A1 returns a contender for the exclusive lock a1 at /a1.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) A1() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/a1"))
 }
@@ -28,7 +29,8 @@ func (c *Client) A1() *runtime.Lock {
 // XYZ returns a contender for the exclusive lock x_y_z at /x/y/z.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) XYZ() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/x/y/z"))
 }
@@ -36,7 +38,8 @@ func (c *Client) XYZ() *runtime.Lock {
 // HTTPServerID returns a contender for the exclusive lock http_server_id at /http/{server_id:int}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) HTTPServerID(serverID int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID))
 }
@@ -44,7 +47,8 @@ func (c *Client) HTTPServerID(serverID int) *runtime.Lock {
 // UserURLJSONAPI returns a contender for the exclusive lock user_url_json_api at /users/{user_id:string}/{api_key:string}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) UserURLJSONAPI(userID string, apiKey string) *runtime.Lock {
@@ -56,7 +60,8 @@ func (c *Client) UserURLJSONAPI(userID string, apiKey string) *runtime.Lock {
 // A resource with a long name.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/long/lock"))
 }
@@ -64,7 +69,8 @@ func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() *runt
 // IPTTL returns a contender for the exclusive lock ip_ttl at /ip/{ip:string}/ttl.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) IPTTL(ip string) *runtime.Lock {
@@ -74,7 +80,8 @@ func (c *Client) IPTTL(ip string) *runtime.Lock {
 // Client returns a contender for the exclusive lock client at /client.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Client() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/client"))
 }
@@ -82,7 +89,8 @@ func (c *Client) Client() *runtime.Lock {
 // New returns a contender for the exclusive lock new at /new.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) New() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/new"))
 }

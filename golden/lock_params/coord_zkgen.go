@@ -22,7 +22,8 @@ func New(sess *runtime.Session) *Client {
 // Serializes the processing of one order shard.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) OrderLock(shard int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard))
 }
@@ -32,7 +33,8 @@ func (c *Client) OrderLock(shard int) *runtime.Lock {
 // Held while a user's profile is rewritten.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) UserLock(name string) *runtime.Lock {
@@ -44,7 +46,8 @@ func (c *Client) UserLock(name string) *runtime.Lock {
 // One job of one tenant in one region.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) *runtime.Lock {
@@ -54,7 +57,8 @@ func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) *
 // FirstParamLock returns a contender for the exclusive lock first_param_lock at /params/{bucket:int}/lock.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) FirstParamLock(bucket int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"))
 }
@@ -62,7 +66,8 @@ func (c *Client) FirstParamLock(bucket int) *runtime.Lock {
 // LastParamLock returns a contender for the exclusive lock last_param_lock at /params/by-day/{day:string}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) LastParamLock(day string) *runtime.Lock {

@@ -22,7 +22,8 @@ func New(sess *runtime.Session) *Client {
 // Only one invoice run may be in progress across the fleet.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) InvoiceRun() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"))
 }
@@ -33,7 +34,8 @@ func (c *Client) InvoiceRun() *runtime.Lock {
 // Hold it for as short a time as possible.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) LedgerShard(shard int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard))
 }
@@ -43,7 +45,8 @@ func (c *Client) LedgerShard(shard int) *runtime.Lock {
 // Serializes balance changes of one account.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Account(accountID string) *runtime.Lock {
@@ -55,7 +58,8 @@ func (c *Client) Account(accountID string) *runtime.Lock {
 // Taken by the nightly refund batch.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) RefundBatch() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"))
 }
@@ -65,7 +69,8 @@ func (c *Client) RefundBatch() *runtime.Lock {
 // Held while exchange rates are refreshed.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) CurrencyRates() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"))
 }
@@ -75,7 +80,8 @@ func (c *Client) CurrencyRates() *runtime.Lock {
 // Archiving of one month of invoices.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Archive(year int, month int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month))
 }

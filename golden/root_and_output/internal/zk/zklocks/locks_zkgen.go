@@ -22,7 +22,8 @@ func New(sess *runtime.Session) *Client {
 // Held while the schema migrates.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Migration() *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"))
 }
@@ -30,7 +31,8 @@ func (c *Client) Migration() *runtime.Lock {
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) CacheFill(key string) *runtime.Lock {
@@ -40,7 +42,8 @@ func (c *Client) CacheFill(key string) *runtime.Lock {
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost is closed if it is lost; Token is its fencing token.
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Partition(partition int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition))
 }
