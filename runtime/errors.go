@@ -34,6 +34,9 @@ var (
 	// containing "/", NUL or control characters, not UTF-8, or too long).
 	// Nothing was sent to ZooKeeper.
 	ErrInvalidPath = errors.New("path: invalid parameter")
+	// ErrDecode means a node's data could not be decoded as the payload
+	// type. The node is left in place.
+	ErrDecode = errors.New("payload: cannot decode")
 	// ErrRetriesExhausted means a recoverable error (connection loss) kept
 	// recurring until the retry policy gave up. It wraps the last error.
 	ErrRetriesExhausted = errors.New("zookeeper: retries exhausted")

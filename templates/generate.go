@@ -75,6 +75,7 @@ func Generate(s *spec.Spec) (map[string][]byte, error) {
 		return nil, errs
 	}
 	f := newFile(s)
+	emitTypes(f, s)
 	for _, r := range s.Resources {
 		emitters[r.Kind](f, s, r)
 	}

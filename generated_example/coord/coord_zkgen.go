@@ -20,6 +20,24 @@ func New(sess *runtime.Session) *Client {
 	return &Client{sess: sess}
 }
 
+// Job is the payload type Job declared in the spec; it is stored as JSON.
+type Job struct {
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt"`
+}
+
+// Member is the payload type Member declared in the spec; it is stored as JSON.
+type Member struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+// Flags is the payload type Flags declared in the spec; it is stored as JSON.
+type Flags struct {
+	DarkMode bool `json:"dark_mode"`
+	MaxBatch int  `json:"max_batch"`
+}
+
 // OrderLock returns a contender for the exclusive lock order_lock at /zkgen-example/locks/orders/{shard:int}.
 //
 // Serialises all writes to one shard of the orders table.

@@ -1,0 +1,80 @@
+package templates
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/zkgen/zkgen/spec"
+)
+
+// emitTypes emits a Go struct, JSON-tagged, for every type declared with
+// fields, in spec order. Types declared with go_type are the user's own and
+// are referenced, not emitted.
+func emitTypes(f *jen.File, s *spec.Spec) {
+	for _, t := range s.Types {
+		if t.GoType != "" {
+			continue
+		}
+		f.Comment(fmt.Sprintf("%s is the payload type %s declared in the spec; it is stored as JSON.", t.GoName, t.Name))
+		fields := make([]jen.Code, len(t.Fields))
+		for i, fd := range t.Fields {
+			fields[i] = jen.Id(fd.GoName).Add(goType(&fd.Type)).Tag(map[string]string{"json": fd.Name})
+		}
+		f.Type().Id(t.GoName).Struct(fields...)
+	}
+}
+
+// goType returns the Go type of a type reference. A nil reference (a
+// payload the spec leaves out) is raw bytes.
+func goType(r *spec.TypeRef) *jen.Statement {
+	if r == nil {
+		return jen.Index().Byte()
+	}
+	var el *jen.Statement
+	switch {
+	case r.Decl != nil && r.Decl.GoType != "":
+		i := strings.LastIndexByte(r.Decl.GoType, '.')
+		el = jen.Qual(r.Decl.GoType[:i], r.Decl.GoType[i+1:])
+	case r.Decl != nil:
+		el = jen.Id(r.Decl.GoName)
+	default:
+		switch r.Name {
+		case "bytes":
+			el = jen.Index().Byte()
+		case "string":
+			el = jen.String()
+		case "int":
+			el = jen.Int()
+		case "bool":
+			el = jen.Bool()
+		case "float":
+			el = jen.Float64()
+		case "duration":
+			el = jen.Qual("time", "Duration")
+		case "time":
+			el = jen.Qual("time", "Time")
+		default:
+			panic("templates: unknown builtin type " + r.Name) // spec validated it
+		}
+	}
+	if r.Slice {
+		return jen.Index().Add(el)
+	}
+	return el
+}
+
+// codecExpr returns the runtime codec of a payload type reference: raw
+// bytes for bytes (and an absent payload), raw UTF-8 for string, JSON for
+// everything else.
+func codecExpr(r *spec.TypeRef) *jen.Statement {
+	switch {
+	case r == nil || (r.Decl == nil && !r.Slice && r.Name == "bytes"):
+		return jen.Qual(runtimePkg, "BytesCodec").Call()
+	case r.Decl == nil && !r.Slice && r.Name == "string":
+		return jen.Qual(runtimePkg, "StringCodec").Call()
+	default:
+		return jen.Qual(runtimePkg, "JSONCodec").Types(goType(r)).Call()
+	}
+}
