@@ -114,7 +114,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		s.id = conn.SessionID()
 		id := s.id
 		s.mu.Unlock()
-		s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
+		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
 		return s, nil
 	case <-s.done:
 		conn.Close()
