@@ -105,6 +105,7 @@ failures while writing and internal errors.`,
 		a.validateCommand(),
 		a.diffCommand(),
 		a.initCommand(),
+		a.graphCommand(),
 		a.versionCommand(),
 	)
 	return root
