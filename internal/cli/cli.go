@@ -106,6 +106,7 @@ failures while writing and internal errors.`,
 		a.diffCommand(),
 		a.initCommand(),
 		a.graphCommand(),
+		a.schemaCommand(),
 		a.versionCommand(),
 	)
 	return root

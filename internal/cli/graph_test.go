@@ -32,3 +32,12 @@ func TestGraph(t *testing.T) {
 		t.Errorf("bad spec: %+v", r)
 	}
 }
+
+func TestSchemaCommand(t *testing.T) {
+	zkgen(t, "schema").want(t, ExitOK, str(string(spec.SchemaJSON)), empty)
+	chdirTemp(t)
+	zkgen(t, "init").want(t, ExitOK, nil, nil)
+	if got := readFile(t, "zkgen.yaml"); !strings.HasPrefix(got, "# yaml-language-server: $schema="+SchemaURL+"\n") {
+		t.Fatalf("init wrote no schema modeline:\n%s", got)
+	}
+}
