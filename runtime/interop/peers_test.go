@@ -249,7 +249,7 @@ func startPeer(t *testing.T, name, bin string, args ...string) *peer {
 	p.cmd.Stdout = p.out
 	p.cmd.Stderr = p.out
 	p.cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
-	if err := startCmd(p.cmd); err != nil {
+	if err := zktest.StartCommand(p.cmd); err != nil {
 		t.Fatalf("start %s (%s): %v", name, bin, err)
 	}
 	go func() {
