@@ -64,13 +64,15 @@ func (p *parser) acl(n *yaml.Node, field string) *ACL {
 // digestUser decodes one {digest: "user:hash", perms: rwcda} entry.
 func (p *parser) digestUser(n *yaml.Node, field string) (DigestUser, bool) {
 	u := DigestUser{Pos: posOf(n)}
-	m, ok := p.object(n, field, "digest", "perms")
+	m, miss, ok := p.object(n, field, "digest", "perms")
 	if !ok {
 		return u, false
 	}
 	for _, k := range []string{"digest", "perms"} {
 		if _, has := m[k]; !has {
-			p.errorf(n, field, "missing required field %s", quote(k))
+			if !miss[k] {
+				p.errorf(n, field, "missing required field %s", quote(k))
+			}
 			ok = false
 		}
 	}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ type parser struct {
 	types      map[string]*Type  // declared types by name
 	consts     []ident           // the Go constants of priorities and participants
 	pathPos    map[*Resource]Pos // where each resource's path value is
+	text       *text             // the spec text, nil when it is not UTF-8
 }
 
 // entry is one key/value pair of a mapping.
@@ -39,6 +41,38 @@ func posOf(n *yaml.Node) Pos {
 		pos.Line, pos.Col = max(n.Line, 1), max(n.Column, 1)
 	}
 	return pos
+}
+
+// inScalar is the position of the byte at offset off of the value of the
+// scalar n, when n is written on one line exactly as its value reads (plain,
+// or quoted without escapes), so that columns in the value are columns in
+// the file. Otherwise, or when off < 0, it is the position of n.
+func (p *parser) inScalar(n *yaml.Node, off int) Pos {
+	pos := posOf(n)
+	if off < 0 || off > len(n.Value) || p.text == nil || n.Kind != yaml.ScalarNode {
+		return pos
+	}
+	start, ok := p.text.offset(n.Line, n.Column)
+	if !ok {
+		return pos
+	}
+	written := n.Value
+	switch n.Style {
+	case 0:
+	case yaml.DoubleQuotedStyle:
+		written = `"` + n.Value + `"`
+	case yaml.SingleQuotedStyle:
+		written = "'" + n.Value + "'"
+	default:
+		return pos
+	}
+	if !bytes.HasPrefix(p.text.data[start:p.text.end(n.Line)], []byte(written)) {
+		return pos
+	}
+	if written != n.Value {
+		start++ // the opening quote
+	}
+	return p.text.pos(start + off)
 }
 
 // deref resolves an alias to a shallow copy of its anchored node that keeps
@@ -178,6 +212,21 @@ func (p *parser) known(es []entry, field string, allowed ...string) map[string]e
 	return m
 }
 
+// misspelled returns the fields of allowed that a key of es outside allowed
+// is taken for ("unknown field ...; did you mean ...?"): a missing-field
+// error for them would only repeat that.
+func misspelled(es []entry, allowed []string) map[string]bool {
+	m := map[string]bool{}
+	for _, e := range es {
+		if !slices.Contains(allowed, e.name) {
+			if s := suggest(e.name, allowed); s != "" {
+				m[s] = true
+			}
+		}
+	}
+	return m
+}
+
 func (p *parser) unknownField(e entry, field string, allowed []string) {
 	if s := didYouMean(e.name, allowed); s != "" {
 		p.errorf(e.key, field, "unknown field %s%s", quote(e.name), s)
@@ -186,13 +235,14 @@ func (p *parser) unknownField(e entry, field string, allowed []string) {
 	p.errorf(e.key, field, "unknown field %s; valid fields are %s", quote(e.name), strings.Join(allowed, ", "))
 }
 
-// object decodes a mapping with a fixed set of keys.
-func (p *parser) object(n *yaml.Node, field string, allowed ...string) (map[string]entry, bool) {
+// object decodes a mapping with a fixed set of keys. miss holds the
+// missing keys that an unknown key was taken for (see misspelled).
+func (p *parser) object(n *yaml.Node, field string, allowed ...string) (m map[string]entry, miss map[string]bool, ok bool) {
 	es, ok := p.mapping(n, field)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	return p.known(es, field, allowed...), true
+	return p.known(es, field, allowed...), misspelled(es, allowed), true
 }
 
 // list returns the items of the sequence n, aliases resolved.

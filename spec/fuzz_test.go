@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzParse checks that no input makes Parse panic, and that every problem
-// it reports has a position.
+// it reports has a position in the file.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	for _, file := range files {
@@ -32,9 +32,13 @@ func FuzzParse(f *testing.F) {
 		if !ok || len(errs) == 0 {
 			t.Fatalf("error is %T %v, want non-empty Errors", err, err)
 		}
+		lines := newText(data).lines()
 		for _, e := range errs {
 			if e.Pos.Line < 1 || e.Pos.Col < 1 {
 				t.Errorf("error without position: %v", e)
+			}
+			if e.Pos.Line > lines && !wideEncoding(data) {
+				t.Errorf("error after the last line (%d): %v", lines, e)
 			}
 		}
 	})

@@ -101,7 +101,8 @@ type Segment struct {
 
 // Resource is one declared coordination resource.
 type Resource struct {
-	Pos      Pos
+	Pos      Pos    // position of the resource's key (its name)
+	KindPos  Pos    // position of the kind value
 	Name     string // snake_case as declared
 	GoName   string // CamelCase Go identifier (method on the client)
 	Kind     Kind

@@ -86,16 +86,16 @@ var goPredeclared = setOf("any", "append", "bool", "byte", "cap", "clear",
 var reservedParams = setOf("c", "ctx", "runtime", "json", "time", "fmt",
 	"context", "errors", "strconv")
 
-// identProblem says why name cannot be a generated local identifier, or ""
-// when it can.
-func identProblem(name string) string {
+// identClash says what name is when it cannot be a generated local
+// identifier ("a Go keyword"), or "" when it can.
+func identClash(name string) string {
 	switch {
 	case goKeywords[name]:
-		return "is a Go keyword"
+		return "a Go keyword"
 	case goPredeclared[name]:
-		return "is a predeclared Go identifier"
+		return "a predeclared Go identifier"
 	case reservedParams[name]:
-		return "is reserved for generated code (c, ctx, runtime, json, time, fmt, context, errors, strconv)"
+		return "a name reserved for generated code (c, ctx, runtime, json, time, fmt, context, errors, strconv)"
 	}
 	return ""
 }

@@ -12,9 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -57,6 +54,9 @@ func (p *parser) load(data []byte) *yaml.Node {
 	if pos, msg := checkText(data); msg != "" {
 		p.errs = append(p.errs, &Error{File: p.file, Pos: pos, Msg: msg})
 		return nil
+	}
+	if !wideEncoding(data) {
+		p.text = newText(data)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -126,42 +126,6 @@ func countNodes(root *yaml.Node) int {
 	return count
 }
 
-var (
-	yamlLineRE   = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	yamlAnchorRE = regexp.MustCompile(`^(?:yaml: )?unknown anchor '(.*)' referenced$`)
-	// parserProblemRE matches the messages of libyaml's parser (as opposed
-	// to its scanner), whose "line N" is 0-based.
-	parserProblemRE = regexp.MustCompile(`^(did not find expected|found duplicate %|found incompatible YAML|found undefined tag handle)`)
-)
-
-// syntaxError reports a YAML library error. Its messages carry at best a
-// line ("yaml: line 3: ..."); the column is then unknown and given as 1.
-func (p *parser) syntaxError(data []byte, err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	pos := Pos{Line: 1, Col: 1}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		msg = m[2]
-		if l, err := strconv.Atoi(m[1]); err == nil && l > 0 && l < 1<<30 {
-			pos.Line = l
-			if parserProblemRE.MatchString(msg) {
-				pos.Line++
-			}
-		}
-	} else if m := yamlAnchorRE.FindStringSubmatch(msg); m != nil {
-		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
-			pos = offsetPos(data, i)
-		}
-	}
-	p.errs = append(p.errs, &Error{File: p.file, Pos: pos, Msg: "invalid YAML: " + msg})
-}
-
-// offsetPos converts a byte offset into a line and a column in characters.
-func offsetPos(data []byte, off int) Pos {
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	start := bytes.LastIndexByte(data[:off], '\n') + 1
-	return Pos{Line: line, Col: 1 + utf8.RuneCount(data[start:off])}
-}
-
 // checkText finds bytes YAML does not allow (invalid UTF-8, control
 // characters) and says where, which the YAML library does not. Input with
 // a UTF-16 or UTF-32 byte order mark is left to the library.
@@ -194,7 +158,8 @@ func (p *parser) parseSpec(root *yaml.Node) {
 	if !ok {
 		return
 	}
-	if !p.version(root, es) {
+	miss := misspelled(es, topFields)
+	if !p.version(root, es, miss["version"]) {
 		return
 	}
 	m := p.known(es, "", topFields...)
@@ -203,7 +168,7 @@ func (p *parser) parseSpec(root *yaml.Node) {
 
 	if e, ok := m["package"]; ok {
 		s.Package = p.packageName(e)
-	} else {
+	} else if !miss["package"] {
 		p.errorf(root, "", `missing required field "package"`)
 	}
 	s.Output = s.Package + "_zkgen.go"
@@ -222,7 +187,7 @@ func (p *parser) parseSpec(root *yaml.Node) {
 	}
 	if e, ok := m["resources"]; ok {
 		p.parseResources(e, rootOK)
-	} else {
+	} else if !miss["resources"] {
 		p.errorf(root, "", `missing required field "resources"`)
 	}
 	p.checkCycles()
@@ -232,10 +197,14 @@ func (p *parser) parseSpec(root *yaml.Node) {
 
 // version checks that "version: 1" is present and first. It returns false
 // when the version is unknown: the rest of the file is then not checked,
-// since its format is not known.
-func (p *parser) version(root *yaml.Node, es []entry) bool {
+// since its format is not known. A missing version is not reported when
+// misspelled, as the unknown key says so.
+func (p *parser) version(root *yaml.Node, es []entry, misspelled bool) bool {
 	i := indexOf(es, "version")
 	if i < 0 {
+		if misspelled {
+			return true
+		}
 		at := root
 		if len(es) > 0 {
 			at = es[0].key

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // ok is a valid spec prefix: cases append to it.
@@ -14,15 +15,62 @@ func res(lines ...string) string {
 	return ok + "resources:\n" + strings.Join(lines, "\n") + "\n"
 }
 
+// utf16LE encodes s as UTF-16, little-endian.
+func utf16LE(s string) string {
+	var b strings.Builder
+	for _, u := range utf16.Encode([]rune(s)) {
+		b.WriteByte(byte(u))
+		b.WriteByte(byte(u >> 8))
+	}
+	return b.String()
+}
+
 // errorCases are one or more cases per validation rule. want is the exact
 // text of the returned error (all problems, one per line).
 var errorCases = []struct {
 	name, in, want string
 }{
 	// YAML level
-	{"syntax error with line", ok + "resources: {a: [\n", `zkgen.yaml:4:1: invalid YAML: did not find expected node content`},
-	{"syntax error on line 1", "version: 1: 2\n", `zkgen.yaml:1:1: invalid YAML: mapping values are not allowed in this context`},
-	{"scanner error", ok + "resources:\n  a: @x\n", `zkgen.yaml:4:1: invalid YAML: found character that cannot start any token`},
+	{"syntax error at the end", ok + "resources: {a: [\n", `zkgen.yaml:4:1: invalid YAML: did not find expected node content (the file ends inside a flow collection that is never closed)`},
+	{"syntax error on line 1", "version: 1: 2\n", `zkgen.yaml:1:11: invalid YAML: mapping values are not allowed in this context`},
+	{"scanner error", ok + "resources:\n  a: @x\n", `zkgen.yaml:4:6: invalid YAML: found character that cannot start any token`},
+
+	// YAML syntax errors are reported where the problem is, not where
+	// yaml.v3 says (the start of the enclosing block, column unknown).
+	{"key indented too little", ok + "resources:\n  a:\n    kind: lock\n   path: /a\n", `zkgen.yaml:6:4: invalid YAML: did not find expected key (in the block mapping starting on line 4)`},
+	{"key indented too little, CRLF", "version: 1\r\npackage: p\r\nresources:\r\n  a:\r\n    kind: lock\r\n   path: /a\r\n", `zkgen.yaml:6:4: invalid YAML: did not find expected key (in the block mapping starting on line 4)`},
+	{"list item indented too little", ok + "resources:\n  a:\n    kind: two_phase_commit\n    path: /a\n    participants:\n      - x\n     - y\n", `zkgen.yaml:9:6: invalid YAML: did not find expected key (in the block mapping starting on line 5)`},
+	{"list item in a mapping", ok + "resources:\n  a:\n    kind: lock\n    - path: /a\n", `zkgen.yaml:6:5: invalid YAML: did not find expected key (in the block mapping starting on line 5)`},
+	{"key in a list", ok + "resources:\n  a:\n    kind: two_phase_commit\n    path: /a\n    participants:\n      - x\n      y: z\n", `zkgen.yaml:9:7: invalid YAML: did not find expected '-' indicator (in the block sequence starting on line 8)`},
+	{"token after a value", ok + "resources:\n  a: {kind: lock, path: /a} x\n", `zkgen.yaml:4:29: invalid YAML: did not find expected key`},
+	{"mapping value inside a value", ok + "resources: a: b\n", `zkgen.yaml:3:13: invalid YAML: mapping values are not allowed in this context`},
+	{"mapping value after a multi-line value", ok + "resources:\n  a: {kind: lock, path: /a}\n  b: c\n    d: e\n", `zkgen.yaml:6:6: invalid YAML: mapping values are not allowed in this context`},
+	{"colon right after a colon", ok + "resources:\n  a: :{kind: lock}\n", `zkgen.yaml:4:12: invalid YAML: mapping values are not allowed in this context`},
+	{"key without colon", ok + "resources:\n  a: {kind: lock, path: /a}\n  b\n", `zkgen.yaml:5:3: invalid YAML: could not find expected ':'`},
+	{"flow mapping left open", ok + "resources:\n  a: {kind: lock, path: \"/a\"\n  b: {kind: lock, path: /b}\n", `zkgen.yaml:5:3: invalid YAML: did not find expected ',' or '}' (the flow mapping opened on line 4 is still open here)`},
+	{"flow mapping left open before a plain value", ok + "resources:\n  a: {kind: lock, path: /a\n  b: {kind: lock, path: /b}\n", `zkgen.yaml:5:4: invalid YAML: did not find expected ',' or '}' (the flow mapping opened on line 4 is still open here)`},
+	{"flow mapping closed with a bracket", ok + "resources:\n  a: {kind: lock, path: /a]\n", `zkgen.yaml:4:27: invalid YAML: did not find expected ',' or '}' (the flow mapping is still open here)`},
+	{"flow sequence closed with a brace", ok + "resources:\n  a: {kind: two_phase_commit, path: /a, participants: [x, y}\n", `zkgen.yaml:4:60: invalid YAML: did not find expected ',' or ']' (the flow sequence is still open here)`},
+	{"flow mapping never closed", ok + "resources:\n  a: {kind: lock,\n      path: /a\n", `zkgen.yaml:4:6: invalid YAML: did not find expected ',' or '}' (this flow mapping is never closed)`},
+	{"empty flow entry", ok + "resources:\n  a: {kind: lock, , path: /a}\n", `zkgen.yaml:4:19: invalid YAML: did not find expected node content`},
+	{"quoted string never closed", ok + "resources:\n  a: {kind: lock, path: \"/a}\n  b: {kind: lock, path: /b}\n", `zkgen.yaml:4:25: invalid YAML: found unexpected end of stream (this quoted string is never closed)`},
+	{"quoted string never closed on line 1", "version: '1\n", `zkgen.yaml:1:10: invalid YAML: found unexpected end of stream (this quoted string is never closed)`},
+	{"quoted string never closed, no final line break", "version: '1", `zkgen.yaml:1:10: invalid YAML: found unexpected end of stream (this quoted string is never closed)`},
+	{"flow sequence never closed, no final line break", "[", `zkgen.yaml:1:2: invalid YAML: did not find expected node content (the file ends inside a flow collection that is never closed)`},
+	{"document marker in a quoted string", ok + "resources: {a: {kind: lock, path: \"/a}}\n---\n", `zkgen.yaml:4:1: invalid YAML: found unexpected document indicator (inside the quoted string that starts on line 3)`},
+	{"unknown escape", ok + "resources:\n  a: {kind: lock, path: \"/a\\q\"}\n", `zkgen.yaml:4:28: invalid YAML: found unknown escape character`},
+	{"byte order mark", "\ufeffversion: 1: 2\n", `zkgen.yaml:1:11: invalid YAML: mapping values are not allowed in this context`},
+	{"not located", ok + "resources:\n  a: {kind: lock, path: /a/{x:int}\"}\n", `zkgen.yaml:4:1: invalid YAML: did not find expected ',' or '}' (somewhere on this line)`},
+	{"not located, UTF-16", "\xff\xfe" + utf16LE(ok+"resources: {a: [\n"), `zkgen.yaml:4:1: invalid YAML: did not find expected node content (at or after this line)`},
+
+	// tabs
+	{"tab indentation", ok + "resources:\n\ta: {kind: lock, path: /a}\n", `zkgen.yaml:4:1: tab in indentation; YAML indents with spaces`},
+	{"tab after spaces", ok + "resources:\n  \ta: {kind: lock, path: /a}\n", `zkgen.yaml:4:3: tab in indentation; YAML indents with spaces`},
+	{"tab after a value", ok + "resources:\n  a: {kind: lock, path: /a}\n\tb: {kind: lock, path: /b}\n", `zkgen.yaml:5:1: tab in indentation; YAML indents with spaces`},
+	{"tab on a comment line", ok + "\t# resources\nresources:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:3:1: tab in indentation; YAML indents with spaces`},
+	{"tab after a dash", ok + "resources:\n  a:\n    kind: two_phase_commit\n    path: /a\n    participants:\n    -\tx\n", `zkgen.yaml:8:6: tab in indentation; YAML indents with spaces`},
+	{"tab in a block scalar is text", ok + "resources:\n  a:\n    kind: lock\n    path: /a\n    doc: |\n      text\n      \twith a tab\n    layout: zk\n", `zkgen.yaml:10:13: resources.a.layout: must be one of curator, kazoo, got "zk"`},
+	{"tab in a flow mapping is a blank", ok + "resources:\n  a: {kind: lock,\n\tpath: /a, layout: zk]\n", `zkgen.yaml:5:22: invalid YAML: did not find expected ',' or '}' (the flow mapping opened on line 4 is still open here)`},
 	{"invalid utf8", "version: 1\npackage: p\xff\n", `zkgen.yaml:2:11: invalid YAML: invalid UTF-8 byte 0xff`},
 	{"control character", "version: 1\npackage: \x01p\n", `zkgen.yaml:2:10: invalid YAML: control character U+0001 is not allowed`},
 	{"empty file", "", `zkgen.yaml:1:1: empty spec; it must start with "version: 1"`},
@@ -34,6 +82,9 @@ var errorCases = []struct {
 
 	// strict decoding
 	{"unknown top-level key with suggestion", res("  a: {kind: lock, path: /a}") + "pakage: q\n", `zkgen.yaml:5:1: unknown field "pakage"; did you mean "package"?`},
+	{"misspelled required top-level key", ok + "resorces:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:3:1: unknown field "resorces"; did you mean "resources"?`},
+	{"misspelled package", "version: 1\npakage: p\nresources:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:2:1: unknown field "pakage"; did you mean "package"?`},
+	{"misspelled version", "verison: 1\npackage: p\nresources:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:1:1: unknown field "verison"; did you mean "version"?`},
 	{"unknown top-level key", res("  a: {kind: lock, path: /a}") + "extra: 1\n", `zkgen.yaml:5:1: unknown field "extra"; valid fields are version, package, output, root, acl, types, resources`},
 	{"duplicate key", res("  a: {kind: lock, path: /a}") + "package: q\n", `zkgen.yaml:5:1: duplicate key "package" (first defined at line 2)`},
 	{"duplicate resource", res("  a: {kind: lock, path: /a}", "  a: {kind: lock, path: /b}"), `zkgen.yaml:5:3: resources: duplicate key "a" (first defined at line 4)`},
@@ -84,6 +135,7 @@ var errorCases = []struct {
 	{"acl entry missing fields", res("  a: {kind: lock, path: /a}") + "acl: [{}]\n", `zkgen.yaml:5:7: acl[0]: missing required field "digest"
 zkgen.yaml:5:7: acl[0]: missing required field "perms"`},
 	{"acl entry unknown key", res("  a: {kind: lock, path: /a}") + "acl: [{digest: 'a:h', perms: r, perm: w}]\n", `zkgen.yaml:5:33: acl[0]: unknown field "perm"; did you mean "perms"?`},
+	{"acl entry misspelled key", res("  a: {kind: lock, path: /a}") + "acl: [{digest: 'a:h', perm: w}]\n", `zkgen.yaml:5:23: acl[0]: unknown field "perm"; did you mean "perms"?`},
 	{"acl duplicate user", res("  a: {kind: lock, path: /a}") + "acl: [{digest: 'a:h', perms: r}, {digest: 'a:h', perms: w}]\n", `zkgen.yaml:5:34: acl[1]: duplicate digest user "a:h" (also acl[0])`},
 	{"resource acl", res("  a: {kind: lock, path: /a, acl: everyone}"), `zkgen.yaml:4:34: resources.a.acl: unknown acl "everyone"; use world_all, world_read, creator_all or a list of {digest: "user:hash", perms: rwcda}`},
 
@@ -92,8 +144,9 @@ zkgen.yaml:5:7: acl[0]: missing required field "perms"`},
 	{"type name builtin", res("  a: {kind: lock, path: /a}") + "types:\n  string: {fields: {a: int}}\n", `zkgen.yaml:6:3: types.string: type name "string" is a builtin type; pick another name`},
 	{"type fields and go_type", res("  a: {kind: lock, path: /a}") + "types:\n  Job: {fields: {a: int}, go_type: x.Y}\n", `zkgen.yaml:6:8: types.Job: must have exactly one of fields (declared fields) or go_type (an existing Go type)`},
 	{"type neither", res("  a: {kind: lock, path: /a}") + "types:\n  Job: {}\n", `zkgen.yaml:6:8: types.Job: must have exactly one of fields (declared fields) or go_type (an existing Go type)`},
-	{"type unknown key", res("  a: {kind: lock, path: /a}") + "types:\n  Job: {field: {a: int}}\n", `zkgen.yaml:6:8: types.Job: must have exactly one of fields (declared fields) or go_type (an existing Go type)
-zkgen.yaml:6:9: types.Job: unknown field "field"; did you mean "fields"?`},
+	{"type unknown key", res("  a: {kind: lock, path: /a}") + "types:\n  Job: {field: {a: int}}\n", `zkgen.yaml:6:9: types.Job: unknown field "field"; did you mean "fields"?`},
+	{"type unknown key without suggestion", res("  a: {kind: lock, path: /a}") + "types:\n  Job: {x: {a: int}}\n", `zkgen.yaml:6:8: types.Job: must have exactly one of fields (declared fields) or go_type (an existing Go type)
+zkgen.yaml:6:9: types.Job: unknown field "x"; valid fields are fields, go_type`},
 	{"go_type without package", res("  a: {kind: lock, path: /a}") + "types:\n  Ext: {go_type: Order}\n", `zkgen.yaml:6:18: types.Ext.go_type: must be an import path and a type name; use "import/path.Name", e.g. "github.com/acme/app/model.Order", got "Order"`},
 	{"go_type unexported", res("  a: {kind: lock, path: /a}") + "types:\n  Ext: {go_type: example.com/m.order}\n", `zkgen.yaml:6:18: types.Ext.go_type: type name "order" must be an exported Go identifier; use "import/path.Name", e.g. "github.com/acme/app/model.Order"`},
 	{"go_type bad path", res("  a: {kind: lock, path: /a}") + "types:\n  Ext: {go_type: 'example.com/a b.Order'}\n", `zkgen.yaml:6:18: types.Ext.go_type: import path "example.com/a b" may contain only letters, digits and -._~+/; use "import/path.Name", e.g. "github.com/acme/app/model.Order"`},
@@ -114,8 +167,11 @@ zkgen.yaml:6:31: types.Job.fields.b: unknown type "Jb"; use bytes, string, int, 
 	{"kind unknown", res("  a: {kind: lok, path: /a}"), `zkgen.yaml:4:13: resources.a.kind: unknown kind "lok"; known kinds are lock, rwlock, semaphore, queue, priority_queue, barrier, double_barrier, two_phase_commit, election, group, config, counter; did you mean "lock"?`},
 	{"kind unknown without suggestion", res("  a: {kind: mutex, path: /a}"), `zkgen.yaml:4:13: resources.a.kind: unknown kind "mutex"; known kinds are lock, rwlock, semaphore, queue, priority_queue, barrier, double_barrier, two_phase_commit, election, group, config, counter`},
 	{"field of another kind", res("  a: {kind: lock, path: /a, leases: 3}"), `zkgen.yaml:4:29: resources.a: field "leases" is not valid for kind lock (only for semaphore)`},
-	{"unknown resource field", res("  a: {kind: semaphore, path: /a, leasse: 3}"), `zkgen.yaml:4:3: resources.a: missing required field "leases" for kind semaphore
-zkgen.yaml:4:34: resources.a: unknown field "leasse"; did you mean "leases"?`},
+	{"unknown resource field", res("  a: {kind: semaphore, path: /a, leasse: 3}"), `zkgen.yaml:4:34: resources.a: unknown field "leasse"; did you mean "leases"?`},
+	{"unknown resource field without suggestion", res("  a: {kind: semaphore, path: /a, xyz: 3}"), `zkgen.yaml:4:3: resources.a: missing required field "leases" for kind semaphore
+zkgen.yaml:4:34: resources.a: unknown field "xyz"; valid fields are kind, path, doc, acl, leases`},
+	{"kind misspelled", res("  a: {knd: lock, path: /a}"), `zkgen.yaml:4:7: resources.a: unknown field "knd"; did you mean "kind"?`},
+	{"path misspelled", res("  a: {kind: lock, pth: /a}"), `zkgen.yaml:4:19: resources.a: unknown field "pth"; did you mean "path"?`},
 	{"path missing", res("  a: {kind: barrier}"), `zkgen.yaml:4:3: resources.a: missing required field "path"`},
 	{"semaphore without leases", res("  a: {kind: semaphore, path: /a}"), `zkgen.yaml:4:3: resources.a: missing required field "leases" for kind semaphore`},
 	{"queue without item", res("  a: {kind: queue, path: /a}"), `zkgen.yaml:4:3: resources.a: missing required field "item" for kind queue`},
@@ -129,8 +185,9 @@ zkgen.yaml:4:3: resources.a: missing required field "priorities" for kind priori
 	// lock options
 	{"revocable wrong kind", res("  a: {kind: lock, path: /a, revocable: 5s}"), `zkgen.yaml:4:40: resources.a.revocable: must be true, false or {force_after: <duration>}, got string "5s"`},
 	{"revocable without force_after", res("  a: {kind: lock, path: /a, revocable: {}}"), `zkgen.yaml:4:40: resources.a.revocable: missing required field "force_after"; use revocable: true to allow revocation without forcing`},
-	{"revocable unknown key", res("  a: {kind: lock, path: /a, revocable: {force_afer: 5s}}"), `zkgen.yaml:4:40: resources.a.revocable: missing required field "force_after"; use revocable: true to allow revocation without forcing
-zkgen.yaml:4:41: resources.a.revocable: unknown field "force_afer"; did you mean "force_after"?`},
+	{"revocable unknown key", res("  a: {kind: lock, path: /a, revocable: {force_afer: 5s}}"), `zkgen.yaml:4:41: resources.a.revocable: unknown field "force_afer"; did you mean "force_after"?`},
+	{"revocable unknown key without suggestion", res("  a: {kind: lock, path: /a, revocable: {after: 5s}}"), `zkgen.yaml:4:40: resources.a.revocable: missing required field "force_after"; use revocable: true to allow revocation without forcing
+zkgen.yaml:4:41: resources.a.revocable: unknown field "after"; valid fields are force_after`},
 	{"force_after bad duration", res("  a: {kind: rwlock, path: /a, revocable: {force_after: 5 sec}}"), `zkgen.yaml:4:56: resources.a.revocable.force_after: must be a duration such as 5s, 500ms or 1m30s, got "5 sec"`},
 	{"force_after not a string", res("  a: {kind: rwlock, path: /a, revocable: {force_after: 5}}"), `zkgen.yaml:4:56: resources.a.revocable.force_after: must be a duration such as 5s, 500ms or 1m30s, got integer 5`},
 	{"force_after zero", res("  a: {kind: rwlock, path: /a, revocable: {force_after: 0s}}"), `zkgen.yaml:4:56: resources.a.revocable.force_after: must be > 0, got "0s"`},
@@ -172,15 +229,25 @@ zkgen.yaml:4:71: resources.t.priorities[1]: must be a string, got integer 1`},
 	{"path dot-dot segment", res("  a: {kind: lock, path: /a/../b}"), `zkgen.yaml:4:25: resources.a.path: must not contain "." or ".." segments, got "/a/../b"`},
 	{"path space", res("  a: {kind: lock, path: '/a/b c'}"), `zkgen.yaml:4:25: resources.a.path: segment "b c" contains " "; literal segments are printable ASCII without spaces, '{' or '}'`},
 	{"path non-ASCII", res("  a: {kind: lock, path: /a/é}"), `zkgen.yaml:4:25: resources.a.path: segment "é" contains "é"; literal segments are printable ASCII without spaces, '{' or '}'`},
-	{"path partial parameter", res("  a: {kind: lock, path: '/a/x{id:int}'}"), `zkgen.yaml:4:25: resources.a.path: segment "x{id:int}": a parameter must be a whole segment like {name:int} or {name:string}`},
-	{"path parameter without type", res("  a: {kind: lock, path: '/a/{id}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
-	{"path parameter bad type", res("  a: {kind: lock, path: '/a/{id:float}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "id" has type "float"; use int or string`},
-	{"path parameter bad name", res("  a: {kind: lock, path: '/a/{Id:int}'}"), `zkgen.yaml:4:25: resources.a.path: parameter name "Id" must be snake_case ([a-z][a-z0-9]*(_[a-z0-9]+)*)`},
-	{"path parameter keyword", res("  a: {kind: lock, path: '/a/{type:string}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "type": its Go argument name type is a Go keyword; rename it`},
-	{"path parameter predeclared", res("  a: {kind: lock, path: '/a/{len:int}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "len": its Go argument name len is a predeclared Go identifier; rename it`},
-	{"path parameter reserved", res("  a: {kind: lock, path: '/a/{ctx:string}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "ctx": its Go argument name ctx is reserved for generated code (c, ctx, runtime, json, time, fmt, context, errors, strconv); rename it`},
-	{"path parameter repeated", res("  a: {kind: lock, path: '/a/{id:int}/{id:string}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "id" appears twice; parameter names must be distinct`},
-	{"path parameters collide", res("  a: {kind: lock, path: '/a/{a_1:int}/{a1:string}'}"), `zkgen.yaml:4:25: resources.a.path: parameters "a_1" and "a1" both become Go argument a1`},
+	{"path partial parameter", res("  a: {kind: lock, path: '/a/x{id:int}'}"), `zkgen.yaml:4:29: resources.a.path: segment "x{id:int}": a parameter must be a whole segment like {name:int} or {name:string}`},
+	{"path parameter without type", res("  a: {kind: lock, path: '/a/{id}'}"), `zkgen.yaml:4:29: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
+	{"path parameter bad type", res("  a: {kind: lock, path: '/a/{id:float}'}"), `zkgen.yaml:4:29: resources.a.path: parameter "id" has type "float"; use int or string`},
+	{"path parameter bad name", res("  a: {kind: lock, path: '/a/{Id:int}'}"), `zkgen.yaml:4:29: resources.a.path: parameter name "Id" must be snake_case ([a-z][a-z0-9]*(_[a-z0-9]+)*)`},
+	{"path parameter keyword", res("  a: {kind: lock, path: '/a/{type:string}'}"), `zkgen.yaml:4:29: resources.a.path: parameter "type" would become the Go argument type, a Go keyword; rename it`},
+	{"path parameter predeclared", res("  a: {kind: lock, path: '/a/{len:int}'}"), `zkgen.yaml:4:29: resources.a.path: parameter "len" would become the Go argument len, a predeclared Go identifier; rename it`},
+	{"path parameter reserved", res("  a: {kind: lock, path: '/a/{ctx:string}'}"), `zkgen.yaml:4:29: resources.a.path: parameter "ctx" would become the Go argument ctx, a name reserved for generated code (c, ctx, runtime, json, time, fmt, context, errors, strconv); rename it`},
+	{"path parameter unclosed", res("  a: {kind: lock, path: \"/a/{id:int\"}"), `zkgen.yaml:4:29: resources.a.path: segment "{id:int": a parameter must be a whole segment like {name:int} or {name:string}`},
+	{"path parameter in a plain scalar", ok + "resources:\n  a:\n    kind: lock\n    path: /a/{id}\n", `zkgen.yaml:6:14: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
+	{"path parameter after non-ASCII", res("  é: {kind: lock, path: '/a/{id}'}"), `zkgen.yaml:4:3: resources."é": resource names must be snake_case ([a-z][a-z0-9]*(_[a-z0-9]+)*), got "é"
+zkgen.yaml:4:29: resources."é".path: parameter "{id}" must be {name:int} or {name:string}`},
+	{"path parameter after an escape", res("  a: {kind: lock, path: \"/\\x61/{id}\"}"), `zkgen.yaml:4:25: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
+	{"path parameter after a quoted quote", res("  a: {kind: lock, path: '/it''s/{id}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
+	{"path parameter on two lines", ok + "resources:\n  a:\n    kind: lock\n    path: \"/a/\n      {id}\"\n", `zkgen.yaml:6:11: resources.a.path: segment " {id}": a parameter must be a whole segment like {name:int} or {name:string}`},
+	{"path parameter through an alias", res("  a: {kind: lock, path: &p '/a/{id:int}'}", "  b: {kind: lock, path: *p}"), `zkgen.yaml:5:25: resources.b.path: overlaps resources.a (/a/{id:int})`},
+	{"path parameter error through an alias", ok + "x: &p '/a/{id}'\nresources:\n  a: {kind: lock, path: *p}\n", `zkgen.yaml:3:1: unknown field "x"; valid fields are version, package, output, root, acl, types, resources
+zkgen.yaml:5:25: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
+	{"path parameter repeated", res("  a: {kind: lock, path: '/a/{id:int}/{id:string}'}"), `zkgen.yaml:4:38: resources.a.path: parameter "id" appears twice; parameter names must be distinct`},
+	{"path parameters collide", res("  a: {kind: lock, path: '/a/{a_1:int}/{a1:string}'}"), `zkgen.yaml:4:39: resources.a.path: parameters "a_1" and "a1" both become Go argument a1`},
 	{"path under zookeeper", res("  a: {kind: lock, path: /zookeeper/quota/x}"), `zkgen.yaml:4:25: resources.a.path: full path "/zookeeper/quota/x" is /zookeeper or below it, which ZooKeeper reserves`},
 	{"path not a string", res("  a: {kind: lock, path: 5}"), `zkgen.yaml:4:25: resources.a.path: must be a string, got integer 5`},
 

@@ -43,40 +43,44 @@ func literalProblem(seg string) string {
 // parsePath parses a resource path into segments and parameters. A
 // parameter is a whole segment {name:int} or {name:string}; its name is
 // snake_case, distinct within the path, and usable as a Go argument name.
-func parsePath(s string) ([]Segment, []*Param, string) {
+// On a problem it returns msg and, when the problem is one segment with a
+// brace (a parameter), the byte offset of that segment in s; else at is -1.
+func parsePath(s string) (segs []Segment, params []*Param, msg string, at int) {
 	parts, msg := splitPath(s)
 	if msg != "" {
-		return nil, nil, msg
+		return nil, nil, msg, -1
 	}
-	segs := make([]Segment, 0, len(parts))
-	var params []*Param
+	segs = make([]Segment, 0, len(parts))
 	seen := map[string]string{} // Go name -> name
+	next := 1                   // offset of the next part in s
 	for _, part := range parts {
+		start := next
+		next += len(part) + 1
 		if !strings.HasPrefix(part, "{") || !strings.HasSuffix(part, "}") {
 			if strings.ContainsAny(part, "{}") {
-				return nil, nil, fmt.Sprintf("segment %s: a parameter must be a whole segment like {name:int} or {name:string}", quote(part))
+				return nil, nil, fmt.Sprintf("segment %s: a parameter must be a whole segment like {name:int} or {name:string}", quote(part)), start
 			}
 			if msg := literalProblem(part); msg != "" {
-				return nil, nil, msg
+				return nil, nil, msg, -1
 			}
 			segs = append(segs, Segment{Literal: part})
 			continue
 		}
 		prm, msg := parseParam(part)
 		if msg != "" {
-			return nil, nil, msg
+			return nil, nil, msg, start
 		}
 		if other, dup := seen[prm.GoName]; dup {
 			if other == prm.Name {
-				return nil, nil, fmt.Sprintf("parameter %s appears twice; parameter names must be distinct", quote(prm.Name))
+				return nil, nil, fmt.Sprintf("parameter %s appears twice; parameter names must be distinct", quote(prm.Name)), start
 			}
-			return nil, nil, fmt.Sprintf("parameters %s and %s both become Go argument %s", quote(other), quote(prm.Name), prm.GoName)
+			return nil, nil, fmt.Sprintf("parameters %s and %s both become Go argument %s", quote(other), quote(prm.Name), prm.GoName), start
 		}
 		seen[prm.GoName] = prm.Name
 		segs = append(segs, Segment{Param: prm})
 		params = append(params, prm)
 	}
-	return segs, params, ""
+	return segs, params, "", -1
 }
 
 // parseParam parses a "{name:type}" segment.
@@ -91,8 +95,8 @@ func parseParam(seg string) (*Param, string) {
 		return nil, fmt.Sprintf("parameter %s has type %s; use int or string", quote(name), quote(typ))
 	}
 	goName := LowerCamelCase(name)
-	if why := identProblem(goName); why != "" {
-		return nil, fmt.Sprintf("parameter %s: its Go argument name %s %s; rename it", quote(name), goName, why)
+	if what := identClash(goName); what != "" {
+		return nil, fmt.Sprintf("parameter %s would become the Go argument %s, %s; rename it", quote(name), goName, what)
 	}
 	return &Param{Name: name, GoName: goName, Type: typ}, ""
 }

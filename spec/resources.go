@@ -86,9 +86,8 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 	allowed := allResourceFields
 	if r.Kind != "" {
 		allowed = append(slices.Clone(commonFields), kindFields[r.Kind]...)
-	} else if !has["kind"] {
-		p.errorf(e.key, field, "missing required field %q (one of %s)", "kind", kindList())
 	}
+	var unknown []entry // keys reported as unknown fields
 	for _, x := range es {
 		switch {
 		case x.name == "kind":
@@ -98,13 +97,18 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 			p.errorf(x.key, field, "field %q is not valid for kind %s (only for %s)", x.name, r.Kind, kindsTaking(x.name))
 		default:
 			p.unknownField(x, field, allowed)
+			unknown = append(unknown, x)
 		}
 	}
-	if !has["path"] {
+	miss := misspelled(unknown, allowed)
+	if r.Kind == "" && !has["kind"] && !miss["kind"] {
+		p.errorf(e.key, field, "missing required field %q (one of %s)", "kind", kindList())
+	}
+	if !has["path"] && !miss["path"] {
 		p.errorf(e.key, field, "missing required field %q", "path")
 	}
 	for _, f := range kindRequired[r.Kind] {
-		if !has[f] {
+		if !has[f] && !miss[f] {
 			p.errorf(e.key, field, "missing required field %q for kind %s", f, r.Kind)
 		}
 	}
@@ -117,6 +121,7 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 
 // kind decodes kind: one of Kinds.
 func (p *parser) kind(r *Resource, x entry, field string) {
+	r.KindPos = posOf(x.val)
 	s, ok := p.str(x.val, field)
 	if !ok {
 		return
@@ -211,9 +216,9 @@ func (p *parser) path(r *Resource, n *yaml.Node, field string, rootOK bool) {
 	if !ok {
 		return
 	}
-	segs, params, msg := parsePath(s)
+	segs, params, msg, at := parsePath(s)
 	if msg != "" {
-		p.errorf(n, field, "%s", msg)
+		p.errs = append(p.errs, &Error{File: p.file, Pos: p.inScalar(n, at), Field: field, Msg: msg})
 		return
 	}
 	var full []Segment
@@ -236,10 +241,12 @@ func (p *parser) revocable(r *Resource, n *yaml.Node, field string) {
 	n = deref(n)
 	switch {
 	case n.Kind == yaml.MappingNode:
-		m, _ := p.object(n, field, "force_after")
+		m, miss, _ := p.object(n, field, "force_after")
 		fe, has := m["force_after"]
 		if !has {
-			p.errorf(n, field, `missing required field "force_after"; use revocable: true to allow revocation without forcing`)
+			if !miss["force_after"] {
+				p.errorf(n, field, `missing required field "force_after"; use revocable: true to allow revocation without forcing`)
+			}
 			return
 		}
 		r.Revocable = true

@@ -44,14 +44,16 @@ func (p *parser) parseTypes(e entry) {
 
 // typeBody decodes {fields: {...}} or {go_type: "import/path.Name"}.
 func (p *parser) typeBody(t *Type, n *yaml.Node, field string) {
-	m, ok := p.object(n, field, "fields", "go_type")
+	m, miss, ok := p.object(n, field, "fields", "go_type")
 	if !ok {
 		return
 	}
 	fe, hasFields := m["fields"]
 	ge, hasGoType := m["go_type"]
 	if hasFields == hasGoType {
-		p.errorf(n, field, "must have exactly one of fields (declared fields) or go_type (an existing Go type)")
+		if hasFields || !miss["fields"] && !miss["go_type"] {
+			p.errorf(n, field, "must have exactly one of fields (declared fields) or go_type (an existing Go type)")
+		}
 		return
 	}
 	if hasGoType {

@@ -65,7 +65,7 @@ func Generate(s *spec.Spec) (map[string][]byte, error) {
 		if emitters[r.Kind] == nil {
 			errs = append(errs, &spec.Error{
 				File:  s.File,
-				Pos:   r.Pos,
+				Pos:   r.KindPos,
 				Field: "resources." + r.Name + ".kind",
 				Msg:   fmt.Sprintf("code generation for kind %s is not available in this version of zkgen (supported: %s)", r.Kind, kindList(Supported())),
 			})
