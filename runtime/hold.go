@@ -24,18 +24,27 @@ type hold struct {
 	wasLost  atomic.Bool
 	released atomic.Bool // release started: a deletion is ours
 	stop     chan struct{}
+	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
 }
 
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		h.wasLost.Store(lost)
 		if lost {
-			h.cancel(fmt.Errorf("%s: %w", h.node, ErrLockLost))
+			h.cancel(fmt.Errorf("%s: %w", h.node, h.lostSentinel()))
 		} else {
 			h.cancel(fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld))
 		}
 		close(h.lost)
 	})
+}
+
+// lostSentinel is the error a loss of this tenure wraps.
+func (h *hold) lostSentinel() error {
+	if h.lostErr != nil {
+		return h.lostErr
+	}
+	return ErrLockLost
 }
 
 func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
@@ -53,11 +62,20 @@ func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 // A revocable lock needs to see data changes (the revocation request), so
 // its holder uses a data watch instead.
 func (s *Session) startHold(ctx context.Context, node string, revocable bool) (*hold, error) {
+	return s.startHoldAs(ctx, node, revocable, nil)
+}
+
+// startHoldAs is startHold for a tenure whose loss wraps lostErr (an
+// election's leadership, a group membership) instead of ErrLockLost.
+func (s *Session) startHoldAs(ctx context.Context, node string, revocable bool, lostErr error) (*hold, error) {
 	own, err := s.watchOwn(ctx, node, revocable)
 	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) && lostErr != nil {
+			return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
+		}
 		return nil, lostIfNoNode(err, node)
 	}
-	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), revoked: make(chan struct{}), stop: make(chan struct{})}
+	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), revoked: make(chan struct{}), stop: make(chan struct{}), lostErr: lostErr}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
 	if revocable && revokeRequested(own.data) {
 		h.revoke()
