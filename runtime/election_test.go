@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -147,6 +149,13 @@ func TestElectionResignCancelReuse(t *testing.T) {
 	la, err := a.Campaign(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Curator LeaderLatch's layout, plus the acknowledgement and the epoch.
+	latch := regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-latch-[0-9]{10}$`)
+	kids := childrenOf(t, as, dir)
+	slices.Sort(kids)
+	if len(kids) != 3 || !latch.MatchString(kids[0]) || kids[1] != "epoch" || kids[2] != "leader" || "/"+kids[0] != strings.TrimPrefix(la.Node(), dir) {
+		t.Fatalf("election nodes %v (leader node %s)", kids, la.Node())
 	}
 	if _, err := a.Campaign(ctx, "a"); !errors.Is(err, runtime.ErrAlreadyHeld) {
 		t.Fatalf("second Campaign on a leading handle = %v", err)
