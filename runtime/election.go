@@ -192,7 +192,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			return nil, 0, e.s.Err()
 		}
 	}
-	h, err := e.s.startHoldAs(ctx, node, false, ErrLeadershipLost)
+	h, err := e.s.startHoldAs(ctx, node, 0, false, ErrLeadershipLost)
 	if err != nil {
 		return nil, 0, e.s.abandon(node, err)
 	}

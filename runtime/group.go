@@ -80,7 +80,7 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, err
 	}
-	h, err := g.s.startHoldAs(ctx, node, false, ErrMembershipLost)
+	h, err := g.s.startHoldAs(ctx, node, 0, false, ErrMembershipLost)
 	if err != nil {
 		return nil, g.s.abandon(node, err)
 	}

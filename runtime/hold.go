@@ -25,6 +25,9 @@ type hold struct {
 	released atomic.Bool // release started: a deletion is ours
 	stop     chan struct{}
 	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
+
+	armOnce sync.Once
+	watches chan (<-chan zk.Event) // own-node watches for the monitor
 }
 
 func (h *hold) end(lost bool) {
@@ -49,39 +52,70 @@ func (h *hold) lostSentinel() error {
 
 func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 
-// startHold starts the tenure of node, which no other node blocks any more.
+// startHold starts the tenure of node, which no other node blocks any more,
+// with the given fencing token.
 //
-// It reads our own node with a child watch: the reply's stat gives the
-// fencing token (the node's czxid), and the watch fires when the node is
-// deleted under us (an ephemeral node never has children, so it fires for
-// nothing else). A child watch, unlike an exists watch, is not left behind if
-// the node is already gone, and it is not a data watch: the server's wchp
-// report keeps showing each contender node watched by one session only, the
-// one waiting for it. Waiters do not watch their own node at all.
+// The tenure ends when the session ends (always noticed, no request needed)
+// or when the node is deleted by someone else, which takes a watch on it.
+// That watch is set lazily, on the first Lost or Context call (see arm), so
+// the plain acquire-release cycle costs three requests: create, children,
+// delete. The holder watches its own node with a child watch: an ephemeral
+// node never has children, so it fires only on deletion; unlike an exists
+// watch it is not left behind if the node is already gone, and unlike a data
+// watch it does not show in the server's wchp report, which keeps showing
+// each contender node watched by one session only, the one waiting for it.
 //
-// A revocable lock needs to see data changes (the revocation request), so
-// its holder uses a data watch instead.
-func (s *Session) startHold(ctx context.Context, node string, revocable bool) (*hold, error) {
-	return s.startHoldAs(ctx, node, revocable, nil)
+// A revocable holder must see revocation requests (data changes) as soon as
+// they come, so it sets a data watch at once.
+func (s *Session) startHold(ctx context.Context, node string, token int64, revocable bool) (*hold, error) {
+	return s.startHoldAs(ctx, node, token, revocable, nil)
 }
 
 // startHoldAs is startHold for a tenure whose loss wraps lostErr (an
-// election's leadership, a group membership) instead of ErrLockLost.
-func (s *Session) startHoldAs(ctx context.Context, node string, revocable bool, lostErr error) (*hold, error) {
-	own, err := s.watchOwn(ctx, node, revocable)
-	if err != nil {
-		if errors.Is(err, zk.ErrNoNode) && lostErr != nil {
-			return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
-		}
-		return nil, lostIfNoNode(err, node)
-	}
-	h := &hold{node: node, token: own.stat.Czxid, lost: make(chan struct{}), revoked: make(chan struct{}), stop: make(chan struct{}), lostErr: lostErr}
+// election's leadership, a group membership) instead of ErrLockLost. Such a
+// tenure watches its node from the start.
+func (s *Session) startHoldAs(ctx context.Context, node string, token int64, revocable bool, lostErr error) (*hold, error) {
+	h := &hold{node: node, token: token, lost: make(chan struct{}), revoked: make(chan struct{}),
+		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
-	if revocable && revokeRequested(own.data) {
-		h.revoke()
+	var w <-chan zk.Event
+	if revocable {
+		own, err := s.getW(ctx, node)
+		if err != nil {
+			if errors.Is(err, zk.ErrNoNode) && lostErr != nil {
+				return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
+			}
+			return nil, lostIfNoNode(err, node)
+		}
+		if revokeRequested(own.data) {
+			h.revoke()
+		}
+		w = own.watch
+		h.armOnce.Do(func() {})
 	}
-	go s.monitor(h, own.watch, revocable)
+	go s.monitor(h, w, revocable)
+	if lostErr != nil {
+		s.arm(h)
+	}
 	return h, nil
+}
+
+// arm sets the watch on the holder's own node, once, in the background. If
+// the node is already gone, the tenure is lost.
+func (s *Session) arm(h *hold) {
+	h.armOnce.Do(func() {
+		go func() {
+			r, err := s.watchOwn(context.Background(), h.node, false)
+			switch {
+			case err == nil:
+				h.watches <- r.watch
+			case errors.Is(err, zk.ErrNoNode) && !h.released.Load():
+				s.log.Warn("lost: node deleted", "path", h.node)
+				h.end(true)
+			}
+			// Other errors mean the session ended: the monitor sees that.
+		}()
+	})
 }
 
 // watchOwn reads the holder's own node and watches it (see startHold).
@@ -93,10 +127,12 @@ func (s *Session) watchOwn(ctx context.Context, node string, revocable bool) (ge
 }
 
 // monitor ends the hold when it is lost — our node deleted by someone else,
-// or the session ended — and signals revocation requests.
+// or the session ended — and signals revocation requests. w is nil until
+// the own-node watch is armed.
 func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
 	for {
 		select {
+		case w = <-h.watches:
 		case ev := <-w:
 			switch ev.Type {
 			case zk.EventNodeDeleted:

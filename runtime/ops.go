@@ -54,16 +54,23 @@ type getResult struct {
 
 // children lists path's children, retrying recoverable errors.
 func (s *Session) children(ctx context.Context, path string) ([]string, error) {
-	var out []string
+	r, err := s.childrenStat(ctx, path)
+	return r.kids, err
+}
+
+// childrenStat lists path's children and returns path's stat with them,
+// retrying recoverable errors.
+func (s *Session) childrenStat(ctx context.Context, path string) (getResult, error) {
+	var r getResult
 	err := s.retry(ctx, func() error {
-		c, err := await(ctx, s, func() ([]string, error) {
-			c, _, err := s.conn.Children(path)
-			return c, err
+		var err error
+		r, err = await(ctx, s, func() (getResult, error) {
+			kids, st, err := s.conn.Children(path)
+			return getResult{kids: kids, stat: st}, err
 		})
-		out = c
 		return err
 	})
-	return out, opError("children", path, err)
+	return r, opError("children", path, err)
 }
 
 // get reads path's data and stat, retrying recoverable errors.

@@ -110,6 +110,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) 
 		return nil, err
 	}
 	name := baseName(node)
+	var token int64
 	for {
 		r, err := m.s.childrenW(ctx, dir)
 		if err != nil {
@@ -120,6 +121,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) 
 			return nil, fmt.Errorf("semaphore %s: lease node deleted while waiting: %w", node, ErrLockLost)
 		}
 		if len(cs) <= m.leases {
+			token = r.stat.Pzxid
 			break
 		}
 		select {
@@ -134,7 +136,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) 
 			return nil, m.s.abandon(node, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost))
 		}
 	}
-	h, err := m.s.startHold(ctx, node, false)
+	h, err := m.s.startHold(ctx, node, token, false)
 	if err != nil {
 		return nil, m.s.abandon(node, err)
 	}
@@ -201,14 +203,22 @@ func (le *Lease) Release(ctx context.Context) error {
 }
 
 // Lost returns a channel closed when the lease ends: lost (session ended, or
-// node deleted by someone else) or released.
-func (le *Lease) Lost() <-chan struct{} { return le.h.lost }
+// node deleted by someone else — noticed once Lost or Context has been
+// called, see Lock.Lost) or released.
+func (le *Lease) Lost() <-chan struct{} {
+	le.sem.s.arm(le.h)
+	return le.h.lost
+}
 
 // Context returns a context cancelled when the lease ends; context.Cause
 // wraps ErrLockLost on loss, ErrNotHeld after Release.
-func (le *Lease) Context() context.Context { return le.h.ctx }
+func (le *Lease) Context() context.Context {
+	le.sem.s.arm(le.h)
+	return le.h.ctx
+}
 
-// Token returns the lease node's creation zxid.
+// Token returns the leases directory's pzxid when the lease was granted
+// (see Lock.Token).
 func (le *Lease) Token() int64 { return le.h.token }
 
 // Node returns the lease node's path.

@@ -31,6 +31,9 @@ type Session struct {
 	err      atomic.Pointer[error] // why done is closed
 	ended    atomic.Bool           // set before done closes; checked by the dialer
 
+	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
+	negotiated atomic.Int64 // session timeout granted by the server
+
 	mu          sync.Mutex
 	id          int64       // session id once established
 	expiryTimer *time.Timer // runs while disconnected
@@ -42,10 +45,11 @@ type Session struct {
 type Option func(*Session)
 
 // WithSessionTimeout sets the session timeout asked of the server (which
-// clamps it to its own min/max). Default 10s. It is also how long the client
-// tolerates being disconnected: after that long without reconnecting the
-// session is treated as expired locally, before another client could be
-// granted what this one held.
+// clamps it to its own min/max). Default 10s. It also bounds how long the
+// client tolerates being disconnected: once 3/4 of the granted timeout has
+// passed since it last heard from the server, the session is treated as
+// expired locally, before the server can expire it and grant another client
+// what this one held.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(s *Session) { s.timeout = d }
 }
@@ -86,7 +90,11 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 			// otherwise silently open a new session.
 			return nil, errors.New("runtime: session ended")
 		}
-		return net.DialTimeout(network, addr, timeout)
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &liveConn{Conn: c, s: s}, nil
 	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
@@ -106,7 +114,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		s.id = conn.SessionID()
 		id := s.id
 		s.mu.Unlock()
-		s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
+		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
 		return s, nil
 	case <-s.done:
 		conn.Close()
@@ -138,9 +146,10 @@ func (s *Session) onEvent(ev zk.Event) {
 	case zk.StateDisconnected:
 		s.mu.Lock()
 		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
-			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "timeout", s.timeout)
-			s.expiryTimer = time.AfterFunc(s.timeout, func() {
-				s.log.Warn("zookeeper disconnected for longer than the session timeout: session treated as expired")
+			d := s.giveUpIn()
+			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
+			s.expiryTimer = time.AfterFunc(d, func() {
+				s.log.Warn("zookeeper unreachable for most of the session timeout: session treated as expired")
 				s.expire()
 			})
 		}

@@ -105,6 +105,8 @@ failures while writing and internal errors.`,
 		a.validateCommand(),
 		a.diffCommand(),
 		a.initCommand(),
+		a.graphCommand(),
+		a.schemaCommand(),
 		a.versionCommand(),
 	)
 	return root

@@ -14,9 +14,14 @@ import (
 	"github.com/zkgen/zkgen/spec"
 )
 
+// SchemaURL is where the spec's JSON Schema is published (the file
+// spec/zkgen.schema.json of the repository; 'zkgen schema' prints the same).
+const SchemaURL = "https://raw.githubusercontent.com/zkgen/zkgen/main/spec/zkgen.schema.json"
+
 // starterSpec is the spec "zkgen init" writes; PACKAGE is replaced by the
 // --package name. It must stay valid and generate code (tests check it).
-const starterSpec = `# zkgen spec: the ZooKeeper coordination resources of one service.
+const starterSpec = `# yaml-language-server: $schema=` + SchemaURL + `
+# zkgen spec: the ZooKeeper coordination resources of one service.
 #
 #   zkgen validate    check this file and print every error
 #   zkgen generate    write the Go package declared below

@@ -31,21 +31,9 @@ func (o *output) target(name string) string {
 // spec errors (from Parse or Generate), ExitInternal otherwise.
 func (a *app) load(specPath string) (*output, error) {
 	specPath = filepath.Clean(specPath)
-	data, err := os.ReadFile(specPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, userErrorf("spec file %s not found (run 'zkgen init' to create one, or name another with -f)", specPath)
-	}
+	s, err := parseSpec(specPath)
 	if err != nil {
-		return nil, userErrorf("%v", err)
-	}
-
-	s, err := spec.Parse(specPath, data)
-	if err != nil {
-		var es spec.Errors
-		if errors.As(err, &es) {
-			return nil, specFailure(es)
-		}
-		return nil, internalErrorf("parse %s: %v", specPath, err)
+		return nil, err
 	}
 
 	// The generated code names its source spec: give the generator the
@@ -83,6 +71,28 @@ func (a *app) load(specPath string) (*output, error) {
 	}
 	slices.Sort(o.names)
 	return o, nil
+}
+
+// parseSpec reads and parses the spec at specPath (already cleaned). The
+// error is a *failure: ExitFailure for a missing or unreadable spec and for
+// spec errors, ExitInternal otherwise.
+func parseSpec(specPath string) (*spec.Spec, error) {
+	data, err := os.ReadFile(specPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, userErrorf("spec file %s not found (run 'zkgen init' to create one, or name another with -f)", specPath)
+	}
+	if err != nil {
+		return nil, userErrorf("%v", err)
+	}
+	s, err := spec.Parse(specPath, data)
+	if err != nil {
+		var es spec.Errors
+		if errors.As(err, &es) {
+			return nil, specFailure(es)
+		}
+		return nil, internalErrorf("parse %s: %v", specPath, err)
+	}
+	return s, nil
 }
 
 // validName reports whether name is a clean, relative, slash-separated file

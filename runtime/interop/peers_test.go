@@ -37,7 +37,7 @@ const (
 var errNotInstalled = errors.New("peer library not installed")
 
 const (
-	curatorHint = "install Curator and a JDK with `apt-get install -y libcurator-recipes-java openjdk-17-jdk-headless` " +
+	curatorHint = "install Curator and a JDK with `apt-get install -y libcurator-recipes-java default-jdk-headless` " +
 		"(or set " + envCuratorClasspath + " to a classpath holding curator-recipes, curator-framework, curator-client, zookeeper and guava)"
 	kazooHint = "install kazoo with `apt-get install -y python3-kazoo` (for " + systemPython + "), " +
 		"or set " + envKazooPython + " to a python that can import kazoo"
@@ -124,7 +124,7 @@ func buildCurator() (*curatorPeer, error) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		// A classpath without Curator shows up as missing packages.
 		if bytes.Contains(msg, []byte("package org.apache.curator")) {
-			return nil, fmt.Errorf("%w: javac cannot find Curator on %q: %s; %s", errNotInstalled, cp, firstLines(msg, 5), curatorHint)
+			return nil, fmt.Errorf("%w: javac finds no Curator classes on %q; %s", errNotInstalled, cp, curatorHint)
 		}
 		return nil, fmt.Errorf("javac %s: %v\n%s", src, err, msg)
 	}
@@ -249,7 +249,7 @@ func startPeer(t *testing.T, name, bin string, args ...string) *peer {
 	p.cmd.Stdout = p.out
 	p.cmd.Stderr = p.out
 	p.cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
-	if err := startCmd(p.cmd); err != nil {
+	if err := zktest.StartCommand(p.cmd); err != nil {
 		t.Fatalf("start %s (%s): %v", name, bin, err)
 	}
 	go func() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // referee is the shared judge of an interoperability test: a line-based TCP
@@ -39,6 +40,8 @@ type referee struct {
 	cycles   map[string]int
 	overlaps int // r entries while another reader was inside
 	maxIn    int // most contenders inside at once
+	lastLib  string
+	switches int // entries by another library than the previous entry's
 	bad      []string
 	pauses   map[string]*pause
 	conns    map[net.Conn]bool
@@ -147,7 +150,7 @@ func (r *referee) serve(c net.Conn) {
 		switch {
 		case len(f) == 2 && f[0] == "hello":
 			if who != "" {
-				r.protocol(c, answer, "second hello %q on the connection of %s", f[1], who)
+				r.protocol(answer, "second hello %q on the connection of %s", f[1], who)
 				return
 			}
 			who = f[1]
@@ -162,7 +165,7 @@ func (r *referee) serve(c net.Conn) {
 			}
 		case len(f) == 3 && (f[0] == "enter" || f[0] == "exit") && (f[2] == "x" || f[2] == "r"):
 			if f[1] != who {
-				r.protocol(c, answer, "%s for %q on the connection of %q", f[0], f[1], who)
+				r.protocol(answer, "%s for %q on the connection of %q", f[0], f[1], who)
 				return
 			}
 			var p *pause
@@ -182,13 +185,13 @@ func (r *referee) serve(c net.Conn) {
 				return
 			}
 		default:
-			r.protocol(c, answer, "bad line %q from %q", sc.Text(), who)
+			r.protocol(answer, "bad line %q from %q", sc.Text(), who)
 			return
 		}
 	}
 }
 
-func (r *referee) protocol(c net.Conn, answer func(string) bool, format string, args ...any) {
+func (r *referee) protocol(answer func(string) bool, format string, args ...any) {
 	r.mu.Lock()
 	r.badf("protocol error: "+format, args...)
 	r.mu.Unlock()
@@ -252,6 +255,12 @@ func (r *referee) enter(who, mode string) *pause {
 	}
 	r.inside[who] = mode
 	r.maxIn = max(r.maxIn, len(r.inside))
+	if lib := library(who); lib != r.lastLib {
+		if r.lastLib != "" {
+			r.switches++
+		}
+		r.lastLib = lib
+	}
 	p := r.pauses[who]
 	if p != nil {
 		delete(r.pauses, who)
@@ -267,12 +276,19 @@ func (r *referee) exit(who, mode string) {
 	switch m, in := r.inside[who]; {
 	case !in:
 		r.badf("protocol error: %s left (%s) without being inside", who, mode)
+		return
 	case m != mode:
 		r.badf("protocol error: %s entered as %s but left as %s", who, m, mode)
 	}
 	delete(r.inside, who)
 	r.cycles[who]++
 	r.notify()
+}
+
+// library is the language part of a contender name: "go" for go1-x,
+// "curator" for curator0-1-w.
+func library(who string) string {
+	return strings.TrimRight(strings.SplitN(who, "-", 2)[0], "0123456789")
 }
 
 // holdNext makes the next entry of who wait inside: the entry is recorded
@@ -319,8 +335,8 @@ func (r *referee) String() string {
 	}
 	slices.Sort(in)
 	slices.Sort(cy)
-	return fmt.Sprintf("hellos %d/%d, inside [%s], cycles [%s], reader overlaps %d, max inside %d, %d violation/protocol errors",
-		len(r.hellos), r.expected, strings.Join(in, " "), strings.Join(cy, " "), r.overlaps, r.maxIn, len(r.bad))
+	return fmt.Sprintf("hellos %d/%d, inside [%s], cycles [%s], reader overlaps %d, max inside %d, library switches %d, %d violation/protocol errors",
+		len(r.hellos), r.expected, strings.Join(in, " "), strings.Join(cy, " "), r.overlaps, r.maxIn, r.switches, len(r.bad))
 }
 
 // stats is a snapshot of the referee's counters.
@@ -329,13 +345,14 @@ type stats struct {
 	total    int
 	overlaps int
 	maxIn    int
+	switches int
 	bad      []string
 }
 
 func (r *referee) stats() stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := stats{cycles: map[string]int{}, overlaps: r.overlaps, maxIn: r.maxIn, bad: slices.Clone(r.bad)}
+	s := stats{cycles: map[string]int{}, overlaps: r.overlaps, maxIn: r.maxIn, switches: r.switches, bad: slices.Clone(r.bad)}
 	for w, n := range r.cycles {
 		s.cycles[w] = n
 		s.total += n
@@ -413,3 +430,58 @@ func (rc *refClient) exit(ctx context.Context, mode string) error {
 }
 
 func (rc *refClient) Close() error { return rc.c.Close() }
+
+// The referee's own rules, without ZooKeeper: readers share, an exclusive
+// entry next to anyone and a reader next to a writer are violations, and
+// leaving without entering is a protocol error.
+func TestRefereeRules(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	ref := newReferee(t, 3)
+	clients := make([]*refClient, 3)
+	var wg sync.WaitGroup
+	for i, who := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go func() { // the hello barrier lets nobody start until all three said hello
+			defer wg.Done()
+			rc, err := dialReferee(ctx, ref.Addr(), who)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			clients[i] = rc
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	a, b, c := clients[0], clients[1], clients[2]
+	step := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(a.enter(ctx, "r"))
+	step(b.enter(ctx, "r")) // shared: an overlap, no violation
+	step(c.enter(ctx, "x")) // violation: exclusive next to two readers
+	step(b.exit(ctx, "r"))
+	step(a.exit(ctx, "r"))
+	step(a.enter(ctx, "r")) // violation: reader next to a writer
+	step(a.exit(ctx, "r"))
+	step(c.exit(ctx, "x"))
+	step(b.exit(ctx, "r")) // protocol error: b is not inside
+
+	st := ref.stats()
+	want := []string{
+		"VIOLATION: c entered exclusively while inside: a(r), b(r)",
+		"VIOLATION: reader a entered while inside: c(x)",
+		"protocol error: b left (r) without being inside",
+	}
+	if !slices.Equal(st.bad, want) {
+		t.Errorf("recorded %q, want %q", st.bad, want)
+	}
+	if st.overlaps != 1 || st.cycles["a"] != 2 || st.cycles["b"] != 1 || st.cycles["c"] != 1 {
+		t.Errorf("overlaps %d, cycles %v; want 1 and a=2 b=1 c=1", st.overlaps, st.cycles)
+	}
+}

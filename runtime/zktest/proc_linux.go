@@ -29,7 +29,10 @@ var (
 	spawnCh   chan spawnReq
 )
 
-func startCmd(cmd *exec.Cmd) error {
+// StartCommand starts cmd so that it is killed when the test binary dies,
+// even if the test's cleanups never run; use it for any helper process a
+// test starts (a peer in another language, say). It sets cmd.SysProcAttr.
+func StartCommand(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	spawnOnce.Do(func() {
 		spawnCh = make(chan spawnReq)

@@ -4,9 +4,9 @@ package zktest
 
 import "os/exec"
 
-// startCmd starts cmd. Outside Linux there is no parent-death signal, so a
-// test binary that dies without running its cleanups can leave a server
+// StartCommand starts cmd. Outside Linux there is no parent-death signal, so
+// a test binary that dies without running its cleanups can leave the process
 // behind.
-func startCmd(cmd *exec.Cmd) error {
+func StartCommand(cmd *exec.Cmd) error {
 	return cmd.Start()
 }

@@ -48,6 +48,10 @@ type Proxy struct {
 	delay     atomic.Int64 // time.Duration
 	accepted  atomic.Int64
 
+	countMu  sync.Mutex
+	requests map[int32]int64 // client requests relayed, by opcode
+	notifies int64           // watch notifications relayed (server frames with xid -1)
+
 	mu       sync.Mutex
 	conns    map[*proxyConn]struct{}
 	reqTrig  []*reqTrigger
@@ -484,6 +488,7 @@ func (c *proxyConn) readClient(out chan<- chunk) {
 			ch.xid = int32(binary.BigEndian.Uint32(frame[4:]))
 			ch.op = int32(binary.BigEndian.Uint32(frame[8:]))
 			ch.hdr = true
+			c.p.countRequest(ch.op)
 		}
 		if !c.send(out, ch) {
 			return
@@ -522,6 +527,9 @@ func (c *proxyConn) readServer(server net.Conn, out chan<- chunk) {
 		}
 		if c.cutting.Load() || c.p.blackhole.Load() {
 			continue
+		}
+		if !first && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) == -1 {
+			c.p.countNotification()
 		}
 		if !c.send(out, chunk{data: frame}) {
 			return
@@ -673,4 +681,58 @@ func readWholeFrame(r io.Reader) ([]byte, error) {
 	copy(b, hdr[:])
 	_, err := io.ReadFull(r, b[4:])
 	return b, err
+}
+
+func (p *Proxy) countRequest(op int32) {
+	p.countMu.Lock()
+	if p.requests == nil {
+		p.requests = make(map[int32]int64)
+	}
+	p.requests[op]++
+	p.countMu.Unlock()
+}
+
+func (p *Proxy) countNotification() {
+	p.countMu.Lock()
+	p.notifies++
+	p.countMu.Unlock()
+}
+
+// Counts is what a proxy relayed since it started or was last reset: the
+// client requests by opcode (OpCreate, OpGetChildren2, ...) and the watch
+// notifications the server sent. The protocol's cost, counted on the wire.
+type Counts struct {
+	Requests      map[int32]int64
+	Notifications int64
+}
+
+// Total returns the number of requests, leaving out pings (OpPing), which
+// the client sends on a timer rather than for the work.
+func (c Counts) Total() int64 {
+	var n int64
+	for op, k := range c.Requests {
+		if op != OpPing {
+			n += k
+		}
+	}
+	return n
+}
+
+// Counts returns a copy of the counters.
+func (p *Proxy) Counts() Counts {
+	p.countMu.Lock()
+	defer p.countMu.Unlock()
+	c := Counts{Requests: make(map[int32]int64, len(p.requests)), Notifications: p.notifies}
+	for op, n := range p.requests {
+		c.Requests[op] = n
+	}
+	return c
+}
+
+// ResetCounts zeroes the counters.
+func (p *Proxy) ResetCounts() {
+	p.countMu.Lock()
+	p.requests = nil
+	p.notifies = 0
+	p.countMu.Unlock()
 }

@@ -220,3 +220,27 @@ func TestProxyFaults(t *testing.T) {
 		return runtime.NumGoroutine() <= base, nil
 	})
 }
+
+// The proxy counts what crosses it: requests by opcode and watch
+// notifications.
+func TestProxyCounts(t *testing.T) {
+	srv := zktest.Start(t)
+	p := zktest.NewProxy(t, srv.Addr())
+	conn := connect(t, []string{p.Addr()}, 4*time.Second)
+	if _, err := conn.Create("/counted", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	p.ResetCounts()
+	_, _, w, err := conn.GetW("/counted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set("/counted", []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	<-w
+	c := p.Counts()
+	if c.Requests[zktest.OpGetData] != 1 || c.Requests[zktest.OpSetData] != 1 || c.Total() != 2 || c.Notifications != 1 {
+		t.Fatalf("counts %+v (total %d)", c, c.Total())
+	}
+}

@@ -333,7 +333,7 @@ func (s *Server) spawn() error {
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	if err := startCmd(cmd); err != nil {
+	if err := StartCommand(cmd); err != nil {
 		return fmt.Errorf("zktest: starting java: %w", err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}

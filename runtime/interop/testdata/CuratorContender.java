@@ -28,6 +28,7 @@
 // and exits 1.
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
@@ -37,6 +38,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -108,7 +110,7 @@ public final class CuratorContender {
             if (!client.blockUntilConnected((int) timeout, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("no ZooKeeper connection to " + zk + " within " + timeout + "s");
             }
-            String version = CuratorFramework.class.getPackage().getImplementationVersion();
+            String version = recipesVersion();
             List<Thread> threads = new ArrayList<>();
             for (int i = 0; i < roles.length; i++) {
                 String role = roles[i];
@@ -178,6 +180,20 @@ public final class CuratorContender {
         }
         long ms = (System.nanoTime() - start) / 1_000_000;
         System.out.println("summary who=" + who + " cycles=" + cycles + " ms=" + ms + " curator=" + version);
+    }
+
+    // recipesVersion reads curator-recipes' version from its Maven metadata.
+    private static String recipesVersion() {
+        Properties p = new Properties();
+        try (InputStream in = InterProcessMutex.class.getResourceAsStream(
+                "/META-INF/maven/org.apache.curator/curator-recipes/pom.properties")) {
+            if (in != null) {
+                p.load(in);
+            }
+        } catch (IOException e) {
+            // unknown version
+        }
+        return p.getProperty("version", "unknown");
     }
 
     private static String need(Map<String, String> opt, String key) {

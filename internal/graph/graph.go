@@ -1,0 +1,156 @@
+// Package graph draws a spec's coordination topology: resources grouped by
+// the first segment of their path, each labelled with its name, kind, path
+// layout and the settings that shape it (leases, size, priorities,
+// participants, payload types, revocation, layout).
+package graph
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zkgen/zkgen/spec"
+)
+
+// group is the resources under one first path segment, in spec order.
+type group struct {
+	name      string // "/locks"
+	resources []*spec.Resource
+}
+
+func groups(s *spec.Spec) []group {
+	var out []group
+	index := map[string]int{}
+	for _, r := range s.Resources {
+		g := "/"
+		if segs := strings.Split(strings.TrimPrefix(r.Path, "/"), "/"); len(segs) > 1 {
+			g = "/" + segs[0]
+		}
+		i, ok := index[g]
+		if !ok {
+			i = len(out)
+			index[g] = i
+			out = append(out, group{name: g})
+		}
+		out[i].resources = append(out[i].resources, r)
+	}
+	return out
+}
+
+// layout renders a resource path relative to the root with typed parameters.
+func layout(r *spec.Resource) string {
+	return r.Path
+}
+
+// details lists what shapes the resource beyond its kind and path.
+func details(r *spec.Resource) []string {
+	var d []string
+	typ := func(label string, t *spec.TypeRef) {
+		if t != nil {
+			name := t.Name
+			if t.Slice {
+				name = "[]" + name
+			}
+			d = append(d, label+": "+name)
+		}
+	}
+	switch r.Kind {
+	case spec.KindLock, spec.KindRWLock:
+		if r.Layout == "kazoo" {
+			d = append(d, "layout: kazoo")
+		}
+		switch {
+		case r.Revocable && r.ForceAfter > 0:
+			d = append(d, "revocable, force after "+r.ForceAfter.String())
+		case r.Revocable:
+			d = append(d, "revocable")
+		}
+	case spec.KindSemaphore:
+		d = append(d, fmt.Sprintf("leases: %d", r.Leases))
+	case spec.KindQueue, spec.KindPriorityQueue:
+		typ("item", r.Item)
+		if len(r.Priorities) > 0 {
+			names := make([]string, len(r.Priorities))
+			for i, p := range r.Priorities {
+				names[i] = p.Name
+			}
+			d = append(d, "priorities: "+strings.Join(names, " > "))
+		}
+		if r.Delivery == "at_least_once" {
+			d = append(d, "at least once")
+		}
+	case spec.KindDoubleBarrier:
+		d = append(d, fmt.Sprintf("size: %d", r.Size))
+	case spec.KindTwoPhaseCommit:
+		names := make([]string, len(r.Participants))
+		for i, p := range r.Participants {
+			names[i] = p.Name
+		}
+		d = append(d, "participants: "+strings.Join(names, ", "))
+		typ("payload", r.Payload)
+		if r.Notify == "coordinator" {
+			d = append(d, "notify: coordinator")
+		}
+	case spec.KindElection:
+		typ("payload", r.Payload)
+	case spec.KindGroup:
+		typ("member", r.Member)
+	case spec.KindConfig:
+		typ("value", r.Value)
+	}
+	return d
+}
+
+func root(s *spec.Spec) string {
+	if s.Root == "" {
+		return "/"
+	}
+	return s.Root
+}
+
+// Mermaid renders the topology as a Mermaid flowchart.
+func Mermaid(s *spec.Spec) string {
+	var b strings.Builder
+	esc := func(t string) string {
+		return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(t)
+	}
+	b.WriteString("flowchart LR\n")
+	fmt.Fprintf(&b, "  subgraph root[\"%s\"]\n", esc(root(s)))
+	for i, g := range groups(s) {
+		fmt.Fprintf(&b, "    subgraph g%d[\"%s\"]\n", i, esc(g.name))
+		for _, r := range g.resources {
+			lines := append([]string{"<b>" + esc(r.Name) + "</b> · " + string(r.Kind), esc(layout(r))}, mapEsc(details(r), esc)...)
+			fmt.Fprintf(&b, "      %s[\"%s\"]\n", r.Name, strings.Join(lines, "<br/>"))
+		}
+		b.WriteString("    end\n")
+	}
+	b.WriteString("  end\n")
+	return b.String()
+}
+
+// DOT renders the topology as a Graphviz digraph.
+func DOT(s *spec.Spec) string {
+	var b strings.Builder
+	q := func(t string) string {
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(t) + `"`
+	}
+	b.WriteString("digraph zkgen {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n")
+	fmt.Fprintf(&b, "  subgraph cluster_root {\n    label=%s;\n", q(root(s)))
+	for i, g := range groups(s) {
+		fmt.Fprintf(&b, "    subgraph cluster_%d {\n      label=%s;\n", i, q(g.name))
+		for _, r := range g.resources {
+			lines := append([]string{r.Name + " (" + string(r.Kind) + ")", layout(r)}, details(r)...)
+			fmt.Fprintf(&b, "      %s [label=%s];\n", r.Name, q(strings.Join(lines, "\n")))
+		}
+		b.WriteString("    }\n")
+	}
+	b.WriteString("  }\n}\n")
+	return b.String()
+}
+
+func mapEsc(ss []string, esc func(string) string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = esc(s)
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime"
+)
+
+// locker is what both implementations offer.
+type locker interface {
+	lock() error
+	unlock() error
+}
+
+type zkgenLock struct{ l *runtime.Lock }
+
+func (z zkgenLock) lock() error   { return z.l.Lock(context.Background()) }
+func (z zkgenLock) unlock() error { return z.l.Unlock(context.Background()) }
+
+type gozkLock struct{ l *zk.Lock }
+
+func (g gozkLock) lock() error   { return g.l.Lock() }
+func (g gozkLock) unlock() error { return g.l.Unlock() }
+
+var impls = []struct {
+	name string
+	new  func(b *testing.B, addr, path string) locker
+}{
+	{"zkgen", func(b *testing.B, addr, path string) locker {
+		return zkgenLock{runtime.NewLock(session(b, addr), runtime.At(path))}
+	}},
+	{"gozk", func(b *testing.B, addr, path string) locker {
+		return gozkLock{zk.NewLock(gozk(b, addr), path, zk.WorldACL(zk.PermAll))}
+	}},
+}
+
+// One client: acquire and release, no contention.
+func BenchmarkLockUncontended(b *testing.B) {
+	for _, impl := range impls {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			p, path := setup(b)
+			l := impl.new(b, p.Addr(), path)
+			if err := l.lock(); err != nil { // create the parents outside the timing
+				b.Fatal(err)
+			}
+			if err := l.unlock(); err != nil {
+				b.Fatal(err)
+			}
+			p.ResetCounts()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := l.lock(); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.unlock(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			report(b, p, b.N)
+		})
+	}
+}
+
+// Eight sessions contend for one lock; b.N acquisitions in total.
+func BenchmarkLockContended8(b *testing.B) {
+	const clients = 8
+	for _, impl := range impls {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			p, path := setup(b)
+			ls := make([]locker, clients)
+			for i := range ls {
+				ls[i] = impl.new(b, p.Addr(), path)
+			}
+			if err := ls[0].lock(); err != nil {
+				b.Fatal(err)
+			}
+			if err := ls[0].unlock(); err != nil {
+				b.Fatal(err)
+			}
+			p.ResetCounts()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			work := make(chan struct{}, b.N)
+			for i := 0; i < b.N; i++ {
+				work <- struct{}{}
+			}
+			close(work)
+			for _, l := range ls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range work {
+						if err := l.lock(); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := l.unlock(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			report(b, p, b.N)
+		})
+	}
+}

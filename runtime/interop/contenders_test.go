@@ -1,0 +1,180 @@
+package interop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+)
+
+// goContender is one Go participant of a hammer run.
+type goContender struct {
+	who    string
+	lock   *runtime.Lock
+	mode   string // x or r
+	cycles int
+	hold   time.Duration // inside the critical section
+}
+
+// run takes the lock cycles times, telling the referee around each critical
+// section.
+func (g goContender) run(ctx context.Context, refAddr string) error {
+	rc, err := dialReferee(ctx, refAddr, g.who)
+	if err != nil {
+		return fmt.Errorf("%s: %w", g.who, err)
+	}
+	defer rc.Close()
+	for i := range g.cycles {
+		if err := g.lock.Lock(ctx); err != nil {
+			return fmt.Errorf("%s cycle %d: lock: %w", g.who, i, err)
+		}
+		err := g.inside(ctx, rc)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		uerr := g.lock.Unlock(uctx)
+		cancel()
+		if err := errors.Join(err, uerr); err != nil {
+			return fmt.Errorf("%s cycle %d: %w", g.who, i, err)
+		}
+	}
+	return nil
+}
+
+func (g goContender) inside(ctx context.Context, rc *refClient) error {
+	if err := rc.enter(ctx, g.mode); err != nil {
+		return err
+	}
+	if g.hold > 0 {
+		t := time.NewTimer(g.hold) // the work done under the lock
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		}
+	}
+	select {
+	case <-g.lock.Lost():
+		return fmt.Errorf("lock lost inside the critical section")
+	default:
+	}
+	return rc.exit(ctx, g.mode)
+}
+
+// hammer runs Go contenders and already started peer processes against one
+// referee until all are done. The first failure cancels the rest. It
+// returns how long the run took, from the start of the Go contenders.
+func hammer(t *testing.T, ctx context.Context, ref *referee, goes []goContender, peers []*peer) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		cancel(fmt.Errorf("another contender failed: %w", err))
+	}
+	for _, g := range goes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := g.run(ctx, ref.Addr()); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	for _, p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.wait(ctx); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if len(errs) > 0 {
+		t.Errorf("referee: %s", ref)
+		for _, err := range errs {
+			t.Error(err)
+		}
+		t.FailNow()
+	}
+	return took
+}
+
+// logRun reports a finished run: cycles per contender, reader overlaps and
+// the peers' own summaries.
+func logRun(t *testing.T, s stats, took time.Duration, peers []*peer) {
+	t.Helper()
+	var cy []string
+	for w, n := range s.cycles {
+		cy = append(cy, fmt.Sprintf("%s=%d", w, n))
+	}
+	slices.Sort(cy)
+	t.Logf("%d cycles in %v (%s); hand-offs between libraries %d; reader overlaps %d; max inside at once %d; violations %d",
+		s.total, took.Round(time.Millisecond), strings.Join(cy, " "), s.switches, s.overlaps, s.maxIn, len(s.bad))
+	if s.switches == 0 {
+		t.Errorf("the lock never passed between libraries: the run did not mix them")
+	}
+	for _, p := range peers {
+		for _, l := range p.summaries() {
+			t.Logf("  %s: %s", p.name, l)
+		}
+	}
+}
+
+// holdLock takes l and reports the entry to the referee as who, for the
+// step-by-step tests; the returned function leaves and unlocks.
+func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l *runtime.Lock, mode string) (leave func()) {
+	t.Helper()
+	if err := l.Lock(ctx); err != nil {
+		t.Fatalf("%s: lock: %v; referee: %s", who, err, ref)
+	}
+	rc, err := dialReferee(ctx, ref.Addr(), who)
+	if err != nil {
+		t.Fatalf("%s: %v", who, err)
+	}
+	if err := rc.enter(ctx, mode); err != nil {
+		t.Fatalf("%s: enter: %v", who, err)
+	}
+	var once sync.Once
+	leave = func() {
+		once.Do(func() {
+			if err := rc.exit(ctx, mode); err != nil {
+				t.Errorf("%s: exit: %v", who, err)
+			}
+			rc.Close()
+			if err := l.Unlock(ctx); err != nil {
+				t.Errorf("%s: unlock: %v", who, err)
+			}
+		})
+	}
+	t.Cleanup(leave)
+	return leave
+}
+
+// mustNotGet checks that l cannot be taken now (TryLock returns false).
+func mustNotGet(t *testing.T, ctx context.Context, l *runtime.Lock, why string) {
+	t.Helper()
+	ok, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock (%s): %v", why, err)
+	}
+	if ok {
+		l.Unlock(ctx)
+		t.Fatalf("TryLock succeeded although %s", why)
+	}
+}

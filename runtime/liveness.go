@@ -1,0 +1,66 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"net"
+	"time"
+)
+
+// The server expires a session when it has not heard from the client for the
+// negotiated session timeout. A client cut off from the server learns of the
+// expiry only when it reconnects — by then another client may hold the lock
+// it thinks it holds. So the session keeps its own clock: it records when it
+// last heard from the server and the timeout the server granted, and when
+// disconnected it declares the session expired at lostFraction of the
+// timeout after it last heard from the server — before the server can have
+// expired it (the server's clock starts at the latest when it received the
+// request we last heard an answer to, and it rounds expiry up to a tick).
+
+// lostFraction is the part of the negotiated timeout after the last sign of
+// the server at which a disconnected session gives up.
+const lostFraction = 0.75
+
+// liveConn wraps a connection to the server: it notes when bytes arrive and
+// reads the negotiated timeout from the first frame of the stream, the
+// ConnectResponse (int32 length, int32 protocol version, int32 timeout, ...).
+type liveConn struct {
+	net.Conn
+	s    *Session
+	hdr  [12]byte
+	hdrN int
+}
+
+func (c *liveConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.s.lastRecv.Store(time.Now().UnixNano())
+		if c.hdrN < len(c.hdr) {
+			c.hdrN += copy(c.hdr[c.hdrN:], p[:n])
+			if c.hdrN == len(c.hdr) {
+				if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
+					c.s.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
+				}
+			}
+		}
+	}
+	return n, err
+}
+
+// sessionTimeout returns the timeout the server granted, or the one asked.
+func (s *Session) sessionTimeout() time.Duration {
+	if d := time.Duration(s.negotiated.Load()); d > 0 {
+		return d
+	}
+	return s.timeout
+}
+
+// giveUpIn returns how long a session that just lost its connection may keep
+// reconnecting before it must be treated as expired.
+func (s *Session) giveUpIn() time.Duration {
+	last := s.lastRecv.Load()
+	if last == 0 {
+		last = time.Now().UnixNano()
+	}
+	deadline := time.Unix(0, last).Add(time.Duration(float64(s.sessionTimeout()) * lostFraction))
+	return max(time.Until(deadline), 0)
+}
