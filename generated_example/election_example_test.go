@@ -22,7 +22,7 @@ func TestGeneratedElectionGroupConfigDeploy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func() (*runtime.Session, *coord.Client) {
-		s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(4*time.Second))
+		s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
