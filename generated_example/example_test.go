@@ -22,7 +22,7 @@ func TestGeneratedOrderLock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func() *coord.Client {
-		s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(4*time.Second))
+		s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestGeneratedTableLockAndSlots(t *testing.T) {
 	srv := zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(4*time.Second))
+	sess, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

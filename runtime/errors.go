@@ -30,6 +30,38 @@ var (
 	ErrNotRevocable = errors.New("lock: not revocable")
 	// ErrVersionConflict means a compare-and-set found a different version.
 	ErrVersionConflict = errors.New("config: version conflict")
+	// ErrNoValue means a config node does not exist (never set, or
+	// deleted).
+	ErrNoValue = errors.New("config: no value")
+	// ErrNoLeader means an election has no acknowledged leader right now.
+	ErrNoLeader = errors.New("election: no leader")
+	// ErrLeadershipLost means a leadership ended without Resign: the
+	// candidate node was deleted by someone else or the session ended.
+	ErrLeadershipLost = errors.New("election: leadership lost")
+	// ErrNotLeader means Resign was called on a leadership already resigned.
+	ErrNotLeader = errors.New("election: not leader")
+	// ErrMembershipLost means a group membership ended without Leave: the
+	// member node was deleted by someone else or the session ended.
+	ErrMembershipLost = errors.New("group: membership lost")
+	// ErrNotMember means Leave was called on a membership already left.
+	ErrNotMember = errors.New("group: not a member")
+	// ErrTxExists means Propose found the transaction already proposed.
+	ErrTxExists = errors.New("twopc: transaction already proposed")
+	// ErrNoTx means the transaction node is missing where it must exist.
+	ErrNoTx = errors.New("twopc: no such transaction")
+	// ErrUnknownParticipant means a participant is not one of the
+	// transaction's declared participants.
+	ErrUnknownParticipant = errors.New("twopc: unknown participant")
+	// ErrAlreadyJoined means Join found the participant already joined (by
+	// this or another session) or already voted.
+	ErrAlreadyJoined = errors.New("twopc: participant already joined or voted")
+	// ErrAlreadyVoted means Vote found a different vote already cast for the
+	// participant. Votes never change.
+	ErrAlreadyVoted = errors.New("twopc: participant already voted")
+	// ErrPresenceLost means a participant's presence node vanished (its
+	// session ended) before it voted: it cannot vote any more, and the
+	// transaction aborts.
+	ErrPresenceLost = errors.New("twopc: presence lost before voting")
 	// ErrInvalidPath means a path parameter was rejected (empty, "." or "..",
 	// containing "/", NUL or control characters, not UTF-8, or too long).
 	// Nothing was sent to ZooKeeper.

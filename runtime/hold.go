@@ -24,6 +24,7 @@ type hold struct {
 	wasLost  atomic.Bool
 	released atomic.Bool // release started: a deletion is ours
 	stop     chan struct{}
+	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
 
 	armOnce sync.Once
 	watches chan (<-chan zk.Event) // own-node watches for the monitor
@@ -33,12 +34,20 @@ func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		h.wasLost.Store(lost)
 		if lost {
-			h.cancel(fmt.Errorf("%s: %w", h.node, ErrLockLost))
+			h.cancel(fmt.Errorf("%s: %w", h.node, h.lostSentinel()))
 		} else {
 			h.cancel(fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld))
 		}
 		close(h.lost)
 	})
+}
+
+// lostSentinel is the error a loss of this tenure wraps.
+func (h *hold) lostSentinel() error {
+	if h.lostErr != nil {
+		return h.lostErr
+	}
+	return ErrLockLost
 }
 
 func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
@@ -59,13 +68,23 @@ func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 // A revocable holder must see revocation requests (data changes) as soon as
 // they come, so it sets a data watch at once.
 func (s *Session) startHold(ctx context.Context, node string, token int64, revocable bool) (*hold, error) {
+	return s.startHoldAs(ctx, node, token, revocable, nil)
+}
+
+// startHoldAs is startHold for a tenure whose loss wraps lostErr (an
+// election's leadership, a group membership) instead of ErrLockLost. Such a
+// tenure watches its node from the start.
+func (s *Session) startHoldAs(ctx context.Context, node string, token int64, revocable bool, lostErr error) (*hold, error) {
 	h := &hold{node: node, token: token, lost: make(chan struct{}), revoked: make(chan struct{}),
-		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1)}
+		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
 	var w <-chan zk.Event
 	if revocable {
 		own, err := s.getW(ctx, node)
 		if err != nil {
+			if errors.Is(err, zk.ErrNoNode) && lostErr != nil {
+				return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
+			}
 			return nil, lostIfNoNode(err, node)
 		}
 		if revokeRequested(own.data) {
@@ -75,6 +94,9 @@ func (s *Session) startHold(ctx context.Context, node string, token int64, revoc
 		h.armOnce.Do(func() {})
 	}
 	go s.monitor(h, w, revocable)
+	if lostErr != nil {
+		s.arm(h)
+	}
 	return h, nil
 }
 

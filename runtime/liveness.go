@@ -18,7 +18,7 @@ import (
 
 // lostFraction is the part of the negotiated timeout after the last sign of
 // the server at which a disconnected session gives up.
-const lostFraction = 0.75
+const lostFraction = 0.8
 
 // liveConn wraps a connection to the server: it notes when bytes arrive and
 // reads the negotiated timeout from the first frame of the stream, the

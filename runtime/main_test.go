@@ -53,7 +53,7 @@ func connect(t *testing.T, servers []string, opts ...runtime.Option) *runtime.Se
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]runtime.Option{runtime.WithSessionTimeout(4 * time.Second)}, opts...)
+	opts = append([]runtime.Option{runtime.WithSessionTimeout(10 * time.Second)}, opts...)
 	s, err := runtime.Connect(ctx, servers, opts...)
 	if err != nil {
 		t.Fatalf("connect %v: %v", servers, err)

@@ -29,6 +29,10 @@ var (
 	kazooMutex = &family{markers: []string{"__lock__"}, blockedBy: [][]bool{{true}}, kazoo: true}
 	// kazoo's ReadLock/WriteLock: <hex>__rlock__<seq>, <hex>__lock__<seq>.
 	kazooRW = &family{markers: []string{"__rlock__", "__lock__"}, blockedBy: [][]bool{{false, true}, {true, true}}, kazoo: true}
+	// Curator's LeaderLatch: _c_<uuid>-latch-<seq>.
+	curatorLatch = &family{markers: []string{"latch-"}, blockedBy: [][]bool{{true}}}
+	// Group members: _c_<uuid>-member-<seq> (nobody waits on anybody).
+	groupMembers = &family{markers: []string{"member-"}, blockedBy: [][]bool{{false}}}
 	// Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
 	curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}
 )

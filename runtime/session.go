@@ -46,7 +46,7 @@ type Option func(*Session)
 
 // WithSessionTimeout sets the session timeout asked of the server (which
 // clamps it to its own min/max). Default 10s. It also bounds how long the
-// client tolerates being disconnected: once 3/4 of the granted timeout has
+// client tolerates being disconnected: once 80% of the granted timeout has
 // passed since it last heard from the server, the session is treated as
 // expired locally, before the server can expire it and grant another client
 // what this one held.

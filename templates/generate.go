@@ -27,6 +27,12 @@ var emitters = map[spec.Kind]emitter{
 	spec.KindLock:      emitLock,
 	spec.KindRWLock:    emitRWLock,
 	spec.KindSemaphore: emitSemaphore,
+
+	spec.KindTwoPhaseCommit: emitTwoPhaseCommit,
+	spec.KindElection:       emitElection,
+	spec.KindGroup:          emitGroup,
+	spec.KindConfig:         emitConfig,
+	spec.KindCounter:        emitCounter,
 }
 
 // Supported reports the kinds this generator emits code for, in spec order.

@@ -68,3 +68,52 @@ func (c *Client) TableLock(table string) *runtime.RWLock {
 func (c *Client) Slots() *runtime.Semaphore {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
 }
+
+// The participants of the two-phase commit deploy.
+const (
+	DeployDatabase runtime.Participant = "database"
+	DeployCache    runtime.Participant = "cache"
+	DeploySearch   runtime.Participant = "search"
+)
+
+// Deploy returns a handle on the two-phase commit deploy at /zkgen-example/tx/deploy/{id:string},
+// with participants database, cache, search.
+//
+// The coordinator calls Propose (or ProposeWith a payload); each participant may Join
+// (its presence is ephemeral: if its session ends before it votes, the transaction
+// aborts) and Votes runtime.Commit or runtime.Abort once. Outcome blocks until the
+// decision, written once and the same for everyone: abort as soon as any aborts,
+// commit when all commit.
+// A string parameter that is empty, ".", ".." or contains "/" or control
+// characters makes every method return runtime.ErrInvalidPath.
+func (c *Client) Deploy(id string) *runtime.TwoPhaseCommit[[]byte] {
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch})
+}
+
+// Scheduler returns a candidate in the leader election scheduler at /zkgen-example/election/scheduler.
+//
+// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
+// removes its node) and returns the leadership: Epoch grows with every new leader,
+// Lost and Context end when it is lost, Resign hands over. Leader reads the
+// acknowledged leader's payload; Observe streams leadership changes, including none.
+func (c *Client) Scheduler() *runtime.Election[Member] {
+	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member]())
+}
+
+// Workers returns a member handle of the group workers at /zkgen-example/groups/workers.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+func (c *Client) Workers() *runtime.Group[Member] {
+	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member]())
+}
+
+// Flags returns the config value flags at /zkgen-example/config/flags.
+//
+// Get reads the value and its version; Set writes it; CompareAndSet writes only
+// at the given version (else runtime.ErrVersionConflict); Delete removes it;
+// Watch follows creation, changes and deletion (Exists false).
+func (c *Client) Flags() *runtime.Config[Flags] {
+	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags]())
+}

@@ -77,7 +77,7 @@ func connect(t *testing.T, srv *zktest.Server) *runtime.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(4*time.Second))
+	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(10*time.Second))
 	if err != nil {
 		t.Fatalf("connect %v: %v", srv.Servers(), err)
 	}

@@ -1,0 +1,80 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Counter is a shared int64 in one persistent znode, stored as 8 bytes
+// big-endian, the format of Curator's DistributedAtomicLong, so the two can
+// share a counter. A missing node counts as 0. Add is optimistic: read,
+// then compare-and-set on the node's version, again until it wins.
+type Counter struct {
+	c *Config[int64]
+}
+
+type int64Codec struct{}
+
+func (int64Codec) Encode(v int64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(v)), nil
+}
+
+func (int64Codec) Decode(data []byte) (int64, error) {
+	switch len(data) {
+	case 0:
+		return 0, nil
+	case 8:
+		return int64(binary.BigEndian.Uint64(data)), nil
+	}
+	return 0, fmt.Errorf("%w: counter holds %d bytes, want 8", ErrDecode, len(data))
+}
+
+// NewCounter returns a handle on the counter node p. It does no I/O; the
+// node and its parents are created on the first Add. If p is invalid, every
+// method returns p's error.
+func NewCounter(s *Session, p Path) *Counter {
+	return &Counter{c: NewConfig[int64](s, p, int64Codec{})}
+}
+
+// Path returns the counter node's path.
+func (k *Counter) Path() string { return k.c.path }
+
+// Get returns the counter's value (0 when the node does not exist). It does
+// not block beyond the read.
+func (k *Counter) Get(ctx context.Context) (int64, error) {
+	v, _, err := k.c.Get(ctx)
+	if errors.Is(err, ErrNoValue) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// Add adds delta (which may be negative; wrapping past the int64 range is
+// two's complement) and returns the new value. It retries its
+// compare-and-set until no other writer got in between, or ctx ends. A
+// connection loss that leaves the outcome unknown is returned (see
+// Config.CompareAndSet); nothing is added twice.
+func (k *Counter) Add(ctx context.Context, delta int64) (int64, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		cur, ver, err := k.c.Get(ctx)
+		switch {
+		case errors.Is(err, ErrNoValue):
+			cur, ver = 0, NoVersion
+		case err != nil:
+			return 0, err
+		}
+		_, err = k.c.CompareAndSet(ctx, cur+delta, ver)
+		if errors.Is(err, ErrVersionConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return cur + delta, nil
+	}
+}

@@ -1,0 +1,501 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Election is leader election on a znode directory, following the ZooKeeper
+// guide's recipe. Each candidate creates an ephemeral sequential node; the
+// candidate with the lowest node leads; every other candidate watches only
+// the node just before its own (no herd effect: a leader's departure wakes
+// one candidate).
+//
+// Candidate nodes are named as Curator's LeaderLatch names them,
+// <dir>/_c_<uuid>-latch-<seq>, and carry the candidate's encoded payload, so
+// Go and Curator candidates can share one election.
+//
+// Leader acknowledgement (the guide's note): a candidate that finds itself
+// first is not yet the leader. It becomes the leader by writing, in one
+// ZooKeeper multi that also checks that its candidate node still exists:
+//
+//	<dir>/epoch   persistent; the election's epoch, decimal; +1 per leadership
+//	<dir>/leader  ephemeral; {"epoch":N,"candidate":...,"session":...}\n<payload>
+//
+// So the acknowledgement exists only while its author's session does, the
+// epoch grows with every new leadership (it is compare-and-set on the epoch
+// node's version, in the same multi), and a candidate that has lost its node
+// (its session expired) can never write one: Campaign never reports
+// leadership to a candidate whose session has ended. The epoch node stays
+// behind when everyone has left, so epochs keep growing across quiet periods.
+// Both names sort after every latch node in Curator's ordering, so they never
+// take part in its election.
+//
+// An Election handle stands for one candidate: Campaign on a handle that is
+// campaigning or leading returns ErrAlreadyHeld. After Resign it can campaign
+// again. Methods are safe for concurrent use.
+type Election[T any] struct {
+	s     *Session
+	dir   string
+	err   error
+	codec Codec[T]
+
+	mu   sync.Mutex
+	busy bool // campaigning or leading
+}
+
+// Leadership is one tenure of an elected leader.
+type Leadership[T any] struct {
+	e       *Election[T]
+	h       *hold
+	epoch   int64
+	payload T
+	done    atomic.Bool // Resign called
+}
+
+// LeaderState is the acknowledged leader of an election as observed at one
+// moment.
+type LeaderState[T any] struct {
+	// Elected is false when no leader is acknowledged (none elected yet, or
+	// the last leader left and its successor has not acknowledged yet).
+	Elected bool
+	// Payload is the leader's payload (zero when !Elected, or when it could
+	// not be decoded: see the log).
+	Payload T
+	// Epoch is the leader's epoch: it grows with every new leadership.
+	Epoch int64
+	// Candidate is the name of the leader's candidate node.
+	Candidate string
+}
+
+const (
+	electionAck   = "leader"
+	electionEpoch = "epoch"
+)
+
+// ackHeader is the first line of the leader acknowledgement node.
+type ackHeader struct {
+	Epoch     int64  `json:"epoch"`
+	Candidate string `json:"candidate"`
+	Session   string `json:"session"`
+}
+
+func encodeAck(h ackHeader, payload []byte) []byte {
+	b, _ := json.Marshal(h)
+	return append(append(b, '\n'), payload...)
+}
+
+func decodeAck(data []byte) (ackHeader, []byte, error) {
+	var h ackHeader
+	line, payload, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok {
+		return h, nil, fmt.Errorf("%w: leader node has no header line", ErrDecode)
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		return h, nil, fmt.Errorf("%w: leader node header: %w", ErrDecode, err)
+	}
+	return h, payload, nil
+}
+
+// NewElection returns a candidate handle for the election at directory p,
+// with payloads encoded by codec. It does no I/O; the directory and its
+// parents are created (as container nodes) on first use. If p is invalid,
+// every method returns p's error.
+func NewElection[T any](s *Session, p Path, codec Codec[T]) *Election[T] {
+	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec}
+}
+
+// Path returns the election's directory.
+func (e *Election[T]) Path() string { return e.dir }
+
+func (e *Election[T]) ackPath() string   { return joinPath(e.dir, electionAck) }
+func (e *Election[T]) epochPath() string { return joinPath(e.dir, electionEpoch) }
+
+// Campaign blocks until this candidate is the acknowledged leader — its
+// acknowledgement, carrying payload and a new epoch, is written — and
+// returns the leadership, held until Resign or until it is lost (see
+// Leadership.Lost). It returns an error, never a leadership, if the session
+// ends first (ErrSessionExpired, ErrClosed). When ctx ends first Campaign
+// removes its candidate node (and its acknowledgement, if written) before
+// returning ctx's error, so nothing of it is left in ZooKeeper.
+func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	data, err := e.codec.Encode(payload)
+	if err != nil {
+		return nil, fmt.Errorf("election %s: encoding payload: %w", e.dir, err)
+	}
+	e.mu.Lock()
+	if e.busy {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
+	}
+	e.busy = true
+	e.mu.Unlock()
+
+	h, epoch, err := e.campaign(ctx, data)
+	if err != nil {
+		e.mu.Lock()
+		e.busy = false
+		e.mu.Unlock()
+		return nil, err
+	}
+	return &Leadership[T]{e: e, h: h, epoch: epoch, payload: payload}, nil
+}
+
+func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
+	node, err := e.s.createProtected(ctx, e.dir, curatorLatch.prefix(0), data)
+	if err != nil {
+		return nil, 0, err
+	}
+	name := baseName(node)
+	for {
+		kids, err := e.s.children(ctx, e.dir)
+		if err != nil {
+			return nil, 0, e.s.abandon(node, err)
+		}
+		cs := curatorLatch.sortContenders(kids)
+		i := indexOf(cs, name)
+		if i < 0 {
+			if err := e.s.check(); err != nil {
+				return nil, 0, err
+			}
+			return nil, 0, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
+		}
+		if i == 0 {
+			break
+		}
+		// Watch only the candidate just before ours. If it is already
+		// gone, read the children again (no lost wake-up).
+		pred, err := e.s.getW(ctx, joinPath(e.dir, cs[i-1].name))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, e.s.abandon(node, err)
+		}
+		select {
+		case <-pred.watch:
+		case <-ctx.Done():
+			return nil, 0, e.s.abandon(node, ctx.Err())
+		case <-e.s.done:
+			return nil, 0, e.s.Err()
+		}
+	}
+	h, err := e.s.startHoldAs(ctx, node, 0, false, ErrLeadershipLost)
+	if err != nil {
+		return nil, 0, e.s.abandon(node, err)
+	}
+	epoch, err := e.acknowledge(ctx, h, data)
+	if err == nil {
+		if err = e.s.check(); err == nil {
+			select {
+			case <-h.lost:
+				err = fmt.Errorf("election %s: %w", node, ErrLeadershipLost)
+			default:
+				return h, epoch, nil
+			}
+		}
+	}
+	// Not leader after all: stop the tenure and withdraw.
+	h.released.Store(true)
+	close(h.stop)
+	h.end(false)
+	if e.s.check() != nil {
+		return nil, 0, err
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if rerr := e.retire(cctx, node); rerr != nil && !isNoNode(rerr) {
+		e.s.log.Warn("could not withdraw candidate", "path", node, "err", rerr)
+	}
+	return nil, 0, err
+}
+
+// acknowledge writes the leader acknowledgement of the candidate holding h
+// and returns its epoch. See Election for the layout.
+func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte) (int64, error) {
+	name := baseName(h.node)
+	ackPath, epochPath := e.ackPath(), e.epochPath()
+	for n := 1; ; n++ {
+		ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
+
+		data, st, err := e.s.get(ctx, ackPath)
+		switch {
+		case err == nil:
+			hd, _, derr := decodeAck(data)
+			if derr == nil && hd.Candidate == name && st.EphemeralOwner == e.s.ID() {
+				// An earlier attempt went through; its reply was lost.
+				return hd.Epoch, nil
+			}
+			if derr == nil && hd.Candidate != "" {
+				// The acknowledgement of a previous leader whose node
+				// is gone (deleted under it while its session lives on):
+				// stale, replaced below. If its node is still there, it
+				// is on its way out; wait for it.
+				prev, err := e.s.getW(ctx, joinPath(e.dir, hd.Candidate))
+				if err == nil {
+					select {
+					case <-prev.watch:
+						continue
+					case <-ctx.Done():
+						return 0, ctx.Err()
+					case <-e.s.done:
+						return 0, e.s.Err()
+					}
+				}
+				if !isNoNode(err) {
+					return 0, err
+				}
+			}
+			ops = append(ops, &zk.DeleteRequest{Path: ackPath, Version: st.Version})
+		case isNoNode(err):
+		default:
+			return 0, err
+		}
+
+		var next int64
+		data, st, err = e.s.get(ctx, epochPath)
+		switch {
+		case err == nil:
+			cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+			if perr != nil {
+				return 0, fmt.Errorf("election %s: epoch node holds %q: %w", epochPath, data, ErrDecode)
+			}
+			next = cur + 1
+			ops = append(ops, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version})
+		case isNoNode(err):
+			next = 1
+			ops = append(ops, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.acl})
+		default:
+			return 0, err
+		}
+		hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
+		ops = append(ops, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.acl, Flags: zk.FlagEphemeral})
+
+		res, err := e.s.multi(ctx, ops...)
+		if err == nil {
+			return next, nil
+		}
+		i, opErr := failedOp(res)
+		switch {
+		case i == 0 && isNoNode(opErr):
+			return 0, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
+		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), isNoNode(err):
+			continue // raced with another writer: read again
+		case IsRecoverable(err):
+			// The multi may have gone through: the next read tells.
+			if n >= e.s.policy.attempts() {
+				return 0, opError("multi", ackPath, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+			}
+			if werr := e.s.sleep(ctx, e.s.policy.delay(n)); werr != nil {
+				return 0, werr
+			}
+		default:
+			return 0, opError("multi", ackPath, err)
+		}
+	}
+}
+
+// retire deletes candidate node and, atomically with it, its
+// acknowledgement if it has one. A node found gone after a connection loss
+// counts as deleted (the lost attempt did it); found gone otherwise it
+// returns ErrNoNode.
+func (e *Election[T]) retire(ctx context.Context, node string) error {
+	name := baseName(node)
+	retried := false
+	for n := 1; ; n++ {
+		data, st, err := e.s.get(ctx, e.ackPath())
+		if err != nil && !isNoNode(err) {
+			return err
+		}
+		hd, _, derr := decodeAck(data)
+		if err != nil || derr != nil || hd.Candidate != name {
+			err := e.s.delete(ctx, node, -1)
+			if isNoNode(err) && retried {
+				return nil
+			}
+			return err
+		}
+		res, err := e.s.multi(ctx,
+			&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
+			&zk.DeleteRequest{Path: node, Version: -1})
+		if err == nil {
+			return nil
+		}
+		i, opErr := failedOp(res)
+		switch {
+		case i == 1 && isNoNode(opErr):
+			if retried {
+				return nil
+			}
+			return opError("delete", node, opErr)
+		case IsRecoverable(err):
+			retried = true
+			if n >= e.s.policy.attempts() {
+				return opError("multi", node, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+			}
+			if werr := e.s.sleep(ctx, e.s.policy.delay(n)); werr != nil {
+				return werr
+			}
+		case i == 0:
+			continue // the acknowledgement changed under us: read again
+		default:
+			return opError("multi", node, err)
+		}
+	}
+}
+
+// Epoch returns the leadership's epoch, written in its acknowledgement:
+// greater than the epoch of every earlier leadership of this election. Use
+// it as a fencing token.
+func (l *Leadership[T]) Epoch() int64 { return l.epoch }
+
+// Payload returns the payload this leader campaigned with.
+func (l *Leadership[T]) Payload() T { return l.payload }
+
+// Node returns the path of the leader's candidate node.
+func (l *Leadership[T]) Node() string { return l.h.node }
+
+// Lost returns a channel closed when the leadership ends: lost (session
+// expired or closed, or the candidate node deleted by someone else) or
+// resigned. A brief connection loss does not end it; a disconnection longer
+// than the session timeout does.
+func (l *Leadership[T]) Lost() <-chan struct{} { return l.h.lost }
+
+// Context returns a context cancelled when the leadership ends, so work done
+// as leader stops by itself when leadership is lost. context.Cause tells
+// why: an error wrapping ErrLeadershipLost, or ErrNotHeld after Resign.
+func (l *Leadership[T]) Context() context.Context { return l.h.ctx }
+
+// Resign ends the leadership: the acknowledgement and the candidate node are
+// deleted together (one multi), which wakes the next candidate. It returns
+// ErrLeadershipLost if the leadership had been lost (nothing is left in
+// ZooKeeper then either), ErrNotLeader on a second call. If ctx ends before
+// the deletion is confirmed, it carries on in the background (bounded) and
+// Resign returns ctx's error. Either way the Election handle can campaign
+// again.
+func (l *Leadership[T]) Resign(ctx context.Context) error {
+	if !l.done.CompareAndSwap(false, true) {
+		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)
+	}
+	e, h := l.e, l.h
+	defer func() {
+		e.mu.Lock()
+		e.busy = false
+		e.mu.Unlock()
+	}()
+	defer close(h.stop)
+	if h.wasLost.Load() {
+		return fmt.Errorf("election %s: %w", h.node, ErrLeadershipLost)
+	}
+	h.released.Store(true)
+	err := e.retire(ctx, h.node)
+	switch {
+	case err == nil:
+	case isNoNode(err), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
+		h.end(true)
+		return fmt.Errorf("election %s: %w (%w)", h.node, ErrLeadershipLost, err)
+	case ctx.Err() != nil && e.s.check() == nil:
+		go func() {
+			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			if err := e.retire(cctx, h.node); err != nil && !isNoNode(err) {
+				e.s.log.Warn("could not resign", "path", h.node, "err", err)
+			}
+		}()
+	}
+	h.end(false)
+	return err
+}
+
+// State reads the acknowledged leader. It does not block beyond the reads.
+// An acknowledgement whose candidate node is gone (a leader deleted under a
+// live session, before its successor took over) counts as no leader.
+func (e *Election[T]) State(ctx context.Context) (LeaderState[T], error) {
+	if e.err != nil {
+		return LeaderState[T]{}, e.err
+	}
+	data, _, err := e.s.get(ctx, e.ackPath())
+	if isNoNode(err) {
+		return LeaderState[T]{}, nil
+	}
+	if err != nil {
+		return LeaderState[T]{}, err
+	}
+	return e.state(ctx, data)
+}
+
+func (e *Election[T]) state(ctx context.Context, data []byte) (LeaderState[T], error) {
+	hd, payload, err := decodeAck(data)
+	if err != nil {
+		return LeaderState[T]{}, fmt.Errorf("election %s: %w", e.ackPath(), err)
+	}
+	if _, _, err := e.s.get(ctx, joinPath(e.dir, hd.Candidate)); isNoNode(err) {
+		return LeaderState[T]{}, nil
+	} else if err != nil {
+		return LeaderState[T]{}, err
+	}
+	st := LeaderState[T]{Elected: true, Epoch: hd.Epoch, Candidate: hd.Candidate}
+	if st.Payload, err = e.codec.Decode(payload); err != nil {
+		return st, fmt.Errorf("election %s: leader payload: %w", e.ackPath(), err)
+	}
+	return st, nil
+}
+
+// Leader returns the acknowledged leader's payload, or an error wrapping
+// ErrNoLeader when there is none. It does not block beyond the reads.
+func (e *Election[T]) Leader(ctx context.Context) (T, error) {
+	st, err := e.State(ctx)
+	if err == nil && !st.Elected {
+		err = fmt.Errorf("election %s: %w", e.dir, ErrNoLeader)
+	}
+	return st.Payload, err
+}
+
+// Observe streams the acknowledged leader: the current state first, then
+// every change — a new leader (higher epoch) or no leader (Elected false).
+// It watches only the acknowledgement node, never the candidates. A
+// consumer slower than the changes receives the newest state (states in
+// between may be skipped; epochs show it), never a stale one last. The
+// channel is closed when ctx or the session ends. An exists watch may remain
+// registered on the server until the next change of the acknowledgement.
+func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
+	if e.err != nil {
+		ch := make(chan LeaderState[T])
+		close(ch)
+		return ch
+	}
+	return stream(ctx, e.s, "election "+e.dir, func(ctx context.Context) (snapshot[LeaderState[T]], error) {
+		r, ok, err := e.s.getOrExistsW(ctx, e.ackPath())
+		if err != nil {
+			return snapshot[LeaderState[T]]{}, err
+		}
+		snap := snapshot[LeaderState[T]]{key: "none", watch: r.watch}
+		if !ok {
+			return snap, nil
+		}
+		st, err := e.state(ctx, r.data)
+		if err != nil && !errors.Is(err, ErrDecode) {
+			return snapshot[LeaderState[T]]{}, err
+		}
+		if err != nil {
+			e.s.log.Warn("election: undecodable leader acknowledgement", "path", e.ackPath(), "err", err)
+		}
+		snap.v = st
+		if st.Elected {
+			snap.key = fmt.Sprintf("%d/%s", st.Epoch, st.Candidate)
+		}
+		return snap, nil
+	})
+}

@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// snapshot is one state read by a watch loop: the value to deliver, a key
+// that is equal for equal states (so an unchanged state is not delivered
+// twice), and the watch left by the read, which fires when the state may
+// have changed.
+type snapshot[T any] struct {
+	v     T
+	key   string
+	watch <-chan zk.Event
+}
+
+// stream runs read, delivers its state and runs it again every time the
+// watch it left fires, until ctx or the session ends; then the returned
+// channel is closed. Each read re-arms the watch in the same request that
+// reads the state, so no change falls between two reads. A consumer slower
+// than the changes sees the newest state, not every intermediate one: the
+// channel holds at most one undelivered state, and a newer state replaces
+// it. The final state is always delivered.
+//
+// A read error other than the end of ctx or of the session is logged and
+// the read retried after the retry policy's backoff.
+func stream[T any](ctx context.Context, s *Session, what string, read func(context.Context) (snapshot[T], error)) <-chan T {
+	out := make(chan T)
+	go func() {
+		defer close(out)
+		var (
+			pending  T
+			have     bool   // pending is undelivered
+			lastKey  string // key of the newest state delivered or pending
+			anyState bool
+			failures int
+		)
+		for {
+			snap, err := read(ctx)
+			if err != nil {
+				if ctx.Err() != nil || s.check() != nil {
+					return
+				}
+				failures++
+				s.log.Warn("watch: read failed; retrying", "what", what, "err", err)
+				if s.sleep(ctx, s.policy.delay(min(failures, 10))) != nil {
+					return
+				}
+				continue
+			}
+			failures = 0
+			if !anyState || snap.key != lastKey {
+				pending, have, lastKey, anyState = snap.v, true, snap.key, true
+			}
+			for fired := false; !fired; {
+				var send chan T
+				if have {
+					send = out
+				}
+				select {
+				case send <- pending:
+					have = false
+				case <-snap.watch:
+					fired = true
+				case <-ctx.Done():
+					return
+				case <-s.done:
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// existsW reports whether path exists and leaves an exists watch on it,
+// which fires when it is created, changed or deleted. Unlike a data watch,
+// an exists watch on a missing node stays registered on the server until it
+// fires or the session ends.
+func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		ok bool
+		st *zk.Stat
+		w  <-chan zk.Event
+	}
+	var got r
+	err := s.retry(ctx, func() error {
+		var err error
+		got, err = await(ctx, s, func() (r, error) {
+			ok, st, w, err := s.conn.ExistsW(path)
+			return r{ok, st, w}, err
+		})
+		return err
+	})
+	return got.ok, got.st, got.w, opError("exists", path, err)
+}
+
+// getOrExistsW reads path with a data watch or, when it is missing, leaves
+// an exists watch that fires on its creation. Either way the returned watch
+// fires on the next change of path. exists is false when path is missing.
+func (s *Session) getOrExistsW(ctx context.Context, path string) (r getResult, exists bool, err error) {
+	for {
+		r, err = s.getW(ctx, path)
+		if err == nil {
+			return r, true, nil
+		}
+		if !isNoNode(err) {
+			return r, false, err
+		}
+		ok, _, w, err := s.existsW(ctx, path)
+		if err != nil {
+			return getResult{}, false, err
+		}
+		if ok {
+			// Created between the two reads: read it again. The exists
+			// watch just set fires on its next change, harmlessly.
+			continue
+		}
+		return getResult{watch: w}, false, nil
+	}
+}
+
+// multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
+// session's end. A multi is not idempotent, so it is not retried here.
+func (s *Session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+}
+
+// failedOp returns the index of the op of a failed multi that failed, and
+// its error; -1 when none did. The ops before it report no error and the ops
+// after it report "runtime inconsistency" (rolled back), so the first error
+// is the one.
+func failedOp(res []zk.MultiResponse) (int, error) {
+	for i, r := range res {
+		if r.Error != nil {
+			return i, r.Error
+		}
+	}
+	return -1, nil
+}
+
+// isNoNode reports whether err is ZooKeeper's no-node result.
+func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }

@@ -1,0 +1,613 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Participant names one site of a two-phase commit. Generated code declares
+// one constant per participant of the spec.
+type Participant string
+
+// Decision is a participant's vote and a transaction's outcome.
+type Decision int
+
+// Votes and outcomes.
+const (
+	// Commit votes for committing; as an outcome, every participant
+	// committed.
+	Commit Decision = iota + 1
+	// Abort votes against; as an outcome, some participant aborted or
+	// crashed before voting, or the transaction was aborted with ForceAbort.
+	Abort
+)
+
+// String returns "commit" or "abort" (the text stored in ZooKeeper).
+func (d Decision) String() string {
+	switch d {
+	case Commit:
+		return "commit"
+	case Abort:
+		return "abort"
+	}
+	return fmt.Sprintf("Decision(%d)", int(d))
+}
+
+func parseDecision(data []byte) (Decision, bool) {
+	switch string(data) {
+	case "commit":
+		return Commit, true
+	case "abort":
+		return Abort, true
+	}
+	return 0, false
+}
+
+// TwoPCOption configures a two-phase commit handle.
+type TwoPCOption func(*twoPCConfig)
+
+type twoPCConfig struct{ coordinator bool }
+
+// Node names inside a transaction. Participant names cannot contain ".",
+// so these never collide with a participant's vote node.
+const (
+	txDecision    = ".decision"
+	txPresenceExt = ".present"
+	txJoined      = "joined"
+)
+
+// TwoPhaseCommit is the ZooKeeper guide's two-phased commit on one
+// transaction node:
+//
+//	<tx>                    persistent; the transaction payload
+//	<tx>/<participant>      persistent, created empty by the coordinator;
+//	                        "joined", then the vote: "commit" or "abort"
+//	<tx>/<participant>.present  ephemeral, while a joined participant has not voted
+//	<tx>/.decision          persistent; "commit" or "abort", created once
+//
+// The coordinator (Propose) creates the transaction and one vote node per
+// participant in one multi. A participant may Join: it marks its vote node
+// "joined" and creates its ephemeral presence node, in one multi, so if its
+// session ends before it votes the transaction aborts (the guide's second
+// drawback, solved as it suggests). Vote writes the participant's node once,
+// atomically with a check that its presence still exists (and removes it).
+//
+// Outcome decides: abort as soon as any participant voted abort or lost its
+// presence before voting, commit when all committed. The decision is
+// written once, durably, with a create: the first decider's create wins
+// and every caller of Outcome returns the decision node's content, so every
+// observer sees the same outcome and it never changes. (Abort and commit
+// evidence also exclude each other: votes are written once, and a
+// participant whose presence is gone can no longer vote.)
+//
+// With notify "all" (the default) every caller of Outcome watches the
+// votes (O(n²) notifications for n participants). With
+// WithCoordinatorNotify, only the coordinator watches the votes and
+// publishes the decision; everyone else watches only the decision node
+// (O(n)). The coordinator is the handle that called Propose (or any handle
+// calling Coordinate); it must call Outcome or Coordinate for anyone to
+// learn the outcome.
+//
+// Methods are safe for concurrent use.
+type TwoPhaseCommit[T any] struct {
+	s           *Session
+	dir         string
+	err         error
+	codec       Codec[T]
+	parts       []Participant
+	coordinator bool // notify: coordinator
+
+	mu       sync.Mutex
+	proposed bool                   // this handle created the transaction
+	joined   map[Participant]string // presence nodes this handle created
+}
+
+// WithCoordinatorNotify selects the O(n) variant: only the coordinator
+// watches the votes and publishes the decision. Default: every caller of
+// Outcome watches the votes.
+func WithCoordinatorNotify() TwoPCOption {
+	return func(c *twoPCConfig) { c.coordinator = true }
+}
+
+// NewTwoPhaseCommit returns a handle on the transaction node p with the
+// given participants (every handle of one transaction must list the same
+// ones) and payloads encoded by codec. It does no I/O. If p is invalid, or a
+// participant name is empty, repeated, contains "." or is not a valid
+// node name, every method returns the error.
+func NewTwoPhaseCommit[T any](s *Session, p Path, codec Codec[T], participants []Participant, opts ...TwoPCOption) *TwoPhaseCommit[T] {
+	var cfg twoPCConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator,
+		parts: append([]Participant(nil), participants...), joined: map[Participant]string{}}
+	seen := map[Participant]bool{}
+	for _, pt := range participants {
+		switch {
+		case t.err != nil:
+		case checkSegment(string(pt)) != "":
+			t.err = fmt.Errorf("twopc %s: participant %q: %s", t.dir, pt, checkSegment(string(pt)))
+		case strings.Contains(string(pt), "."):
+			t.err = fmt.Errorf("twopc %s: participant %q contains \".\"", t.dir, pt)
+		case seen[pt]:
+			t.err = fmt.Errorf("twopc %s: participant %q listed twice", t.dir, pt)
+		}
+		seen[pt] = true
+	}
+	if t.err == nil && len(participants) == 0 {
+		t.err = fmt.Errorf("twopc %s: no participants", t.dir)
+	}
+	return t
+}
+
+// Path returns the transaction node's path.
+func (t *TwoPhaseCommit[T]) Path() string { return t.dir }
+
+// Participants returns the participants of the transaction.
+func (t *TwoPhaseCommit[T]) Participants() []Participant {
+	return append([]Participant(nil), t.parts...)
+}
+
+func (t *TwoPhaseCommit[T]) votePath(p Participant) string { return joinPath(t.dir, string(p)) }
+func (t *TwoPhaseCommit[T]) presencePath(p Participant) string {
+	return joinPath(t.dir, string(p)+txPresenceExt)
+}
+func (t *TwoPhaseCommit[T]) decisionPath() string { return joinPath(t.dir, txDecision) }
+
+func (t *TwoPhaseCommit[T]) check(p Participant) error {
+	if t.err != nil {
+		return t.err
+	}
+	for _, q := range t.parts {
+		if q == p {
+			return nil
+		}
+	}
+	return fmt.Errorf("twopc %s: %q: %w", t.dir, p, ErrUnknownParticipant)
+}
+
+// Propose creates the transaction with an empty payload; see ProposeWith.
+func (t *TwoPhaseCommit[T]) Propose(ctx context.Context) error {
+	return t.propose(ctx, nil)
+}
+
+// ProposeWith creates the transaction node carrying payload and one empty
+// vote node per participant, in one multi (parents are created as container
+// nodes). It returns ErrTxExists if the transaction was proposed already.
+// It does not block beyond the write. A connection loss is retried when the
+// transaction is then found missing; if it is found present the outcome is
+// unknown and the connection error (recoverable) is returned. The nodes stay
+// until Remove.
+func (t *TwoPhaseCommit[T]) ProposeWith(ctx context.Context, payload T) error {
+	if t.err != nil {
+		return t.err
+	}
+	data, err := t.codec.Encode(payload)
+	if err != nil {
+		return fmt.Errorf("twopc %s: encoding payload: %w", t.dir, err)
+	}
+	return t.propose(ctx, data)
+}
+
+func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
+	if t.err != nil {
+		return t.err
+	}
+	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: t.s.acl}}
+	for _, p := range t.parts {
+		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.acl})
+	}
+	for n := 1; ; n++ {
+		res, err := t.s.multi(ctx, ops...)
+		i, opErr := failedOp(res)
+		switch {
+		case err == nil:
+			t.mu.Lock()
+			t.proposed = true
+			t.mu.Unlock()
+			return nil
+		case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
+			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+		case i == 0 && isNoNode(opErr):
+			if err := t.s.ensurePath(ctx, path.Dir(t.dir)); err != nil {
+				return err
+			}
+			continue
+		case !IsRecoverable(err):
+			return opError("multi", t.dir, err)
+		}
+		if n >= t.s.policy.attempts() {
+			return opError("multi", t.dir, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+		}
+		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
+			return werr
+		}
+		if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
+			return opError("multi", t.dir, fmt.Errorf("outcome unknown: %w", err))
+		} else if !isNoNode(gerr) {
+			return gerr
+		}
+	}
+}
+
+// Payload reads the transaction's payload. A transaction not proposed yet
+// is an error wrapping ErrNoTx.
+func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
+	var zero T
+	if t.err != nil {
+		return zero, t.err
+	}
+	data, _, err := t.s.get(ctx, t.dir)
+	if isNoNode(err) {
+		return zero, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
+	}
+	if err != nil {
+		return zero, err
+	}
+	v, err := t.codec.Decode(data)
+	if err != nil {
+		return zero, fmt.Errorf("twopc %s: payload: %w", t.dir, err)
+	}
+	return v, nil
+}
+
+// waitExists blocks until path exists, ctx ends or the session ends.
+func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult, error) {
+	for {
+		r, ok, err := t.s.getOrExistsW(ctx, p)
+		if err != nil || ok {
+			return r, err
+		}
+		select {
+		case <-r.watch:
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-t.s.done:
+			return r, t.s.Err()
+		}
+	}
+}
+
+// Join announces participant p: it blocks until the transaction is proposed
+// (or ctx ends: nothing is left behind then), then marks p's vote node
+// "joined" and creates p's ephemeral presence node in one multi. From then
+// on, if this session ends before p votes, the transaction aborts. It
+// returns ErrAlreadyJoined if p has joined or voted already.
+func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) error {
+	if err := t.check(p); err != nil {
+		return err
+	}
+	for n := 1; ; n++ {
+		r, err := t.waitExists(ctx, t.votePath(p))
+		if err != nil {
+			return err
+		}
+		if r.stat.Version != 0 {
+			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+		}
+		_, err = t.s.multi(ctx,
+			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
+			&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.acl, Flags: zk.FlagEphemeral})
+		switch {
+		case err == nil:
+			t.mu.Lock()
+			t.joined[p] = t.presencePath(p)
+			t.mu.Unlock()
+			return nil
+		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+		case isNoNode(err):
+			continue // removed and proposed again meanwhile
+		case !IsRecoverable(err):
+			return opError("multi", t.votePath(p), err)
+		}
+		if n >= t.s.policy.attempts() {
+			return opError("multi", t.votePath(p), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+		}
+		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
+			return werr
+		}
+		// Did it go through? Our presence node says so.
+		if _, st, gerr := t.s.get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
+			t.mu.Lock()
+			t.joined[p] = t.presencePath(p)
+			t.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+// Vote casts participant p's vote, once. If this handle joined p, the vote
+// is written only while p's presence node exists (and removes it, in the
+// same multi); if the presence is gone the vote is refused with
+// ErrPresenceLost (the transaction aborts). A participant that did not join
+// may vote directly. Voting again the same is a no-op; voting differently
+// returns ErrAlreadyVoted; voting for a participant another session joined
+// returns ErrAlreadyJoined. Vote blocks until the transaction is proposed,
+// or ctx ends.
+func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision) error {
+	if err := t.check(p); err != nil {
+		return err
+	}
+	if d != Commit && d != Abort {
+		return fmt.Errorf("twopc %s: invalid vote %v", t.dir, d)
+	}
+	t.mu.Lock()
+	presence := t.joined[p]
+	t.mu.Unlock()
+	for n := 1; ; n++ {
+		r, err := t.waitExists(ctx, t.votePath(p))
+		if err != nil {
+			return err
+		}
+		var ops []any
+		switch cur, voted := parseDecision(r.data); {
+		case voted && cur == d:
+			return nil
+		case voted:
+			return fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
+		case string(r.data) == txJoined && presence == "":
+			return fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
+		case string(r.data) == txJoined:
+			ops = []any{
+				&zk.CheckVersionRequest{Path: presence, Version: -1},
+				&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version},
+				&zk.DeleteRequest{Path: presence, Version: -1},
+			}
+		default:
+			ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
+		}
+		res, err := t.s.multi(ctx, ops...)
+		i, opErr := failedOp(res)
+		switch {
+		case err == nil:
+			return nil
+		case len(ops) == 3 && i == 0 && isNoNode(opErr):
+			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
+		case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
+			continue // changed meanwhile: read again
+		case !IsRecoverable(err):
+			return opError("multi", t.votePath(p), err)
+		}
+		// Connection loss: the next read tells whether the vote is in.
+		if n >= t.s.policy.attempts() {
+			return opError("multi", t.votePath(p), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+		}
+		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
+			return werr
+		}
+	}
+}
+
+// Outcome blocks until the transaction is decided and returns the decision:
+// Abort as soon as any participant voted abort or lost its presence before
+// voting, Commit once all committed. Every caller gets the same decision,
+// and it never changes. With notify "all", or on the coordinator's handle,
+// Outcome watches the votes and writes the decision itself (see
+// Coordinate); otherwise it only watches the decision node. ctx
+// cancellation returns ctx's error and leaves nothing behind (watches set
+// on missing nodes stay registered on the server until those nodes appear).
+func (t *TwoPhaseCommit[T]) Outcome(ctx context.Context) (Decision, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	t.mu.Lock()
+	proposed := t.proposed
+	t.mu.Unlock()
+	if t.coordinator && !proposed {
+		return t.waitDecision(ctx)
+	}
+	return t.Coordinate(ctx)
+}
+
+// waitDecision blocks until the decision node exists and returns it.
+func (t *TwoPhaseCommit[T]) waitDecision(ctx context.Context) (Decision, error) {
+	r, err := t.waitExists(ctx, t.decisionPath())
+	if err != nil {
+		return 0, err
+	}
+	d, ok := parseDecision(r.data)
+	if !ok {
+		return 0, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), r.data, ErrDecode)
+	}
+	return d, nil
+}
+
+// Coordinate does the coordinator's work whatever the notify mode: it
+// watches the votes (and the presence of joined participants that have not
+// voted) until the outcome is determined, writes the decision unless
+// someone else did first, and returns the decision that stands. It blocks
+// until then, or until ctx ends. Use it to take over from a coordinator
+// that crashed.
+func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (Decision, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	for {
+		wake := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		forward := func(w <-chan zk.Event) {
+			go func() {
+				select {
+				case <-w:
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				case <-stop:
+				}
+			}()
+		}
+		d, decided, err := t.evaluate(ctx, forward)
+		if err == nil && decided {
+			d, err = t.decide(ctx, d)
+		}
+		if err != nil || d != 0 {
+			close(stop)
+			return d, err
+		}
+		select {
+		case <-wake:
+			close(stop)
+		case <-ctx.Done():
+			close(stop)
+			return 0, ctx.Err()
+		case <-t.s.done:
+			close(stop)
+			return 0, t.s.Err()
+		}
+	}
+}
+
+// evaluate reads the decision and the votes, leaving watches (handed to
+// forward) on everything whose change could determine the outcome. It
+// returns the standing decision (decided false), or the decision the votes
+// determine (decided true), or 0 when undetermined.
+func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk.Event)) (d Decision, decided bool, err error) {
+	r, ok, err := t.s.getOrExistsW(ctx, t.decisionPath())
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		d, ok := parseDecision(r.data)
+		if !ok {
+			return 0, false, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), r.data, ErrDecode)
+		}
+		return d, false, nil
+	}
+	forward(r.watch)
+	abort, all := false, true
+	for _, p := range t.parts {
+		r, ok, err := t.s.getOrExistsW(ctx, t.votePath(p))
+		if err != nil {
+			return 0, false, err
+		}
+		forward(r.watch)
+		if !ok { // not proposed yet
+			all = false
+			continue
+		}
+		switch v, _ := parseDecision(r.data); {
+		case v == Abort:
+			abort = true
+		case v == Commit:
+		case string(r.data) == txJoined:
+			all = false
+			// Read the presence after the "joined" vote, then the vote
+			// again: "joined", then no presence, then still "joined"
+			// means the participant's session ended before it voted, and
+			// it never can vote now (a vote needs its presence, and it
+			// cannot join twice).
+			pr, err := t.s.getW(ctx, t.presencePath(p))
+			if err == nil {
+				forward(pr.watch)
+				continue
+			}
+			if !isNoNode(err) {
+				return 0, false, err
+			}
+			again, _, err := t.s.get(ctx, t.votePath(p))
+			if err != nil && !isNoNode(err) {
+				return 0, false, err
+			}
+			if v, _ := parseDecision(again); string(again) == txJoined || v == Abort {
+				abort = true
+			}
+		default:
+			all = false
+		}
+	}
+	switch {
+	case abort:
+		return Abort, true, nil
+	case all:
+		return Commit, true, nil
+	}
+	return 0, false, nil
+}
+
+// decide writes decision d unless one exists, and returns the decision that
+// stands.
+func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, error) {
+	for n := 1; ; n++ {
+		_, err := await(ctx, t.s, func() (string, error) {
+			return t.s.conn.Create(t.decisionPath(), []byte(d.String()), 0, t.s.acl)
+		})
+		switch {
+		case err == nil:
+			return d, nil
+		case isNoNode(err):
+			return 0, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
+		case errors.Is(err, zk.ErrNodeExists):
+		case !IsRecoverable(err):
+			return 0, opError("create", t.decisionPath(), err)
+		default:
+			if n >= t.s.policy.attempts() {
+				return 0, opError("create", t.decisionPath(), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+			}
+			if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
+				return 0, werr
+			}
+		}
+		// Exists (ours after a lost reply, or someone else's): it stands.
+		data, _, gerr := t.s.get(ctx, t.decisionPath())
+		if isNoNode(gerr) {
+			continue
+		}
+		if gerr != nil {
+			return 0, gerr
+		}
+		got, ok := parseDecision(data)
+		if !ok {
+			return 0, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
+		}
+		return got, nil
+	}
+}
+
+// ForceAbort decides Abort now unless the transaction is decided already,
+// and returns the decision that stands (Commit if all had committed and the
+// decision was written first). A coordinator uses it to give up on
+// participants that never vote. It does not block beyond the writes.
+func (t *TwoPhaseCommit[T]) ForceAbort(ctx context.Context) (Decision, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	return t.decide(ctx, Abort)
+}
+
+// Remove deletes the transaction's nodes once it is decided (it returns an
+// error and deletes nothing while undecided). A missing transaction is not
+// an error.
+func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
+	if t.err != nil {
+		return t.err
+	}
+	if _, _, err := t.s.get(ctx, t.decisionPath()); isNoNode(err) {
+		if _, _, err := t.s.get(ctx, t.dir); isNoNode(err) {
+			return nil
+		}
+		return fmt.Errorf("twopc %s: undecided: not removed", t.dir)
+	} else if err != nil {
+		return err
+	}
+	kids, err := t.s.children(ctx, t.dir)
+	if err != nil && !isNoNode(err) {
+		return err
+	}
+	for _, k := range kids {
+		if err := t.s.delete(ctx, joinPath(t.dir, k), -1); err != nil && !isNoNode(err) {
+			return err
+		}
+	}
+	if err := t.s.delete(ctx, t.dir, -1); err != nil && !isNoNode(err) {
+		return err
+	}
+	return nil
+}
