@@ -26,6 +26,17 @@ func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, err
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
+	if ctx.Done() == nil {
+		// ctx can never be cancelled: nothing to wait for besides the
+		// reply, which go-zookeeper delivers (or fails) by itself when the
+		// session ends. Calling inline saves two goroutine hand-offs per
+		// request.
+		v, err := fn()
+		if err != nil && s.check() != nil && errors.Is(err, zk.ErrConnectionClosed) {
+			return zero, s.check()
+		}
+		return v, err
+	}
 	ch := make(chan result[T], 1)
 	go func() {
 		v, err := fn()

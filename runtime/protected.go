@@ -31,6 +31,10 @@ const cleanupTimeout = 30 * time.Second
 // If ctx ends first, createProtected returns ctx's error and, in the
 // background, removes the node if the create went through after all.
 func (s *Session) createProtected(ctx context.Context, dir, prefix string, data []byte) (string, error) {
+	if ctx.Done() == nil {
+		// ctx can never be cancelled: no need for a detached goroutine.
+		return s.createByGUID(ctx, dir, prefix, data)
+	}
 	ch := make(chan result[string], 1)
 	go func() {
 		// Detached from ctx so the outcome is always known and can be
