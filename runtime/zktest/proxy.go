@@ -47,6 +47,7 @@ type Proxy struct {
 	reject    atomic.Bool
 	delay     atomic.Int64 // time.Duration
 	accepted  atomic.Int64
+	ops       sync.Map // int32 opcode -> *atomic.Int64 requests seen
 
 	mu       sync.Mutex
 	conns    map[*proxyConn]struct{}
@@ -307,6 +308,25 @@ func (p *Proxy) acceptLoop() {
 	}
 }
 
+func (p *Proxy) countOp(op int32) {
+	v, ok := p.ops.Load(op)
+	if !ok {
+		v, _ = p.ops.LoadOrStore(op, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+// Requests returns how many client requests with the given opcode (OpCreate,
+// OpGetChildren2, ...) the proxy has read from its clients so far, across
+// all connections. Tests use it to check how often a recipe asks the server
+// for something.
+func (p *Proxy) Requests(opcode int32) int64 {
+	if v, ok := p.ops.Load(opcode); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
 // claimReq removes and returns the first armed trigger for op, if any.
 func (p *Proxy) claimReq(op int32) *reqTrigger {
 	p.mu.Lock()
@@ -484,6 +504,7 @@ func (c *proxyConn) readClient(out chan<- chunk) {
 			ch.xid = int32(binary.BigEndian.Uint32(frame[4:]))
 			ch.op = int32(binary.BigEndian.Uint32(frame[8:]))
 			ch.hdr = true
+			c.p.countOp(ch.op)
 		}
 		if !c.send(out, ch) {
 			return
