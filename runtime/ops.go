@@ -168,3 +168,25 @@ func joinPath(dir, name string) string {
 func baseName(path string) string {
 	return path[strings.LastIndexByte(path, '/')+1:]
 }
+
+// existsW reports whether path exists and leaves an exists watch on it,
+// which fires when it is created, deleted or changed. Unlike a data watch it
+// is registered even when path is missing: use it only to wait for a
+// creation.
+func (s *Session) existsW(ctx context.Context, path string) (bool, <-chan zk.Event, error) {
+	var ok bool
+	var w <-chan zk.Event
+	err := s.retry(ctx, func() error {
+		r, err := await(ctx, s, func() (getResult, error) {
+			ok, st, w, err := s.conn.ExistsW(path)
+			r := getResult{stat: st, watch: w}
+			if ok {
+				r.data = []byte{}
+			}
+			return r, err
+		})
+		ok, w = r.data != nil, r.watch
+		return err
+	})
+	return ok, w, opError("exists", path, err)
+}
