@@ -132,11 +132,19 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 		} else {
 			out, err = q.deleteAll(ctx, q.bucket, cands)
 		}
+		if q.ack && ctx.Err() != nil {
+			// The caller gave up while the claims were being made: give
+			// them back rather than leave them to the session's end.
+			for _, d := range out {
+				q.unclaim(d.claim)
+			}
+			return nil, ctx.Err()
+		}
 		if q.pos >= len(q.cache) && q.sealed {
 			// Used up a sealed bucket: remove it now if it is empty, so
 			// a drained queue leaves only its open bucket behind.
-			if _, err := q.dropBucket(ctx, q.bucket); err == nil {
-				q.cache, q.pos, q.watch = nil, 0, nil
+			if gone, err := q.dropBucket(ctx, q.bucket); err == nil && gone {
+				q.cache, q.pos, q.watch, q.sealed = nil, 0, nil, false
 				if err := q.advance(ctx); err != nil && len(out) == 0 {
 					return nil, err
 				}
