@@ -566,3 +566,78 @@ func TestAckPriorityQueue(t *testing.T) {
 }
 
 var _ = zk.ErrNoNode
+
+// A take whose multi reply is lost to a connection cut still delivers the
+// item: the take's marker shows the multi happened, so the item is neither
+// lost nor taken twice.
+func TestQueueTakeConnectionLoss(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	prod := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+	if _, err := prod.PutAll(ctx, jobs(0, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	p := zktest.NewProxy(t, srv.Addr())
+	cons := runtime.NewQueue(connect(t, []string{p.Addr()}), runtime.At(dir), runtime.JSONCodec[job]())
+	for i := 0; i < 3; i++ {
+		fired := p.CutAfterRequest(zktest.OpMulti)
+		j, err := cons.Take(ctx)
+		if err != nil || j.N != i {
+			t.Fatalf("Take across a cut = %v, %v; want item %d", j, err, i)
+		}
+		<-fired
+	}
+	if n, err := prod.Len(ctx); n != 0 || err != nil {
+		t.Fatalf("Len = %d, %v", n, err)
+	}
+}
+
+// A put cancelled before it is sent puts nothing; a priority outside the
+// queue's range is refused before anything is sent.
+func TestQueuePutCancelled(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	q := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.StringCodec())
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := q.Put(cctx, "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Put = %v", err)
+	}
+	if n, err := q.Len(ctx); n != 0 || err != nil {
+		t.Fatalf("Len = %d, %v", n, err)
+	}
+}
+
+// When the session ends while a put's reply is lost, the put's outcome
+// cannot be known: Put says so with ErrPutUncertain instead of guessing
+// (here the items did land, and are in the queue once).
+func TestQueuePutUncertainOnExpiry(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	p := zktest.NewProxy(t, srv.Addr())
+	ps := connect(t, []string{p.Addr()})
+	prod := runtime.NewQueue(ps, runtime.At(dir), runtime.StringCodec())
+	if err := prod.Put(ctx, "setup"); err != nil {
+		t.Fatal(err)
+	}
+	creds, ok := p.Session(ps.ID())
+	if !ok {
+		t.Fatal("proxy did not see the session")
+	}
+	p.Reject(true) // no reconnecting once cut
+	fired := p.CutAfterRequest(zktest.OpMulti)
+	res := make(chan error, 1)
+	go func() { res <- prod.Put(ctx, "in flight") }()
+	<-fired
+	zktest.ExpireSession(t, srv.Servers(), creds.ID, creds.Passwd)
+	if err := <-res; !errors.Is(err, runtime.ErrPutUncertain) {
+		t.Fatalf("Put across an expiry = %v; want ErrPutUncertain", err)
+	}
+	q := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.StringCodec())
+	if n, err := q.Len(ctx); n != 2 || err != nil {
+		t.Fatalf("Len = %d, %v; want 2", n, err)
+	}
+}
