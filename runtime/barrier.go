@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -116,7 +117,8 @@ type DoubleBarrier struct {
 	err  error
 	size int
 
-	mu   chan struct{}
+	mu   chan struct{} // serialises Enter and Leave
+	nmu  sync.Mutex
 	node string // our participant node while entered
 }
 
@@ -140,9 +142,15 @@ func (d *DoubleBarrier) Path() string { return d.dir }
 
 // Node returns this participant's node while it is entered, else "".
 func (d *DoubleBarrier) Node() string {
-	d.mu <- struct{}{}
-	defer func() { <-d.mu }()
+	d.nmu.Lock()
+	defer d.nmu.Unlock()
 	return d.node
+}
+
+func (d *DoubleBarrier) setNode(n string) {
+	d.nmu.Lock()
+	d.node = n
+	d.nmu.Unlock()
 }
 
 func (d *DoubleBarrier) readyPath() string { return joinPath(d.dir, readyName) }
@@ -170,7 +178,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-d.mu }()
-	if d.node != "" {
+	if d.Node() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
 	if err := d.s.ensurePath(ctx, d.dir); err != nil {
@@ -211,7 +219,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 			}
 		}
 	}
-	d.node = node
+	d.setNode(node)
 	return nil
 }
 
@@ -231,12 +239,12 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-d.mu }()
-	if d.node == "" {
+	node := d.Node()
+	if node == "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrNotHeld)
 	}
-	node := d.node
 	name := baseName(node)
-	d.node = ""
+	d.setNode("")
 	for {
 		kids, err := d.s.children(ctx, d.dir)
 		if err != nil {

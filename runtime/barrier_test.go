@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,11 +83,21 @@ func TestBarrier(t *testing.T) {
 	}
 }
 
+func fourLetter(t *testing.T, srv *zktest.Server, cmd string) string {
+	t.Helper()
+	out, err := zktest.FourLetter(srv.Addr(), cmd, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // A double barrier of 5: nobody passes Enter before the fifth arrives,
 // nobody passes Leave before all have left, and the directory is left
 // empty.
 func TestDoubleBarrier(t *testing.T) {
 	srv := server(t)
+	srv.RequireLocal(t)
 	dir := testRoot(t)
 	ctx := testCtx(t, time.Minute)
 	const size = 5
@@ -119,6 +130,14 @@ func TestDoubleBarrier(t *testing.T) {
 		t.Fatalf("Enter twice = %v", err)
 	}
 
+	var nodes []string
+	for _, p := range ps {
+		nodes = append(nodes, p.Node())
+	}
+	slices.SortFunc(nodes, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) }) // by sequence
+	if nodes[size-1] != ps[size-1].Node() {
+		t.Fatalf("the last to enter should hold the highest node: %v", nodes)
+	}
 	// The first four leave; the fifth (the highest node: it arrived last)
 	// has not. What remains: ready, the lowest node (its owner waits for
 	// the highest) and the fifth's node.
@@ -132,6 +151,15 @@ func TestDoubleBarrier(t *testing.T) {
 		}()
 	}
 	waitChildren(t, ctx, obs, dir, 3)
+	// The seed's scheme: the lowest node's owner watches the highest node,
+	// the three others watch the lowest, so the last one leaving wakes
+	// one process (the lowest's owner), and the lowest leaving wakes the rest.
+	lowest, highest := nodes[0], nodes[size-1]
+	waitWatchers(t, srv, highest, 1)
+	waitWatchers(t, srv, lowest, size-2)
+	if w := parseWchp(fourLetter(t, srv, "wchp")); len(w[highest]) != 1 || len(w[lowest]) != size-2 {
+		t.Fatalf("watchers: highest %v, lowest %v", w[highest], w[lowest])
+	}
 	if len(left) != 0 {
 		t.Fatalf("%d passed Leave before the last participant left", len(left))
 	}
