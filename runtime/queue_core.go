@@ -39,14 +39,16 @@ type queue[T any] struct {
 	pbucket string        // open bucket the producer puts into ("" = find it)
 	pnext   int           // next sequence number expected in pbucket
 
-	cmu    chan struct{} // consumer state
-	bucket string        // bucket the consumer walks ("" = start from the lowest)
-	cache  []qitem       // cached listing of bucket, served from pos
-	pos    int
-	watch  <-chan zk.Event // child watch of the cached listing
-	sealed bool            // the cached listing is of a sealed bucket
-	poison map[string]bool // undecodable items, skipped by this handle
-	busy   map[string]bool // items claimed by others (at-least-once)
+	cmu      chan struct{} // consumer state
+	bucket   string        // bucket the consumer walks ("" = start from the lowest)
+	cache    []qitem       // cached listing of bucket, served from pos
+	pos      int
+	watch    <-chan zk.Event // child watch of the cached listing
+	sealed   bool            // the cached listing is of a sealed bucket
+	dw       <-chan zk.Event // data watch on dwBucket, set while waiting on it
+	dwBucket string
+	poison   map[string]bool // undecodable items, skipped by this handle
+	busy     map[string]bool // items claimed by others (at-least-once)
 
 	released atomic.Bool // a Delivery of this handle was released
 }

@@ -224,15 +224,27 @@ func (q *queue[T]) refill(ctx context.Context) error {
 	}
 	// The open bucket has nothing for us: wait for a new item, for the
 	// bucket to be sealed (a data watch), or for a claim to vanish.
-	d, err := q.s.getW(ctx, bp)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if d.stat.Version > 0 {
-		return nil
+	// The data watch is set once per bucket and kept until it fires, so
+	// repeated waits on one bucket do not pile up watches.
+	if q.dwBucket == q.bucket && q.dw != nil {
+		select {
+		case <-q.dw:
+			q.dw = nil
+			return nil // the bucket changed (sealed): look again
+		default:
+		}
+	} else {
+		d, err := q.s.getW(ctx, bp)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if d.stat.Version > 0 {
+			return nil
+		}
+		q.dwBucket, q.dw = q.bucket, d.watch
 	}
 	var claimsW <-chan zk.Event
 	if q.ack && len(q.busy) > 0 {
@@ -247,7 +259,8 @@ func (q *queue[T]) refill(ctx context.Context) error {
 	}
 	select {
 	case <-r.watch:
-	case <-d.watch:
+	case <-q.dw:
+		q.dw = nil
 	case <-claimsW:
 		if err := q.refreshBusy(ctx); err != nil {
 			return err
