@@ -43,6 +43,10 @@ var (
 	// put that returns nil happened exactly once, and one that returns
 	// another error did not happen.
 	ErrPutUncertain = errors.New("queue: put outcome unknown (session ended)")
+	// ErrTakeUncertain means the session ended while an at-most-once take
+	// was in flight: the items it was removing may have been removed without
+	// being delivered (at-most-once allows that loss; it never duplicates).
+	ErrTakeUncertain = errors.New("queue: take outcome unknown (session ended)")
 	// ErrClaimLost means an at-least-once delivery's claim is gone (its
 	// session ended): Ack or Release changed nothing and the item will be
 	// delivered again.

@@ -252,7 +252,7 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 			q.dropMarker(marker)
 			return nil
 		case IsRecoverable(err):
-			ok, rerr := q.recoverMarker(dctx, marker, attempt, err)
+			ok, rerr := q.recoverMarker(dctx, marker, attempt, err, ErrPutUncertain)
 			if rerr != nil {
 				return rerr
 			}
@@ -283,11 +283,11 @@ func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir
 // recoverMarker decides after a connection loss whether a multi that
 // created marker happened (after a sync, so the server has seen every write
 // of the session). It reports true if it did; false with a nil error means
-// it certainly did not and may be sent again. An error wrapping
-// ErrPutUncertain means it cannot be known.
-func (q *queue[T]) recoverMarker(ctx context.Context, marker string, attempt int, cause error) (bool, error) {
+// it certainly did not and may be sent again. An error wrapping uncertain
+// (ErrPutUncertain or ErrTakeUncertain) means it cannot be known.
+func (q *queue[T]) recoverMarker(ctx context.Context, marker string, attempt int, cause, uncertain error) (bool, error) {
 	if err := q.s.sleep(ctx, q.s.policy.delay(attempt)); err != nil {
-		return false, fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, err)
+		return false, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err)
 	}
 	var found bool
 	err := q.s.retry(ctx, func() error {
@@ -302,7 +302,7 @@ func (q *queue[T]) recoverMarker(ctx context.Context, marker string, attempt int
 		return err
 	})
 	if err != nil || q.s.check() != nil {
-		return false, fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, errors.Join(err, q.s.check()))
+		return false, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, errors.Join(err, q.s.check()))
 	}
 	if found {
 		q.s.log.Debug("queue multi found by its marker after a connection loss", "marker", marker)

@@ -454,7 +454,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 			break
 		}
 		if IsRecoverable(err) && ctx.Err() == nil {
-			ok, rerr := q.recoverMarker(ctx, marker, attempt, err)
+			ok, rerr := q.recoverMarker(ctx, marker, attempt, err, ErrTakeUncertain)
 			if rerr != nil {
 				return nil, rerr
 			}
