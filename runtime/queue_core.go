@@ -39,16 +39,17 @@ type queue[T any] struct {
 	pbucket string        // open bucket the producer puts into ("" = find it)
 	pnext   int           // next sequence number expected in pbucket
 
-	cmu      chan struct{} // consumer state
-	bucket   string        // bucket the consumer walks ("" = start from the lowest)
-	cache    []qitem       // cached listing of bucket, served from pos
-	pos      int
-	watch    <-chan zk.Event // child watch of the cached listing
-	sealed   bool            // the cached listing is of a sealed bucket
-	dw       <-chan zk.Event // data watch on dwBucket, set while waiting on it
-	dwBucket string
-	poison   map[string]bool // undecodable items, skipped by this handle
-	busy     map[string]bool // items claimed by others (at-least-once)
+	cmu         chan struct{} // consumer state
+	bucket      string        // bucket the consumer walks ("" = start from the lowest)
+	cache       []qitem       // cached listing of bucket, served from pos
+	pos         int
+	watch       <-chan zk.Event // child watch of the cached listing
+	sealed      bool            // the cached listing is of a sealed bucket
+	dw          <-chan zk.Event // data watch on dwBucket, set while waiting on it
+	dwBucket    string
+	poison      map[string]bool // undecodable items, skipped by this handle
+	busy        map[string]bool // items claimed by others (at-least-once)
+	pendingDrop map[string]bool // sealed buckets left with claimed items (at-least-once)
 
 	released atomic.Bool // a Delivery of this handle was released
 }
@@ -62,7 +63,7 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], priority bool, levels i
 		s: s, dir: p.String(), err: p.Err(), codec: codec,
 		priority: priority, levels: levels, ack: ack, size: cfg.bucketSize,
 		pmu: make(chan struct{}, 1), cmu: make(chan struct{}, 1),
-		poison: map[string]bool{}, busy: map[string]bool{},
+		poison: map[string]bool{}, busy: map[string]bool{}, pendingDrop: map[string]bool{},
 	}
 	if priority {
 		q.size = 0

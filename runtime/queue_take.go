@@ -183,6 +183,11 @@ func (q *queue[T]) refill(ctx context.Context) error {
 			return err
 		}
 	}
+	for b := range q.pendingDrop {
+		if gone, err := q.dropBucket(ctx, b); err != nil || gone {
+			delete(q.pendingDrop, b)
+		}
+	}
 	if q.bucket == "" {
 		bs, err := q.buckets(ctx)
 		if err != nil {
@@ -219,6 +224,10 @@ func (q *queue[T]) refill(ctx context.Context) error {
 			if _, err := q.dropBucket(ctx, q.bucket); err != nil {
 				return err
 			}
+		} else if q.ack && len(q.busy) > 0 {
+			// Only items claimed by others (or undecodable) are left: try
+			// again later, once their consumers have acked them.
+			q.pendingDrop[q.bucket] = true
 		}
 		return q.advance(ctx)
 	}
