@@ -12,13 +12,20 @@
 //     one release wakes one waiter. There is no polling.
 //   - GUID-protected sequential creates: a create whose reply is lost to a
 //     connection loss is recovered by finding the node by its GUID, never
-//     repeated blindly, so there are no orphans and no duplicates.
+//     repeated blindly, so there are no orphans and no duplicates. Queue puts
+//     and takes, whose items another client may consume or take meanwhile,
+//     carry an ephemeral marker named by the GUID in the same multi instead:
+//     the marker, which nobody else touches, tells whether the multi ran.
 //   - Error classes: normal-state errors are results, recoverable errors
 //     (connection loss) are retried with capped exponential backoff for
 //     idempotent operations only, fatal errors (session expired, closed) are
 //     returned, never hidden. See Classify.
 //   - Every call takes a context and honours its cancellation; a cancelled
 //     wait removes its own node before returning.
+//
+// Recipes: Lock and RWLock (exclusive and shared locks), Semaphore, Queue
+// and PriorityQueue (at-most-once) with AckQueue and AckPriorityQueue
+// (at-least-once, Delivery.Ack), Barrier and DoubleBarrier.
 //
 // Errors wrap the sentinels of this package (ErrSessionExpired, ErrLockLost,
 // ErrNotHeld, ...) with the znode path; test them with errors.Is.

@@ -90,9 +90,13 @@ func waitChildren(t *testing.T, ctx context.Context, s *runtime.Session, dir str
 	for {
 		kids, _, ch, err := s.Conn().ChildrenW(dir)
 		if err == zk.ErrNoNode {
-			_, _, ch, err = s.Conn().ExistsW(dir)
+			var ok bool
+			ok, _, ch, err = s.Conn().ExistsW(dir)
 			if err != nil {
 				t.Fatalf("exists %s: %v", dir, err)
+			}
+			if ok { // created since: list it
+				continue
 			}
 			kids = nil
 		} else if err != nil {

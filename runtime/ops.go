@@ -186,3 +186,25 @@ func joinPath(dir, name string) string {
 func baseName(path string) string {
 	return path[strings.LastIndexByte(path, '/')+1:]
 }
+
+// existsW reports whether path exists and leaves an exists watch on it,
+// which fires when it is created, changed or deleted. Unlike a data watch,
+// an exists watch on a missing node stays registered on the server until it
+// fires or the session ends: use it only to wait for a creation.
+func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		ok bool
+		st *zk.Stat
+		w  <-chan zk.Event
+	}
+	var got r
+	err := s.retry(ctx, func() error {
+		var err error
+		got, err = await(ctx, s, func() (r, error) {
+			ok, st, w, err := s.conn.ExistsW(path)
+			return r{ok, st, w}, err
+		})
+		return err
+	})
+	return got.ok, got.st, got.w, opError("exists", path, err)
+}

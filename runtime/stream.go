@@ -76,28 +76,6 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 	return out
 }
 
-// existsW reports whether path exists and leaves an exists watch on it,
-// which fires when it is created, changed or deleted. Unlike a data watch,
-// an exists watch on a missing node stays registered on the server until it
-// fires or the session ends.
-func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	type r struct {
-		ok bool
-		st *zk.Stat
-		w  <-chan zk.Event
-	}
-	var got r
-	err := s.retry(ctx, func() error {
-		var err error
-		got, err = await(ctx, s, func() (r, error) {
-			ok, st, w, err := s.conn.ExistsW(path)
-			return r{ok, st, w}, err
-		})
-		return err
-	})
-	return got.ok, got.st, got.w, opError("exists", path, err)
-}
-
 // getOrExistsW reads path with a data watch or, when it is missing, leaves
 // an exists watch that fires on its creation. Either way the returned watch
 // fires on the next change of path. exists is false when path is missing.

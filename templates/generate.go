@@ -24,10 +24,13 @@ type emitter func(f *jen.File, s *spec.Spec, r *spec.Resource)
 // emitters is the registry of supported kinds. Kinds not listed here are
 // parsed and validated but not generated yet.
 var emitters = map[spec.Kind]emitter{
-	spec.KindLock:      emitLock,
-	spec.KindRWLock:    emitRWLock,
-	spec.KindSemaphore: emitSemaphore,
-
+	spec.KindLock:           emitLock,
+	spec.KindRWLock:         emitRWLock,
+	spec.KindSemaphore:      emitSemaphore,
+	spec.KindQueue:          emitQueue,
+	spec.KindPriorityQueue:  emitPriorityQueue,
+	spec.KindBarrier:        emitBarrier,
+	spec.KindDoubleBarrier:  emitDoubleBarrier,
 	spec.KindTwoPhaseCommit: emitTwoPhaseCommit,
 	spec.KindElection:       emitElection,
 	spec.KindGroup:          emitGroup,

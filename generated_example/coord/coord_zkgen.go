@@ -69,6 +69,54 @@ func (c *Client) Slots() *runtime.Semaphore {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
 }
 
+// Jobs returns a handle on the FIFO queue jobs at /zkgen-example/queues/jobs, of Job (JSON) items, delivered at most once.
+//
+// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
+// Take blocks until it removes an item and returns it (ctx cancellation leaves
+// nothing behind); TakeN removes several at once; Len counts the items.
+func (c *Client) Jobs() *runtime.Queue[Job] {
+	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job]())
+}
+
+// Priorities of the priority queue tasks, most urgent first.
+const (
+	// TasksUrgent is priority urgent (0) of tasks: served first.
+	TasksUrgent runtime.Priority = 0
+	// TasksNormal is priority normal (1) of tasks: served after TasksUrgent.
+	TasksNormal runtime.Priority = 1
+	// TasksBulk is priority bulk (2) of tasks: served after TasksNormal.
+	TasksBulk runtime.Priority = 2
+)
+
+// Tasks returns a handle on the priority queue tasks at /zkgen-example/queues/tasks, of Job (JSON) items, delivered at most once.
+//
+// Priorities, most urgent first: TasksUrgent, TasksNormal, TasksBulk; FIFO within one priority.
+// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
+// Take blocks until it removes an item and returns it (ctx cancellation leaves
+// nothing behind); TakeN removes several at once; Len counts the items.
+func (c *Client) Tasks() *runtime.PriorityQueue[Job] {
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3)
+}
+
+// Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
+//
+// Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
+// cancellation stops waiting; Wait creates nothing).
+// A string parameter that is empty, ".", ".." or contains "/" or control
+// characters makes every method return runtime.ErrInvalidPath.
+func (c *Client) Start(run string) *runtime.Barrier {
+	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run))
+}
+
+// Epoch returns a participant in the double barrier epoch at /zkgen-example/barriers/epoch/{n:int}, for 3 participants.
+//
+// Enter blocks until 3 participants have entered; Leave blocks until all have left. Participants
+// are ephemeral: one whose session ends neither counts nor blocks the others.
+// ctx cancellation of Enter removes this participant's node.
+func (c *Client) Epoch(n int) *runtime.DoubleBarrier {
+	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3)
+}
+
 // The participants of the two-phase commit deploy.
 const (
 	DeployDatabase runtime.Participant = "database"

@@ -311,6 +311,16 @@ func (p *Proxy) acceptLoop() {
 	}
 }
 
+// Requests returns how many client requests with the given opcode (OpCreate,
+// OpGetChildren2, ...) the proxy has read from its clients since it started
+// or was last reset (ResetCounts), across all connections. Tests use it to
+// check how often a recipe asks the server for something.
+func (p *Proxy) Requests(opcode int32) int64 {
+	p.countMu.Lock()
+	defer p.countMu.Unlock()
+	return p.requests[opcode]
+}
+
 // claimReq removes and returns the first armed trigger for op, if any.
 func (p *Proxy) claimReq(op int32) *reqTrigger {
 	p.mu.Lock()

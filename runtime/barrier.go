@@ -1,0 +1,306 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Barrier is the ZooKeeper guide's barrier: it is up while its node exists.
+// Raise creates the node, Lower deletes it, and Wait blocks while it
+// exists. Waiters watch the node itself; lowering wakes them all, which is
+// the point of a barrier.
+type Barrier struct {
+	s    *Session
+	node string
+	err  error
+}
+
+// NewBarrier returns a handle on the barrier whose node is p. It does no I/O.
+func NewBarrier(s *Session, p Path) *Barrier {
+	return &Barrier{s: s, node: p.String(), err: p.Err()}
+}
+
+// Path returns the barrier node's path.
+func (b *Barrier) Path() string { return b.node }
+
+// Raise puts the barrier up by creating its node (a persistent node, with
+// missing parents created as containers). Raising a raised barrier is not an
+// error. The node stays until Lower, whoever calls it.
+func (b *Barrier) Raise(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	parent := b.node[:strings.LastIndexByte(b.node, '/')]
+	for {
+		err := b.s.retry(ctx, func() error {
+			_, err := await(ctx, b.s, func() (string, error) { return b.s.conn.Create(b.node, nil, 0, b.s.acl) })
+			if errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) && parent != "" {
+			if err := b.s.ensurePath(ctx, parent); err != nil {
+				return err
+			}
+			continue
+		}
+		return opError("create", b.node, err)
+	}
+}
+
+// Lower takes the barrier down by deleting its node, releasing every
+// waiter. Lowering a barrier that is not up is not an error.
+func (b *Barrier) Lower(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	err := b.s.delete(ctx, b.node, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// Wait blocks while the barrier is up and returns nil once its node is gone
+// (at once if it is not up). It reads the node with a watch and reads again
+// after every event, so a barrier lowered and raised again between two
+// events keeps it waiting; there is no polling. When ctx ends it returns
+// ctx's error; it creates nothing, so nothing is left in ZooKeeper (the
+// server drops the data watch when the node goes or the session ends).
+func (b *Barrier) Wait(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	for {
+		r, err := b.s.getW(ctx, b.node)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-r.watch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.s.done:
+			return b.s.Err()
+		}
+	}
+}
+
+// DoubleBarrier is the ZooKeeper guide's double barrier for a fixed number
+// of participants: Enter returns once that many have entered, Leave once
+// all have left.
+//
+// Each participant is an ephemeral sequential node under the barrier
+// directory (_c_<guid>-p-<seq>, GUID-protected), so a crashed participant
+// neither counts as entered nor blocks the others from leaving. The last to
+// arrive creates <dir>/ready, which wakes those waiting in Enter (they
+// watch it before creating their node). Leaving uses the guide's
+// lowest/highest scheme: the lowest node's owner waits for the highest to
+// go, every other participant deletes its node and waits for the lowest to
+// go, so each deletion wakes one process, and the last deletion everyone.
+// The participant that leaves last deletes the ready node.
+//
+// A DoubleBarrier handle is one participant for one round: use a fresh path
+// (for example a path parameter per round) for every round.
+type DoubleBarrier struct {
+	s    *Session
+	dir  string
+	err  error
+	size int
+
+	mu   chan struct{} // serialises Enter and Leave
+	nmu  sync.Mutex
+	node string // our participant node while entered
+}
+
+const (
+	readyName       = "ready"
+	participantMark = "p-"
+)
+
+// NewDoubleBarrier returns a participant in the double barrier at p for size
+// participants. It does no I/O. Every participant must use the same size.
+func NewDoubleBarrier(s *Session, p Path, size int) *DoubleBarrier {
+	d := &DoubleBarrier{s: s, dir: p.String(), err: p.Err(), size: size, mu: make(chan struct{}, 1)}
+	if d.err == nil && size < 1 {
+		d.err = fmt.Errorf("double barrier %s: size must be >= 1, got %d", d.dir, size)
+	}
+	return d
+}
+
+// Path returns the barrier directory.
+func (d *DoubleBarrier) Path() string { return d.dir }
+
+// Node returns this participant's node while it is entered, else "".
+func (d *DoubleBarrier) Node() string {
+	d.nmu.Lock()
+	defer d.nmu.Unlock()
+	return d.node
+}
+
+func (d *DoubleBarrier) setNode(n string) {
+	d.nmu.Lock()
+	d.node = n
+	d.nmu.Unlock()
+}
+
+func (d *DoubleBarrier) readyPath() string { return joinPath(d.dir, readyName) }
+
+// participants returns the participant nodes of kids in sequence order.
+func participants(kids []string) []contender {
+	return curatorParticipants.sortContenders(kids)
+}
+
+var curatorParticipants = &family{markers: []string{participantMark}, blockedBy: [][]bool{{false}}}
+
+// Enter registers this participant and blocks until size participants have
+// entered (or the barrier was already complete). It returns ErrAlreadyHeld
+// if this handle has entered and not left. When ctx ends first, Enter
+// deletes its participant node (with a fresh, bounded context) and returns
+// ctx's error; the exists watch on the ready node stays with the session
+// until the node appears.
+func (d *DoubleBarrier) Enter(ctx context.Context) error {
+	if d.err != nil {
+		return d.err
+	}
+	select {
+	case d.mu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.mu }()
+	if d.Node() != "" {
+		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
+	}
+	if err := d.s.ensurePath(ctx, d.dir); err != nil {
+		return err
+	}
+	// Watch for ready before registering, so its creation cannot be missed.
+	up, _, ready, err := d.s.existsW(ctx, d.readyPath())
+	if err != nil {
+		return err
+	}
+	node, err := d.s.createProtected(ctx, d.dir, curatorParticipants.prefix(0), d.s.owner(""))
+	if err != nil {
+		return err
+	}
+	if !up {
+		kids, err := d.s.children(ctx, d.dir)
+		if err != nil {
+			return d.s.abandon(node, err)
+		}
+		if len(participants(kids)) >= d.size {
+			err := d.s.retry(ctx, func() error {
+				_, err := await(ctx, d.s, func() (string, error) { return d.s.conn.Create(d.readyPath(), nil, 0, d.s.acl) })
+				if errors.Is(err, zk.ErrNodeExists) {
+					return nil
+				}
+				return err
+			})
+			if err != nil {
+				return d.s.abandon(node, opError("create", d.readyPath(), err))
+			}
+		} else {
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				return d.s.abandon(node, ctx.Err())
+			case <-d.s.done:
+				return d.s.Err()
+			}
+		}
+	}
+	d.setNode(node)
+	return nil
+}
+
+// Leave unregisters this participant and blocks until every participant has
+// left (or its session ended: participants are ephemeral). It returns
+// ErrNotHeld if this handle has not entered. When ctx ends first, Leave
+// returns ctx's error; its node is deleted anyway (the participant has left,
+// it only stops waiting for the others), and the handle can Enter a fresh
+// barrier path.
+func (d *DoubleBarrier) Leave(ctx context.Context) error {
+	if d.err != nil {
+		return d.err
+	}
+	select {
+	case d.mu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.mu }()
+	node := d.Node()
+	if node == "" {
+		return fmt.Errorf("double barrier %s: %w", d.dir, ErrNotHeld)
+	}
+	name := baseName(node)
+	d.setNode("")
+	for {
+		kids, err := d.s.children(ctx, d.dir)
+		if err != nil {
+			if ctx.Err() != nil {
+				return d.s.abandon(node, ctx.Err())
+			}
+			return err
+		}
+		ps := participants(kids)
+		if len(ps) == 0 {
+			return d.dropReady(ctx)
+		}
+		me := indexOf(ps, name)
+		if me >= 0 && len(ps) == 1 {
+			if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			return d.dropReady(ctx)
+		}
+		var wait string
+		if me == 0 {
+			wait = ps[len(ps)-1].name // lowest: wait for the highest
+		} else {
+			if me > 0 {
+				if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return err
+				}
+			}
+			wait = ps[0].name // wait for the lowest
+		}
+		w, err := d.s.getW(ctx, joinPath(d.dir, wait))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return d.s.abandon(node, ctx.Err())
+			}
+			return err
+		}
+		select {
+		case <-w.watch:
+		case <-ctx.Done():
+			return d.s.abandon(node, ctx.Err())
+		case <-d.s.done:
+			return d.s.Err()
+		}
+	}
+}
+
+// dropReady deletes the ready node once everyone has left, so the
+// directory (a container) goes away.
+func (d *DoubleBarrier) dropReady(ctx context.Context) error {
+	err := d.s.delete(ctx, d.readyPath(), -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}

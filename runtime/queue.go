@@ -1,0 +1,239 @@
+package runtime
+
+import "context"
+
+// Queue is a distributed FIFO queue of T on a znode directory, following
+// the ZooKeeper guide's recipe, with at-most-once delivery: Take removes the
+// item from ZooKeeper before returning it.
+//
+// Items are persistent sequential nodes (they survive their producer),
+// encoded with the queue's codec, kept in buckets of WithBucketSize items so
+// that the queue can hold far more items than one getChildren reply allows
+// (see the layout in queue_layout.go). A consumer lists the current bucket
+// once, with a watch, and takes items lowest-first from that cached listing
+// without listing again until it is used up; an item another consumer took
+// first is skipped. Each Put is one multi carrying an ephemeral marker named
+// by a fresh GUID: after a connection loss the marker, not the items (which
+// may be consumed already), tells whether the put happened, so a retried put
+// never duplicates an item. Takes are protected the same way.
+//
+// A Queue handle is one producer and one consumer: its Takes are served one
+// at a time (use several handles for parallel consumers); Puts may run
+// concurrently with Takes. Methods are safe for concurrent use.
+type Queue[T any] struct{ q *queue[T] }
+
+// NewQueue returns a FIFO queue handle at p whose items are encoded with
+// codec. It does no I/O; the directory is created on the first Put.
+func NewQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *Queue[T] {
+	return &Queue[T]{newQueue(s, p, codec, false, 0, false, opts)}
+}
+
+// Path returns the queue's directory.
+func (q *Queue[T]) Path() string { return q.q.dir }
+
+// Put appends item. It blocks for one round trip (more across a
+// connection loss, which it rides out with retries). It returns nil once the
+// item is in the queue, exactly once; ErrPutUncertain if the session ended
+// while the put was in flight; any other error means nothing was put. ctx is
+// honoured until the request is sent; once sent, Put waits for the outcome.
+func (q *Queue[T]) Put(ctx context.Context, item T) error {
+	_, err := q.q.put(ctx, 0, []T{item})
+	return err
+}
+
+// PutAll appends items in order, in ZooKeeper multis of up to 1000 items
+// (or 512 KiB): each multi is atomic and protected like Put. It returns how
+// many items were put; on error, items[:n] are in the queue and the rest
+// are not (except under ErrPutUncertain, where the next multi's outcome is
+// unknown).
+func (q *Queue[T]) PutAll(ctx context.Context, items []T) (int, error) {
+	return q.q.put(ctx, 0, items)
+}
+
+// Take removes and returns the oldest item, blocking until there is one,
+// ctx ends (ctx's error; nothing is removed and nothing is left behind), or
+// the session ends. An item whose data cannot be decoded is left in place and
+// reported with its path (an error wrapping ErrDecode); this handle skips it
+// afterwards. An item returned has been removed from ZooKeeper: if the
+// caller fails to process it, it is lost (at-most-once).
+func (q *Queue[T]) Take(ctx context.Context) (T, error) {
+	ds, err := q.q.take(ctx, 1)
+	if len(ds) == 0 {
+		var zero T
+		return zero, err
+	}
+	return ds[0].Value, err
+}
+
+// TakeN removes and returns up to n of the oldest items (at least one),
+// blocking like Take until there is one. The items are read concurrently and
+// removed in one multi. Undecodable items are left in place and reported in
+// the error, returned alongside the items that were taken.
+func (q *Queue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
+	ds, err := q.q.take(ctx, n)
+	out := make([]T, len(ds))
+	for i, d := range ds {
+		out[i] = d.Value
+	}
+	return out, err
+}
+
+// Len returns the number of items in the queue: one stat read per bucket,
+// no listing of items. It does not block beyond that.
+func (q *Queue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
+
+// AckQueue is a FIFO queue like Queue with at-least-once delivery: Take
+// claims an item with an ephemeral claim node (<dir>/claims/<bucket>.<item>)
+// and hands it over as a Delivery; the item is deleted only by Delivery.Ack.
+// If the consumer's session ends before Ack, the claim vanishes and the
+// item is delivered to another consumer. Items claimed by others are
+// skipped; a consumer notices released claims when it runs out of items
+// (it then watches the claims directory too).
+type AckQueue[T any] struct{ q *queue[T] }
+
+// NewAckQueue returns an at-least-once FIFO queue handle at p. It does no
+// I/O.
+func NewAckQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *AckQueue[T] {
+	return &AckQueue[T]{newQueue(s, p, codec, false, 0, true, opts)}
+}
+
+// Path returns the queue's directory.
+func (q *AckQueue[T]) Path() string { return q.q.dir }
+
+// Put appends item; see Queue.Put.
+func (q *AckQueue[T]) Put(ctx context.Context, item T) error {
+	_, err := q.q.put(ctx, 0, []T{item})
+	return err
+}
+
+// PutAll appends items in order; see Queue.PutAll.
+func (q *AckQueue[T]) PutAll(ctx context.Context, items []T) (int, error) {
+	return q.q.put(ctx, 0, items)
+}
+
+// Take claims the oldest unclaimed item and returns it, blocking until there
+// is one, ctx ends (ctx's error; no claim is left behind) or the session
+// ends. The item stays in ZooKeeper until Ack; Release gives it back.
+// Undecodable items are released, left in place and reported with their
+// path (ErrDecode).
+func (q *AckQueue[T]) Take(ctx context.Context) (*Delivery[T], error) {
+	ds, err := q.q.take(ctx, 1)
+	if len(ds) == 0 {
+		return nil, err
+	}
+	return ds[0], err
+}
+
+// TakeN claims up to n of the oldest unclaimed items (at least one),
+// blocking like Take.
+func (q *AckQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T], error) {
+	return q.q.take(ctx, n)
+}
+
+// Len returns the number of items in the queue, claimed ones included.
+func (q *AckQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
+
+// Priority is the priority of a queue item: the index of its level in the
+// spec's priorities list, 0 served first. Generated code declares one
+// constant per level.
+type Priority int
+
+// PriorityQueue is a distributed priority queue of T, the ZooKeeper guide's
+// variant of the queue recipe, with at-most-once delivery: item names carry
+// the priority as a fixed-width prefix (item-<pp>-<seq>), a lower priority
+// index is served first, and items of one priority are served in FIFO
+// order. A consumer takes from its cached listing but lists again as soon as
+// the listing's child watch fires, so a newly put urgent item overtakes older
+// lower-priority ones.
+//
+// All items live in one directory (ordering across priorities needs one
+// listing), so a priority queue holds at most what one getChildren reply
+// allows (about 50,000 items with the default jute.maxbuffer). Puts are
+// protected against duplicates like Queue's.
+type PriorityQueue[T any] struct{ q *queue[T] }
+
+// NewPriorityQueue returns a priority queue handle at p with levels
+// priorities (1 to 100). It does no I/O.
+func NewPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int) *PriorityQueue[T] {
+	return &PriorityQueue[T]{newQueue(s, p, codec, true, levels, false, nil)}
+}
+
+// Path returns the queue's directory.
+func (q *PriorityQueue[T]) Path() string { return q.q.dir }
+
+// Put adds item at priority p; see Queue.Put. A priority outside the
+// queue's levels returns ErrPriorityRange.
+func (q *PriorityQueue[T]) Put(ctx context.Context, p Priority, item T) error {
+	_, err := q.q.put(ctx, int(p), []T{item})
+	return err
+}
+
+// PutAll adds items at priority p, in order; see Queue.PutAll.
+func (q *PriorityQueue[T]) PutAll(ctx context.Context, p Priority, items []T) (int, error) {
+	return q.q.put(ctx, int(p), items)
+}
+
+// Take removes and returns the most urgent, oldest item; see Queue.Take.
+func (q *PriorityQueue[T]) Take(ctx context.Context) (T, error) {
+	ds, err := q.q.take(ctx, 1)
+	if len(ds) == 0 {
+		var zero T
+		return zero, err
+	}
+	return ds[0].Value, err
+}
+
+// TakeN removes and returns up to n items in serving order; see
+// Queue.TakeN.
+func (q *PriorityQueue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
+	ds, err := q.q.take(ctx, n)
+	out := make([]T, len(ds))
+	for i, d := range ds {
+		out[i] = d.Value
+	}
+	return out, err
+}
+
+// Len returns the number of items in the queue.
+func (q *PriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
+
+// AckPriorityQueue is a PriorityQueue with at-least-once delivery; see
+// AckQueue.
+type AckPriorityQueue[T any] struct{ q *queue[T] }
+
+// NewAckPriorityQueue returns an at-least-once priority queue handle at p
+// with levels priorities. It does no I/O.
+func NewAckPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int) *AckPriorityQueue[T] {
+	return &AckPriorityQueue[T]{newQueue(s, p, codec, true, levels, true, nil)}
+}
+
+// Path returns the queue's directory.
+func (q *AckPriorityQueue[T]) Path() string { return q.q.dir }
+
+// Put adds item at priority p; see PriorityQueue.Put.
+func (q *AckPriorityQueue[T]) Put(ctx context.Context, p Priority, item T) error {
+	_, err := q.q.put(ctx, int(p), []T{item})
+	return err
+}
+
+// PutAll adds items at priority p, in order; see Queue.PutAll.
+func (q *AckPriorityQueue[T]) PutAll(ctx context.Context, p Priority, items []T) (int, error) {
+	return q.q.put(ctx, int(p), items)
+}
+
+// Take claims the most urgent, oldest unclaimed item; see AckQueue.Take.
+func (q *AckPriorityQueue[T]) Take(ctx context.Context) (*Delivery[T], error) {
+	ds, err := q.q.take(ctx, 1)
+	if len(ds) == 0 {
+		return nil, err
+	}
+	return ds[0], err
+}
+
+// TakeN claims up to n items in serving order; see AckQueue.TakeN.
+func (q *AckPriorityQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T], error) {
+	return q.q.take(ctx, n)
+}
+
+// Len returns the number of items in the queue, claimed ones included.
+func (q *AckPriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }

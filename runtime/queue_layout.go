@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Queue layout under the queue directory <dir>:
+//
+//	<dir>/b-0000000000/item-0000000000      items (persistent sequential), FIFO
+//	<dir>/b-0000000000/item-07-0000000000   items of priority 7 (priority queues)
+//	<dir>/marks/<guid>                       ephemeral markers of puts and takes
+//	<dir>/claims/<bucket>.<item>             ephemeral claims (at-least-once delivery)
+//
+// Items live in numbered buckets so that no single getChildren reply grows
+// past jute.maxbuffer. A bucket is open while its data version is 0; the
+// producer whose put reaches the bucket size seals it (setData, version 1)
+// and creates the next bucket. Every put is a multi that checks version 0 of
+// its bucket, so nothing lands in a sealed bucket, and a consumer that lists
+// a sealed bucket sees its final contents. Consumers walk buckets in order
+// and delete a sealed bucket once it is empty. Priority queues use a single
+// bucket that is never sealed.
+
+const (
+	bucketPrefix = "b-"
+	itemPrefix   = "item-"
+	marksDir     = "marks"
+	claimsDir    = "claims"
+	sealedData   = "sealed"
+
+	// DefaultBucketSize is the number of items per bucket of a FIFO queue
+	// (see WithBucketSize). A listing of a full bucket is about 200 KB.
+	DefaultBucketSize = 10000
+
+	// maxBatchOps and maxBatchBytes bound one multi of PutAll/TakeN, well
+	// under ZooKeeper's default jute.maxbuffer of 1 MiB.
+	maxBatchOps   = 1000
+	maxBatchBytes = 512 << 10
+)
+
+func bucketName(i int64) string { return fmt.Sprintf("%s%010d", bucketPrefix, i) }
+
+// parseBucket returns the index of a bucket name; ok is false for other
+// children of the queue directory.
+func parseBucket(name string) (int64, bool) {
+	if !strings.HasPrefix(name, bucketPrefix) || len(name) != len(bucketPrefix)+10 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(name[len(bucketPrefix):], 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// sortBuckets keeps the bucket names of kids, in order.
+func sortBuckets(kids []string) []string {
+	var out []string
+	for _, k := range kids {
+		if _, ok := parseBucket(k); ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out) // fixed width: string order is numeric order
+	return out
+}
+
+// itemNamePrefix is the name an item is created with; ZooKeeper appends the
+// sequence number.
+func itemNamePrefix(priority bool, prio int) string {
+	if !priority {
+		return itemPrefix
+	}
+	return fmt.Sprintf("%s%02d-", itemPrefix, prio)
+}
+
+// qitem is one parsed item name.
+type qitem struct {
+	name string
+	prio int
+	seq  int32
+}
+
+// parseItem parses item-<seq> or item-<pp>-<seq>; ok is false for foreign
+// children.
+func parseItem(name string) (qitem, bool) {
+	if !strings.HasPrefix(name, itemPrefix) {
+		return qitem{}, false
+	}
+	rest := name[len(itemPrefix):]
+	it := qitem{name: name}
+	if len(rest) == 13 && rest[2] == '-' {
+		p, err := strconv.Atoi(rest[:2])
+		if err != nil || p < 0 {
+			return qitem{}, false
+		}
+		it.prio = p
+		rest = rest[3:]
+	}
+	seq, ok := parseSeqText(rest)
+	if !ok {
+		return qitem{}, false
+	}
+	it.seq = seq
+	return it, true
+}
+
+// sortItems keeps the item names of kids in serving order: lower priority
+// index first, then sequence order (serial arithmetic, wrap-safe).
+func sortItems(kids []string) []qitem {
+	out := make([]qitem, 0, len(kids))
+	for _, k := range kids {
+		if it, ok := parseItem(k); ok {
+			out = append(out, it)
+		}
+	}
+	slices.SortFunc(out, func(a, b qitem) int {
+		switch {
+		case a.prio != b.prio:
+			return a.prio - b.prio
+		case a.seq == b.seq:
+			return strings.Compare(a.name, b.name)
+		case seqBefore(a.seq, b.seq):
+			return -1
+		default:
+			return 1
+		}
+	})
+	return out
+}
+
+// parseSeqText parses a ZooKeeper sequence suffix (10 digits, or a minus
+// sign and 10 digits past the int32 wrap).
+func parseSeqText(s string) (int32, bool) {
+	if len(s) < 10 || len(s) > 11 || s[0] == '+' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// seqOf returns the sequence number at the end of a created item path.
+func seqOf(path string) (int32, bool) {
+	i := strings.LastIndexByte(path, '-')
+	if i < 0 {
+		return 0, false
+	}
+	return parseSeqText(path[i+1:])
+}

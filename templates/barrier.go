@@ -1,0 +1,38 @@
+package templates
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/zkgen/zkgen/spec"
+)
+
+// emitBarrier emits the client method of a barrier.
+func emitBarrier(f *jen.File, s *spec.Spec, r *spec.Resource) {
+	f.Comment(fmt.Sprintf("%s returns a handle on the barrier %s, up while the node %s exists.", r.GoName, r.Name, layout(r)))
+	docLines(f, r.Doc)
+	f.Comment("")
+	f.Comment("Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx")
+	f.Comment("cancellation stops waiting; Wait creates nothing).")
+	stringParamDoc(f, r)
+	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "Barrier").Block(
+		jen.Return(jen.Qual(runtimePkg, "NewBarrier").Call(jen.Id("c").Dot("sess"), pathExpr(r))),
+	)
+}
+
+// emitDoubleBarrier emits the client method of a double barrier.
+func emitDoubleBarrier(f *jen.File, s *spec.Spec, r *spec.Resource) {
+	f.Comment(fmt.Sprintf("%s returns a participant in the double barrier %s at %s, for %d %s.",
+		r.GoName, r.Name, layout(r), r.Size, plural(r.Size, "participant", "participants")))
+	docLines(f, r.Doc)
+	f.Comment("")
+	f.Comment(fmt.Sprintf("Enter blocks until %d %s entered; Leave blocks until all have left. Participants",
+		r.Size, plural(r.Size, "participant has", "participants have")))
+	f.Comment("are ephemeral: one whose session ends neither counts nor blocks the others.")
+	f.Comment("ctx cancellation of Enter removes this participant's node.")
+	stringParamDoc(f, r)
+	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "DoubleBarrier").Block(
+		jen.Return(jen.Qual(runtimePkg, "NewDoubleBarrier").Call(jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Size))),
+	)
+}
