@@ -34,6 +34,10 @@ func newFile(s *spec.Spec) *jen.File {
 		jen.Id("sess").Op("*").Qual(runtimePkg, "Session"),
 	)
 	f.Line()
+	f.Comment("This file needs a runtime of the same generation; if this fails to compile,")
+	f.Comment("regenerate it with the zkgen matching your github.com/zkgen/zkgen/runtime.")
+	f.Const().Id("_").Op("=").Qual(runtimePkg, "GeneratedCodeV1")
+	f.Line()
 	f.Comment("New returns a Client whose handles use sess. Closing sess ends every handle.")
 	f.Func().Id("New").Params(jen.Id("sess").Op("*").Qual(runtimePkg, "Session")).Op("*").Id("Client").Block(
 		jen.Return(jen.Op("&").Id("Client").Values(jen.Dict{jen.Id("sess"): jen.Id("sess")})),

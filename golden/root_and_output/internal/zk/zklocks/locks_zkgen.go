@@ -12,6 +12,10 @@ type Client struct {
 	sess *runtime.Session
 }
 
+// This file needs a runtime of the same generation; if this fails to compile,
+// regenerate it with the zkgen matching your github.com/zkgen/zkgen/runtime.
+const _ = runtime.GeneratedCodeV1
+
 // New returns a Client whose handles use sess. Closing sess ends every handle.
 func New(sess *runtime.Session) *Client {
 	return &Client{sess: sess}
