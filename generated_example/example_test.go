@@ -77,7 +77,7 @@ func TestGeneratedTableLockAndSlots(t *testing.T) {
 	c := coord.New(sess)
 
 	r1, r2 := c.TableLock("users").Read(), c.TableLock("users").Read()
-	for _, r := range []*runtime.Lock{r1, r2} {
+	for _, r := range []runtime.LockHandle{r1, r2} {
 		if err := r.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestGeneratedTableLockAndSlots(t *testing.T) {
 	if _, err := c.TableLock("../etc").Read().TryLock(ctx); !errors.Is(err, runtime.ErrInvalidPath) {
 		t.Fatalf("hostile table name: %v", err)
 	}
-	for _, r := range []*runtime.Lock{r1, r2} {
+	for _, r := range []runtime.LockHandle{r1, r2} {
 		if err := r.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -103,19 +103,19 @@ func TestLockNoHerd(t *testing.T) {
 	srv.RequireLocal(t)
 	for _, tc := range []struct {
 		name string
-		new  func(s *runtime.Session, p runtime.Path) *runtime.Lock
+		new  func(s *runtime.Session, p runtime.Path) runtime.LockHandle
 	}{
-		{"mutex", func(s *runtime.Session, p runtime.Path) *runtime.Lock { return runtime.NewLock(s, p) }},
-		{"kazoo mutex", func(s *runtime.Session, p runtime.Path) *runtime.Lock {
+		{"mutex", func(s *runtime.Session, p runtime.Path) runtime.LockHandle { return runtime.NewLock(s, p) }},
+		{"kazoo mutex", func(s *runtime.Session, p runtime.Path) runtime.LockHandle {
 			return runtime.NewLock(s, p, runtime.WithLayout(runtime.LayoutKazoo))
 		}},
-		{"write lock", func(s *runtime.Session, p runtime.Path) *runtime.Lock { return runtime.NewRWLock(s, p).Write() }},
+		{"write lock", func(s *runtime.Session, p runtime.Path) runtime.LockHandle { return runtime.NewRWLock(s, p).Write() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkNoHerd(t, srv, tc.new) })
 	}
 }
 
-func checkNoHerd(t *testing.T, srv *zktest.Server, newLock func(*runtime.Session, runtime.Path) *runtime.Lock) {
+func checkNoHerd(t *testing.T, srv *zktest.Server, newLock func(*runtime.Session, runtime.Path) runtime.LockHandle) {
 	dir := testRoot(t)
 	ctx := testCtx(t, 2*time.Minute)
 
@@ -126,7 +126,7 @@ func checkNoHerd(t *testing.T, srv *zktest.Server, newLock func(*runtime.Session
 	}
 	const waiters = 8
 	acquired := make(chan int, waiters)
-	locks := make([]*runtime.Lock, waiters)
+	locks := make([]runtime.LockHandle, waiters)
 	for i := range locks {
 		locks[i] = newLock(connect(t, srv.Servers()), runtime.At(dir))
 		go func() {

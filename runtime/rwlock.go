@@ -32,10 +32,10 @@ func NewRWLock(s *Session, p Path, opts ...LockOption) *RWLock {
 func (rw *RWLock) Path() string { return rw.p.String() }
 
 // Read returns a new read-side contender.
-func (rw *RWLock) Read() *Lock { return rw.side(kindRead) }
+func (rw *RWLock) Read() LockHandle { return rw.side(kindRead) }
 
 // Write returns a new write-side contender.
-func (rw *RWLock) Write() *Lock { return rw.side(kindWrite) }
+func (rw *RWLock) Write() LockHandle { return rw.side(kindWrite) }
 
 func (rw *RWLock) side(kind int) *Lock {
 	l := NewLock(rw.s, rw.p, rw.opts...)

@@ -23,7 +23,7 @@ func TestRWLockSemantics(t *testing.T) {
 
 	// Three readers hold at once.
 	r1, r2, r3 := rw().Read(), rw().Read(), rw().Read()
-	for _, r := range []*runtime.Lock{r1, r2, r3} {
+	for _, r := range []runtime.LockHandle{r1, r2, r3} {
 		if err := r.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestRWLockSemantics(t *testing.T) {
 	go func() { lateGot <- late.Lock(ctx) }()
 	waitChildren(t, ctx, obs, dir, 5)
 
-	for _, r := range []*runtime.Lock{r1, r2, r3} {
+	for _, r := range []runtime.LockHandle{r1, r2, r3} {
 		if err := r.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestRWLockStress(t *testing.T) {
 	var readersIn, writersIn, maxReaders atomic.Int32
 	var violations atomic.Int32
 	var wg sync.WaitGroup
-	run := func(l *runtime.Lock, write bool) {
+	run := func(l runtime.LockHandle, write bool) {
 		defer wg.Done()
 		for n := 0; n < cycles; n++ {
 			if err := l.Lock(ctx); err != nil {
@@ -145,7 +145,7 @@ func TestLockLayouts(t *testing.T) {
 	s := connect(t, srv.Servers())
 	for _, tc := range []struct {
 		name string
-		lock *runtime.Lock
+		lock runtime.LockHandle
 		re   string
 	}{
 		{"curator mutex", runtime.NewLock(s, runtime.At(testRoot(t))), `^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$`},

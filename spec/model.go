@@ -35,14 +35,18 @@ type Pos struct {
 
 // Spec is a parsed and validated zkgen spec. Slices keep source order.
 type Spec struct {
-	File      string // the spec file name as given (used in messages and the header)
-	Version   int
-	Package   string
-	Output    string // relative to the spec file; defaults to <package>_zkgen.go
-	Root      string // absolute ZooKeeper path, no trailing slash ("" means /)
-	ACL       *ACL   // default ACL, nil when not set
-	Types     []*Type
-	Resources []*Resource
+	File    string // the spec file name as given (used in messages and the header)
+	Version int
+	Package string
+	Output  string // relative to the spec file; defaults to <package>_zkgen.go
+	Root    string // absolute ZooKeeper path, no trailing slash ("" means /)
+	ACL     *ACL   // default ACL, nil when not set
+	// EmitInterfaces (default true) makes the Client return one interface
+	// per handle (<Resource>Handle) and satisfy the aggregate interface API,
+	// so application tests can fake coordination.
+	EmitInterfaces bool
+	Types          []*Type
+	Resources      []*Resource
 }
 
 // ACL is an access-control setting: one of the named policies, or digest users.

@@ -21,7 +21,7 @@ import (
 const knownVersion = 1
 
 // topFields are the keys of the spec document, in documentation order.
-var topFields = []string{"version", "package", "output", "root", "acl", "types", "resources"}
+var topFields = []string{"version", "package", "output", "root", "acl", "emit_interfaces", "types", "resources"}
 
 // Parse parses and validates a spec. name is used in messages (e.g.
 // "zkgen.yaml" or the path given by the user). On failure the error is an
@@ -181,6 +181,12 @@ func (p *parser) parseSpec(root *yaml.Node) {
 	}
 	if e, ok := m["acl"]; ok {
 		s.ACL = p.acl(e.val, "acl")
+	}
+	s.EmitInterfaces = true
+	if e, ok := m["emit_interfaces"]; ok {
+		if v, ok := p.boolean(e.val, "emit_interfaces"); ok {
+			s.EmitInterfaces = v
+		}
 	}
 	if e, ok := m["types"]; ok {
 		p.parseTypes(e)

@@ -38,13 +38,14 @@ func TestParseExample(t *testing.T) {
 	n := &Param{Name: "n", GoName: "n", Type: "int"}
 	id := &Param{Name: "id", GoName: "id", Type: "string"}
 	want := &Spec{
-		File:    "testdata/example.yaml",
-		Version: 1,
-		Package: "coord",
-		Output:  "coord/coord_zkgen.go",
-		Root:    "/zkgen-example",
-		ACL:     acl,
-		Types:   []*Type{job, member, flags},
+		File:           "testdata/example.yaml",
+		Version:        1,
+		Package:        "coord",
+		Output:         "coord/coord_zkgen.go",
+		Root:           "/zkgen-example",
+		ACL:            acl,
+		EmitInterfaces: true,
+		Types:          []*Type{job, member, flags},
 		Resources: []*Resource{
 			{Pos: Pos{12, 3}, KindPos: Pos{12, 22}, Name: "order_lock", GoName: "OrderLock", Kind: KindLock,
 				Path: "/locks/orders/{shard:int}", FullPath: "/zkgen-example/locks/orders/{shard:int}",

@@ -323,7 +323,7 @@ func (p *parser) names(r *Resource, n *yaml.Node, field, what string, maxN int) 
 			seen[s] = i
 			name := Name{Name: s, GoName: r.GoName + CamelCase(s)}
 			out = append(out, name)
-			p.consts = append(p.consts, ident{name.GoName, posOf(it), f, what + " " + quote(s)})
+			p.consts = append(p.consts, ident{name.GoName, posOf(it), f, what + " " + quote(s), false})
 		}
 	}
 	return out

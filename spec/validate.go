@@ -61,24 +61,31 @@ type ident struct {
 	pos    Pos
 	field  string // field path of its source, e.g. types.Job
 	what   string // what it is, for messages: type "Job", priority "urgent"
+	// derived marks a name made from a resource's (its Handle interface):
+	// two of them collide only when their resources do, which is reported
+	// already.
+	derived bool
 }
 
 // checkNames reports Go identifiers that collide after case conversion.
-// Package level: Client, New, every type and every priority/participant
-// constant. Client methods: every resource.
+// Package level: Client, New, API, every type, every priority/participant
+// constant and every resource's <GoName>Handle interface. Client methods:
+// every resource.
 func (p *parser) checkNames() {
 	var pkg []ident
 	for _, t := range p.spec.Types {
-		pkg = append(pkg, ident{t.GoName, t.Pos, join("types", t.Name), "type " + quote(t.Name)})
+		pkg = append(pkg, ident{t.GoName, t.Pos, join("types", t.Name), "type " + quote(t.Name), false})
 	}
 	pkg = append(pkg, p.consts...)
 	var methods []ident
 	for _, r := range p.spec.Resources {
-		methods = append(methods, ident{r.GoName, r.Pos, join("resources", r.Name), "resource " + quote(r.Name)})
+		methods = append(methods, ident{r.GoName, r.Pos, join("resources", r.Name), "resource " + quote(r.Name), false})
+		pkg = append(pkg, ident{r.GoName + "Handle", r.Pos, join("resources", r.Name), "the handle interface of resource " + quote(r.Name), true})
 	}
 	p.collisions(pkg, map[string]string{
 		"Client": "the generated Client type",
 		"New":    "the generated New function",
+		"API":    "the generated API interface",
 	})
 	p.collisions(methods, nil)
 }
@@ -97,6 +104,9 @@ func (p *parser) collisions(ids []ident, generated map[string]string) {
 			continue
 		}
 		if prev, ok := first[id.goName]; ok {
+			if id.derived && prev.derived {
+				continue
+			}
 			p.errs = append(p.errs, &Error{File: p.file, Pos: id.pos, Field: id.field,
 				Msg: id.what + " and " + prev.what + " (" + prev.field + ") both become Go name " + id.goName})
 			continue

@@ -22,9 +22,7 @@ func emitConfig(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("at the given version (else runtime.ErrVersionConflict); Delete removes it;")
 	f.Comment("Watch follows creation, changes and deletion (Exists false).")
 	stringParamDoc(f, r)
-	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "Config").Types(goType(r.Value)).Block(
-		jen.Return(jen.Qual(runtimePkg, "NewConfig").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Value))),
-	)
+	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewConfig").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Value)))
 }
 
 // emitCounter emits the client method of a shared int64 counter.
@@ -34,7 +32,5 @@ func emitCounter(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("")
 	f.Comment("Get reads it; Add adds by compare-and-set, retried until it wins.")
 	stringParamDoc(f, r)
-	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "Counter").Block(
-		jen.Return(jen.Qual(runtimePkg, "NewCounter").Call(jen.Id("c").Dot("sess"), pathExpr(r))),
-	)
+	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewCounter").Call(jen.Id("c").Dot("sess"), pathExpr(r)))
 }

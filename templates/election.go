@@ -18,7 +18,5 @@ func emitElection(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("Lost and Context end when it is lost, Resign hands over. Leader reads the")
 	f.Comment("acknowledged leader's payload; Observe streams leadership changes, including none.")
 	stringParamDoc(f, r)
-	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "Election").Types(goType(r.Payload)).Block(
-		jen.Return(jen.Qual(runtimePkg, "NewElection").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Payload))),
-	)
+	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewElection").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Payload)))
 }

@@ -88,6 +88,7 @@ func Generate(s *spec.Spec) (map[string][]byte, error) {
 	for _, r := range s.Resources {
 		emitters[r.Kind](f, s, r)
 	}
+	emitInterfaces(f, s)
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("templates: rendering %s: %w", s.Output, err)

@@ -10,29 +10,22 @@ import (
 
 // emitQueue emits the client method of a FIFO queue.
 func emitQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	typ, ctor := "Queue", "NewQueue"
-	if r.Delivery == "at_least_once" {
-		typ, ctor = "AckQueue", "NewAckQueue"
-	}
+	typ, _ := handleType(r)
+	ctor := "New" + typ
 	f.Comment(fmt.Sprintf("%s returns a handle on the FIFO queue %s at %s, of %s items, %s.",
 		r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r)))
 	docLines(f, r.Doc)
 	f.Comment("")
 	queueMethodsDoc(f, r, "Put appends an item")
 	stringParamDoc(f, r)
-	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).
-		Op("*").Qual(runtimePkg, typ).Types(goType(r.Item)).Block(
-		jen.Return(jen.Qual(runtimePkg, ctor).Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item))),
-	)
+	clientMethod(f, s, r, jen.Qual(runtimePkg, ctor).Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item)))
 }
 
 // emitPriorityQueue emits the priority constants and the client method of a
 // priority queue.
 func emitPriorityQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	typ, ctor := "PriorityQueue", "NewPriorityQueue"
-	if r.Delivery == "at_least_once" {
-		typ, ctor = "AckPriorityQueue", "NewAckPriorityQueue"
-	}
+	typ, _ := handleType(r)
+	ctor := "New" + typ
 	f.Comment(fmt.Sprintf("Priorities of the priority queue %s, most urgent first.", r.Name))
 	consts := make([]jen.Code, len(r.Priorities))
 	for i, p := range r.Priorities {
@@ -59,10 +52,7 @@ func emitPriorityQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment(fmt.Sprintf("Priorities, most urgent first: %s; FIFO within one priority.", names))
 	queueMethodsDoc(f, r, "Put adds an item at a priority")
 	stringParamDoc(f, r)
-	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).
-		Op("*").Qual(runtimePkg, typ).Types(goType(r.Item)).Block(
-		jen.Return(jen.Qual(runtimePkg, ctor).Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item), jen.Lit(len(r.Priorities)))),
-	)
+	clientMethod(f, s, r, jen.Qual(runtimePkg, ctor).Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item), jen.Lit(len(r.Priorities))))
 }
 
 func queueMethodsDoc(f *jen.File, r *spec.Resource, put string) {

@@ -44,7 +44,5 @@ func emitTwoPhaseCommit(f *jen.File, s *spec.Spec, r *spec.Resource) {
 		jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Payload),
 		jen.Index().Qual(runtimePkg, "Participant").Values(list...),
 	}, opts...)
-	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Op("*").Qual(runtimePkg, "TwoPhaseCommit").Types(goType(r.Payload)).Block(
-		jen.Return(jen.Qual(runtimePkg, "NewTwoPhaseCommit").Call(args...)),
-	)
+	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewTwoPhaseCommit").Call(args...))
 }

@@ -49,7 +49,7 @@ type Flags struct {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) OrderLock(shard int) *runtime.Lock {
+func (c *Client) OrderLock(shard int) OrderLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard))
 }
 
@@ -62,14 +62,14 @@ func (c *Client) OrderLock(shard int) *runtime.Lock {
 // without release, deletes the holder's node (its Lost fires).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) TableLock(table string) *runtime.RWLock {
+func (c *Client) TableLock(table string) TableLockHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second))
 }
 
 // Slots returns a participant in the semaphore slots at /zkgen-example/semaphores/slots, which grants at most 3 leases at once.
 //
 // Acquire blocks until a lease is granted and returns it; Release gives it back.
-func (c *Client) Slots() *runtime.Semaphore {
+func (c *Client) Slots() SlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
 }
 
@@ -78,7 +78,7 @@ func (c *Client) Slots() *runtime.Semaphore {
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
-func (c *Client) Jobs() *runtime.Queue[Job] {
+func (c *Client) Jobs() JobsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job]())
 }
 
@@ -98,7 +98,7 @@ const (
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
-func (c *Client) Tasks() *runtime.PriorityQueue[Job] {
+func (c *Client) Tasks() TasksHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3)
 }
 
@@ -108,7 +108,7 @@ func (c *Client) Tasks() *runtime.PriorityQueue[Job] {
 // cancellation stops waiting; Wait creates nothing).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Start(run string) *runtime.Barrier {
+func (c *Client) Start(run string) StartHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run))
 }
 
@@ -117,7 +117,7 @@ func (c *Client) Start(run string) *runtime.Barrier {
 // Enter blocks until 3 participants have entered; Leave blocks until all have left. Participants
 // are ephemeral: one whose session ends neither counts nor blocks the others.
 // ctx cancellation of Enter removes this participant's node.
-func (c *Client) Epoch(n int) *runtime.DoubleBarrier {
+func (c *Client) Epoch(n int) EpochHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3)
 }
 
@@ -138,7 +138,7 @@ const (
 // commit when all commit.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Deploy(id string) *runtime.TwoPhaseCommit[[]byte] {
+func (c *Client) Deploy(id string) DeployHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch})
 }
 
@@ -148,7 +148,7 @@ func (c *Client) Deploy(id string) *runtime.TwoPhaseCommit[[]byte] {
 // removes its node) and returns the leadership: Epoch grows with every new leader,
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
-func (c *Client) Scheduler() *runtime.Election[Member] {
+func (c *Client) Scheduler() SchedulerHandle {
 	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member]())
 }
 
@@ -157,7 +157,7 @@ func (c *Client) Scheduler() *runtime.Election[Member] {
 // Join adds an ephemeral member node (it leaves with Leave or the session);
 // Members lists the members in join order; Watch delivers the full list after
 // every change.
-func (c *Client) Workers() *runtime.Group[Member] {
+func (c *Client) Workers() WorkersHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member]())
 }
 
@@ -166,6 +166,57 @@ func (c *Client) Workers() *runtime.Group[Member] {
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
-func (c *Client) Flags() *runtime.Config[Flags] {
+func (c *Client) Flags() FlagsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags]())
 }
+
+// OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
+type OrderLockHandle = runtime.LockHandle
+
+// TableLockHandle is the interface of the handle TableLock returns (runtime.RWLockHandle), for fakes in tests.
+type TableLockHandle = runtime.RWLockHandle
+
+// SlotsHandle is the interface of the handle Slots returns (runtime.SemaphoreHandle), for fakes in tests.
+type SlotsHandle = runtime.SemaphoreHandle
+
+// JobsHandle is the interface of the handle Jobs returns (runtime.QueueHandle), for fakes in tests.
+type JobsHandle = runtime.QueueHandle[Job]
+
+// TasksHandle is the interface of the handle Tasks returns (runtime.PriorityQueueHandle), for fakes in tests.
+type TasksHandle = runtime.PriorityQueueHandle[Job]
+
+// StartHandle is the interface of the handle Start returns (runtime.BarrierHandle), for fakes in tests.
+type StartHandle = runtime.BarrierHandle
+
+// EpochHandle is the interface of the handle Epoch returns (runtime.DoubleBarrierHandle), for fakes in tests.
+type EpochHandle = runtime.DoubleBarrierHandle
+
+// DeployHandle is the interface of the handle Deploy returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
+type DeployHandle = runtime.TwoPhaseCommitHandle[[]byte]
+
+// SchedulerHandle is the interface of the handle Scheduler returns (runtime.ElectionHandle), for fakes in tests.
+type SchedulerHandle = runtime.ElectionHandle[Member]
+
+// WorkersHandle is the interface of the handle Workers returns (runtime.GroupHandle), for fakes in tests.
+type WorkersHandle = runtime.GroupHandle[Member]
+
+// FlagsHandle is the interface of the handle Flags returns (runtime.ConfigHandle), for fakes in tests.
+type FlagsHandle = runtime.ConfigHandle[Flags]
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	OrderLock(shard int) OrderLockHandle
+	TableLock(table string) TableLockHandle
+	Slots() SlotsHandle
+	Jobs() JobsHandle
+	Tasks() TasksHandle
+	Start(run string) StartHandle
+	Epoch(n int) EpochHandle
+	Deploy(id string) DeployHandle
+	Scheduler() SchedulerHandle
+	Workers() WorkersHandle
+	Flags() FlagsHandle
+}
+
+var _ API = (*Client)(nil)

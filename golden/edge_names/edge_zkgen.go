@@ -26,7 +26,7 @@ func New(sess *runtime.Session) *Client {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) A1() *runtime.Lock {
+func (c *Client) A1() A1Handle {
 	return runtime.NewLock(c.sess, runtime.At("/a1"))
 }
 
@@ -35,7 +35,7 @@ func (c *Client) A1() *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) XYZ() *runtime.Lock {
+func (c *Client) XYZ() XYZHandle {
 	return runtime.NewLock(c.sess, runtime.At("/x/y/z"))
 }
 
@@ -44,7 +44,7 @@ func (c *Client) XYZ() *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) HTTPServerID(serverID int) *runtime.Lock {
+func (c *Client) HTTPServerID(serverID int) HTTPServerIDHandle {
 	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID))
 }
 
@@ -55,7 +55,7 @@ func (c *Client) HTTPServerID(serverID int) *runtime.Lock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) UserURLJSONAPI(userID string, apiKey string) *runtime.Lock {
+func (c *Client) UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHandle {
 	return runtime.NewLock(c.sess, runtime.At("/users").Str("user_id", userID).Str("api_key", apiKey))
 }
 
@@ -66,7 +66,7 @@ func (c *Client) UserURLJSONAPI(userID string, apiKey string) *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() *runtime.Lock {
+func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/long/lock"))
 }
 
@@ -77,7 +77,7 @@ func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() *runt
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) IPTTL(ip string) *runtime.Lock {
+func (c *Client) IPTTL(ip string) IPTTLHandle {
 	return runtime.NewLock(c.sess, runtime.At("/ip").Str("ip", ip).Lit("ttl"))
 }
 
@@ -86,7 +86,7 @@ func (c *Client) IPTTL(ip string) *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) Client() *runtime.Lock {
+func (c *Client) Client() ClientHandle {
 	return runtime.NewLock(c.sess, runtime.At("/client"))
 }
 
@@ -95,6 +95,45 @@ func (c *Client) Client() *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) New() *runtime.Lock {
+func (c *Client) New() NewHandle {
 	return runtime.NewLock(c.sess, runtime.At("/new"))
 }
+
+// A1Handle is the interface of the handle A1 returns (runtime.LockHandle), for fakes in tests.
+type A1Handle = runtime.LockHandle
+
+// XYZHandle is the interface of the handle XYZ returns (runtime.LockHandle), for fakes in tests.
+type XYZHandle = runtime.LockHandle
+
+// HTTPServerIDHandle is the interface of the handle HTTPServerID returns (runtime.LockHandle), for fakes in tests.
+type HTTPServerIDHandle = runtime.LockHandle
+
+// UserURLJSONAPIHandle is the interface of the handle UserURLJSONAPI returns (runtime.LockHandle), for fakes in tests.
+type UserURLJSONAPIHandle = runtime.LockHandle
+
+// AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle is the interface of the handle AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock returns (runtime.LockHandle), for fakes in tests.
+type AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle = runtime.LockHandle
+
+// IPTTLHandle is the interface of the handle IPTTL returns (runtime.LockHandle), for fakes in tests.
+type IPTTLHandle = runtime.LockHandle
+
+// ClientHandle is the interface of the handle Client returns (runtime.LockHandle), for fakes in tests.
+type ClientHandle = runtime.LockHandle
+
+// NewHandle is the interface of the handle New returns (runtime.LockHandle), for fakes in tests.
+type NewHandle = runtime.LockHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	A1() A1Handle
+	XYZ() XYZHandle
+	HTTPServerID(serverID int) HTTPServerIDHandle
+	UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHandle
+	AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle
+	IPTTL(ip string) IPTTLHandle
+	Client() ClientHandle
+	New() NewHandle
+}
+
+var _ API = (*Client)(nil)

@@ -45,7 +45,7 @@ type Release struct {
 // removes its node) and returns the leadership: Epoch grows with every new leader,
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
-func (c *Client) Primary() *runtime.Election[Node] {
+func (c *Client) Primary() PrimaryHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node]())
 }
 
@@ -55,7 +55,7 @@ func (c *Client) Primary() *runtime.Election[Node] {
 // removes its node) and returns the leadership: Epoch grows with every new leader,
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
-func (c *Client) ShardLeader(shard int) *runtime.Election[[]byte] {
+func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec())
 }
 
@@ -64,7 +64,7 @@ func (c *Client) ShardLeader(shard int) *runtime.Election[[]byte] {
 // Join adds an ephemeral member node (it leaves with Leave or the session);
 // Members lists the members in join order; Watch delivers the full list after
 // every change.
-func (c *Client) Nodes() *runtime.Group[Node] {
+func (c *Client) Nodes() NodesHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node]())
 }
 
@@ -75,7 +75,7 @@ func (c *Client) Nodes() *runtime.Group[Node] {
 // every change.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Tenants(tenant string) *runtime.Group[string] {
+func (c *Client) Tenants(tenant string) TenantsHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec())
 }
 
@@ -84,7 +84,7 @@ func (c *Client) Tenants(tenant string) *runtime.Group[string] {
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
-func (c *Client) Limits() *runtime.Config[int] {
+func (c *Client) Limits() LimitsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int]())
 }
 
@@ -97,7 +97,7 @@ func (c *Client) Limits() *runtime.Config[int] {
 // Watch follows creation, changes and deletion (Exists false).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Endpoints(service string) *runtime.Config[string] {
+func (c *Client) Endpoints(service string) EndpointsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec())
 }
 
@@ -106,14 +106,14 @@ func (c *Client) Endpoints(service string) *runtime.Config[string] {
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
-func (c *Client) Raw() *runtime.Config[[]byte] {
+func (c *Client) Raw() RawHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec())
 }
 
 // Requests returns the counter requests at /app/counters/requests (an int64, 0 until first added to).
 //
 // Get reads it; Add adds by compare-and-set, retried until it wins.
-func (c *Client) Requests() *runtime.Counter {
+func (c *Client) Requests() RequestsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"))
 }
 
@@ -122,7 +122,7 @@ func (c *Client) Requests() *runtime.Counter {
 // Get reads it; Add adds by compare-and-set, retried until it wins.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) PerTenant(tenant string) *runtime.Counter {
+func (c *Client) PerTenant(tenant string) PerTenantHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant))
 }
 
@@ -143,7 +143,7 @@ const (
 // commit when all commit.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Release(id string) *runtime.TwoPhaseCommit[Release] {
+func (c *Client) Release(id string) ReleaseHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb})
 }
 
@@ -163,6 +163,57 @@ const (
 // commit when all commit.
 // Only the coordinator (the handle that proposed) watches the votes; it must call
 // Outcome to publish the decision the others wait for.
-func (c *Client) Migrate(n int) *runtime.TwoPhaseCommit[[]byte] {
+func (c *Client) Migrate(n int) MigrateHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify())
 }
+
+// PrimaryHandle is the interface of the handle Primary returns (runtime.ElectionHandle), for fakes in tests.
+type PrimaryHandle = runtime.ElectionHandle[Node]
+
+// ShardLeaderHandle is the interface of the handle ShardLeader returns (runtime.ElectionHandle), for fakes in tests.
+type ShardLeaderHandle = runtime.ElectionHandle[[]byte]
+
+// NodesHandle is the interface of the handle Nodes returns (runtime.GroupHandle), for fakes in tests.
+type NodesHandle = runtime.GroupHandle[Node]
+
+// TenantsHandle is the interface of the handle Tenants returns (runtime.GroupHandle), for fakes in tests.
+type TenantsHandle = runtime.GroupHandle[string]
+
+// LimitsHandle is the interface of the handle Limits returns (runtime.ConfigHandle), for fakes in tests.
+type LimitsHandle = runtime.ConfigHandle[int]
+
+// EndpointsHandle is the interface of the handle Endpoints returns (runtime.ConfigHandle), for fakes in tests.
+type EndpointsHandle = runtime.ConfigHandle[string]
+
+// RawHandle is the interface of the handle Raw returns (runtime.ConfigHandle), for fakes in tests.
+type RawHandle = runtime.ConfigHandle[[]byte]
+
+// RequestsHandle is the interface of the handle Requests returns (runtime.CounterHandle), for fakes in tests.
+type RequestsHandle = runtime.CounterHandle
+
+// PerTenantHandle is the interface of the handle PerTenant returns (runtime.CounterHandle), for fakes in tests.
+type PerTenantHandle = runtime.CounterHandle
+
+// ReleaseHandle is the interface of the handle Release returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
+type ReleaseHandle = runtime.TwoPhaseCommitHandle[Release]
+
+// MigrateHandle is the interface of the handle Migrate returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
+type MigrateHandle = runtime.TwoPhaseCommitHandle[[]byte]
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	Primary() PrimaryHandle
+	ShardLeader(shard int) ShardLeaderHandle
+	Nodes() NodesHandle
+	Tenants(tenant string) TenantsHandle
+	Limits() LimitsHandle
+	Endpoints(service string) EndpointsHandle
+	Raw() RawHandle
+	Requests() RequestsHandle
+	PerTenant(tenant string) PerTenantHandle
+	Release(id string) ReleaseHandle
+	Migrate(n int) MigrateHandle
+}
+
+var _ API = (*Client)(nil)

@@ -31,7 +31,7 @@ func New(sess *runtime.Session) *Client {
 // Read and Write each return a new contender with the lock methods: readers share
 // the lock, a writer excludes everyone, and readers arriving after a waiting writer
 // queue behind it.
-func (c *Client) Accounts(account int) *runtime.RWLock {
+func (c *Client) Accounts(account int) AccountsHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/accounts").Int("account", account))
 }
 
@@ -41,7 +41,7 @@ func (c *Client) Accounts(account int) *runtime.RWLock {
 // the lock, a writer excludes everyone, and readers arriving after a waiting writer
 // queue behind it.
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes).
-func (c *Client) Schema() *runtime.RWLock {
+func (c *Client) Schema() SchemaHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/schema"), runtime.WithRevocation(0))
 }
 
@@ -52,7 +52,7 @@ func (c *Client) Schema() *runtime.RWLock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 1.5s
 // without release, deletes the holder's node (its Lost fires).
-func (c *Client) LeaderOnly() *runtime.Lock {
+func (c *Client) LeaderOnly() LeaderOnlyHandle {
 	return runtime.NewLock(c.sess, runtime.At("/family/locks/leader-only"), runtime.WithRevocation(1500*time.Millisecond))
 }
 
@@ -64,7 +64,7 @@ func (c *Client) LeaderOnly() *runtime.Lock {
 // Nodes are named as Python's kazoo names them.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) PythonShared(name string) *runtime.Lock {
+func (c *Client) PythonShared(name string) PythonSharedHandle {
 	return runtime.NewLock(c.sess, runtime.At("/family/locks/python").Str("name", name), runtime.WithLayout(runtime.LayoutKazoo))
 }
 
@@ -76,14 +76,14 @@ func (c *Client) PythonShared(name string) *runtime.Lock {
 // Nodes are named as Python's kazoo names them.
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 2m0s
 // without release, deletes the holder's node (its Lost fires).
-func (c *Client) PythonRw() *runtime.RWLock {
+func (c *Client) PythonRw() PythonRwHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithRevocation(2*time.Minute))
 }
 
 // OneSlot returns a participant in the semaphore one_slot at /family/sem/one, which grants at most 1 lease at once.
 //
 // Acquire blocks until a lease is granted and returns it; Release gives it back.
-func (c *Client) OneSlot() *runtime.Semaphore {
+func (c *Client) OneSlot() OneSlotHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/one"), 1)
 }
 
@@ -94,6 +94,41 @@ func (c *Client) OneSlot() *runtime.Semaphore {
 // Acquire blocks until a lease is granted and returns it; Release gives it back.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) DownloadSlots(host string) *runtime.Semaphore {
+func (c *Client) DownloadSlots(host string) DownloadSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/downloads").Str("host", host), 8)
 }
+
+// AccountsHandle is the interface of the handle Accounts returns (runtime.RWLockHandle), for fakes in tests.
+type AccountsHandle = runtime.RWLockHandle
+
+// SchemaHandle is the interface of the handle Schema returns (runtime.RWLockHandle), for fakes in tests.
+type SchemaHandle = runtime.RWLockHandle
+
+// LeaderOnlyHandle is the interface of the handle LeaderOnly returns (runtime.LockHandle), for fakes in tests.
+type LeaderOnlyHandle = runtime.LockHandle
+
+// PythonSharedHandle is the interface of the handle PythonShared returns (runtime.LockHandle), for fakes in tests.
+type PythonSharedHandle = runtime.LockHandle
+
+// PythonRwHandle is the interface of the handle PythonRw returns (runtime.RWLockHandle), for fakes in tests.
+type PythonRwHandle = runtime.RWLockHandle
+
+// OneSlotHandle is the interface of the handle OneSlot returns (runtime.SemaphoreHandle), for fakes in tests.
+type OneSlotHandle = runtime.SemaphoreHandle
+
+// DownloadSlotsHandle is the interface of the handle DownloadSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+type DownloadSlotsHandle = runtime.SemaphoreHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	Accounts(account int) AccountsHandle
+	Schema() SchemaHandle
+	LeaderOnly() LeaderOnlyHandle
+	PythonShared(name string) PythonSharedHandle
+	PythonRw() PythonRwHandle
+	OneSlot() OneSlotHandle
+	DownloadSlots(host string) DownloadSlotsHandle
+}
+
+var _ API = (*Client)(nil)

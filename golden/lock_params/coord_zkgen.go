@@ -28,7 +28,7 @@ func New(sess *runtime.Session) *Client {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) OrderLock(shard int) *runtime.Lock {
+func (c *Client) OrderLock(shard int) OrderLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard))
 }
 
@@ -41,7 +41,7 @@ func (c *Client) OrderLock(shard int) *runtime.Lock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) UserLock(name string) *runtime.Lock {
+func (c *Client) UserLock(name string) UserLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/users").Str("name", name))
 }
 
@@ -54,7 +54,7 @@ func (c *Client) UserLock(name string) *runtime.Lock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) *runtime.Lock {
+func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) RegionTenantLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/regions").Str("region", region).Lit("tenants").Int("tenant_id", tenantID).Lit("jobs").Str("job_name", jobName))
 }
 
@@ -63,7 +63,7 @@ func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) *
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) FirstParamLock(bucket int) *runtime.Lock {
+func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"))
 }
 
@@ -74,6 +74,33 @@ func (c *Client) FirstParamLock(bucket int) *runtime.Lock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) LastParamLock(day string) *runtime.Lock {
+func (c *Client) LastParamLock(day string) LastParamLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/by-day").Str("day", day))
 }
+
+// OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
+type OrderLockHandle = runtime.LockHandle
+
+// UserLockHandle is the interface of the handle UserLock returns (runtime.LockHandle), for fakes in tests.
+type UserLockHandle = runtime.LockHandle
+
+// RegionTenantLockHandle is the interface of the handle RegionTenantLock returns (runtime.LockHandle), for fakes in tests.
+type RegionTenantLockHandle = runtime.LockHandle
+
+// FirstParamLockHandle is the interface of the handle FirstParamLock returns (runtime.LockHandle), for fakes in tests.
+type FirstParamLockHandle = runtime.LockHandle
+
+// LastParamLockHandle is the interface of the handle LastParamLock returns (runtime.LockHandle), for fakes in tests.
+type LastParamLockHandle = runtime.LockHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	OrderLock(shard int) OrderLockHandle
+	UserLock(name string) UserLockHandle
+	RegionTenantLock(region string, tenantID int, jobName string) RegionTenantLockHandle
+	FirstParamLock(bucket int) FirstParamLockHandle
+	LastParamLock(day string) LastParamLockHandle
+}
+
+var _ API = (*Client)(nil)

@@ -50,6 +50,17 @@ type Shard struct {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) ShardLock(shardID int) *runtime.Lock {
+func (c *Client) ShardLock(shardID int) ShardLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID))
 }
+
+// ShardLockHandle is the interface of the handle ShardLock returns (runtime.LockHandle), for fakes in tests.
+type ShardLockHandle = runtime.LockHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	ShardLock(shardID int) ShardLockHandle
+}
+
+var _ API = (*Client)(nil)

@@ -43,7 +43,7 @@ type Line struct {
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
-func (c *Client) RawFrames() *runtime.Queue[[]byte] {
+func (c *Client) RawFrames() RawFramesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/frames"), runtime.BytesCodec())
 }
 
@@ -56,7 +56,7 @@ func (c *Client) RawFrames() *runtime.Queue[[]byte] {
 // nothing behind); TakeN removes several at once; Len counts the items.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) LogLines(service string) *runtime.Queue[string] {
+func (c *Client) LogLines(service string) LogLinesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/logs").Str("service", service), runtime.StringCodec())
 }
 
@@ -66,7 +66,7 @@ func (c *Client) LogLines(service string) *runtime.Queue[string] {
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
-func (c *Client) Orders() *runtime.AckQueue[Order] {
+func (c *Client) Orders() OrdersHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order]())
 }
 
@@ -75,7 +75,7 @@ func (c *Client) Orders() *runtime.AckQueue[Order] {
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
-func (c *Client) ShardEvents(shard int) *runtime.Queue[json.RawMessage] {
+func (c *Client) ShardEvents(shard int) ShardEventsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/events").Int("shard", shard), runtime.JSONCodec[json.RawMessage]())
 }
 
@@ -93,7 +93,7 @@ const (
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
-func (c *Client) Alerts() *runtime.PriorityQueue[string] {
+func (c *Client) Alerts() AlertsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2)
 }
 
@@ -120,7 +120,7 @@ const (
 // TakeN claims several; Len counts the items, claimed ones included.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Fulfilment(region string) *runtime.AckPriorityQueue[Order] {
+func (c *Client) Fulfilment(region string) FulfilmentHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4)
 }
 
@@ -136,7 +136,7 @@ const (
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
-func (c *Client) Counts() *runtime.PriorityQueue[int] {
+func (c *Client) Counts() CountsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1)
 }
 
@@ -146,7 +146,7 @@ func (c *Client) Counts() *runtime.PriorityQueue[int] {
 //
 // Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
 // cancellation stops waiting; Wait creates nothing).
-func (c *Client) Maintenance() *runtime.Barrier {
+func (c *Client) Maintenance() MaintenanceHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/maintenance"))
 }
 
@@ -156,7 +156,7 @@ func (c *Client) Maintenance() *runtime.Barrier {
 // cancellation stops waiting; Wait creates nothing).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) BatchStart(day string, hour int) *runtime.Barrier {
+func (c *Client) BatchStart(day string, hour int) BatchStartHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/batch").Str("day", day).Int("hour", hour))
 }
 
@@ -165,7 +165,7 @@ func (c *Client) BatchStart(day string, hour int) *runtime.Barrier {
 // Enter blocks until 1 participant has entered; Leave blocks until all have left. Participants
 // are ephemeral: one whose session ends neither counts nor blocks the others.
 // ctx cancellation of Enter removes this participant's node.
-func (c *Client) Solo() *runtime.DoubleBarrier {
+func (c *Client) Solo() SoloHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/solo"), 1)
 }
 
@@ -176,6 +176,57 @@ func (c *Client) Solo() *runtime.DoubleBarrier {
 // ctx cancellation of Enter removes this participant's node.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Stage(job string, step int) *runtime.DoubleBarrier {
+func (c *Client) Stage(job string, step int) StageHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/stage").Str("job", job).Int("step", step), 12)
 }
+
+// RawFramesHandle is the interface of the handle RawFrames returns (runtime.QueueHandle), for fakes in tests.
+type RawFramesHandle = runtime.QueueHandle[[]byte]
+
+// LogLinesHandle is the interface of the handle LogLines returns (runtime.QueueHandle), for fakes in tests.
+type LogLinesHandle = runtime.QueueHandle[string]
+
+// OrdersHandle is the interface of the handle Orders returns (runtime.AckQueueHandle), for fakes in tests.
+type OrdersHandle = runtime.AckQueueHandle[Order]
+
+// ShardEventsHandle is the interface of the handle ShardEvents returns (runtime.QueueHandle), for fakes in tests.
+type ShardEventsHandle = runtime.QueueHandle[json.RawMessage]
+
+// AlertsHandle is the interface of the handle Alerts returns (runtime.PriorityQueueHandle), for fakes in tests.
+type AlertsHandle = runtime.PriorityQueueHandle[string]
+
+// FulfilmentHandle is the interface of the handle Fulfilment returns (runtime.AckPriorityQueueHandle), for fakes in tests.
+type FulfilmentHandle = runtime.AckPriorityQueueHandle[Order]
+
+// CountsHandle is the interface of the handle Counts returns (runtime.PriorityQueueHandle), for fakes in tests.
+type CountsHandle = runtime.PriorityQueueHandle[int]
+
+// MaintenanceHandle is the interface of the handle Maintenance returns (runtime.BarrierHandle), for fakes in tests.
+type MaintenanceHandle = runtime.BarrierHandle
+
+// BatchStartHandle is the interface of the handle BatchStart returns (runtime.BarrierHandle), for fakes in tests.
+type BatchStartHandle = runtime.BarrierHandle
+
+// SoloHandle is the interface of the handle Solo returns (runtime.DoubleBarrierHandle), for fakes in tests.
+type SoloHandle = runtime.DoubleBarrierHandle
+
+// StageHandle is the interface of the handle Stage returns (runtime.DoubleBarrierHandle), for fakes in tests.
+type StageHandle = runtime.DoubleBarrierHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	RawFrames() RawFramesHandle
+	LogLines(service string) LogLinesHandle
+	Orders() OrdersHandle
+	ShardEvents(shard int) ShardEventsHandle
+	Alerts() AlertsHandle
+	Fulfilment(region string) FulfilmentHandle
+	Counts() CountsHandle
+	Maintenance() MaintenanceHandle
+	BatchStart(day string, hour int) BatchStartHandle
+	Solo() SoloHandle
+	Stage(job string, step int) StageHandle
+}
+
+var _ API = (*Client)(nil)

@@ -28,7 +28,7 @@ func New(sess *runtime.Session) *Client {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) InvoiceRun() *runtime.Lock {
+func (c *Client) InvoiceRun() InvoiceRunHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"))
 }
 
@@ -40,7 +40,7 @@ func (c *Client) InvoiceRun() *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) LedgerShard(shard int) *runtime.Lock {
+func (c *Client) LedgerShard(shard int) LedgerShardHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard))
 }
 
@@ -53,7 +53,7 @@ func (c *Client) LedgerShard(shard int) *runtime.Lock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) Account(accountID string) *runtime.Lock {
+func (c *Client) Account(accountID string) AccountHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/accounts").Str("account_id", accountID))
 }
 
@@ -64,7 +64,7 @@ func (c *Client) Account(accountID string) *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) RefundBatch() *runtime.Lock {
+func (c *Client) RefundBatch() RefundBatchHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"))
 }
 
@@ -75,7 +75,7 @@ func (c *Client) RefundBatch() *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) CurrencyRates() *runtime.Lock {
+func (c *Client) CurrencyRates() CurrencyRatesHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"))
 }
 
@@ -86,6 +86,37 @@ func (c *Client) CurrencyRates() *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) Archive(year int, month int) *runtime.Lock {
+func (c *Client) Archive(year int, month int) ArchiveHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month))
 }
+
+// InvoiceRunHandle is the interface of the handle InvoiceRun returns (runtime.LockHandle), for fakes in tests.
+type InvoiceRunHandle = runtime.LockHandle
+
+// LedgerShardHandle is the interface of the handle LedgerShard returns (runtime.LockHandle), for fakes in tests.
+type LedgerShardHandle = runtime.LockHandle
+
+// AccountHandle is the interface of the handle Account returns (runtime.LockHandle), for fakes in tests.
+type AccountHandle = runtime.LockHandle
+
+// RefundBatchHandle is the interface of the handle RefundBatch returns (runtime.LockHandle), for fakes in tests.
+type RefundBatchHandle = runtime.LockHandle
+
+// CurrencyRatesHandle is the interface of the handle CurrencyRates returns (runtime.LockHandle), for fakes in tests.
+type CurrencyRatesHandle = runtime.LockHandle
+
+// ArchiveHandle is the interface of the handle Archive returns (runtime.LockHandle), for fakes in tests.
+type ArchiveHandle = runtime.LockHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	InvoiceRun() InvoiceRunHandle
+	LedgerShard(shard int) LedgerShardHandle
+	Account(accountID string) AccountHandle
+	RefundBatch() RefundBatchHandle
+	CurrencyRates() CurrencyRatesHandle
+	Archive(year int, month int) ArchiveHandle
+}
+
+var _ API = (*Client)(nil)

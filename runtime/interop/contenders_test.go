@@ -16,7 +16,7 @@ import (
 // goContender is one Go participant of a hammer run.
 type goContender struct {
 	who    string
-	lock   *runtime.Lock
+	lock   runtime.LockHandle
 	mode   string // x or r
 	cycles int
 	hold   time.Duration // inside the critical section
@@ -138,7 +138,7 @@ func logRun(t *testing.T, s stats, took time.Duration, peers []*peer) {
 
 // holdLock takes l and reports the entry to the referee as who, for the
 // step-by-step tests; the returned function leaves and unlocks.
-func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l *runtime.Lock, mode string) (leave func()) {
+func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l runtime.LockHandle, mode string) (leave func()) {
 	t.Helper()
 	if err := l.Lock(ctx); err != nil {
 		t.Fatalf("%s: lock: %v; referee: %s", who, err, ref)
@@ -167,7 +167,7 @@ func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l *ru
 }
 
 // mustNotGet checks that l cannot be taken now (TryLock returns false).
-func mustNotGet(t *testing.T, ctx context.Context, l *runtime.Lock, why string) {
+func mustNotGet(t *testing.T, ctx context.Context, l runtime.LockHandle, why string) {
 	t.Helper()
 	ok, err := l.TryLock(ctx)
 	if err != nil {

@@ -213,7 +213,7 @@ func (d *demo) worker(ctx context.Context, id int, c *coord.Client) error {
 
 // schedule puts one epoch's jobs, spread over the priorities, then one
 // end-of-epoch marker per worker at the lowest priority.
-func (d *demo) schedule(ctx context.Context, who string, tasks *runtime.PriorityQueue[coord.Job], epoch int) error {
+func (d *demo) schedule(ctx context.Context, who string, tasks coord.TasksHandle, epoch int) error {
 	prios := []runtime.Priority{coord.TasksUrgent, coord.TasksNormal, coord.TasksBulk}
 	names := []string{"urgent", "normal", "bulk"}
 	for i := 0; i < d.cfg.jobs; i++ {

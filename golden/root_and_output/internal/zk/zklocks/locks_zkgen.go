@@ -28,7 +28,7 @@ func New(sess *runtime.Session) *Client {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) Migration() *runtime.Lock {
+func (c *Client) Migration() MigrationHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"))
 }
 
@@ -39,7 +39,7 @@ func (c *Client) Migration() *runtime.Lock {
 // Guarded runs ZooKeeper writes only while the lock is held.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
-func (c *Client) CacheFill(key string) *runtime.Lock {
+func (c *Client) CacheFill(key string) CacheFillHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key))
 }
 
@@ -48,6 +48,25 @@ func (c *Client) CacheFill(key string) *runtime.Lock {
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
-func (c *Client) Partition(partition int) *runtime.Lock {
+func (c *Client) Partition(partition int) PartitionHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition))
 }
+
+// MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.
+type MigrationHandle = runtime.LockHandle
+
+// CacheFillHandle is the interface of the handle CacheFill returns (runtime.LockHandle), for fakes in tests.
+type CacheFillHandle = runtime.LockHandle
+
+// PartitionHandle is the interface of the handle Partition returns (runtime.LockHandle), for fakes in tests.
+type PartitionHandle = runtime.LockHandle
+
+// API is the interface of Client: depend on it where a test should be able
+// to fake the coordination (emit_interfaces: false in the spec turns it off).
+type API interface {
+	Migration() MigrationHandle
+	CacheFill(key string) CacheFillHandle
+	Partition(partition int) PartitionHandle
+}
+
+var _ API = (*Client)(nil)
