@@ -134,7 +134,7 @@ func (c *Config[T]) create(ctx context.Context, data []byte) (Version, error) {
 			return NoVersion, werr
 		}
 		if _, _, gerr := c.s.get(ctx, c.path); gerr == nil {
-			return NoVersion, opError("create", c.path, fmt.Errorf("outcome unknown: %w", err))
+			return NoVersion, opError("create", c.path, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
 		} else if !isNoNode(gerr) {
 			return NoVersion, gerr
 		}
@@ -185,7 +185,7 @@ func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (Versio
 		case gerr == nil && Version(st.Version) == ver:
 			continue // not applied: send again
 		case gerr == nil, isNoNode(gerr):
-			return NoVersion, opError("set", c.path, fmt.Errorf("outcome unknown: %w", err))
+			return NoVersion, opError("set", c.path, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
 		default:
 			return NoVersion, gerr
 		}

@@ -229,7 +229,7 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 			return werr
 		}
 		if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
-			return opError("multi", t.dir, fmt.Errorf("outcome unknown: %w", err))
+			return opError("multi", t.dir, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
 		} else if !isNoNode(gerr) {
 			return gerr
 		}
