@@ -245,3 +245,79 @@ func TestConfigFaultMatrix(t *testing.T) {
 		})
 	}
 }
+
+// The counter's fault matrix: Add's requests (the read, the compare-and-set
+// as setData, or as create for a missing counter) are cut right after they
+// reach the server, sometimes with an expiry before the client reconnects.
+// An Add that succeeds added once; one that could not know returns an error
+// that is not ErrVersionConflict (ErrOutcomeUnknown while the session
+// lives); nothing is ever added twice.
+func TestCounterFaultMatrix(t *testing.T) {
+	srv := server(t)
+	for _, tc := range []struct {
+		name    string
+		start   int64 // -1: the counter does not exist
+		op      int32
+		kind    fault
+		wantErr error // nil: Add succeeds
+	}{
+		{"cut after getData", 5, zktest.OpGetData, cut, nil},
+		{"cut after setData", 5, zktest.OpSetData, cut, runtime.ErrOutcomeUnknown},
+		{"cut after setData, then another add", 5, zktest.OpSetData, cutThenWrite, runtime.ErrOutcomeUnknown},
+		{"cut after setData, then expiry", 5, zktest.OpSetData, cutThenExpire, runtime.ErrSessionExpired},
+		{"cut after create", -1, zktest.OpCreate, cut, runtime.ErrOutcomeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := testRoot(t)
+			ctx := testCtx(t, time.Minute)
+			p := runtime.At(dir).Lit("requests")
+			tree := connect(t, srv.Servers())
+			for _, d := range []string{"/zkgen-test", dir} {
+				if _, err := tree.Conn().Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+					t.Fatal(err)
+				}
+			}
+			obs := runtime.NewCounter(tree, p)
+			sum := int64(0)
+			if tc.start >= 0 {
+				if _, err := obs.Add(ctx, tc.start); err != nil {
+					t.Fatal(err)
+				}
+				sum = tc.start
+			}
+			f := newFaulty(t, srv)
+			c := runtime.NewCounter(f.s, p)
+			var got int64
+			err := f.inject(t, ctx, srv, tc.op, tc.kind, func() {
+				if _, err := obs.Add(ctx, 100); err != nil {
+					t.Error(err)
+				}
+			}, func() error {
+				var err error
+				got, err = c.Add(ctx, 7)
+				return err
+			})
+			if tc.kind == cutThenWrite {
+				sum += 100
+			}
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("Add: %v", err)
+			case tc.wantErr == nil && got != sum+7:
+				t.Fatalf("Add returned %d, want %d", got, sum+7)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("Add = %d, %v; want %v", got, err, tc.wantErr)
+			case errors.Is(err, runtime.ErrVersionConflict):
+				t.Fatalf("Add = %v: a conflict would say nothing was added", err)
+			}
+			// Every request cut here reached the server: added exactly once.
+			if v, err := obs.Get(ctx); err != nil || v != sum+7 {
+				t.Fatalf("counter = %d, %v; want %d (added once)", v, err, sum+7)
+			}
+			f.s.Close()
+			if kids := childrenOf(t, tree, dir); len(kids) != 1 || kids[0] != "requests" {
+				t.Fatalf("left under %s: %v", dir, kids)
+			}
+		})
+	}
+}
