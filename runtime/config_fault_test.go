@@ -21,8 +21,13 @@ type faultyClient struct {
 
 func newFaulty(t *testing.T, srv *zktest.Server) faultyClient {
 	p := zktest.NewProxy(t, srv.Addr())
-	return faultyClient{p: p, s: connect(t, []string{p.Addr()})}
+	return faultyClient{p: p, s: connect(t, viaProxy(p))}
 }
+
+// viaProxy is the server list of a client behind p. The address is listed
+// twice: go-zookeeper waits a second before it tries a server list again
+// from its start, and with two entries it redials at once after a cut.
+func viaProxy(p *zktest.Proxy) []string { return []string{p.Addr(), p.Addr()} }
 
 // fault is what happens to a faulty client's connection right after the
 // chosen request reached the server (and took effect there).

@@ -196,7 +196,7 @@ func TestConfigHistoryLinearizable(t *testing.T) {
 	if _, err := runtime.NewConfig(connect(t, srv.Servers()), p, codec).CompareAndSet(ctx, cfgValue{0}, runtime.NoVersion); err != nil {
 		t.Fatal(err)
 	}
-	const clients, faulty, opsEach, cutsEach = 6, 3, 30, 5
+	const clients, faulty, opsEach, cutsEach = 6, 3, 30, 10
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	h := newHistory()
@@ -207,7 +207,7 @@ func TestConfigHistoryLinearizable(t *testing.T) {
 		if i < faulty {
 			px := zktest.NewProxy(t, srv.Addr())
 			proxies = append(proxies, px)
-			servers = []string{px.Addr()}
+			servers = viaProxy(px)
 		}
 		cfgs[i] = runtime.NewConfig(connect(t, servers), p, codec)
 	}
@@ -309,7 +309,7 @@ func TestCounterHistoryLinearizable(t *testing.T) {
 	srv := server(t)
 	ctx := testCtx(t, 2*time.Minute)
 	p := runtime.At(testRoot(t)).Lit("requests")
-	const clients, faulty, opsEach, cutsEach = 6, 3, 30, 5
+	const clients, faulty, opsEach, cutsEach = 6, 3, 30, 10
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	h := newHistory()
@@ -320,7 +320,7 @@ func TestCounterHistoryLinearizable(t *testing.T) {
 		if i < faulty {
 			px := zktest.NewProxy(t, srv.Addr())
 			proxies = append(proxies, px)
-			servers = []string{px.Addr()}
+			servers = viaProxy(px)
 		}
 		ctrs[i] = runtime.NewCounter(connect(t, servers), p)
 	}
