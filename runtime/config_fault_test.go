@@ -74,6 +74,20 @@ func (f faultyClient) inject(t *testing.T, ctx context.Context, srv *zktest.Serv
 	return <-got
 }
 
+// expire makes the server expire the client's session. The proxy holds
+// the client's reconnection meanwhile: a client that redials at once could
+// otherwise race the expiring connection for the session.
+func (f faultyClient) expire(t *testing.T, srv *zktest.Server) {
+	t.Helper()
+	f.p.Pause(true)
+	defer f.p.Pause(false)
+	creds, ok := f.p.Session(f.s.ID())
+	if !ok {
+		t.Fatal("proxy did not see the session")
+	}
+	zktest.ExpireSession(t, srv.Servers(), creds.ID, creds.Passwd)
+}
+
 type cfgValue struct {
 	N int `json:"n"`
 }
