@@ -196,7 +196,7 @@ func TestConfigHistoryLinearizable(t *testing.T) {
 	if _, err := runtime.NewConfig(connect(t, srv.Servers()), p, codec).CompareAndSet(ctx, cfgValue{0}, runtime.NoVersion); err != nil {
 		t.Fatal(err)
 	}
-	const clients, faulty, opsEach, cutsEach = 6, 3, 30, 10
+	const clients, faulty, opsEach, cutsEach = 6, 3, 60, 20
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	h := newHistory()
@@ -309,7 +309,7 @@ func TestCounterHistoryLinearizable(t *testing.T) {
 	srv := server(t)
 	ctx := testCtx(t, 2*time.Minute)
 	p := runtime.At(testRoot(t)).Lit("requests")
-	const clients, faulty, opsEach, cutsEach = 6, 3, 30, 10
+	const clients, faulty, opsEach, cutsEach = 6, 3, 60, 20
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	h := newHistory()
