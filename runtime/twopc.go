@@ -75,10 +75,11 @@ const (
 //
 // The coordinator (Propose) creates the transaction, one vote node per
 // participant and its own ephemeral .coordinator node in one multi (so
-// after a lost reply it can tell whether the proposal is its own). A participant may Join: it marks its vote node
-// "joined" and creates its ephemeral presence node, in one multi, so if its
-// session ends before it votes the transaction aborts (the guide's second
-// drawback, solved as it suggests). Vote writes the participant's node once,
+// after a lost reply it can tell whether the proposal is its own). A
+// participant may Join: it marks its vote node "joined" and creates its
+// ephemeral presence node, in one multi, so if its session ends before it
+// votes the transaction aborts (the guide's second drawback, solved as it
+// suggests). Vote writes the participant's node once,
 // atomically with a check that its presence still exists (and removes it).
 //
 // Outcome decides: abort as soon as any participant voted abort or lost its
@@ -180,9 +181,9 @@ func (t *TwoPhaseCommit[T]) Propose(ctx context.Context) error {
 	return t.propose(ctx, nil)
 }
 
-// ProposeWith creates the transaction node carrying payload and one empty
-// vote node per participant, in one multi (parents are created as container
-// nodes). It returns ErrTxExists if the transaction was proposed already.
+// ProposeWith creates the transaction node carrying payload, one empty
+// vote node per participant and the coordinator's ephemeral marker, in one
+// multi (parents are created as container nodes). It returns ErrTxExists if the transaction was proposed already.
 // It does not block beyond the write. After a connection loss it looks: its
 // own .coordinator node means the proposal went through (nil), a
 // transaction without it is someone else's (ErrTxExists), no transaction
