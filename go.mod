@@ -3,15 +3,16 @@ module github.com/zkgen/zkgen
 go 1.26
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/dave/jennifer v1.7.1
 	github.com/go-zookeeper/zk v1.0.4
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )

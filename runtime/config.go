@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -75,8 +76,15 @@ func (c *Config[T]) Get(ctx context.Context) (T, Version, error) {
 }
 
 // Set writes v whatever the current version, creating the node (and its
-// parents) if it is missing, and returns the new version. A set is
-// idempotent, so connection losses are retried.
+// parents) if it is missing, and returns the version it wrote. It reads the
+// version and compare-and-sets it, again while other writers get in
+// between, so v is written once: a connection loss is retried when the node
+// shows the write did not happen, and counts as success when the node holds
+// v at the version the write made (only an identical value written by
+// someone else at that moment looks the same). Otherwise — the node moved
+// on after the write was sent — Set returns an error wrapping
+// ErrOutcomeUnknown (recoverable): v was written once or not at all, and is
+// never written again over a newer value.
 func (c *Config[T]) Set(ctx context.Context, v T) (Version, error) {
 	if c.err != nil {
 		return NoVersion, c.err
@@ -86,58 +94,19 @@ func (c *Config[T]) Set(ctx context.Context, v T) (Version, error) {
 		return NoVersion, fmt.Errorf("config %s: encoding value: %w", c.path, err)
 	}
 	for {
-		var st *zk.Stat
-		err := c.s.retry(ctx, func() error {
-			var err error
-			st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.conn.Set(c.path, data, -1) })
-			return err
-		})
-		if err == nil {
-			return Version(st.Version), nil
-		}
-		if !isNoNode(err) {
-			return NoVersion, opError("set", c.path, err)
-		}
-		ver, err := c.create(ctx, data)
-		if errors.Is(err, ErrVersionConflict) {
-			continue // created by someone else meanwhile: set it
-		}
-		return ver, err
-	}
-}
-
-// create creates the node with data (and its parents). It returns
-// ErrVersionConflict if the node exists. After a connection loss it looks:
-// still missing means the create did not happen, and it is sent again;
-// present means the outcome is unknown, and the connection error is
-// returned (recoverable: read and decide).
-func (c *Config[T]) create(ctx context.Context, data []byte) (Version, error) {
-	for n := 1; ; n++ {
-		_, err := await(ctx, c.s, func() (string, error) { return c.s.conn.Create(c.path, data, 0, c.s.acl) })
+		ver := NoVersion
+		_, st, err := c.s.get(ctx, c.path)
 		switch {
 		case err == nil:
-			return 0, nil
-		case errors.Is(err, zk.ErrNodeExists):
-			return NoVersion, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
-		case isNoNode(err):
-			if err := c.s.ensurePath(ctx, path.Dir(c.path)); err != nil {
-				return NoVersion, err
-			}
-			continue
-		case !IsRecoverable(err):
-			return NoVersion, opError("create", c.path, err)
+			ver = Version(st.Version)
+		case !isNoNode(err):
+			return NoVersion, err
 		}
-		if n >= c.s.policy.attempts() {
-			return NoVersion, opError("create", c.path, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+		got, err := c.write(ctx, data, ver, true)
+		if errors.Is(err, ErrVersionConflict) {
+			continue // another writer got in between: read again
 		}
-		if werr := c.s.sleep(ctx, c.s.policy.delay(n)); werr != nil {
-			return NoVersion, werr
-		}
-		if _, _, gerr := c.s.get(ctx, c.path); gerr == nil {
-			return NoVersion, opError("create", c.path, fmt.Errorf("outcome unknown: %w", err))
-		} else if !isNoNode(gerr) {
-			return NoVersion, gerr
-		}
+		return got, err
 	}
 }
 
@@ -147,9 +116,15 @@ func (c *Config[T]) create(ctx context.Context, data []byte) (Version, error) {
 // ErrVersionConflict. It does not block beyond the write.
 //
 // A compare-and-set is not idempotent. After a connection loss the node is
-// read: if it still has version ver the write did not happen and is sent
-// again; otherwise the outcome is unknown and the connection error
-// (recoverable) is returned: read the value and decide.
+// read (after a sync, so the read follows the lost write): if it still has
+// version ver (or is still missing, for NoVersion) the write did not happen
+// and is sent again; otherwise the error wraps ErrOutcomeUnknown
+// (recoverable): read the value and decide.
+//
+// What a caller can rely on: success means v was written, at the returned
+// version; ErrVersionConflict means nothing was written; any other error
+// (ErrOutcomeUnknown, the session's end, ctx's end while the request was in
+// flight) means v was written at most once — maybe not at all.
 func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (Version, error) {
 	if c.err != nil {
 		return NoVersion, c.err
@@ -158,37 +133,74 @@ func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (Versio
 	if err != nil {
 		return NoVersion, fmt.Errorf("config %s: encoding value: %w", c.path, err)
 	}
-	if ver == NoVersion {
-		return c.create(ctx, data)
-	}
-	if ver < 0 {
+	if ver < 0 && ver != NoVersion {
 		return NoVersion, fmt.Errorf("config %s: CompareAndSet with version %d", c.path, ver)
 	}
+	return c.write(ctx, data, ver, false)
+}
+
+// write compare-and-sets data at version ver (NoVersion: creates the node,
+// and its parents). After a connection loss it syncs and reads the node:
+// unchanged means the write did not happen, and it is sent again; for a
+// blind write (Set), the node holding data at the version the write makes
+// means it did. Anything else is ErrOutcomeUnknown.
+func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind bool) (Version, error) {
+	op := "set"
+	if ver == NoVersion {
+		op = "create"
+	}
 	for n := 1; ; n++ {
-		st, err := await(ctx, c.s, func() (*zk.Stat, error) { return c.s.conn.Set(c.path, data, int32(ver)) })
-		switch {
-		case err == nil:
-			return Version(st.Version), nil
-		case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
-			return NoVersion, fmt.Errorf("config %s: version %d: %w", c.path, ver, ErrVersionConflict)
-		case !IsRecoverable(err):
-			return NoVersion, opError("set", c.path, err)
+		var err error
+		if ver == NoVersion {
+			_, err = await(ctx, c.s, func() (string, error) { return c.s.conn.Create(c.path, data, 0, c.s.acl) })
+			switch {
+			case err == nil:
+				return 0, nil
+			case errors.Is(err, zk.ErrNodeExists):
+				return NoVersion, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
+			case isNoNode(err):
+				if err := c.s.ensurePath(ctx, path.Dir(c.path)); err != nil {
+					return NoVersion, err
+				}
+				continue
+			}
+		} else {
+			var st *zk.Stat
+			st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.conn.Set(c.path, data, int32(ver)) })
+			switch {
+			case err == nil:
+				return Version(st.Version), nil
+			case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
+				return NoVersion, fmt.Errorf("config %s: version %d: %w", c.path, ver, ErrVersionConflict)
+			}
 		}
+		if !IsRecoverable(err) {
+			return NoVersion, opError(op, c.path, err)
+		}
+		unknown := opError(op, c.path, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
 		if n >= c.s.policy.attempts() {
-			return NoVersion, opError("set", c.path, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
+			return NoVersion, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, unknown)
 		}
 		if werr := c.s.sleep(ctx, c.s.policy.delay(n)); werr != nil {
 			return NoVersion, werr
 		}
-		_, st, gerr := c.s.get(ctx, c.path)
-		switch {
-		case gerr == nil && Version(st.Version) == ver:
-			continue // not applied: send again
-		case gerr == nil, isNoNode(gerr):
-			return NoVersion, opError("set", c.path, fmt.Errorf("outcome unknown: %w", err))
-		default:
-			return NoVersion, gerr
+		if err := c.s.sync(ctx, c.path); err != nil {
+			return NoVersion, err
 		}
+		now, st, gerr := c.s.get(ctx, c.path)
+		switch {
+		case isNoNode(gerr) && ver == NoVersion:
+			continue // not created: send again
+		case isNoNode(gerr):
+			return NoVersion, unknown
+		case gerr != nil:
+			return NoVersion, gerr
+		case ver != NoVersion && Version(st.Version) == ver:
+			continue // not applied: send again
+		case blind && Version(st.Version) == ver+1 && bytes.Equal(now, data):
+			return ver + 1, nil // applied (NoVersion+1 is 0, a new node's version)
+		}
+		return NoVersion, unknown
 	}
 }
 

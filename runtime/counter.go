@@ -53,9 +53,15 @@ func (k *Counter) Get(ctx context.Context) (int64, error) {
 
 // Add adds delta (which may be negative; wrapping past the int64 range is
 // two's complement) and returns the new value. It retries its
-// compare-and-set until no other writer got in between, or ctx ends. A
-// connection loss that leaves the outcome unknown is returned (see
-// Config.CompareAndSet); nothing is added twice.
+// compare-and-set until no other writer got in between, or ctx ends.
+//
+// Success means delta was added exactly once. An error means delta was
+// added at most once: ErrOutcomeUnknown (recoverable) says a connection
+// loss hid whether the write took effect; an error from the session's or
+// ctx's end may also come after the write was sent. Add never adds twice,
+// so the counter always equals the sum of the successful Adds plus some of
+// the failed ones; an application that must know reads the counter (or
+// keeps its own record in the value it counts).
 func (k *Counter) Add(ctx context.Context, delta int64) (int64, error) {
 	for {
 		if err := ctx.Err(); err != nil {

@@ -89,6 +89,12 @@ var (
 	// ErrRetriesExhausted means a recoverable error (connection loss) kept
 	// recurring until the retry policy gave up. It wraps the last error.
 	ErrRetriesExhausted = errors.New("zookeeper: retries exhausted")
+	// ErrOutcomeUnknown means a write that is not idempotent (a config's
+	// compare-and-set or create, a counter's Add) lost its reply
+	// to a connection loss and what the runtime read afterwards cannot tell
+	// whether it took effect. It took effect at most once; read and decide.
+	// It always wraps the connection error, so IsRecoverable holds.
+	ErrOutcomeUnknown = errors.New("zookeeper: outcome unknown")
 )
 
 // Class is the error class of the HBase ZooKeeper wrapper write-up.

@@ -149,6 +149,21 @@ func (s *Session) delete(ctx context.Context, path string, version int32) error 
 	return opError("delete", path, err)
 }
 
+// sync makes the server this session talks to catch up with the leader, so
+// that the reads that follow see every write the session made before,
+// through any server and on any connection (a write whose reply was lost
+// included). A missing path is fine. Recoverable errors are retried.
+func (s *Session) sync(ctx context.Context, path string) error {
+	err := s.retry(ctx, func() error {
+		_, err := await(ctx, s, func() (string, error) { return s.conn.Sync(path) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	})
+	return opError("sync", path, err)
+}
+
 // ensurePath creates path and its missing ancestors as container nodes, which
 // the server removes once they are empty again, so recipes leave no
 // persistent litter behind. Existing nodes are left as they are.

@@ -105,14 +105,8 @@ func (s *Session) createByGUID(ctx context.Context, dir, prefix string, data []b
 // first makes sure the server we talk to has seen every write the session
 // made through any server before.
 func (s *Session) findByPrefix(ctx context.Context, dir, prefix string) (string, error) {
-	if err := s.retry(ctx, func() error {
-		_, err := await(ctx, s, func() (string, error) { return s.conn.Sync(dir) })
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return err
-	}); err != nil {
-		return "", opError("sync", dir, err)
+	if err := s.sync(ctx, dir); err != nil {
+		return "", err
 	}
 	kids, err := s.children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {

@@ -58,6 +58,7 @@ type twoPCConfig struct{ coordinator bool }
 // so these never collide with a participant's vote node.
 const (
 	txDecision    = ".decision"
+	txCoordinator = ".coordinator"
 	txPresenceExt = ".present"
 	txJoined      = "joined"
 )
@@ -70,12 +71,15 @@ const (
 //	                        "joined", then the vote: "commit" or "abort"
 //	<tx>/<participant>.present  ephemeral, while a joined participant has not voted
 //	<tx>/.decision          persistent; "commit" or "abort", created once
+//	<tx>/.coordinator       ephemeral; the proposer's owner metadata
 //
-// The coordinator (Propose) creates the transaction and one vote node per
-// participant in one multi. A participant may Join: it marks its vote node
-// "joined" and creates its ephemeral presence node, in one multi, so if its
-// session ends before it votes the transaction aborts (the guide's second
-// drawback, solved as it suggests). Vote writes the participant's node once,
+// The coordinator (Propose) creates the transaction, one vote node per
+// participant and its own ephemeral .coordinator node in one multi (so
+// after a lost reply it can tell whether the proposal is its own). A
+// participant may Join: it marks its vote node "joined" and creates its
+// ephemeral presence node, in one multi, so if its session ends before it
+// votes the transaction aborts (the guide's second drawback, solved as it
+// suggests). Vote writes the participant's node once,
 // atomically with a check that its presence still exists (and removes it).
 //
 // Outcome decides: abort as soon as any participant voted abort or lost its
@@ -177,13 +181,14 @@ func (t *TwoPhaseCommit[T]) Propose(ctx context.Context) error {
 	return t.propose(ctx, nil)
 }
 
-// ProposeWith creates the transaction node carrying payload and one empty
-// vote node per participant, in one multi (parents are created as container
-// nodes). It returns ErrTxExists if the transaction was proposed already.
-// It does not block beyond the write. A connection loss is retried when the
-// transaction is then found missing; if it is found present the outcome is
-// unknown and the connection error (recoverable) is returned. The nodes stay
-// until Remove.
+// ProposeWith creates the transaction node carrying payload, one empty
+// vote node per participant and the coordinator's ephemeral marker, in one
+// multi (parents are created as container nodes). It returns ErrTxExists if the transaction was proposed already.
+// It does not block beyond the write. After a connection loss it looks: its
+// own .coordinator node means the proposal went through (nil), a
+// transaction without it is someone else's (ErrTxExists), no transaction
+// means the multi did not happen and it is sent again. The nodes stay until
+// Remove (.coordinator until then or the end of the coordinator's session).
 func (t *TwoPhaseCommit[T]) ProposeWith(ctx context.Context, payload T) error {
 	if t.err != nil {
 		return t.err
@@ -203,6 +208,8 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 	for _, p := range t.parts {
 		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.acl})
 	}
+	marker := joinPath(t.dir, txCoordinator)
+	ops = append(ops, &zk.CreateRequest{Path: marker, Data: t.s.owner(""), Acl: t.s.acl, Flags: zk.FlagEphemeral})
 	for n := 1; ; n++ {
 		res, err := t.s.multi(ctx, ops...)
 		i, opErr := failedOp(res)
@@ -228,8 +235,24 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
 			return werr
 		}
+		// The multi is all or nothing: our marker, owned by our (living)
+		// session, says it went through; a transaction without it is
+		// someone else's.
+		if err := t.s.sync(ctx, t.dir); err != nil {
+			return err
+		}
+		_, st, gerr := t.s.get(ctx, marker)
+		switch {
+		case gerr == nil && st.EphemeralOwner == t.s.ID():
+			t.mu.Lock()
+			t.proposed = true
+			t.mu.Unlock()
+			return nil
+		case gerr != nil && !isNoNode(gerr):
+			return gerr
+		}
 		if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
-			return opError("multi", t.dir, fmt.Errorf("outcome unknown: %w", err))
+			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
 		} else if !isNoNode(gerr) {
 			return gerr
 		}
