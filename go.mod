@@ -16,3 +16,5 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
+
+tool github.com/zkgen/zkgen/cmd/zkgen

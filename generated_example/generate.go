@@ -2,4 +2,4 @@
 // coord generated from it, and cmd/demo, a program that uses it.
 package example
 
-//go:generate go run github.com/zkgen/zkgen/cmd/zkgen generate -f zkgen.yaml
+//go:generate go tool zkgen generate -f zkgen.yaml
