@@ -25,6 +25,7 @@ type Session struct {
 	policy  RetryPolicy
 	timeout time.Duration
 	acl     []zk.ACL
+	auth    []authInfo // WithAuth credentials
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -115,6 +116,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		id := s.id
 		s.mu.Unlock()
 		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
+		if err := s.addAuth(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("runtime: Connect: %w", err)
+		}
 		return s, nil
 	case <-s.done:
 		conn.Close()
