@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/zkgen/zkgen/internal/inspect"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
+	"github.com/zkgen/zkgen/templates"
 )
 
 var liveSeq atomic.Int64
@@ -272,6 +274,36 @@ func TestLiveCommands(t *testing.T) {
 		t.Logf("\n%s", r.stdout)
 	})
 
+	t.Run("watch", func(t *testing.T) {
+		w := &writes{ch: make(chan string, 16)}
+		code := make(chan int, 1)
+		go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, w, io.Discard, templates.Generate) }()
+		for range 2 { // two refreshes, each redrawn in place
+			if frame := <-w.ch; !strings.HasPrefix(frame, clearScreen) || !strings.Contains(frame, "held, 2 waiting") {
+				t.Fatalf("frame:\n%q", frame)
+			}
+		}
+		// Interrupted, --watch stops with success (signal.NotifyContext
+		// holds SIGINT while inspect runs, so the test process lives on).
+		self, err := os.FindProcess(os.Getpid())
+		if err == nil {
+			err = self.Signal(os.Interrupt)
+		}
+		if err != nil {
+			t.Fatalf("interrupt: %v", err)
+		}
+		for {
+			select {
+			case c := <-code:
+				if c != ExitOK {
+					t.Fatalf("exit %d", c)
+				}
+				return
+			case <-w.ch:
+			}
+		}
+	})
+
 	t.Run("reap", func(t *testing.T) {
 		lockDir := root + "/locks/orders/7"
 		leases := root + "/semaphores/slots/leases"
@@ -386,4 +418,12 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 		t.Fatalf("payload %q: %v", raw, err)
 	}
 	return b.String()
+}
+
+// writes is a writer that hands every write to ch.
+type writes struct{ ch chan string }
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.ch <- string(p)
+	return len(p), nil
 }
