@@ -25,6 +25,7 @@ type Session struct {
 	policy  RetryPolicy
 	timeout time.Duration
 	acl     []zk.ACL
+	auth    []authInfo // WithAuth credentials
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -115,13 +116,20 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		id := s.id
 		s.mu.Unlock()
 		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
+		if err := s.addAuth(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("runtime: Connect: %w", err)
+		}
 		return s, nil
 	case <-s.done:
 		conn.Close()
 		return nil, fmt.Errorf("runtime: Connect: %w", s.Err())
 	case <-ctx.Done():
+		// go-zookeeper's Close waits out its reconnect back-off; do it in
+		// the background so Connect returns when ctx says. The dialer
+		// refuses to connect once the session has ended.
 		s.end(ErrClosed)
-		conn.Close()
+		go conn.Close()
 		return nil, fmt.Errorf("runtime: Connect to %v: %w", servers, ctx.Err())
 	}
 }

@@ -84,7 +84,7 @@ func emitInterfaces(f *jen.File, s *spec.Spec) {
 		if len(args) > 0 {
 			t = t.Types(args...)
 		}
-		f.Type().Id(r.GoName+"Handle").Op("=").Add(t)
+		f.Type().Id(r.GoName + "Handle").Op("=").Add(t)
 		methods = append(methods, jen.Id(r.GoName).Params(params(r)...).Id(r.GoName+"Handle"))
 	}
 	f.Comment("API is the interface of Client: depend on it where a test should be able")

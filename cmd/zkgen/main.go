@@ -7,6 +7,9 @@
 //	zkgen validate [-f spec]   check the spec, print every error
 //	zkgen generate [-f spec]   write the generated Go files
 //	zkgen diff [-f spec]       exit 1 with a unified diff when they are stale
+//	zkgen inspect [--json]     show the live state of every declared resource
+//	zkgen reap --older-than D  remove stale lock nodes (dry run without --yes)
+//	zkgen provision            create the spec's persistent parent nodes
 //	zkgen version              print the version
 //
 // Exit status is 0 on success, 1 for spec errors, bad usage and stale files,

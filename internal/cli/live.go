@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/spec"
+)
+
+// liveFlags are the flags of the commands that talk to a ZooKeeper
+// (inspect, reap, provision).
+type liveFlags struct {
+	specPath string
+	servers  string
+	timeout  time.Duration
+	auth     []string
+}
+
+// defaultServers is ZK_SERVERS, else 127.0.0.1:2181.
+func defaultServers() string {
+	if s := strings.TrimSpace(os.Getenv("ZK_SERVERS")); s != "" {
+		return s
+	}
+	return "127.0.0.1:2181"
+}
+
+func (f *liveFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.specPath, "file", "f", defaultSpec, "spec file to read")
+	cmd.Flags().StringVar(&f.servers, "servers", defaultServers(), "ZooKeeper servers, host:port,... (default from ZK_SERVERS)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "give up connecting after this long")
+	cmd.Flags().StringArrayVar(&f.auth, "auth", nil, "digest credentials user:password (repeatable)")
+}
+
+// connect parses the spec and opens a session. Both errors are failures:
+// ExitFailure for a spec problem, bad flags or an unreachable server.
+func (a *app) connect(ctx context.Context, f *liveFlags) (*spec.Spec, *runtime.Session, error) {
+	s, err := parseSpec(filepath.Clean(f.specPath))
+	if err != nil {
+		return nil, nil, err
+	}
+	var servers []string
+	for _, srv := range strings.Split(f.servers, ",") {
+		if srv = strings.TrimSpace(srv); srv != "" {
+			servers = append(servers, srv)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, nil, userErrorf("--servers: no server given")
+	}
+	if f.timeout <= 0 {
+		return nil, nil, userErrorf("--timeout must be positive, got %v", f.timeout)
+	}
+	opts := []runtime.Option{
+		runtime.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))),
+	}
+	for _, cred := range f.auth {
+		if !strings.Contains(cred, ":") {
+			return nil, nil, userErrorf("--auth %q: want user:password", cred)
+		}
+		opts = append(opts, runtime.WithAuth("digest", []byte(cred)))
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	sess, err := runtime.Connect(cctx, servers, opts...)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, userErrorf("cannot reach ZooKeeper at %s within %v (set --servers or ZK_SERVERS)", strings.Join(servers, ","), f.timeout)
+		}
+		return nil, nil, userErrorf("cannot connect to ZooKeeper at %s: %v", strings.Join(servers, ","), err)
+	}
+	return s, sess, nil
+}
+
+// zkFailure turns an error met while talking to ZooKeeper into a failure.
+func zkFailure(what string, err error) error {
+	return userErrorf("%s: %v", what, err)
+}
+
+// write writes s to w, as an internal failure if it cannot.
+func write(w io.Writer, s string) error {
+	if _, err := io.WriteString(w, s); err != nil {
+		return internalErrorf("write: %v", err)
+	}
+	return nil
+}

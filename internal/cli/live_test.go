@@ -1,0 +1,429 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/internal/inspect"
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
+	"github.com/zkgen/zkgen/templates"
+)
+
+var liveSeq atomic.Int64
+
+// liveSpec is the example topology plus a counter, under a root of its own.
+func liveSpec(t *testing.T) (root, src string) {
+	root = fmt.Sprintf("/zkgen-cli-%d-%d", os.Getpid(), liveSeq.Add(1))
+	src = `version: 1
+package: coord
+root: ` + root + `
+types:
+  Job:    {fields: {name: string, attempt: int}}
+  Member: {fields: {host: string, port: int}}
+  Flags:  {fields: {dark_mode: bool, max_batch: int}}
+resources:
+  order_lock: {kind: lock, path: "/locks/orders/{shard:int}"}
+  table_lock: {kind: rwlock, path: "/locks/tables/{table:string}"}
+  slots:      {kind: semaphore, path: /semaphores/slots, leases: 3}
+  jobs:       {kind: queue, path: /queues/jobs, item: Job}
+  tasks:      {kind: priority_queue, path: /queues/tasks, item: Job, priorities: [urgent, normal, bulk]}
+  start:      {kind: barrier, path: "/barriers/start/{run:string}"}
+  epoch:      {kind: double_barrier, path: "/barriers/epoch/{n:int}", size: 3}
+  deploy:     {kind: two_phase_commit, path: "/tx/deploy/{id:string}", participants: [database, cache, search]}
+  scheduler:  {kind: election, path: /election/scheduler, payload: Member}
+  workers:    {kind: group, path: /groups/workers, member: Member}
+  flags:      {kind: config, path: /config/flags, value: Flags}
+  hits:       {kind: counter, path: /counters/hits}
+`
+	return root, src
+}
+
+func liveConnect(t *testing.T, srv *zktest.Server) *runtime.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// awaitChildren blocks until dir has n children, with child watches.
+func awaitChildren(t *testing.T, ctx context.Context, s *runtime.Session, dir string, n int) {
+	t.Helper()
+	for {
+		kids, _, ch, err := s.Conn().ChildrenW(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			if ok, _, ch, err = s.Conn().ExistsW(dir); err == nil && ok {
+				continue
+			}
+		}
+		if err != nil {
+			t.Fatalf("children %s: %v", dir, err)
+		}
+		if len(kids) == n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d children of %s: %v", n, dir, ctx.Err())
+		}
+	}
+}
+
+// contended sets up a contended run of the spec's resources and returns the
+// lock holder's handle.
+func contended(t *testing.T, ctx context.Context, srv *zktest.Server, root string) *runtime.Lock {
+	a, b, c := liveConnect(t, srv), liveConnect(t, srv), liveConnect(t, srv)
+	bg, cancel := context.WithCancel(ctx)
+	done := make(chan error, 8)
+	running := 0
+	t.Cleanup(func() {
+		cancel()
+		for range running {
+			<-done
+		}
+	})
+	spawn := func(f func() error) { running++; go func() { done <- f() }() }
+
+	// A lock held by a, then b and c waiting, in that order.
+	lockDir := root + "/locks/orders/7"
+	holder := runtime.NewLock(a, runtime.At(lockDir))
+	holder.SetPurpose("reindex")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*runtime.Session{b, c} {
+		l := runtime.NewLock(s, runtime.At(lockDir))
+		l.SetPurpose(fmt.Sprintf("waiter-%d", i+1))
+		spawn(func() error { return l.Lock(bg) })
+		awaitChildren(t, ctx, a, lockDir, i+2)
+	}
+	// A non-integer child beside the int parameter's instances is not one.
+	if _, err := a.CreatePersistent(ctx, root+"/locks/orders/not-a-shard"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.NewSemaphore(a, runtime.At(root+"/semaphores/slots"), 3).Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	jobs := runtime.NewQueue(a, runtime.At(root+"/queues/jobs"), runtime.StringCodec())
+	if _, err := jobs.PutAll(ctx, []string{`{"name":"a"}`, `{"name":"b"}`, `{"name":"c"}`}); err != nil {
+		t.Fatal(err)
+	}
+	tasks := runtime.NewPriorityQueue(a, runtime.At(root+"/queues/tasks"), runtime.StringCodec(), 3)
+	for _, p := range []runtime.Priority{2, 0, 2} {
+		if err := tasks.Put(ctx, p, `{"name":"t"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := runtime.NewBarrier(a, runtime.At(root+"/barriers/start/run-1")).Raise(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spawn(func() error { return runtime.NewDoubleBarrier(b, runtime.At(root+"/barriers/epoch/4"), 3).Enter(bg) })
+	awaitChildren(t, ctx, a, root+"/barriers/epoch/4", 1)
+
+	el := func(s *runtime.Session) *runtime.Election[string] {
+		return runtime.NewElection(s, runtime.At(root+"/election/scheduler"), runtime.StringCodec())
+	}
+	if _, err := el(a).Campaign(ctx, `{"host":"alpha","port":1}`); err != nil {
+		t.Fatal(err)
+	}
+	spawn(func() error { _, err := el(b).Campaign(bg, `{"host":"beta","port":2}`); return err })
+	awaitChildren(t, ctx, a, root+"/election/scheduler", 4) // two candidates, leader, epoch
+
+	for i, s := range []*runtime.Session{b, c} {
+		g := runtime.NewGroup(s, runtime.At(root+"/groups/workers"), runtime.StringCodec())
+		if _, err := g.Join(ctx, fmt.Sprintf(`{"host":"w%d","port":%d}`, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runtime.NewConfig(a, runtime.At(root+"/config/flags"), runtime.StringCodec()).Set(ctx, `{"dark_mode":true,"max_batch":10}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.NewCounter(a, runtime.At(root+"/counters/hits")).Add(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	tx := runtime.NewTwoPhaseCommit(a, runtime.At(root+"/tx/deploy/tx-1"), runtime.BytesCodec(), []runtime.Participant{"database", "cache", "search"})
+	if err := tx.Propose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Vote(ctx, "database", runtime.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.NewTwoPhaseCommit(c, runtime.At(root+"/tx/deploy/tx-1"), runtime.BytesCodec(), []runtime.Participant{"database", "cache", "search"}).Join(ctx, "cache"); err != nil {
+		t.Fatal(err)
+	}
+	return holder
+}
+
+func TestLiveCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	chdirTemp(t)
+	root, src := liveSpec(t)
+	writeFile(t, "zkgen.yaml", src)
+	servers := "--servers=" + strings.Join(srv.Servers(), ",")
+	holder := contended(t, ctx, srv, root)
+
+	t.Run("json", func(t *testing.T) {
+		r := zkgen(t, "inspect", servers, "--json")
+		r.want(t, ExitOK, nil, empty)
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		dec.DisallowUnknownFields() // the document is exactly the documented structure
+		var snap inspect.Snapshot
+		if err := dec.Decode(&snap); err != nil {
+			t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
+		}
+		byPath := map[string]inspect.Resource{}
+		var paths []string
+		for _, res := range snap.Resources {
+			if res.Error != "" {
+				t.Errorf("%s: %s", res.Path, res.Error)
+			}
+			byPath[strings.TrimPrefix(res.Path, root)] = res
+			paths = append(paths, strings.TrimPrefix(res.Path, root))
+		}
+		wantPaths := []string{"/locks/orders/7", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/barriers/start/run-1",
+			"/barriers/epoch/4", "/tx/deploy/tx-1", "/election/scheduler", "/groups/workers", "/config/flags", "/counters/hits"}
+		if !slices.Equal(paths, wantPaths) {
+			t.Fatalf("instances %v, want %v", paths, wantPaths)
+		}
+		l := byPath["/locks/orders/7"].Lock
+		if len(l.Holders) != 1 || l.Holders[0].Purpose != "reindex" || l.Holders[0].PID != os.Getpid() || l.Holders[0].Host == "" {
+			t.Errorf("holder %+v", l.Holders)
+		}
+		if len(l.Waiters) != 2 || l.Waiters[0].Purpose != "waiter-1" || l.Waiters[1].Purpose != "waiter-2" {
+			t.Errorf("waiters %+v", l.Waiters)
+		}
+		if s := byPath["/semaphores/slots"].Lock; s.Leases != 3 || len(s.Holders) != 1 || len(s.Waiters) != 0 {
+			t.Errorf("semaphore %+v", s)
+		}
+		if q := byPath["/queues/jobs"].Queue; q.Depth != 3 || q.Oldest == nil || q.Priorities != nil {
+			t.Errorf("jobs %+v", q)
+		}
+		wantPrio := []inspect.PriorityDepth{{Name: "urgent", Depth: 1}, {Name: "normal", Depth: 0}, {Name: "bulk", Depth: 2}}
+		if q := byPath["/queues/tasks"].Queue; q.Depth != 3 || !slices.Equal(q.Priorities, wantPrio) {
+			t.Errorf("tasks %+v", q)
+		}
+		if b := byPath["/barriers/start/run-1"].Barrier; !b.Up {
+			t.Errorf("barrier %+v", b)
+		}
+		if d := byPath["/barriers/epoch/4"].DoubleBarrier; d.Size != 3 || d.Ready || len(d.Participants) != 1 {
+			t.Errorf("double barrier %+v", d)
+		}
+		e := byPath["/election/scheduler"].Election
+		if !e.Elected || e.Epoch < 1 || compactJSON(t, e.Payload.JSON) != `{"host":"alpha","port":1}` || len(e.Candidates) != 2 ||
+			compactJSON(t, e.Candidates[1].Payload.JSON) != `{"host":"beta","port":2}` || !strings.HasSuffix(e.Candidates[0].Node, "/"+e.Leader) {
+			t.Errorf("election %+v", e)
+		}
+		if g := byPath["/groups/workers"].Group; len(g.Members) != 2 || compactJSON(t, g.Members[0].JSON) != `{"host":"w0","port":0}` {
+			t.Errorf("group %+v", g)
+		}
+		if c := byPath["/config/flags"].Config; !c.Exists || c.Version != 0 || compactJSON(t, c.Value.JSON) != `{"dark_mode":true,"max_batch":10}` {
+			t.Errorf("config %+v", c)
+		}
+		if c := byPath["/counters/hits"].Counter; c.Value != 5 {
+			t.Errorf("counter %+v", c)
+		}
+		wantVotes := []inspect.Vote{{Participant: "database", State: "commit"}, {Participant: "cache", State: "joined"}, {Participant: "search", State: "pending"}}
+		if tx := byPath["/tx/deploy/tx-1"].Transaction; !tx.Proposed || tx.Decision != "" || !slices.Equal(tx.Votes, wantVotes) {
+			t.Errorf("transaction %+v", tx)
+		}
+	})
+
+	t.Run("table", func(t *testing.T) {
+		r := zkgen(t, "inspect", servers)
+		r.want(t, ExitOK, nil, empty)
+		for _, want := range []string{
+			"order_lock  lock", "held, 2 waiting", `"reindex"`, "waiter 1", `"waiter-1"`, "waiter 2", `"waiter-2"`,
+			"1/3 leases held", "3 items, oldest", "3 items (urgent 1, normal 0, bulk 2)", "up", "1/3 entered",
+			`leader epoch 1: {"host":"alpha","port":1}, 2 candidates`, "2 members", `version 0: {"dark_mode":true,"max_batch":10}`,
+			"voting", "database", "commit", "joined", "pending",
+		} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("table lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if strings.Contains(r.stdout, "not-a-shard") {
+			t.Errorf("a non-integer child was taken for an int parameter:\n%s", r.stdout)
+		}
+		t.Logf("\n%s", r.stdout)
+	})
+
+	t.Run("watch", func(t *testing.T) {
+		w := &writes{ch: make(chan string, 16)}
+		code := make(chan int, 1)
+		go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, w, io.Discard, templates.Generate) }()
+		for range 2 { // two refreshes, each redrawn in place
+			if frame := <-w.ch; !strings.HasPrefix(frame, clearScreen) || !strings.Contains(frame, "held, 2 waiting") {
+				t.Fatalf("frame:\n%q", frame)
+			}
+		}
+		// Interrupted, --watch stops with success (signal.NotifyContext
+		// holds SIGINT while inspect runs, so the test process lives on).
+		self, err := os.FindProcess(os.Getpid())
+		if err == nil {
+			err = self.Signal(os.Interrupt)
+		}
+		if err != nil {
+			t.Fatalf("interrupt: %v", err)
+		}
+		for {
+			select {
+			case c := <-code:
+				if c != ExitOK {
+					t.Fatalf("exit %d", c)
+				}
+				return
+			case <-w.ch:
+			}
+		}
+	})
+
+	t.Run("reap", func(t *testing.T) {
+		lockDir := root + "/locks/orders/7"
+		leases := root + "/semaphores/slots/leases"
+		s := liveConnect(t, srv)
+		before := func(dir string) []string {
+			kids, err := s.Children(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(kids)
+			return kids
+		}
+		locks, lease := before(lockDir), before(leases)
+		if len(locks) != 3 || len(lease) != 1 {
+			t.Fatalf("lock nodes %v, leases %v", locks, lease)
+		}
+		// Young nodes survive a large --older-than, even with --yes.
+		r := zkgen(t, "reap", servers, "--older-than", "1h", "--yes")
+		r.want(t, ExitOK, str("no lock node older than 1h0m0s\n"), empty)
+		// A dry run lists every node older than a negative age, and removes none.
+		r = zkgen(t, "reap", servers, "--older-than=-1m")
+		r.want(t, ExitOK, nil, empty)
+		if n := strings.Count(r.stdout, "would remove "); n != 4 || !strings.Contains(r.stdout, "4 node(s) older than -1m0s; run again with --yes") {
+			t.Errorf("dry run:\n%s", r.stdout)
+		}
+		if !slices.Equal(before(lockDir), locks) || !slices.Equal(before(leases), lease) {
+			t.Fatal("a dry run removed nodes")
+		}
+		lost := holder.Lost()
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--yes")
+		r.want(t, ExitOK, nil, empty)
+		for _, n := range append(locks, lease...) {
+			if !strings.Contains(r.stdout, "removed "+root) || !strings.Contains(r.stdout, n) {
+				t.Errorf("output does not name %s:\n%s", n, r.stdout)
+			}
+		}
+		<-lost // the holder learns its lock was broken
+		// None of the reaped nodes is left (waiters may have queued again with new nodes).
+		for _, k := range before(lockDir) {
+			if slices.Contains(locks, k) {
+				t.Errorf("%s survived reaping", k)
+			}
+		}
+		if slices.ContainsFunc(before(leases), func(k string) bool { return slices.Contains(lease, k) }) {
+			t.Errorf("lease survived reaping")
+		}
+	})
+
+	t.Run("unreachable", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		for _, cmd := range []string{"inspect", "provision"} {
+			r := zkgen(t, cmd, "--servers", addr, "--timeout", "500ms")
+			r.want(t, ExitFailure, empty, str("zkgen: cannot reach ZooKeeper at "+addr+" within 500ms (set --servers or ZK_SERVERS)\n"))
+		}
+	})
+}
+
+func TestProvision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	chdirTemp(t)
+	root, src := liveSpec(t)
+	writeFile(t, "zkgen.yaml", src)
+	servers := "--servers=" + strings.Join(srv.Servers(), ",")
+	s := liveConnect(t, srv)
+
+	want := []string{root, root + "/locks", root + "/locks/orders", root + "/locks/tables", root + "/semaphores",
+		root + "/semaphores/slots", root + "/queues", root + "/queues/jobs", root + "/queues/tasks", root + "/barriers",
+		root + "/barriers/start", root + "/barriers/epoch", root + "/tx", root + "/tx/deploy", root + "/election",
+		root + "/election/scheduler", root + "/groups", root + "/groups/workers", root + "/config", root + "/counters"}
+	var dry, wet bytes.Buffer
+	for _, p := range want {
+		fmt.Fprintf(&dry, "would create %s\n", p)
+		fmt.Fprintf(&wet, "created %s\n", p)
+	}
+	zkgen(t, "provision", servers, "--dry-run").want(t, ExitOK, str(dry.String()), empty)
+	if ok, err := s.Exists(ctx, root); ok || err != nil {
+		t.Fatalf("a dry run created the root: %v %v", ok, err)
+	}
+	zkgen(t, "provision", servers).want(t, ExitOK, str(wet.String()), empty)
+	for _, p := range want {
+		if ok, err := s.Exists(ctx, p); !ok || err != nil {
+			t.Errorf("%s not created: %v", p, err)
+		}
+	}
+	// Nodes the spec explains, and nodes it does not.
+	for _, p := range []string{"/locks/orders/7/x", "/config/flags", "/stray/deep", "/locks/orders/abc", "/locks/other", "/tx/deploy/t1/database"} {
+		if _, err := s.CreatePersistent(ctx, root+p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := fmt.Sprintf("all %d parent nodes exist\nunknown %s/locks/orders/abc\nunknown %s/locks/other\nunknown %s/stray\n", len(want), root, root, root)
+	zkgen(t, "provision", servers).want(t, ExitOK, str(again), empty)
+	zkgen(t, "provision", servers, "--dry-run").want(t, ExitOK, str(again), empty)
+}
+
+// compactJSON is raw without insignificant space (--json indents payloads
+// with the document).
+func compactJSON(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("payload %q: %v", raw, err)
+	}
+	return b.String()
+}
+
+// writes is a writer that hands every write to ch.
+type writes struct{ ch chan string }
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.ch <- string(p)
+	return len(p), nil
+}

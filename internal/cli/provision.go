@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkgen/zkgen/internal/inspect"
+)
+
+func (a *app) provisionCommand() *cobra.Command {
+	var f liveFlags
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "provision",
+		Short: "Create the spec's persistent parent nodes; report nodes the spec does not know",
+		Long: `Create, as persistent nodes, the root and every resource's literal path up
+to its first parameter (its whole path when it has none; for barriers,
+configs, counters and two-phase commits, whose node's existence is state,
+only its parent). Existing nodes are left alone, so provision is idempotent.
+Then walk the tree under the root and report the nodes no declared
+resource explains (the top of each unknown subtree).
+
+--dry-run creates nothing and prints what would be created. The spec's acl
+settings are not applied by this version: nodes get the open ACL.`,
+		Example: `  zkgen provision --dry-run
+  zkgen provision --servers zk1:2181`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := context.Background()
+			s, sess, err := a.connect(ctx, &f)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			pl, perr := inspect.Provision(ctx, sess, s, dryRun)
+			verb := "created"
+			if dryRun {
+				verb = "would create"
+			}
+			var b strings.Builder
+			for _, p := range pl.Created {
+				fmt.Fprintf(&b, "%s %s\n", verb, p)
+			}
+			if perr == nil {
+				if len(pl.Created) == 0 {
+					fmt.Fprintf(&b, "all %d parent nodes exist\n", len(pl.Needed))
+				}
+				for _, p := range pl.Unknown {
+					fmt.Fprintf(&b, "unknown %s\n", p)
+				}
+			}
+			if err := write(a.stdout, b.String()); err != nil {
+				return err
+			}
+			if perr != nil {
+				return zkFailure("provision", perr)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "create nothing; print what would be created")
+	return cmd
+}

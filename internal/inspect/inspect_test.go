@@ -1,0 +1,143 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/spec"
+)
+
+// fakeTree is a Lister over a fixed set of paths.
+type fakeTree map[string][]string
+
+func (f fakeTree) Children(_ context.Context, p string) ([]string, error) {
+	kids, ok := f[p]
+	if !ok {
+		return nil, fmt.Errorf("children %s: %w", p, zk.ErrNoNode)
+	}
+	return kids, nil
+}
+
+func parse(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Parse("zkgen.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const testSpec = `version: 1
+package: coord
+root: /app
+resources:
+  order_lock: {kind: lock, path: "/locks/orders/{shard:int}"}
+  tables:     {kind: rwlock, path: "/locks/tables/{db:string}/{table:string}"}
+  flags:      {kind: config, path: /config/flags}
+  start:      {kind: barrier, path: /barriers/start}
+`
+
+func TestExpand(t *testing.T) {
+	s := parse(t, testSpec)
+	tree := fakeTree{
+		"/app/locks/orders":   {"10", "9", "x", "-1", "007"},
+		"/app/locks/tables":   {"b", "a"},
+		"/app/locks/tables/a": {"users"},
+		"/app/locks/tables/b": {},
+		"/app/config":         {"flags"},
+	}
+	var got []string
+	for _, r := range s.Resources {
+		ins, err := Expand(context.Background(), tree, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			got = append(got, fmt.Sprint(in.Path, in.Params))
+		}
+	}
+	want := []string{
+		"/app/locks/orders/-1[{shard -1}]", "/app/locks/orders/9[{shard 9}]", "/app/locks/orders/10[{shard 10}]",
+		"/app/locks/tables/a/users[{db a} {table users}]",
+		"/app/config/flags[]", "/app/barriers/start[]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestParentsAndUnknown(t *testing.T) {
+	s := parse(t, testSpec)
+	want := []string{"/app", "/app/locks", "/app/locks/orders", "/app/locks/tables", "/app/config", "/app/barriers"}
+	if got := Parents(s); !slices.Equal(got, want) {
+		t.Errorf("Parents %v, want %v", got, want)
+	}
+	tree := fakeTree{
+		"/app":                 {"locks", "config", "old"},
+		"/app/locks":           {"orders", "tables", "misc"},
+		"/app/locks/orders":    {"1", "one"},
+		"/app/locks/tables":    {"db"},
+		"/app/locks/tables/db": {"t", "u"},
+		"/app/config":          {"flags", "other"},
+	}
+	got, err := Unknown(context.Background(), tree, s)
+	want = []string{"/app/config/other", "/app/locks/misc", "/app/locks/orders/one", "/app/old"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Unknown %v, %v; want %v", got, err, want)
+	}
+}
+
+func TestValueOf(t *testing.T) {
+	for _, c := range []struct {
+		data []byte
+		show string
+	}{
+		{nil, "(empty)"},
+		{[]byte(`{ "a": 1 }`), `{"a":1}`},
+		{[]byte("plain text"), `"plain text"`},
+		{[]byte("esc\x1b[2J"), "base64:ZXNjG1sySg=="},
+		{[]byte{0xff, 0x00}, "base64:/wA="},
+		{[]byte(strings.Repeat("x", 200)), `"` + strings.Repeat("x", 76) + "..."},
+	} {
+		v := valueOf(c.data)
+		if got := show(&v); got != c.show {
+			t.Errorf("%q: %s, want %s", c.data, got, c.show)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	taken := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	snap := &Snapshot{Root: "/app", Taken: taken, Resources: []Resource{
+		{Name: "order_lock", Kind: "lock", Path: "/app/locks/orders/7", Lock: &LockState{
+			Holders: []Contender{{Node: "/app/locks/orders/7/n-1", Host: "web\t1", PID: 42, Purpose: "reindex", AgeSeconds: 75}},
+			Waiters: []Contender{{Node: "/app/locks/orders/7/n-2", AgeSeconds: 3.25}},
+		}},
+		{Name: "tasks", Kind: "priority_queue", Path: "/app/q", Queue: &QueueState{Depth: 3, OldestAge: 12,
+			Oldest: &taken, Priorities: []PriorityDepth{{"urgent", 1}, {"bulk", 2}}}},
+		{Name: "flags", Kind: "config", Path: "/app/config/flags", Config: &ConfigState{Version: -1}},
+		{Name: "broken", Kind: "group", Path: "/app/g", Error: "get /app/g: zk: not authenticated"},
+	}}
+	var b bytes.Buffer
+	if err := Text(&b, snap); err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME        KIND            PATH                    STATE
+order_lock  lock            /app/locks/orders/7     held, 1 waiting
+              holder        web?1 pid 42 "reindex"  held 1m15s  n-1
+              waiter 1      (no owner metadata)     waiting 3.3s  n-2
+tasks       priority_queue  /app/q                  3 items (urgent 1, bulk 2), oldest 12s
+flags       config          /app/config/flags       absent
+broken      group           /app/g                  error: get /app/g: zk: not authenticated
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
