@@ -55,11 +55,14 @@ func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
 
 // CreatePersistent creates path and its missing ancestors as persistent
 // nodes (unlike the container nodes recipes create, they stay when empty),
-// with empty data and the session's ACL, and returns the paths it created,
-// shallowest first. Existing nodes are left as they are, so calling it again
+// with empty data and acl (the session's open ACL when none is given), and
+// returns the paths it created, shallowest first. Existing nodes are left as they are, so calling it again
 // creates nothing. (A create whose reply was lost and that is retried is
 // reported as already existing.)
-func (s *Session) CreatePersistent(ctx context.Context, path string) ([]string, error) {
+func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.ACL) ([]string, error) {
+	if len(acl) == 0 {
+		acl = s.acl
+	}
 	var created []string
 	for i := 1; i <= len(path); i++ {
 		if i < len(path) && path[i] != '/' {
@@ -68,7 +71,7 @@ func (s *Session) CreatePersistent(ctx context.Context, path string) ([]string, 
 		p := path[:i]
 		made := false
 		err := s.retry(ctx, func() error {
-			_, err := await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, s.acl) })
+			_, err := await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, acl) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}

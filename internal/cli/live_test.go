@@ -427,3 +427,38 @@ func (w *writes) Write(p []byte) (int, error) {
 	w.ch <- string(p)
 	return len(p), nil
 }
+
+// provision creates the parents with the declared ACLs: creator_all gives
+// the credentials of --auth every permission and nobody else any.
+func TestProvisionACL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	chdirTemp(t)
+	root := fmt.Sprintf("/acl-%d", time.Now().UnixNano())
+	writeFile(t, "zkgen.yaml", "version: 1\npackage: p\nroot: "+root+"\nacl: creator_all\nresources:\n"+
+		"  l: {kind: lock, path: /locks/l}\n"+
+		"  open: {kind: lock, path: /open/l, acl: world_all}\n")
+	zkgen(t, "provision", "--servers="+srv.Addr(), "--auth", "ops:secret").want(t, ExitOK, nil, empty)
+
+	s := liveConnect(t, srv)
+	ops := liveConnect(t, srv)
+	if err := ops.Conn().AddAuth("digest", []byte("ops:secret")); err != nil {
+		t.Fatal(err)
+	}
+	acl, _, err := ops.Conn().GetACL(root + "/locks")
+	if err != nil || len(acl) != 1 || acl[0].Scheme != "digest" || !strings.HasPrefix(acl[0].ID, "ops:") || acl[0].Perms != zk.PermAll {
+		t.Fatalf("ACL of a creator_all node: %+v, %v", acl, err)
+	}
+	if _, err := s.Conn().Create(root+"/locks/x", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("an anonymous client created under a creator_all node: %v", err)
+	}
+	if _, err := ops.Conn().Create(root+"/locks/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("the credentials of --auth cannot create under the node: %v", err)
+	}
+	acl, _, err = s.Conn().GetACL(root + "/open/l")
+	if err != nil || len(acl) != 1 || acl[0].Scheme != "world" || acl[0].Perms != zk.PermAll {
+		t.Fatalf("ACL of a world_all node: %+v, %v", acl, err)
+	}
+}

@@ -65,8 +65,9 @@ func Parents(s *spec.Spec) []string {
 
 // Provision creates the spec's persistent parent nodes that are missing
 // (none with dryRun) and lists the unknown nodes under the root. It is
-// idempotent: a second run creates nothing. Nodes are created with the
-// session's ACL; the spec's acl settings are not applied by this version.
+// idempotent: a second run creates nothing, and existing nodes keep their
+// ACL. New nodes get the declared ACL (see aclFor); without one, the open
+// ACL.
 func Provision(ctx context.Context, sess *runtime.Session, s *spec.Spec, dryRun bool) (*Plan, error) {
 	pl := &Plan{Needed: Parents(s)}
 	for _, p := range pl.Needed {
@@ -80,7 +81,7 @@ func Provision(ctx context.Context, sess *runtime.Session, s *spec.Spec, dryRun 
 			}
 			continue
 		}
-		created, err := sess.CreatePersistent(ctx, p)
+		created, err := sess.CreatePersistent(ctx, p, ZKACL(aclFor(s, p))...)
 		pl.Created = append(pl.Created, created...)
 		if err != nil {
 			return pl, err
@@ -167,4 +168,65 @@ func prefixMatches(pat []spec.Segment, names []string) bool {
 		}
 	}
 	return true
+}
+
+// aclFor returns the declared ACL of node p: the resource's own when p lies
+// on the path of resources that all declare the same one, else the
+// spec's top-level ACL (which may be nil: the open ACL).
+func aclFor(s *spec.Spec, p string) *spec.ACL {
+	var found *spec.ACL
+	for _, r := range s.Resources {
+		full := "/" + literalPrefix(r)
+		if full != p && !strings.HasPrefix(full, p+"/") {
+			continue
+		}
+		if found != nil && found != r.ACL {
+			return s.ACL
+		}
+		found = r.ACL
+	}
+	if found == nil {
+		return s.ACL
+	}
+	return found
+}
+
+// literalPrefix is r's path up to its first parameter, without the leading slash.
+func literalPrefix(r *spec.Resource) string {
+	var segs []string
+	for _, seg := range r.Segments {
+		if seg.Param != nil {
+			break
+		}
+		segs = append(segs, seg.Literal)
+	}
+	return strings.Join(segs, "/")
+}
+
+// ZKACL turns a declared ACL into ZooKeeper's: world_all is everyone with
+// every permission; world_read is read for everyone and every permission
+// for the authenticated creator; creator_all is every permission for the
+// authenticated creator only (the creating session must have credentials,
+// e.g. --auth); a digest list grants each id its permissions. nil gives nil.
+func ZKACL(a *spec.ACL) []zk.ACL {
+	if a == nil {
+		return nil
+	}
+	switch a.Policy {
+	case "world_all":
+		return zk.WorldACL(zk.PermAll)
+	case "world_read":
+		return []zk.ACL{{Perms: zk.PermRead, Scheme: "world", ID: "anyone"}, {Perms: zk.PermAll, Scheme: "auth", ID: ""}}
+	case "creator_all":
+		return zk.AuthACL(zk.PermAll)
+	}
+	var out []zk.ACL
+	for _, d := range a.Digest {
+		var perms int32
+		for _, c := range d.Perms {
+			perms |= map[rune]int32{'r': zk.PermRead, 'w': zk.PermWrite, 'c': zk.PermCreate, 'd': zk.PermDelete, 'a': zk.PermAdmin}[c]
+		}
+		out = append(out, zk.ACL{Perms: perms, Scheme: "digest", ID: d.ID})
+	}
+	return out
 }
