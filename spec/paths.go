@@ -101,40 +101,9 @@ func parseParam(seg string) (*Param, string) {
 	return &Param{Name: name, GoName: goName, Type: typ}, ""
 }
 
-// pathString writes segments back as a path ("/a/{id:int}").
-func pathString(segs []Segment) string {
-	var b strings.Builder
-	for _, s := range segs {
-		b.WriteByte('/')
-		if s.Param != nil {
-			b.WriteString("{" + s.Param.Name + ":" + s.Param.Type + "}")
-		} else {
-			b.WriteString(s.Literal)
-		}
-	}
-	return b.String()
-}
-
 // isIntLiteral reports whether a literal segment is what an int parameter
 // can produce (strconv.Itoa of some int).
 func isIntLiteral(s string) bool {
 	v, err := strconv.Atoi(s)
 	return err == nil && strconv.Itoa(v) == s
-}
-
-// segmentsOverlap reports whether one segment can name the same znode as
-// another: a string parameter matches anything, an int parameter matches an
-// int parameter or an integer literal, literals match when equal.
-func segmentsOverlap(a, b Segment) bool {
-	switch {
-	case a.Param != nil && a.Param.Type == "string", b.Param != nil && b.Param.Type == "string":
-		return true
-	case a.Param != nil && b.Param != nil:
-		return true
-	case a.Param != nil:
-		return isIntLiteral(b.Literal)
-	case b.Param != nil:
-		return isIntLiteral(a.Literal)
-	}
-	return a.Literal == b.Literal
 }

@@ -303,25 +303,6 @@ func (r *referee) holdNext(who string) (entered <-chan struct{}, release func())
 	return p.entered, func() { once.Do(func() { close(p.release) }) }
 }
 
-// until blocks until cond (called with the referee's state locked) holds,
-// or ctx ends.
-func (r *referee) until(ctx context.Context, what string, cond func(*referee) bool) error {
-	for {
-		r.mu.Lock()
-		ok := cond(r)
-		ch := r.changed
-		r.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w; referee: %s", what, context.Cause(ctx), r.String())
-		}
-	}
-}
-
 // String describes the referee's state, for failure messages and logs.
 func (r *referee) String() string {
 	r.mu.Lock()
