@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,4 +76,63 @@ func report(b *testing.B, p *zktest.Proxy, ops int) {
 	c := p.Counts()
 	b.ReportMetric(float64(c.Total())/float64(ops), "req/op")
 	b.ReportMetric(float64(c.Notifications)/float64(ops), "notify/op")
+}
+
+// meter sums the wire counts of the measured parts of a benchmark whose
+// iterations also do untimed setup through the same proxy.
+type meter struct {
+	p           *zktest.Proxy
+	last        zktest.Counts
+	req, notify int64
+}
+
+func (m *meter) start() { m.last = m.p.Counts() }
+
+func (m *meter) stop() {
+	c := m.p.Counts()
+	m.req += c.Total() - m.last.Total()
+	m.notify += c.Notifications - m.last.Notifications
+}
+
+func (m *meter) report(b *testing.B, ops int) {
+	b.ReportMetric(float64(m.req)/float64(ops), "req/op")
+	b.ReportMetric(float64(m.notify)/float64(ops), "notify/op")
+}
+
+// percentile returns the q-quantile (0..1) of ds, which it sorts.
+func percentile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+}
+
+// ms reports d as a metric in milliseconds.
+func ms(b *testing.B, d time.Duration, unit string) {
+	b.ReportMetric(float64(d)/float64(time.Millisecond), unit)
+}
+
+// runShared runs fn on each of the workers until b.N units of work are
+// done, each unit once.
+func runShared[W any](b *testing.B, workers []W, fn func(w W) error) {
+	var wg sync.WaitGroup
+	work := make(chan struct{}, b.N)
+	for i := 0; i < b.N; i++ {
+		work <- struct{}{}
+	}
+	close(work)
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				if err := fn(w); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

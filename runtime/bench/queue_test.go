@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+)
+
+const (
+	producers = 4
+	consumers = 4
+	batch     = 16 // items per PutAll / TakeN in the batched variants
+)
+
+var payload = []byte("0123456789abcdef")
+
+// share splits n items among k workers.
+func share(n, k, i int) int { return n/k + btoi(i < n%k) }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// queueRun runs producers and consumers, each on its own session, until
+// b.N items are put and taken, and reports items/sec, req/op and notify/op
+// per item. put(i, n) puts n items from producer i; take(j, ctx) takes from
+// consumer j and returns how many it got. The consumers' ctx is cancelled
+// once every item is taken.
+func queueRun(b *testing.B, put func(i, n int) error, take func(j int, ctx context.Context) (int, error)) {
+	var taken atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < producers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := put(i, share(b.N, producers, i)); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	for j := 0; j < consumers; j++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for taken.Load() < int64(b.N) {
+				n, err := take(j, ctx)
+				if taken.Add(int64(n)) >= int64(b.N) {
+					cancel()
+				}
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						b.Error(err)
+						cancel()
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if got := taken.Load(); got != int64(b.N) {
+		b.Fatalf("took %d items, want %d", got, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/sec")
+}
+
+// queues opens the producers' and consumers' handles on one fresh queue;
+// done reports the wire counts.
+func queues(b *testing.B) (put, take []*runtime.Queue[[]byte], done func()) {
+	px, path := setup(b)
+	for i := 0; i < producers; i++ {
+		put = append(put, runtime.NewQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec()))
+	}
+	for j := 0; j < consumers; j++ {
+		take = append(take, runtime.NewQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec()))
+	}
+	ctx := context.Background()
+	if err := put[0].Put(ctx, payload); err != nil { // parents, outside the timing
+		b.Fatal(err)
+	}
+	if _, err := take[0].Take(ctx); err != nil {
+		b.Fatal(err)
+	}
+	px.ResetCounts()
+	return put, take, func() { report(b, px, b.N) }
+}
+
+// Four producers and four consumers on separate sessions, one item per
+// Put and per Take; b.N items in total (the peers' table: 2000).
+func BenchmarkQueue4P4C(b *testing.B) {
+	put, take, done := queues(b)
+	bg := context.Background()
+	b.ReportAllocs()
+	queueRun(b, func(i, n int) error {
+		for k := 0; k < n; k++ {
+			if err := put[i].Put(bg, payload); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(j int, ctx context.Context) (int, error) {
+		if _, err := take[j].Take(ctx); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	done()
+}
+
+// The same with PutAll and TakeN of up to 16 items.
+func BenchmarkQueue4P4CBatched(b *testing.B) {
+	put, take, done := queues(b)
+	bg := context.Background()
+	b.ReportAllocs()
+	queueRun(b, func(i, n int) error {
+		items := make([][]byte, batch)
+		for i := range items {
+			items[i] = payload
+		}
+		for n > 0 {
+			k := min(n, batch)
+			if _, err := put[i].PutAll(bg, items[:k]); err != nil {
+				return err
+			}
+			n -= k
+		}
+		return nil
+	}, func(j int, ctx context.Context) (int, error) {
+		vs, err := take[j].TakeN(ctx, batch)
+		return len(vs), err
+	})
+	done()
+}
+
+// A priority queue of 3 levels, four producers (putting at levels 0, 1, 2
+// in turn) and four consumers on separate sessions; b.N items in total.
+func BenchmarkPriorityQueue4P4C(b *testing.B) {
+	const levels = 3
+	p, path := setup(b)
+	var put, take []*runtime.PriorityQueue[[]byte]
+	for i := 0; i < producers; i++ {
+		put = append(put, runtime.NewPriorityQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec(), levels))
+	}
+	for j := 0; j < consumers; j++ {
+		take = append(take, runtime.NewPriorityQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec(), levels))
+	}
+	bg := context.Background()
+	if err := put[0].Put(bg, 0, payload); err != nil { // parents, outside the timing
+		b.Fatal(err)
+	}
+	if _, err := take[0].Take(bg); err != nil {
+		b.Fatal(err)
+	}
+	p.ResetCounts()
+	b.ReportAllocs()
+	queueRun(b, func(i, n int) error {
+		for k := 0; k < n; k++ {
+			if err := put[i].Put(bg, runtime.Priority(k%levels), payload); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(j int, ctx context.Context) (int, error) {
+		if _, err := take[j].Take(ctx); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	report(b, p, b.N)
+}
