@@ -18,11 +18,13 @@ type Barrier struct {
 	s    *Session
 	node string
 	err  error
+	acl  []zk.ACL // of created nodes; empty: the session's default
 }
 
 // NewBarrier returns a handle on the barrier whose node is p. It does no I/O.
-func NewBarrier(s *Session, p Path) *Barrier {
-	return &Barrier{s: s, node: p.String(), err: p.Err()}
+// opts: WithNodeACL.
+func NewBarrier(s *Session, p Path, opts ...HandleOption) *Barrier {
+	return &Barrier{s: s, node: p.String(), err: p.Err(), acl: handleOptions(opts).acl}
 }
 
 // Path returns the barrier node's path.
@@ -38,14 +40,14 @@ func (b *Barrier) Raise(ctx context.Context) error {
 	parent := b.node[:strings.LastIndexByte(b.node, '/')]
 	for {
 		err := b.s.retry(ctx, func() error {
-			_, err := await(ctx, b.s, func() (string, error) { return b.s.conn.Create(b.node, nil, 0, b.s.acl) })
+			_, err := await(ctx, b.s, func() (string, error) { return b.s.create(b.node, nil, 0, b.acl) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) && parent != "" {
-			if err := b.s.ensurePath(ctx, parent); err != nil {
+			if err := b.s.ensurePath(ctx, b.acl, parent); err != nil {
 				return err
 			}
 			continue
@@ -116,6 +118,7 @@ type DoubleBarrier struct {
 	dir  string
 	err  error
 	size int
+	acl  []zk.ACL // of created nodes; empty: the session's default
 
 	mu   chan struct{} // serialises Enter and Leave
 	nmu  sync.Mutex
@@ -129,8 +132,9 @@ const (
 
 // NewDoubleBarrier returns a participant in the double barrier at p for size
 // participants. It does no I/O. Every participant must use the same size.
-func NewDoubleBarrier(s *Session, p Path, size int) *DoubleBarrier {
-	d := &DoubleBarrier{s: s, dir: p.String(), err: p.Err(), size: size, mu: make(chan struct{}, 1)}
+// opts: WithNodeACL.
+func NewDoubleBarrier(s *Session, p Path, size int, opts ...HandleOption) *DoubleBarrier {
+	d := &DoubleBarrier{s: s, dir: p.String(), err: p.Err(), size: size, mu: make(chan struct{}, 1), acl: handleOptions(opts).acl}
 	if d.err == nil && size < 1 {
 		d.err = fmt.Errorf("double barrier %s: size must be >= 1, got %d", d.dir, size)
 	}
@@ -181,7 +185,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	if d.Node() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
-	if err := d.s.ensurePath(ctx, d.dir); err != nil {
+	if err := d.s.ensurePath(ctx, d.acl, d.dir); err != nil {
 		return err
 	}
 	// Watch for ready before registering, so its creation cannot be missed.
@@ -189,7 +193,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	node, err := d.s.createProtected(ctx, d.dir, curatorParticipants.prefix(0), d.s.owner(""))
+	node, err := d.s.createProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(0), d.s.owner(""))
 	if err != nil {
 		return err
 	}
@@ -200,7 +204,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		}
 		if len(participants(kids)) >= d.size {
 			err := d.s.retry(ctx, func() error {
-				_, err := await(ctx, d.s, func() (string, error) { return d.s.conn.Create(d.readyPath(), nil, 0, d.s.acl) })
+				_, err := await(ctx, d.s, func() (string, error) { return d.s.create(d.readyPath(), nil, 0, d.acl) })
 				if errors.Is(err, zk.ErrNodeExists) {
 					return nil
 				}

@@ -43,12 +43,14 @@ type Config[T any] struct {
 	path  string
 	err   error
 	codec Codec[T]
+	acl   []zk.ACL // of created nodes; empty: the session's default
 }
 
 // NewConfig returns a handle on the config node p, with values encoded by
 // codec. It does no I/O. If p is invalid, every method returns p's error.
-func NewConfig[T any](s *Session, p Path, codec Codec[T]) *Config[T] {
-	return &Config[T]{s: s, path: p.String(), err: p.Err(), codec: codec}
+// opts: WithNodeACL.
+func NewConfig[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Config[T] {
+	return &Config[T]{s: s, path: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
 }
 
 // Path returns the config node's path.
@@ -152,14 +154,14 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 	for n := 1; ; n++ {
 		var err error
 		if ver == NoVersion {
-			_, err = await(ctx, c.s, func() (string, error) { return c.s.conn.Create(c.path, data, 0, c.s.acl) })
+			_, err = await(ctx, c.s, func() (string, error) { return c.s.create(c.path, data, 0, c.acl) })
 			switch {
 			case err == nil:
 				return 0, nil
 			case errors.Is(err, zk.ErrNodeExists):
 				return NoVersion, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
 			case isNoNode(err):
-				if err := c.s.ensurePath(ctx, path.Dir(c.path)); err != nil {
+				if err := c.s.ensurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
 					return NoVersion, err
 				}
 				continue

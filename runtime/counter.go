@@ -33,9 +33,9 @@ func (int64Codec) Decode(data []byte) (int64, error) {
 
 // NewCounter returns a handle on the counter node p. It does no I/O; the
 // node and its parents are created on the first Add. If p is invalid, every
-// method returns p's error.
-func NewCounter(s *Session, p Path) *Counter {
-	return &Counter{c: NewConfig[int64](s, p, int64Codec{})}
+// method returns p's error. opts: WithNodeACL.
+func NewCounter(s *Session, p Path, opts ...HandleOption) *Counter {
+	return &Counter{c: NewConfig[int64](s, p, int64Codec{}, opts...)}
 }
 
 // Path returns the counter node's path.

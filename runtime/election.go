@@ -48,6 +48,7 @@ type Election[T any] struct {
 	dir   string
 	err   error
 	codec Codec[T]
+	acl   []zk.ACL // of created nodes; empty: the session's default
 
 	mu   sync.Mutex
 	busy bool // campaigning or leading
@@ -109,9 +110,9 @@ func decodeAck(data []byte) (ackHeader, []byte, error) {
 // NewElection returns a candidate handle for the election at directory p,
 // with payloads encoded by codec. It does no I/O; the directory and its
 // parents are created (as container nodes) on first use. If p is invalid,
-// every method returns p's error.
-func NewElection[T any](s *Session, p Path, codec Codec[T]) *Election[T] {
-	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec}
+// every method returns p's error. opts: WithNodeACL.
+func NewElection[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Election[T] {
+	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
 }
 
 // Path returns the election's directory.
@@ -154,7 +155,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 }
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
-	node, err := e.s.createProtected(ctx, e.dir, curatorLatch.prefix(0), data)
+	node, err := e.s.createProtected(ctx, e.acl, e.dir, curatorLatch.prefix(0), data)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -276,12 +277,12 @@ func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte) 
 			ops = append(ops, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version})
 		case isNoNode(err):
 			next = 1
-			ops = append(ops, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.acl})
+			ops = append(ops, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.nodeACL(e.acl)})
 		default:
 			return 0, err
 		}
 		hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
-		ops = append(ops, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.acl, Flags: zk.FlagEphemeral})
+		ops = append(ops, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.nodeACL(e.acl), Flags: zk.FlagEphemeral})
 
 		res, err := e.s.multi(ctx, ops...)
 		if err == nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Group is group membership on a znode directory (the ZooKeeper guide's "out
@@ -23,6 +25,7 @@ type Group[T any] struct {
 	dir   string
 	err   error
 	codec Codec[T]
+	acl   []zk.ACL // of created nodes; empty: the session's default
 
 	mu   sync.Mutex
 	busy bool
@@ -39,9 +42,9 @@ type Membership[T any] struct {
 // NewGroup returns a member handle for the group at directory p, with
 // members encoded by codec. It does no I/O; the directory and its parents are
 // created (as container nodes) on first Join. If p is invalid, every method
-// returns p's error.
-func NewGroup[T any](s *Session, p Path, codec Codec[T]) *Group[T] {
-	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec}
+// returns p's error. opts: WithNodeACL.
+func NewGroup[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Group[T] {
+	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
 }
 
 // Path returns the group's directory.
@@ -76,7 +79,7 @@ func (g *Group[T]) Join(ctx context.Context, member T) (*Membership[T], error) {
 }
 
 func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership[T], error) {
-	node, err := g.s.createProtected(ctx, g.dir, groupMembers.prefix(0), data)
+	node, err := g.s.createProtected(ctx, g.acl, g.dir, groupMembers.prefix(0), data)
 	if err != nil {
 		return nil, err
 	}

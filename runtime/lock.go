@@ -53,17 +53,23 @@ const (
 	LayoutKazoo
 )
 
-// LockOption configures a lock handle.
-type LockOption func(*lockConfig)
+// LockOption configures a lock handle: WithLayout, WithRevocation,
+// WithNodeACL.
+type LockOption interface{ applyLock(*lockConfig) }
+
+type lockOptionFunc func(*lockConfig)
+
+func (f lockOptionFunc) applyLock(c *lockConfig) { f(c) }
 
 type lockConfig struct {
+	handleConfig
 	layout     Layout
 	revocable  bool
 	forceAfter time.Duration
 }
 
 // WithLayout sets the node naming. Default LayoutCurator.
-func WithLayout(l Layout) LockOption { return func(c *lockConfig) { c.layout = l } }
+func WithLayout(l Layout) LockOption { return lockOptionFunc(func(c *lockConfig) { c.layout = l }) }
 
 // WithRevocation makes the lock revocable: another contender may call
 // RequestRevoke, and the holder sees Revoked close and decides when to
@@ -71,7 +77,7 @@ func WithLayout(l Layout) LockOption { return func(c *lockConfig) { c.layout = l
 // honoured after forceAfter deletes the holder's node itself, and the
 // holder's Lost fires. Default: not revocable.
 func WithRevocation(forceAfter time.Duration) LockOption {
-	return func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter }
+	return lockOptionFunc(func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter })
 }
 
 var (
@@ -93,7 +99,9 @@ var (
 func NewLock(s *Session, p Path, opts ...LockOption) *Lock {
 	var cfg lockConfig
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyLock(&cfg)
+		}
 	}
 	fam := curatorMutex
 	if cfg.layout == LayoutKazoo {
@@ -157,7 +165,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 // contend runs the lock protocol. It returns a hold when the lock is taken,
 // nil with a nil error when wait is false and the lock is taken by another.
 func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, error) {
-	node, err := l.s.createProtected(ctx, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose))
+	node, err := l.s.createProtected(ctx, l.cfg.acl, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose))
 	if err != nil {
 		return nil, err
 	}

@@ -166,8 +166,13 @@ func (s *Session) sync(ctx context.Context, path string) error {
 
 // ensurePath creates path and its missing ancestors as container nodes, which
 // the server removes once they are empty again, so recipes leave no
-// persistent litter behind. Existing nodes are left as they are.
-func (s *Session) ensurePath(ctx context.Context, path string) error {
+// persistent litter behind. Missing nodes are created with acl (the
+// session's default when empty); existing nodes are left as they are.
+func (s *Session) ensurePath(ctx context.Context, acl []zk.ACL, path string) error {
+	acl = s.nodeACL(acl)
+	if err := s.creatable(acl); err != nil {
+		return opError("create", path, err)
+	}
 	for i := 1; i <= len(path); i++ {
 		if i < len(path) && path[i] != '/' {
 			continue
@@ -175,7 +180,7 @@ func (s *Session) ensurePath(ctx context.Context, path string) error {
 		p := path[:i]
 		err := s.retry(ctx, func() error {
 			_, err := await(ctx, s, func() (string, error) {
-				return s.conn.CreateContainer(p, nil, zk.FlagContainer, s.acl)
+				return s.conn.CreateContainer(p, nil, zk.FlagContainer, acl)
 			})
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil

@@ -20,7 +20,8 @@ const cleanupTimeout = 30 * time.Second
 
 // createProtected creates an ephemeral sequential node dir/<prefix><seq>
 // with data and returns its full path; prefix carries a fresh GUID (see
-// family.prefix). Missing parents are created.
+// family.prefix). The node and its missing parents are created with acl
+// (the session's default when empty).
 //
 // A create whose reply is lost (connection loss) may have happened on the
 // server. It is never blindly repeated: after the connection is back the
@@ -30,16 +31,16 @@ const cleanupTimeout = 30 * time.Second
 //
 // If ctx ends first, createProtected returns ctx's error and, in the
 // background, removes the node if the create went through after all.
-func (s *Session) createProtected(ctx context.Context, dir, prefix string, data []byte) (string, error) {
+func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
 	if ctx.Done() == nil {
 		// ctx can never be cancelled: no need for a detached goroutine.
-		return s.createByGUID(ctx, dir, prefix, data)
+		return s.createByGUID(ctx, acl, dir, prefix, data)
 	}
 	ch := make(chan result[string], 1)
 	go func() {
 		// Detached from ctx so the outcome is always known and can be
 		// cleaned up; bounded by the session's life and the retry policy.
-		p, err := s.createByGUID(context.WithoutCancel(ctx), dir, prefix, data)
+		p, err := s.createByGUID(context.WithoutCancel(ctx), acl, dir, prefix, data)
 		ch <- result[string]{p, err}
 	}()
 	select {
@@ -61,18 +62,22 @@ func (s *Session) createProtected(ctx context.Context, dir, prefix string, data 
 	}
 }
 
-func (s *Session) createByGUID(ctx context.Context, dir, prefix string, data []byte) (string, error) {
+func (s *Session) createByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
+	acl = s.nodeACL(acl)
+	if err := s.creatable(acl); err != nil {
+		return "", opError("create", joinPath(dir, prefix), err)
+	}
 	path := joinPath(dir, prefix)
 	for n := 1; ; n++ {
 		if err := s.check(); err != nil {
 			return "", err
 		}
-		created, err := s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
+		created, err := s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl)
 		switch {
 		case err == nil:
 			return created, nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := s.ensurePath(ctx, dir); err != nil {
+			if err := s.ensurePath(ctx, acl, dir); err != nil {
 				return "", err
 			}
 			continue

@@ -153,9 +153,10 @@ type Priority int
 type PriorityQueue[T any] struct{ q *queue[T] }
 
 // NewPriorityQueue returns a priority queue handle at p with levels
-// priorities (1 to 100). It does no I/O.
-func NewPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int) *PriorityQueue[T] {
-	return &PriorityQueue[T]{newQueue(s, p, codec, true, levels, false, nil)}
+// priorities (1 to 100). It does no I/O. opts: WithNodeACL (WithBucketSize
+// is ignored).
+func NewPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *PriorityQueue[T] {
+	return &PriorityQueue[T]{newQueue(s, p, codec, true, levels, false, opts)}
 }
 
 // Path returns the queue's directory.
@@ -202,9 +203,10 @@ func (q *PriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.le
 type AckPriorityQueue[T any] struct{ q *queue[T] }
 
 // NewAckPriorityQueue returns an at-least-once priority queue handle at p
-// with levels priorities. It does no I/O.
-func NewAckPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int) *AckPriorityQueue[T] {
-	return &AckPriorityQueue[T]{newQueue(s, p, codec, true, levels, true, nil)}
+// with levels priorities. It does no I/O. opts: WithNodeACL (WithBucketSize
+// is ignored).
+func NewAckPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *AckPriorityQueue[T] {
+	return &AckPriorityQueue[T]{newQueue(s, p, codec, true, levels, true, opts)}
 }
 
 // Path returns the queue's directory.

@@ -9,10 +9,15 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// QueueOption configures a queue handle.
-type QueueOption func(*queueConfig)
+// QueueOption configures a queue handle: WithBucketSize, WithNodeACL.
+type QueueOption interface{ applyQueue(*queueConfig) }
+
+type queueOptionFunc func(*queueConfig)
+
+func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 
 type queueConfig struct {
+	handleConfig
 	bucketSize int
 }
 
@@ -21,7 +26,9 @@ type queueConfig struct {
 // consumer of a queue should use the same size; a mismatch only changes
 // where buckets roll over, never the order or the count. Priority queues
 // ignore it: they keep all items in one bucket.
-func WithBucketSize(n int) QueueOption { return func(c *queueConfig) { c.bucketSize = n } }
+func WithBucketSize(n int) QueueOption {
+	return queueOptionFunc(func(c *queueConfig) { c.bucketSize = n })
+}
 
 // queue is the machinery shared by every queue handle: puts, the consumer's
 // cached walk over buckets, at-most-once and at-least-once takes.
@@ -30,10 +37,11 @@ type queue[T any] struct {
 	dir      string
 	err      error
 	codec    Codec[T]
-	priority bool // one bucket, priority-prefixed names, re-list on watch
-	levels   int  // number of priorities (priority queues)
-	ack      bool // at-least-once: claim, then delete on Ack
-	size     int  // bucket size; 0: never seal
+	acl      []zk.ACL // of created nodes; empty: the session's default
+	priority bool     // one bucket, priority-prefixed names, re-list on watch
+	levels   int      // number of priorities (priority queues)
+	ack      bool     // at-least-once: claim, then delete on Ack
+	size     int      // bucket size; 0: never seal
 
 	pmu     chan struct{} // producer state
 	pbucket string        // open bucket the producer puts into ("" = find it)
@@ -57,10 +65,12 @@ type queue[T any] struct {
 func newQueue[T any](s *Session, p Path, codec Codec[T], priority bool, levels int, ack bool, opts []QueueOption) *queue[T] {
 	cfg := queueConfig{bucketSize: DefaultBucketSize}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyQueue(&cfg)
+		}
 	}
 	q := &queue[T]{
-		s: s, dir: p.String(), err: p.Err(), codec: codec,
+		s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl,
 		priority: priority, levels: levels, ack: ack, size: cfg.bucketSize,
 		pmu: make(chan struct{}, 1), cmu: make(chan struct{}, 1),
 		poison: map[string]bool{}, busy: map[string]bool{}, pendingDrop: map[string]bool{},
@@ -110,7 +120,7 @@ func (q *queue[T]) buckets(ctx context.Context) ([]string, error) {
 // createNode creates a persistent node, treating "exists" as success.
 func (q *queue[T]) createNode(ctx context.Context, path string, data []byte) error {
 	err := q.s.retry(ctx, func() error {
-		_, err := await(ctx, q.s, func() (string, error) { return q.s.conn.Create(path, data, 0, q.s.acl) })
+		_, err := await(ctx, q.s, func() (string, error) { return q.s.create(path, data, 0, q.acl) })
 		if errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}
@@ -182,7 +192,7 @@ func (q *queue[T]) openBucket(ctx context.Context) (string, error) {
 	}
 	var b string
 	if len(bs) == 0 {
-		if err := q.s.ensurePath(ctx, q.dir); err != nil {
+		if err := q.s.ensurePath(ctx, q.acl, q.dir); err != nil {
 			return "", err
 		}
 		b = bucketName(0)
@@ -241,12 +251,12 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 		ops := make([]any, 0, len(datas)+2)
 		ops = append(ops,
 			&zk.CheckVersionRequest{Path: bp, Version: 0},
-			&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.acl})
+			&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
 		name := joinPath(bp, itemNamePrefix(q.priority, prio))
 		for _, d := range datas {
-			ops = append(ops, &zk.CreateRequest{Path: name, Data: d, Flags: zk.FlagSequence, Acl: q.s.acl})
+			ops = append(ops, &zk.CreateRequest{Path: name, Data: d, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
 		}
-		res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.conn.Multi(ops...) })
+		res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 		switch {
 		case err == nil:
 			q.afterPut(dctx, b, res[len(res)-1].String)
@@ -269,7 +279,7 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 		case failed == 0: // bucket sealed or deleted: find the open one
 			q.pbucket = ""
 		case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
-			if err := q.s.ensurePath(ctx, joinPath(q.dir, marksDir)); err != nil {
+			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 				return err
 			}
 		default:

@@ -453,11 +453,11 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 	marker := q.newMarker()
 	for attempt := 1; len(keep) > 0; attempt++ {
 		ops := make([]any, 0, len(keep)+1)
-		ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.acl})
+		ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
 		for _, f := range keep {
 			ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
 		}
-		res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.conn.Multi(ops...) })
+		res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 		if err == nil {
 			q.dropMarker(marker)
 			break
@@ -476,7 +476,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 		i := firstFailed(res)
 		switch {
 		case i == 0 && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, joinPath(q.dir, marksDir)); err != nil {
+			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 				return nil, err
 			}
 		case i > 0 && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
@@ -565,7 +565,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (bool, e
 	for {
 		err := q.s.retry(ctx, func() error {
 			_, err := await(ctx, q.s, func() (string, error) {
-				return q.s.conn.Create(claim, nil, zk.FlagEphemeral, q.s.acl)
+				return q.s.create(claim, nil, zk.FlagEphemeral, q.acl)
 			})
 			if IsRecoverable(err) {
 				retried = true
@@ -576,7 +576,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (bool, e
 		case err == nil:
 			return true, nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, cdir); err != nil {
+			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
 				return false, err
 			}
 			continue

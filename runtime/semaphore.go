@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Semaphore is a counting semaphore on a znode directory: at most a fixed
@@ -28,6 +30,7 @@ type Semaphore struct {
 	dir    string
 	err    error
 	leases int
+	acl    []zk.ACL // of created nodes; empty: the session's default
 	mutex  *Lock
 
 	mu      sync.Mutex
@@ -44,8 +47,10 @@ type Lease struct {
 
 // NewSemaphore returns a handle on a semaphore of the given number of leases
 // at p. It does no I/O. Every participant must use the same number.
-func NewSemaphore(s *Session, p Path, leases int) *Semaphore {
-	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, mutex: NewLock(s, p.Lit("locks"))}
+// opts: WithNodeACL.
+func NewSemaphore(s *Session, p Path, leases int, opts ...HandleOption) *Semaphore {
+	acl := handleOptions(opts).acl
+	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl))}
 	if m.err == nil && leases < 1 {
 		m.err = fmt.Errorf("semaphore %s: leases must be >= 1, got %d", m.dir, leases)
 	}
@@ -105,7 +110,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) 
 		}
 	}()
 	dir := m.leasesDir()
-	node, err := m.s.createProtected(ctx, dir, curatorLeases.prefix(0), m.s.owner(purpose))
+	node, err := m.s.createProtected(ctx, m.acl, dir, curatorLeases.prefix(0), m.s.owner(purpose))
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func (s *Session) getOrExistsW(ctx context.Context, path string) (r getResult, e
 // multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
 // session's end. A multi is not idempotent, so it is not retried here.
 func (s *Session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
 }
 
 // failedOp returns the index of the op of a failed multi that failed, and

@@ -49,10 +49,18 @@ func parseDecision(data []byte) (Decision, bool) {
 	return 0, false
 }
 
-// TwoPCOption configures a two-phase commit handle.
-type TwoPCOption func(*twoPCConfig)
+// TwoPCOption configures a two-phase commit handle:
+// WithCoordinatorNotify, WithNodeACL.
+type TwoPCOption interface{ applyTwoPC(*twoPCConfig) }
 
-type twoPCConfig struct{ coordinator bool }
+type twoPCOptionFunc func(*twoPCConfig)
+
+func (f twoPCOptionFunc) applyTwoPC(c *twoPCConfig) { f(c) }
+
+type twoPCConfig struct {
+	handleConfig
+	coordinator bool
+}
 
 // Node names inside a transaction. Participant names cannot contain ".",
 // so these never collide with a participant's vote node.
@@ -105,7 +113,8 @@ type TwoPhaseCommit[T any] struct {
 	err         error
 	codec       Codec[T]
 	parts       []Participant
-	coordinator bool // notify: coordinator
+	coordinator bool     // notify: coordinator
+	acl         []zk.ACL // of created nodes; empty: the session's default
 
 	mu       sync.Mutex
 	proposed bool                   // this handle created the transaction
@@ -116,7 +125,7 @@ type TwoPhaseCommit[T any] struct {
 // watches the votes and publishes the decision. Default: every caller of
 // Outcome watches the votes.
 func WithCoordinatorNotify() TwoPCOption {
-	return func(c *twoPCConfig) { c.coordinator = true }
+	return twoPCOptionFunc(func(c *twoPCConfig) { c.coordinator = true })
 }
 
 // NewTwoPhaseCommit returns a handle on the transaction node p with the
@@ -127,9 +136,11 @@ func WithCoordinatorNotify() TwoPCOption {
 func NewTwoPhaseCommit[T any](s *Session, p Path, codec Codec[T], participants []Participant, opts ...TwoPCOption) *TwoPhaseCommit[T] {
 	var cfg twoPCConfig
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyTwoPC(&cfg)
+		}
 	}
-	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator,
+	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator, acl: cfg.acl,
 		parts: append([]Participant(nil), participants...), joined: map[Participant]string{}}
 	seen := map[Participant]bool{}
 	for _, pt := range participants {
@@ -204,12 +215,12 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 	if t.err != nil {
 		return t.err
 	}
-	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: t.s.acl}}
+	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: t.s.nodeACL(t.acl)}}
 	for _, p := range t.parts {
-		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.acl})
+		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.nodeACL(t.acl)})
 	}
 	marker := joinPath(t.dir, txCoordinator)
-	ops = append(ops, &zk.CreateRequest{Path: marker, Data: t.s.owner(""), Acl: t.s.acl, Flags: zk.FlagEphemeral})
+	ops = append(ops, &zk.CreateRequest{Path: marker, Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
 	for n := 1; ; n++ {
 		res, err := t.s.multi(ctx, ops...)
 		i, opErr := failedOp(res)
@@ -222,7 +233,7 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 		case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
 			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
 		case i == 0 && isNoNode(opErr):
-			if err := t.s.ensurePath(ctx, path.Dir(t.dir)); err != nil {
+			if err := t.s.ensurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
 				return err
 			}
 			continue
@@ -316,7 +327,7 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) error {
 		}
 		_, err = t.s.multi(ctx,
 			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
-			&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.acl, Flags: zk.FlagEphemeral})
+			&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
 		switch {
 		case err == nil:
 			t.mu.Lock()
@@ -560,7 +571,7 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, error) {
 	for n := 1; ; n++ {
 		_, err := await(ctx, t.s, func() (string, error) {
-			return t.s.conn.Create(t.decisionPath(), []byte(d.String()), 0, t.s.acl)
+			return t.s.create(t.decisionPath(), []byte(d.String()), 0, t.acl)
 		})
 		switch {
 		case err == nil:

@@ -50,6 +50,8 @@ type Spec struct {
 }
 
 // ACL is an access-control setting: one of the named policies, or digest users.
+// Generated handles create every node with their resource's ACL
+// (runtime.WithNodeACL), and zkgen provision creates parents with it.
 type ACL struct {
 	Pos    Pos
 	Policy string       // "world_all", "world_read", "creator_all", or "" when Digest is set
@@ -115,7 +117,7 @@ type Resource struct {
 	Segments []Segment // of FullPath, without the leading empty segment
 	Params   []*Param  // the parameters of Segments in order
 	Doc      string
-	ACL      *ACL
+	ACL      *ACL // its own acl, else the top-level one; nil when neither is set
 
 	// lock, rwlock
 	Revocable  bool

@@ -16,7 +16,7 @@ func emitBarrier(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx")
 	f.Comment("cancellation stops waiting; Wait creates nothing).")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewBarrier").Call(jen.Id("c").Dot("sess"), pathExpr(r)))
+	clientMethod(f, s, r, newHandle(r, "NewBarrier", jen.Id("c").Dot("sess"), pathExpr(r)))
 }
 
 // emitDoubleBarrier emits the client method of a double barrier.
@@ -30,5 +30,5 @@ func emitDoubleBarrier(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("are ephemeral: one whose session ends neither counts nor blocks the others.")
 	f.Comment("ctx cancellation of Enter removes this participant's node.")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewDoubleBarrier").Call(jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Size)))
+	clientMethod(f, s, r, newHandle(r, "NewDoubleBarrier", jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Size)))
 }

@@ -22,7 +22,7 @@ func emitConfig(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("at the given version (else runtime.ErrVersionConflict); Delete removes it;")
 	f.Comment("Watch follows creation, changes and deletion (Exists false).")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewConfig").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Value)))
+	clientMethod(f, s, r, newHandle(r, "NewConfig", jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Value)))
 }
 
 // emitCounter emits the client method of a shared int64 counter.
@@ -32,5 +32,5 @@ func emitCounter(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("")
 	f.Comment("Get reads it; Add adds by compare-and-set, retried until it wins.")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewCounter").Call(jen.Id("c").Dot("sess"), pathExpr(r)))
+	clientMethod(f, s, r, newHandle(r, "NewCounter", jen.Id("c").Dot("sess"), pathExpr(r)))
 }

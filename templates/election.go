@@ -18,5 +18,5 @@ func emitElection(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("Lost and Context end when it is lost, Resign hands over. Leader reads the")
 	f.Comment("acknowledged leader's payload; Observe streams leadership changes, including none.")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewElection").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Payload)))
+	clientMethod(f, s, r, newHandle(r, "NewElection", jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Payload)))
 }

@@ -56,20 +56,6 @@ func Supported() []spec.Kind {
 // (spec.Errors, positioned at the resource).
 func Generate(s *spec.Spec) (map[string][]byte, error) {
 	var errs spec.Errors
-	// ACLs are validated by spec but not applied by the runtime yet: refuse
-	// them rather than generate code that silently leaves nodes open.
-	aclErr := func(a *spec.ACL, field string) {
-		if a != nil {
-			errs = append(errs, &spec.Error{File: s.File, Pos: a.Pos, Field: field,
-				Msg: "applying ACLs is not available in this version of zkgen; remove acl (it would protect nothing)"})
-		}
-	}
-	aclErr(s.ACL, "acl")
-	for _, r := range s.Resources {
-		if r.ACL != s.ACL { // a resource without acl inherits the top-level one
-			aclErr(r.ACL, "resources."+r.Name+".acl")
-		}
-	}
 	for _, r := range s.Resources {
 		if emitters[r.Kind] == nil {
 			errs = append(errs, &spec.Error{

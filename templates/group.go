@@ -17,5 +17,5 @@ func emitGroup(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("Members lists the members in join order; Watch delivers the full list after")
 	f.Comment("every change.")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewGroup").Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Member)))
+	clientMethod(f, s, r, newHandle(r, "NewGroup", jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Member)))
 }

@@ -64,6 +64,7 @@ func returnType(s *spec.Spec, r *spec.Resource) jen.Code {
 
 // clientMethod emits the Client method of r, returning handle.
 func clientMethod(f *jen.File, s *spec.Spec, r *spec.Resource, handle jen.Code) {
+	aclDoc(f, r)
 	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(r.GoName).Params(params(r)...).Add(returnType(s, r)).Block(
 		jen.Return(handle),
 	)

@@ -19,7 +19,7 @@ func emitLock(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("Guarded runs ZooKeeper writes only while the lock is held.")
 	lockOptionsDoc(f, r)
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewLock").Call(append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, lockOptions(r)...)...))
+	clientMethod(f, s, r, newHandle(r, "NewLock", append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, lockOptions(r)...)...))
 }
 
 // emitRWLock emits the client method of a read/write lock.
@@ -32,7 +32,7 @@ func emitRWLock(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("queue behind it.")
 	lockOptionsDoc(f, r)
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewRWLock").Call(append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, lockOptions(r)...)...))
+	clientMethod(f, s, r, newHandle(r, "NewRWLock", append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, lockOptions(r)...)...))
 }
 
 // emitSemaphore emits the client method of a counting semaphore.
@@ -43,7 +43,7 @@ func emitSemaphore(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("")
 	f.Comment("Acquire blocks until a lease is granted and returns it; Release gives it back.")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewSemaphore").Call(jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Leases)))
+	clientMethod(f, s, r, newHandle(r, "NewSemaphore", jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Leases)))
 }
 
 // lockOptions returns the runtime options of a lock or rwlock resource.

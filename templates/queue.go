@@ -18,7 +18,7 @@ func emitQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment("")
 	queueMethodsDoc(f, r, "Put appends an item")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, ctor).Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item)))
+	clientMethod(f, s, r, newHandle(r, ctor, jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item)))
 }
 
 // emitPriorityQueue emits the priority constants and the client method of a
@@ -52,7 +52,7 @@ func emitPriorityQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	f.Comment(fmt.Sprintf("Priorities, most urgent first: %s; FIFO within one priority.", names))
 	queueMethodsDoc(f, r, "Put adds an item at a priority")
 	stringParamDoc(f, r)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, ctor).Call(jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item), jen.Lit(len(r.Priorities))))
+	clientMethod(f, s, r, newHandle(r, ctor, jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item), jen.Lit(len(r.Priorities))))
 }
 
 func queueMethodsDoc(f *jen.File, r *spec.Resource, put string) {

@@ -44,5 +44,5 @@ func emitTwoPhaseCommit(f *jen.File, s *spec.Spec, r *spec.Resource) {
 		jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Payload),
 		jen.Index().Qual(runtimePkg, "Participant").Values(list...),
 	}, opts...)
-	clientMethod(f, s, r, jen.Qual(runtimePkg, "NewTwoPhaseCommit").Call(args...))
+	clientMethod(f, s, r, newHandle(r, "NewTwoPhaseCommit", args...))
 }

@@ -212,21 +212,19 @@ func ZKACL(a *spec.ACL) []zk.ACL {
 	if a == nil {
 		return nil
 	}
+	// The same runtime helpers as generated handles use (templates' aclExpr),
+	// so provisioned parents and the recipes' nodes get the same ACLs.
 	switch a.Policy {
 	case "world_all":
-		return zk.WorldACL(zk.PermAll)
+		return runtime.WorldAllACL()
 	case "world_read":
-		return []zk.ACL{{Perms: zk.PermRead, Scheme: "world", ID: "anyone"}, {Perms: zk.PermAll, Scheme: "auth", ID: ""}}
+		return runtime.WorldReadACL()
 	case "creator_all":
-		return zk.AuthACL(zk.PermAll)
+		return runtime.CreatorAllACL()
 	}
-	var out []zk.ACL
-	for _, d := range a.Digest {
-		var perms int32
-		for _, c := range d.Perms {
-			perms |= map[rune]int32{'r': zk.PermRead, 'w': zk.PermWrite, 'c': zk.PermCreate, 'd': zk.PermDelete, 'a': zk.PermAdmin}[c]
-		}
-		out = append(out, zk.ACL{Perms: perms, Scheme: "digest", ID: d.ID})
+	users := make([]runtime.DigestUser, len(a.Digest))
+	for i, d := range a.Digest {
+		users[i] = runtime.DigestUser{ID: d.ID, Perms: d.Perms}
 	}
-	return out
+	return runtime.DigestACL(users...)
 }
