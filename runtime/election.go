@@ -370,8 +370,8 @@ func (l *Leadership[T]) Node() string { return l.h.node }
 
 // Lost returns a channel closed when the leadership ends: lost (session
 // expired or closed, or the candidate node deleted by someone else) or
-// resigned. A brief connection loss does not end it; a disconnection longer
-// than the session timeout does.
+// resigned. A brief connection loss does not end it; a disconnection for
+// most of the session timeout does (see WithSessionTimeout).
 func (l *Leadership[T]) Lost() <-chan struct{} { return l.h.lost }
 
 // Context returns a context cancelled when the leadership ends, so work done

@@ -11,7 +11,8 @@ import (
 // them with the znode path they concern.
 var (
 	// ErrSessionExpired means ZooKeeper expired the session (or the client
-	// was cut off for longer than the session timeout). It is fatal: every
+	// was cut off for most of the session timeout and gave it up before the
+	// server could expire it, see WithSessionTimeout). It is fatal: every
 	// ephemeral node of the session is gone, every handle built on the session
 	// reports lost, and the session is not reopened behind your back.
 	ErrSessionExpired = errors.New("session: expired")
