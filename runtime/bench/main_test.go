@@ -76,6 +76,9 @@ func report(b *testing.B, p *zktest.Proxy, ops int) {
 	c := p.Counts()
 	b.ReportMetric(float64(c.Total())/float64(ops), "req/op")
 	b.ReportMetric(float64(c.Notifications)/float64(ops), "notify/op")
+	if os.Getenv("ZKGEN_BENCH_OPS") != "" {
+		b.Logf("requests by opcode: %v", c.Requests)
+	}
 }
 
 // meter sums the wire counts of the measured parts of a benchmark whose
