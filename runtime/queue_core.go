@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -42,10 +44,12 @@ type queue[T any] struct {
 	levels   int      // number of priorities (priority queues)
 	ack      bool     // at-least-once: claim, then delete on Ack
 	size     int      // bucket size; 0: never seal
+	inline   int      // items encoded in at most this many bytes ride in their names; -1: none
 
 	pmu     chan struct{} // producer state
 	pbucket string        // open bucket the producer puts into ("" = find it)
 	pnext   int           // next sequence number expected in pbucket
+	pmark   lingering     // marker of the last put, deleted by the next
 
 	cmu         chan struct{} // consumer state
 	bucket      string        // bucket the consumer walks ("" = start from the lowest)
@@ -58,6 +62,10 @@ type queue[T any] struct {
 	poison      map[string]bool // undecodable items, skipped by this handle
 	busy        map[string]bool // items claimed by others (at-least-once)
 	pendingDrop map[string]bool // sealed buckets left with claimed items (at-least-once)
+	cmark       lingering       // marker of the last take, deleted by the next
+	spread      int             // contention window of single takes (see spreadPick)
+	calm        int             // takes won in a row since the window last changed
+	stale       int             // items of the cached listing found taken by others
 
 	released atomic.Bool // a Delivery of this handle was released
 }
@@ -77,6 +85,10 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], priority bool, levels i
 	}
 	if priority {
 		q.size = 0
+	}
+	q.inline = inlineLimit(q.size)
+	if q.inline == 0 {
+		q.inline = -1
 	}
 	if q.err == nil && !priority && q.size < 1 {
 		q.err = fmt.Errorf("queue %s: bucket size must be >= 1, got %d", q.dir, q.size)
@@ -157,7 +169,7 @@ func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
 	if err := q.lock(ctx, q.pmu); err != nil {
 		return 0, err
 	}
-	defer func() { <-q.pmu }()
+	defer q.unlock(q.pmu, &q.pmark)
 	done := 0
 	for done < len(datas) {
 		limit := maxBatchOps
@@ -225,8 +237,9 @@ var errRetryPut = errors.New("queue: bucket changed, retry")
 // creates an ephemeral marker named by a fresh GUID, and creates the items.
 // After a connection loss the marker tells whether the multi happened: the
 // items themselves may already have been consumed, so looking for them
-// would prove nothing, but consumers never touch the marker. The marker is
-// deleted in the background once the put is known to have happened.
+// would prove nothing, but consumers never touch the marker. The marker
+// lingers until the next put, whose multi deletes it (or a moment of
+// idleness, see lingering): a marker costs no request of its own.
 func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error {
 	marker := q.newMarker()
 	// Once a multi is sent its outcome must be learnt, so the sending and
@@ -248,19 +261,28 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 			return err
 		}
 		bp := q.bucketPath(b)
-		ops := make([]any, 0, len(datas)+2)
+		ops := make([]any, 0, len(datas)+3)
 		ops = append(ops,
 			&zk.CheckVersionRequest{Path: bp, Version: 0},
 			&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
-		name := joinPath(bp, itemNamePrefix(q.priority, prio))
+		old := q.pmark.path
+		if old != "" {
+			ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
+		}
 		for _, d := range datas {
-			ops = append(ops, &zk.CreateRequest{Path: name, Data: d, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
+			inline := len(d) <= q.inline
+			data := d
+			if inline {
+				data = nil
+			}
+			name := joinPath(bp, itemNamePrefix(q.priority, prio, d, inline))
+			ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
 		}
 		res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 		switch {
 		case err == nil:
+			q.pmark.path = marker
 			q.afterPut(dctx, b, res[len(res)-1].String)
-			q.dropMarker(marker)
 			return nil
 		case IsRecoverable(err):
 			ok, rerr := q.recoverMarker(dctx, marker, attempt, err, ErrPutUncertain)
@@ -268,7 +290,7 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 				return rerr
 			}
 			if ok {
-				q.dropMarker(marker)
+				q.pmark.path = marker // the multi deleted the old one
 				return nil
 			}
 			continue
@@ -282,6 +304,8 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 				return err
 			}
+		case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
+			q.pmark.path = "" // the old marker is gone already (reaped)
 		default:
 			return opError("multi", bp, err)
 		}
@@ -349,7 +373,49 @@ func (q *queue[T]) afterPut(ctx context.Context, b, last string) {
 	}
 }
 
-// dropMarker deletes a put marker in the background (it is ephemeral: if
+// markerLinger is how long a marker waits for the next operation of its
+// handle to delete it before it is deleted on its own.
+const markerLinger = 50 * time.Millisecond
+
+// lingering is the marker of a handle's last put (or take), waiting to be
+// deleted by the multi of the next one, guarded by the handle's mutex. A
+// timer deletes it when no operation comes within markerLinger, so a busy
+// handle spends no request on markers and an idle one keeps none.
+type lingering struct {
+	path  string
+	timer *time.Timer
+}
+
+// unlock releases a handle mutex taken by lock, first arming the deletion
+// of the pending marker m of that side, if any.
+func (q *queue[T]) unlock(mu chan struct{}, m *lingering) {
+	if m.path != "" {
+		if m.timer == nil {
+			m.timer = time.AfterFunc(markerLinger, func() { q.flushMarker(mu, m) })
+		} else {
+			m.timer.Reset(markerLinger)
+		}
+	}
+	<-mu
+}
+
+// flushMarker deletes the pending marker m unless the mutex is busy: its
+// holder will delete it in its multi, or arm the timer again.
+func (q *queue[T]) flushMarker(mu chan struct{}, m *lingering) {
+	select {
+	case mu <- struct{}{}:
+	default:
+		return
+	}
+	path := m.path
+	m.path = ""
+	<-mu
+	if path != "" {
+		q.dropMarker(path)
+	}
+}
+
+// dropMarker deletes a marker in the background (it is ephemeral: if
 // this fails, the session's end removes it).
 func (q *queue[T]) dropMarker(marker string) {
 	go func() {
@@ -396,4 +462,61 @@ func (q *queue[T]) length(ctx context.Context) (int, error) {
 		n += int(st.NumChildren)
 	}
 	return n, nil
+}
+
+// ---- contention between consumers ----
+
+// Consumers of one queue list the same bucket and would all go for its
+// first item: one wins, the others have read it and sent a delete for
+// nothing, and then all go for the next one together. A consumer that
+// loses such a race widens its window: a single Take then picks a random
+// item among the first spread ones of its listing (of one priority), so
+// concurrent consumers mostly take different items. An uncontended
+// consumer keeps a window of 1 and takes strictly in order.
+const (
+	maxSpread = 64 // widest window
+	calmTakes = 32 // takes won in a row that halve the window
+)
+
+// spreadPick moves the item a single take goes for to the cache position.
+func (q *queue[T]) spreadPick() {
+	if q.spread <= 1 {
+		return
+	}
+	w := 1
+	for w < q.spread && q.pos+w < len(q.cache) && q.cache[q.pos+w].prio == q.cache[q.pos].prio {
+		w++
+	}
+	if j := q.pos + rand.IntN(w); j != q.pos {
+		q.cache[q.pos], q.cache[j] = q.cache[j], q.cache[q.pos]
+	}
+}
+
+// raced records a race lost to another consumer: an item of the listing
+// was taken by someone else.
+func (q *queue[T]) raced() {
+	q.spread = min(max(2, 2*q.spread), maxSpread)
+	q.calm = 0
+	q.stale++
+}
+
+// staleCache reports whether listing the bucket again is cheaper than
+// walking the rest of the cached listing: every item another consumer took
+// costs a wasted read when this one reaches it, while a listing costs one
+// request whose reply holds the remaining names (about 25 bytes each). So a
+// short listing is refreshed as soon as it proved stale, a long one only
+// after a proportionate number of wasted reads.
+func (q *queue[T]) staleCache() bool {
+	return q.stale > 0 && q.stale*staleRatio >= len(q.cache)-q.pos
+}
+
+// staleRatio is how many cached names one wasted read is worth.
+const staleRatio = 128
+
+// won records a take that lost no race.
+func (q *queue[T]) won() {
+	if q.calm++; q.calm >= calmTakes && q.spread > 1 {
+		q.spread /= 2
+		q.calm = 0
+	}
 }

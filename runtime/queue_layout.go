@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 // Queue layout under the queue directory <dir>:
 //
 //	<dir>/b-0000000000/item-0000000000      items (persistent sequential), FIFO
+//	<dir>/b-0000000000/item-.<b64>.0000000001  a small item carried in its name
 //	<dir>/b-0000000000/item-07-0000000000   items of priority 7 (priority queues)
 //	<dir>/marks/<guid>                       ephemeral markers of puts and takes
 //	<dir>/claims/<bucket>.<item>             ephemeral claims (at-least-once delivery)
@@ -22,6 +24,12 @@ import (
 // a sealed bucket sees its final contents. Consumers walk buckets in order
 // and delete a sealed bucket once it is empty. Priority queues use a single
 // bucket that is never sealed.
+//
+// A FIFO item whose encoding is short rides in its node's name, base64url
+// between dots, and the node holds no data: a consumer's listing then
+// carries the items themselves, and a take needs no read before its delete.
+// The limit keeps a full bucket's listing under half of jute.maxbuffer (see
+// inlineLimit).
 
 const (
 	bucketPrefix = "b-"
@@ -68,36 +76,76 @@ func sortBuckets(kids []string) []string {
 }
 
 // itemNamePrefix is the name an item is created with; ZooKeeper appends the
-// sequence number.
-func itemNamePrefix(priority bool, prio int) string {
-	if !priority {
-		return itemPrefix
+// sequence number. When inline is set, the item's data rides in the name.
+func itemNamePrefix(priority bool, prio int, data []byte, inline bool) string {
+	name := itemPrefix
+	if priority {
+		name = fmt.Sprintf("%s%02d-", itemPrefix, prio)
 	}
-	return fmt.Sprintf("%s%02d-", itemPrefix, prio)
+	if inline {
+		name += "." + base64.RawURLEncoding.EncodeToString(data) + "."
+	}
+	return name
+}
+
+// Inline items: a bucket's listing carries at most inlineBudget bytes of
+// names, so an item rides in its name when its encoding fits the bucket
+// size's share of that, and never past maxInline encoded characters.
+const (
+	inlineBudget = 512 << 10
+	nameOverhead = 4 + len(itemPrefix) + 2 + 10 // length prefix, "item-", dots, sequence
+	maxInline    = 256
+)
+
+// inlineLimit returns the longest item encoding (in bytes, before base64)
+// that rides in the name with buckets of size items; 0 disables it.
+func inlineLimit(size int) int {
+	if size <= 0 {
+		return 0
+	}
+	chars := min(inlineBudget/size-nameOverhead, maxInline)
+	if chars < 4 {
+		return 0
+	}
+	return chars / 4 * 3
 }
 
 // qitem is one parsed item name.
 type qitem struct {
-	name string
-	prio int
-	seq  int32
+	name   string
+	prio   int
+	seq    int32
+	inline []byte // the data carried in the name, if any
+	hasIn  bool   // the item is inline (even an empty one)
 }
 
-// parseItem parses item-<seq> or item-<pp>-<seq>; ok is false for foreign
-// children.
+// parseItem parses item-<seq>, item-<pp>-<seq> and item-.<b64>.<seq>; ok is
+// false for foreign children.
 func parseItem(name string) (qitem, bool) {
 	if !strings.HasPrefix(name, itemPrefix) {
 		return qitem{}, false
 	}
 	rest := name[len(itemPrefix):]
 	it := qitem{name: name}
-	if len(rest) == 13 && rest[2] == '-' {
+	if len(rest) == 13 && rest[0] != '.' && rest[2] == '-' {
 		p, err := strconv.Atoi(rest[:2])
 		if err != nil || p < 0 {
 			return qitem{}, false
 		}
 		it.prio = p
 		rest = rest[3:]
+	}
+	if strings.HasPrefix(rest, ".") {
+		end := strings.LastIndexByte(rest, '.')
+		if end < 1 {
+			return qitem{}, false
+		}
+		d, err := base64.RawURLEncoding.DecodeString(rest[1:end])
+		if err != nil {
+			return qitem{}, false
+		}
+		it.inline, it.hasIn = d, true
+		rest = rest[end+1:]
 	}
 	seq, ok := parseSeqText(rest)
 	if !ok {
@@ -144,11 +192,8 @@ func parseSeqText(s string) (int32, bool) {
 	return int32(v), true
 }
 
-// seqOf returns the sequence number at the end of a created item path.
+// seqOf returns the sequence number of a created item path.
 func seqOf(path string) (int32, bool) {
-	i := strings.LastIndexByte(path, '-')
-	if i < 0 {
-		return 0, false
-	}
-	return parseSeqText(path[i+1:])
+	it, ok := parseItem(path[strings.LastIndexByte(path, '/')+1:])
+	return it.seq, ok
 }

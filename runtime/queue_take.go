@@ -102,7 +102,7 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 	if err := q.lock(ctx, q.cmu); err != nil {
 		return nil, err
 	}
-	defer func() { <-q.cmu }()
+	defer q.unlock(q.cmu, &q.cmark)
 	for {
 		if q.released.Swap(false) {
 			// An item this handle had was given back: walk again from the
@@ -116,11 +116,14 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 			default:
 			}
 		}
-		if q.pos >= len(q.cache) {
+		if q.pos >= len(q.cache) || q.staleCache() {
 			if err := q.refill(ctx); err != nil {
 				return nil, err
 			}
 			continue
+		}
+		if n == 1 {
+			q.spreadPick()
 		}
 		end := min(q.pos+n, len(q.cache))
 		cands := q.cache[q.pos:end]
@@ -177,7 +180,7 @@ func (q *queue[T]) dropBucket(ctx context.Context, b string) (bool, error) {
 // buckets that have nothing left for this consumer, or waits (once) for a
 // change when there is nothing to take. It returns nil to be called again.
 func (q *queue[T]) refill(ctx context.Context) error {
-	q.cache, q.pos, q.watch, q.sealed = nil, 0, nil, false
+	q.cache, q.pos, q.watch, q.sealed, q.stale = nil, 0, nil, false, 0
 	if q.ack && len(q.busy) > 0 {
 		if err := q.refreshBusy(ctx); err != nil {
 			return err
@@ -378,11 +381,30 @@ type fetched struct {
 }
 
 // fetch reads the candidates' data concurrently (go-zookeeper pipelines
-// requests on the connection).
-func (q *queue[T]) fetch(ctx context.Context, paths []string) []fetched {
+// requests on the connection). The data of an inline item comes from its
+// name; it is read only when verify is set (to learn that it still exists),
+// otherwise its version is given as -1 (items are never modified).
+func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, verify bool) []fetched {
 	out := make([]fetched, len(paths))
-	parallel(len(paths), 32, func(i int) {
+	var reads []int
+	for i, it := range items {
+		if it.hasIn {
+			out[i] = fetched{path: paths[i], data: it.inline, ver: -1}
+			if !verify {
+				continue
+			}
+		}
+		reads = append(reads, i)
+	}
+	if len(reads) == 0 {
+		return out
+	}
+	parallel(len(reads), 32, func(k int) {
+		i := reads[k]
 		d, st, err := q.s.get(ctx, paths[i])
+		if items[i].hasIn {
+			d = items[i].inline
+		}
 		out[i] = fetched{path: paths[i], data: d, err: err}
 		if st != nil {
 			out[i].ver = st.Version
@@ -435,9 +457,10 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 	var errs []error
 	var keep []fetched
 	var vals []T
-	for _, f := range q.fetch(ctx, paths) {
+	for _, f := range q.fetch(ctx, paths, cands, false) {
 		switch {
 		case errors.Is(f.err, zk.ErrNoNode):
+			q.raced()
 			continue // taken by another consumer
 		case f.err != nil:
 			return nil, f.err
@@ -452,14 +475,19 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 	}
 	marker := q.newMarker()
 	for attempt := 1; len(keep) > 0; attempt++ {
-		ops := make([]any, 0, len(keep)+1)
+		ops := make([]any, 0, len(keep)+2)
 		ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+		old := q.cmark.path
+		if old != "" {
+			ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
+		}
+		first := len(ops) // index of the first item's delete
 		for _, f := range keep {
 			ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
 		}
 		res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 		if err == nil {
-			q.dropMarker(marker)
+			q.cmark.path = marker
 			break
 		}
 		if IsRecoverable(err) && ctx.Err() == nil {
@@ -468,7 +496,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 				return nil, rerr
 			}
 			if ok {
-				q.dropMarker(marker)
+				q.cmark.path = marker // the multi deleted the old one
 				break
 			}
 			continue
@@ -479,14 +507,20 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 				return nil, err
 			}
-		case i > 0 && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
-			keep = append(keep[:i-1], keep[i:]...) // lost the race for this one
-			vals = append(vals[:i-1], vals[i:]...)
+		case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
+			q.cmark.path = "" // the old marker is gone already (reaped)
+		case i >= first && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
+			q.raced()
+			keep = append(keep[:i-first], keep[i-first+1:]...) // lost the race for this one
+			vals = append(vals[:i-first], vals[i-first+1:]...)
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("queue %s: take timed out, %d items may have been removed undelivered: %w", q.dir, len(keep), ctx.Err())
 		default:
 			return nil, opError("multi", bp, err)
 		}
+	}
+	if len(keep) > 0 {
+		q.won()
 	}
 	out := make([]*Delivery[T], len(keep))
 	for i, f := range keep {
@@ -521,19 +555,23 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 	var paths []string
 	var errs []error
 	var held []claimed
-	for _, c := range cs {
+	var items []qitem
+	for i, c := range cs {
 		switch {
 		case c.err != nil:
 			errs = append(errs, c.err)
 		case c.busy:
+			// Not counted as a race (raced): a claim may be held for long,
+			// by a live consumer, and skipping it keeps the order.
 			q.busy[c.path] = true
 		case c.ok:
 			held = append(held, c)
 			paths = append(paths, c.path)
+			items = append(items, cands[i])
 		}
 	}
 	var out []*Delivery[T]
-	for i, f := range q.fetch(ctx, paths) {
+	for i, f := range q.fetch(ctx, paths, items, true) {
 		c := held[i]
 		var v T
 		err := f.err
