@@ -103,10 +103,10 @@ func findCurator() ([]string, error) {
 	}{{&java, "java"}, {&javac, "javac"}} {
 		p, err := exec.LookPath(t.name)
 		if home := os.Getenv("JAVA_HOME"); home != "" {
-			p, err = filepath.Join(home, "bin", t.name), nil
+			p, err = exec.LookPath(filepath.Join(home, "bin", t.name))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: no %s on PATH; %s", errNotInstalled, t.name, curatorHint)
+			return nil, fmt.Errorf("%w: no %s on PATH (or in $JAVA_HOME/bin); %s", errNotInstalled, t.name, curatorHint)
 		}
 		*t.p = p
 	}
