@@ -14,13 +14,24 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
+const candidates = 8
+
 // Eight candidates, each on its own session; each iteration closes the
 // leader's session and measures the time until the next candidate's
 // Campaign returns (its acknowledgement written). A replacement candidate
 // joins, outside the timing, so eight stay in line. Reports the p50 and p90
-// failover in ms and the wire counts of the failover itself.
+// failover in ms and the wire counts of the failover itself. The peers
+// (peers_test.go) do the same with Curator's LeaderLatch (until the next
+// latch's isLeader) and kazoo's Election (until the next candidate's
+// function runs).
 func BenchmarkElectionFailover8(b *testing.B) {
-	const candidates = 8
+	b.Run("impl=zkgen", electionFailover8)
+	for _, impl := range peers {
+		b.Run("impl="+impl.name, func(b *testing.B) { peerFailover(b, impl, candidates) })
+	}
+}
+
+func electionFailover8(b *testing.B) {
 	p, path := setup(b)
 	direct := gozk(b, zktest.Shared(b, shared, sharedErr).Addr()) // uncounted, to see the line
 	type elected struct {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -78,7 +79,11 @@ func BenchmarkLockUncontended(b *testing.B) {
 			}
 			b.StopTimer()
 			report(b, p, b.N)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
+	}
+	for _, impl := range peers {
+		b.Run("impl="+impl.name, func(b *testing.B) { peerRun(b, impl, "lock", "ops/s") })
 	}
 }
 
@@ -125,6 +130,12 @@ func BenchmarkLockContended8(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			report(b, p, b.N)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+		})
+	}
+	for _, impl := range peers {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			peerRun(b, impl, "lock-contended", "ops/s", "clients="+strconv.Itoa(clients))
 		})
 	}
 }

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Close()
 	}
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 	os.Exit(code)
 }
 

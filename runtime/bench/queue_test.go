@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,8 +101,19 @@ func queues(b *testing.B) (put, take []*runtime.Queue[[]byte], done func()) {
 }
 
 // Four producers and four consumers on separate sessions, one item per
-// Put and per Take; b.N items in total (the peers' table: 2000).
+// Put and per Take; b.N items in total (the peers' table: 2000). The peers
+// (peers_test.go) run the same: Curator's DistributedQueue, kazoo's Queue.
 func BenchmarkQueue4P4C(b *testing.B) {
+	b.Run("impl=zkgen", queue4P4C)
+	for _, impl := range peers {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			peerRun(b, impl, "queue", "items/sec",
+				"producers="+strconv.Itoa(producers), "consumers="+strconv.Itoa(consumers))
+		})
+	}
+}
+
+func queue4P4C(b *testing.B) {
 	put, take, done := queues(b)
 	bg := context.Background()
 	b.ReportAllocs()

@@ -1,0 +1,314 @@
+"""The kazoo peer of zkgen's benchmarks (runtime/bench/peers_test.go).
+
+It runs one workload with kazoo's recipes on its own sessions and threads,
+times only the measured part itself, and talks to the Go benchmark through a
+line protocol:
+
+    stdout: ready                  sessions connected, parents created,
+                                   warm-up done: waiting for go
+    stdin:  go                     run one measured round
+    stdout: done ns=<t> n=<k>      the round took t ns for k operations
+    stdin:  quit (or end of input) close the sessions and exit 0
+
+The lock and queue workloads have one round of n operations; the election
+workload has n rounds of one failover each (it prints ready again once the
+next round is set up). On an error it prints "error <message>" and exits 1.
+
+Arguments are key=value pairs:
+
+    zk=127.0.0.1:2181  hosts (the Go benchmark's counting proxy)
+    workload=lock      lock            one session, Lock
+                       lock-contended  clients sessions, one Lock each
+                       queue           producers + consumers sessions, Queue
+                       election        clients sessions, one Election each
+    path=/bench/x      the recipe's path
+    n=1000             operations (queue: items; election: failovers)
+    clients=8          sessions (lock-contended, election)
+    producers=4
+    consumers=4
+    warmup_ms=1000     before ready, run the workload for this long (at
+                       least one operation; not for election)
+"""
+
+import os
+import queue
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+
+TIMEOUT_S = 120.0  # bound on any single wait
+PAYLOAD = b"0123456789abcdef"
+
+sessions = []
+
+
+def connect(hosts):
+    """Opens one session (a KazooClient)."""
+    zk = KazooClient(hosts=hosts, timeout=10.0)  # as the Go sessions
+    zk.start(timeout=TIMEOUT_S)
+    sessions.append(zk)
+    return zk
+
+
+def stop(zk):
+    try:
+        zk.stop()
+        zk.close()
+    except Exception:  # closing anyway
+        pass
+
+
+def warm(ms, batch):
+    """Runs batch until ms have passed, at least once."""
+    until = time.monotonic() + ms / 1000.0
+    batch()
+    while time.monotonic() < until:
+        batch()
+
+
+def run_threads(k, body):
+    """Runs body(i) on k threads started together; returns the elapsed ns
+    from the start until all have returned."""
+    gate = threading.Event()
+    failures = []
+
+    def main(i):
+        gate.wait()
+        try:
+            body(i)
+        except Exception as e:  # reported below
+            failures.append(e)
+
+    ts = [threading.Thread(target=main, args=(i,), daemon=True)
+          for i in range(k)]
+    for t in ts:
+        t.start()
+    t0 = time.monotonic_ns()
+    gate.set()
+    for t in ts:
+        t.join()
+    elapsed = time.monotonic_ns() - t0
+    if failures:
+        raise failures[0]
+    return elapsed
+
+
+class Locks(object):
+    """k sessions, one kazoo Lock each on one path, k threads taking a
+    shared count of acquire+release cycles (k = 1: uncontended)."""
+
+    rounds = 1
+
+    def __init__(self, opt, k):
+        self.locks = [connect(opt["zk"]).Lock(opt["path"], "c%d" % i)
+                      for i in range(k)]
+        self.n = int(opt["n"])
+        self.warmup = int(opt.get("warmup_ms", "1000"))
+
+    def prepare(self):
+        warm(self.warmup, lambda: self.cycles(50))  # creates the parents
+
+    def round(self):
+        return self.cycles(self.n), self.n
+
+    def cycles(self, total):
+        left = [total]
+        mu = threading.Lock()
+
+        def body(i):
+            lock = self.locks[i]
+            while True:
+                with mu:
+                    if left[0] <= 0:
+                        return
+                    left[0] -= 1
+                if not lock.acquire(timeout=TIMEOUT_S):
+                    raise RuntimeError("lock not acquired within %ss"
+                                       % TIMEOUT_S)
+                lock.release()
+
+        return run_threads(len(self.locks), body)
+
+
+class Queue(object):
+    """Producers and consumers on their own sessions, each with its own
+    kazoo Queue on one path (sequential nodes, taken in order; get reads and
+    deletes the head, so each item is taken once). Queue.get does not block:
+    a consumer that finds the queue empty sets a child watch on the path and
+    waits for it (or for items already there) before trying again."""
+
+    rounds = 1
+
+    def __init__(self, opt):
+        path = opt["path"]
+        self.path = path
+        self.put = [connect(opt["zk"]).Queue(path)
+                    for _ in range(int(opt.get("producers", "4")))]
+        self.take = [connect(opt["zk"]).Queue(path)
+                     for _ in range(int(opt.get("consumers", "4")))]
+        self.n = int(opt["n"])
+        self.warmup = int(opt.get("warmup_ms", "1000"))
+
+    def prepare(self):
+        warm(self.warmup, lambda: self.items(50))
+
+    def round(self):
+        return self.items(self.n), self.n
+
+    def items(self, total):
+        mu = threading.Lock()
+        taken = [0]
+        done = threading.Event()
+        k = len(self.put)
+        deadline = time.monotonic() + TIMEOUT_S
+
+        def body(i):
+            if i < k:  # a producer
+                q = self.put[i]
+                for _ in range(total // k + (1 if i < total % k else 0)):
+                    q.put(PAYLOAD)
+                return
+            q = self.take[i - k]
+            while not done.is_set():
+                if q.get() is not None:
+                    with mu:
+                        taken[0] += 1
+                        if taken[0] >= total:
+                            done.set()
+                    continue
+                woken = threading.Event()
+                if q.client.get_children(self.path,
+                                         watch=lambda ev: woken.set()):
+                    continue  # items came meanwhile
+                while not woken.wait(0.05):
+                    if done.is_set():
+                        return
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("took %d of %d items within %ss"
+                                           % (taken[0], total, TIMEOUT_S))
+
+        elapsed = run_threads(k + len(self.take), body)
+        if taken[0] != total:
+            raise RuntimeError("took %d items, put %d" % (taken[0], total))
+        return elapsed
+
+
+class Election(object):
+    """k candidates, each a kazoo Election on its own session. A round stops
+    the leader's session (KazooClient.stop, which closes the ZooKeeper
+    session) and ends when the next candidate's function is called. Between
+    rounds (untimed) a new candidate joins so that k stay in line."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        self.k = int(opt.get("clients", "8"))
+        self.rounds = int(opt["n"])
+        self.elected = queue.Queue()  # (candidate, ns)
+        self.candidates = []
+        self.leader = None
+        self.observer = None
+
+    def join(self):
+        zk = connect(self.opt["zk"])
+        i = len(self.candidates)
+        self.candidates.append(zk)
+        election = zk.Election(self.opt["path"], "candidate-%d" % i)
+        forever = threading.Event()
+
+        def lead():
+            self.elected.put((i, time.monotonic_ns()))
+            forever.wait()  # lead until the session is stopped
+
+        def campaign():
+            try:
+                election.run(lead)
+            except Exception:  # the session was stopped
+                pass
+
+        threading.Thread(target=campaign, daemon=True).start()
+
+    def next(self):
+        try:
+            return self.elected.get(timeout=TIMEOUT_S)
+        except queue.Empty:
+            raise RuntimeError("no leader within %ss" % TIMEOUT_S)
+
+    def prepare(self):
+        if self.leader is None:
+            self.observer = connect(self.opt["zk"])
+            for _ in range(self.k):
+                self.join()
+            self.leader = self.next()[0]
+        else:
+            self.join()
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:  # wait until k candidates are in line
+            path = self.opt["path"]
+            kids = []
+            if self.observer.exists(path):
+                kids = self.observer.get_children(path)
+            c = sum(1 for kid in kids if "__lock__" in kid)
+            if c >= self.k:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("%d of %d candidates in line after %ss"
+                                   % (c, self.k, TIMEOUT_S))
+            time.sleep(0.001)
+
+    def round(self):
+        t0 = time.monotonic_ns()
+        self.candidates[self.leader].stop()
+        i, at = self.next()
+        self.candidates[self.leader].close()
+        self.leader = i
+        return at - t0, 1
+
+
+def main(argv):
+    opt = {}
+    for a in argv:
+        key, eq, value = a.partition("=")
+        if not eq:
+            raise ValueError("argument %r is not key=value" % a)
+        opt[key] = value
+    workload = opt["workload"]
+    if workload == "lock":
+        w = Locks(opt, 1)
+    elif workload == "lock-contended":
+        w = Locks(opt, int(opt.get("clients", "8")))
+    elif workload == "queue":
+        w = Queue(opt)
+    elif workload == "election":
+        w = Election(opt)
+    else:
+        raise ValueError("unknown workload %r" % workload)
+    try:
+        for _ in range(w.rounds):
+            w.prepare()
+            print("ready", flush=True)
+            line = sys.stdin.readline().strip()
+            if line in ("", "quit"):
+                return
+            if line != "go":
+                raise ValueError("expected go, got %r" % line)
+            ns, n = w.round()
+            print("done ns=%d n=%d" % (ns, n), flush=True)
+        for line in sys.stdin:
+            if line.strip() == "quit":
+                break
+    finally:
+        for zk in sessions:
+            stop(zk)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except Exception as e:
+        print("error %r" % (e,), flush=True)
+        sys.stdout.flush()
+        os._exit(1)
+    sys.stdout.flush()
+    os._exit(0)  # daemon threads may still wait on stopped sessions
