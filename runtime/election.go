@@ -160,8 +160,23 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 		return nil, 0, err
 	}
 	name := baseName(node)
-	for {
-		kids, err := e.s.children(ctx, e.dir)
+	var pre *ackReads // read with the children after a wake-up
+	for woke := false; ; woke = true {
+		var kids []string
+		if woke {
+			// Likely the leader now: read the acknowledgement and the
+			// epoch with the children, in one round trip (pipelined).
+			pre = &ackReads{}
+			parallel(2, 2, func(i int) {
+				if i == 0 {
+					kids, err = e.s.children(ctx, e.dir)
+				} else {
+					*pre = e.readAck(ctx)
+				}
+			})
+		} else {
+			kids, err = e.s.children(ctx, e.dir)
+		}
 		if err != nil {
 			return nil, 0, e.s.abandon(node, err)
 		}
@@ -197,7 +212,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 	if err != nil {
 		return nil, 0, e.s.abandon(node, err)
 	}
-	epoch, err := e.acknowledge(ctx, h, data)
+	epoch, err := e.acknowledge(ctx, h, data, pre)
 	if err == nil {
 		if err = e.s.check(); err == nil {
 			select {
@@ -225,13 +240,21 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 
 // acknowledge writes the leader acknowledgement of the candidate holding h
 // and returns its epoch. See Election for the layout.
-func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte) (int64, error) {
+// pre, if not nil, holds reads made after the children read that found the
+// candidate first; they serve the first attempt.
+func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, pre *ackReads) (int64, error) {
 	name := baseName(h.node)
 	ackPath, epochPath := e.ackPath(), e.epochPath()
 	for n := 1; ; n++ {
 		ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
 
-		data, st, err := e.s.get(ctx, ackPath)
+		r := pre
+		if r == nil {
+			rr := e.readAck(ctx)
+			r = &rr
+		}
+		pre = nil
+		data, st, err := r.ack, r.ackStat, r.ackErr
 		switch {
 		case err == nil:
 			hd, _, derr := decodeAck(data)
@@ -266,7 +289,7 @@ func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte) 
 		}
 
 		var next int64
-		data, st, err = e.s.get(ctx, epochPath)
+		data, st, err = r.epoch, r.epochStat, r.epochErr
 		switch {
 		case err == nil:
 			cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
@@ -306,6 +329,26 @@ func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte) 
 			return 0, opError("multi", ackPath, err)
 		}
 	}
+}
+
+// ackReads are the two reads an acknowledgement starts from.
+type ackReads struct {
+	ack, epoch         []byte
+	ackStat, epochStat *zk.Stat
+	ackErr, epochErr   error
+}
+
+// readAck reads the acknowledgement and the epoch node concurrently.
+func (e *Election[T]) readAck(ctx context.Context) ackReads {
+	var r ackReads
+	parallel(2, 2, func(i int) {
+		if i == 0 {
+			r.ack, r.ackStat, r.ackErr = e.s.get(ctx, e.ackPath())
+		} else {
+			r.epoch, r.epochStat, r.epochErr = e.s.get(ctx, e.epochPath())
+		}
+	})
+	return r
 }
 
 // retire deletes candidate node and, atomically with it, its
