@@ -112,7 +112,14 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 		if q.priority && q.watch != nil {
 			select {
 			case <-q.watch: // something changed: an urgent item may have arrived
-				q.cache, q.pos, q.watch = nil, 0, nil
+				if q.pos < len(q.cache) && q.cache[q.pos].prio == 0 {
+					// Nothing overtakes an item of the first priority:
+					// keep serving the listing, list again when it is
+					// used up.
+					q.watch = nil
+				} else {
+					q.cache, q.pos, q.watch = nil, 0, nil
+				}
 			default:
 			}
 		}
