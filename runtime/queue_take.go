@@ -109,18 +109,21 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 			// lowest bucket so it is served in its turn.
 			q.cache, q.pos, q.watch, q.bucket = nil, 0, nil, ""
 		}
-		if q.priority && q.watch != nil {
-			select {
-			case <-q.watch: // something changed: an urgent item may have arrived
-				if q.pos < len(q.cache) && q.cache[q.pos].prio == 0 {
-					// Nothing overtakes an item of the first priority:
-					// keep serving the listing, list again when it is
-					// used up.
-					q.watch = nil
-				} else {
-					q.cache, q.pos, q.watch = nil, 0, nil
+		if q.priority && q.pos < len(q.cache) {
+			changed := q.watch == nil // fired before, while serving the first priority
+			if !changed {
+				select {
+				case <-q.watch: // something changed: an urgent item may have arrived
+					changed = true
+				default:
 				}
-			default:
+			}
+			if changed && q.cache[q.pos].prio == 0 {
+				// Nothing overtakes an item of the first priority: keep
+				// serving the listing; list again once past them.
+				q.watch = nil
+			} else if changed {
+				q.cache, q.pos, q.watch = nil, 0, nil
 			}
 		}
 		if q.pos >= len(q.cache) || q.staleCache() {
