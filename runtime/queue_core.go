@@ -66,6 +66,7 @@ type queue[T any] struct {
 	spread      int             // contention window of single takes (see spreadPick)
 	calm        int             // takes won in a row since the window last changed
 	stale       int             // items of the cached listing found taken by others
+	walked      string          // buckets seen when the walk last restarted from the lowest (healBuckets)
 
 	released atomic.Bool // a Delivery of this handle was released
 }

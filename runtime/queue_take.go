@@ -244,6 +244,9 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		}
 		return q.advance(ctx)
 	}
+	if again, err := q.healBuckets(ctx, r.stat.Version); again || err != nil {
+		return err
+	}
 	// The open bucket has nothing for us: wait for a new item, for the
 	// bucket to be sealed (a data watch), or for a claim to vanish.
 	// The data watch is set once per bucket and kept until it fires, so
@@ -293,6 +296,40 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		return q.s.Err()
 	}
 	return nil
+}
+
+// healBuckets runs before a consumer waits on its current bucket, open
+// (data version ver) and with nothing for it. Normally that bucket is the
+// highest, and every other bucket is sealed. A client that lagged behind
+// (cut off between emptying a bucket and creating its successor, or
+// listing buckets long ago) can re-create a bucket that others already
+// drained and deleted: an open bucket below the live ones, where consumers
+// would wait for ever and where that client's puts could land. So the
+// consumer seals its bucket when it is not the highest (its contents are
+// then final, and the sealed path drops it), and walks again from the
+// lowest bucket when there are lower ones it has not walked past with this
+// set of buckets. It reports true when refill should look again.
+func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
+	bs, err := q.buckets(ctx)
+	if err != nil || len(bs) == 0 {
+		return false, err
+	}
+	if bs[len(bs)-1] != q.bucket {
+		bp := q.bucketPath(q.bucket)
+		_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.conn.Set(bp, []byte(sealedData), ver) })
+		if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
+			return false, opError("seal", bp, err)
+		}
+		q.s.log.Debug("sealed a stale open queue bucket", "path", bp)
+		return true, nil
+	}
+	if key := strings.Join(bs, ","); bs[0] < q.bucket && key != q.walked {
+		q.walked = key
+		q.bucket = ""
+		q.dw, q.dwBucket = nil, ""
+		return true, nil
+	}
+	return false, nil
 }
 
 // waitDir waits for the queue directory to get its first bucket.
