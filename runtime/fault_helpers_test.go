@@ -3,8 +3,10 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"path"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -127,5 +129,44 @@ func requireTree(t *testing.T, s *runtime.Session, root string, allowed ...strin
 	}
 	if len(extra) > 0 {
 		t.Fatalf("left under %s: %v (only %v may survive)", root, extra, allowed)
+	}
+}
+
+// waitWatchers blocks until the server reports n sessions watching path
+// (wchp: data and exists watches; child watches do not show). The server's
+// report is the only view of that, so it is polled with a deadline.
+func waitWatchers(t *testing.T, srv *zktest.Server, path string, n int) {
+	t.Helper()
+	waitWatches(t, srv, path, func(p string) bool { return p == path }, n)
+}
+
+// waitWatchersUnder is waitWatchers for the watches on the children of
+// dir, counted together: n waiters parked on the nodes they wait for.
+func waitWatchersUnder(t *testing.T, srv *zktest.Server, dir string, n int) {
+	t.Helper()
+	waitWatches(t, srv, dir+"/*", func(p string) bool { return path.Dir(p) == dir }, n)
+}
+
+func waitWatches(t *testing.T, srv *zktest.Server, what string, match func(string) bool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := zktest.FourLetter(srv.Addr(), "wchp", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for p, sessions := range parseWchp(out) {
+			if match(p) {
+				got += len(sessions)
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: fewer than %d watchers: %s", what, n, out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

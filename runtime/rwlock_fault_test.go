@@ -125,6 +125,13 @@ func (e *rwEnv) lock(h runtime.LockHandle) runtime.LockHandle {
 	return h
 }
 
+// parked waits until n contenders watch the nodes that block them: the
+// server holds their data watches.
+func (e *rwEnv) parked(n int) {
+	e.t.Helper()
+	waitWatchersUnder(e.t, e.srv, e.dir, n)
+}
+
 // pending fails the test if a started Lock has returned.
 func (e *rwEnv) pending(h runtime.LockHandle, got <-chan error) {
 	e.t.Helper()
@@ -183,6 +190,7 @@ func (e *rwEnv) requireOwn() {
 //     left under the test's root once every client closed.
 func TestRWLockFaultMatrix(t *testing.T) {
 	srv := server(t)
+	srv.RequireLocal(t) // parked asks the server who watches
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T, e *rwEnv)
@@ -207,6 +215,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			got := e.start(f)
 			waitFired(t, e.ctx, fired)
 			waitChildren(t, e.ctx, e.tree, e.dir, 2)
+			e.parked(1)
 			e.pending(f, got)
 			e.unlock(w)
 			e.locked(f, got)
@@ -219,6 +228,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			got := e.start(f)
 			waitFired(t, e.ctx, fired)
 			waitChildren(t, e.ctx, e.tree, e.dir, 3)
+			e.parked(1)
 			e.pending(f, got)
 			e.unlock(r1)
 			e.unlock(r2)
@@ -231,6 +241,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			f := e.contender(e.f.s, "faulty reader", false)
 			got := e.start(f)
 			waitFired(t, e.ctx, fired)
+			e.parked(1)
 			e.pending(f, got)
 			e.unlock(w)
 			e.locked(f, got)
@@ -242,6 +253,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			f := e.contender(e.f.s, "faulty writer", true)
 			got := e.start(f)
 			waitFired(t, e.ctx, fired)
+			e.parked(1)
 			e.pending(f, got)
 			e.unlock(r)
 			e.locked(f, got)
@@ -258,6 +270,8 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			r := e.reader("r")
 			rgot := e.start(r)
 			waitChildren(t, e.ctx, e.tree, e.dir, 3)
+			e.parked(2)
+			e.pending(f, got)
 			e.unlock(w)
 			e.locked(f, got)
 			e.pending(r, rgot)
@@ -269,6 +283,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			r1, r2 := e.reader("r1"), e.reader("r2")
 			got1, got2 := e.start(r1), e.start(r2)
 			waitChildren(t, e.ctx, e.tree, e.dir, 3)
+			e.parked(2)
 			fired := e.f.p.CutAfterRequest(zktest.OpDelete)
 			e.unlock(f)
 			waitFired(t, e.ctx, fired)
@@ -297,6 +312,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			r2 := e.reader("r2")
 			rgot := e.start(r2)
 			waitChildren(t, e.ctx, e.tree, e.dir, 3)
+			e.parked(2)
 			e.pending(r2, rgot)
 			e.f.expire(t, srv)
 			if err := <-got; !errors.Is(err, runtime.ErrSessionExpired) {
@@ -310,6 +326,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			r1, r2 := e.reader("r1"), e.reader("r2")
 			got1, got2 := e.start(r1), e.start(r2)
 			waitChildren(t, e.ctx, e.tree, e.dir, 3)
+			e.parked(2)
 			lost := f.Lost()
 			// The server ends the session behind the client's back: the
 			// client cannot know first, so it stops counting now.
@@ -337,6 +354,7 @@ func TestRWLockFaultMatrix(t *testing.T) {
 			r := e.reader("r")
 			got := e.start(r)
 			waitChildren(t, e.ctx, e.tree, e.dir, 2)
+			e.parked(1)
 			p.Blackhole(true)
 			e.locked(r, got)
 			p.Blackhole(false)
