@@ -275,6 +275,8 @@ func (e *dbEnv) leave(who string, d *runtime.DoubleBarrier) <-chan error {
 	return got
 }
 
+func (e *dbEnv) ready() string { return e.dir + "/ready" }
+
 // done requires a started Enter or Leave to return nil.
 func (e *dbEnv) done(who string, got <-chan error) {
 	e.t.Helper()
@@ -325,10 +327,12 @@ func (e *dbEnv) enterFirst(fired <-chan struct{}) (a, b *runtime.DoubleBarrier) 
 		waitFired(e.t, e.ctx, fired)
 	}
 	waitChildren(e.t, e.ctx, e.tree, e.dir, 1)
+	waitWatchers(e.t, e.srv, e.ready(), 1)
 	e.pending("faulty", fe)
 	a, b = e.plain(), e.plain()
 	ae := e.enter("a", a)
 	waitChildren(e.t, e.ctx, e.tree, e.dir, 2)
+	waitWatchers(e.t, e.srv, e.ready(), 2)
 	e.pending("faulty", fe)
 	e.pending("a", ae)
 	be := e.enter("b", b)
@@ -347,6 +351,7 @@ func (e *dbEnv) enterLast(arm func() []<-chan struct{}) (a, b *runtime.DoubleBar
 	waitChildren(e.t, e.ctx, e.tree, e.dir, 1)
 	be := e.enter("b", b)
 	waitChildren(e.t, e.ctx, e.tree, e.dir, 2)
+	waitWatchers(e.t, e.srv, e.ready(), 2)
 	e.pending("a", ae)
 	e.pending("b", be)
 	var fired []<-chan struct{}
@@ -445,6 +450,7 @@ func TestDoubleBarrierFaultMatrix(t *testing.T) {
 			fl := e.leave("faulty", e.fd)
 			waitFired(t, e.ctx, fired)
 			waitChildren(t, e.ctx, e.tree, e.dir, 3) // ready, a's and b's nodes
+			waitWatchers(t, srv, a.Node(), 1)        // it waits for the lowest
 			e.pending("faulty", fl)
 			e.leaveAll(fl, a, b)
 		}},
@@ -453,6 +459,7 @@ func TestDoubleBarrierFaultMatrix(t *testing.T) {
 			fired := e.f.p.CutAfterRequest(zktest.OpGetData)
 			fl := e.leave("faulty", e.fd)
 			waitFired(t, e.ctx, fired)
+			waitWatchers(t, srv, a.Node(), 1)
 			e.pending("faulty", fl)
 			e.leaveAll(fl, a, b)
 		}},
@@ -468,6 +475,7 @@ func TestDoubleBarrierFaultMatrix(t *testing.T) {
 			a, b := e.enterFirst(nil)
 			al, bl := e.leave("a", a), e.leave("b", b)
 			waitChildren(t, e.ctx, e.tree, e.dir, 2) // ready and the faulty node
+			waitWatchers(t, srv, e.fd.Node(), 2)     // a and b wait for the lowest
 			e.pending("a", al)
 			e.pending("b", bl)
 			// Its first two deletes are cut: its node's, then its retry
@@ -493,6 +501,7 @@ func TestDoubleBarrierFaultMatrix(t *testing.T) {
 			waitChildren(t, e.ctx, e.tree, e.dir, 1)
 			be := e.enter("b", b)
 			waitChildren(t, e.ctx, e.tree, e.dir, 2)
+			waitWatchers(t, srv, e.ready(), 2)
 			e.pending("a", ae)
 			e.pending("b", be)
 			ce := e.enter("c", c)
