@@ -12,27 +12,6 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
-// waitWatchers blocks until the server reports n sessions watching path
-// (wchp). The server's report is the only view of that, so it is polled
-// with a deadline.
-func waitWatchers(t *testing.T, srv *zktest.Server, path string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := zktest.FourLetter(srv.Addr(), "wchp", 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := len(parseWchp(out)[path]); got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: fewer than %d watchers: %s", path, n, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A barrier holds every waiter while it is up and releases them all when
 // it is lowered; Wait on a barrier that is not up returns at once.
 func TestBarrier(t *testing.T) {

@@ -7,86 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
-
-// faultyClient is a session whose connection runs through its own proxy.
-type faultyClient struct {
-	p *zktest.Proxy
-	s *runtime.Session
-}
-
-func newFaulty(t *testing.T, srv *zktest.Server) faultyClient {
-	p := zktest.NewProxy(t, srv.Addr())
-	return faultyClient{p: p, s: connect(t, viaProxy(p))}
-}
-
-// viaProxy is the server list of a client behind p. The address is listed
-// twice: go-zookeeper waits a second before it tries a server list again
-// from its start, and with two entries it redials at once after a cut.
-func viaProxy(p *zktest.Proxy) []string { return []string{p.Addr(), p.Addr()} }
-
-// fault is what happens to a faulty client's connection right after the
-// chosen request reached the server (and took effect there).
-type fault int
-
-const (
-	// cut: the connection is cut; the client reconnects to its session.
-	cut fault = iota
-	// cutThenWrite: the connection is cut and, before the client can
-	// reconnect, another client writes.
-	cutThenWrite
-	// cutThenExpire: the connection is cut and, before the client can
-	// reconnect, the server expires its session.
-	cutThenExpire
-)
-
-// inject arms the fault on op, runs call, and handles the gap between the
-// cut and the reconnection (interleave runs there for cutThenWrite). It
-// fails the test if the request never passed the proxy.
-func (f faultyClient) inject(t *testing.T, ctx context.Context, srv *zktest.Server, op int32, kind fault, interleave func(), call func() error) error {
-	t.Helper()
-	if kind != cut {
-		f.p.Pause(true) // hold the reconnection
-	}
-	fired := f.p.CutAfterRequest(op)
-	got := make(chan error, 1)
-	go func() { got <- call() }()
-	select {
-	case <-fired:
-	case <-ctx.Done():
-		t.Fatalf("the request (op %d) never passed the proxy", op)
-	}
-	switch kind {
-	case cutThenWrite:
-		interleave()
-	case cutThenExpire:
-		creds, ok := f.p.Session(f.s.ID())
-		if !ok {
-			t.Fatal("proxy did not see the session")
-		}
-		zktest.ExpireSession(t, srv.Servers(), creds.ID, creds.Passwd)
-	}
-	f.p.Pause(false)
-	return <-got
-}
-
-// expire makes the server expire the client's session. The proxy holds
-// the client's reconnection meanwhile: a client that redials at once could
-// otherwise race the expiring connection for the session.
-func (f faultyClient) expire(t *testing.T, srv *zktest.Server) {
-	t.Helper()
-	f.p.Pause(true)
-	defer f.p.Pause(false)
-	creds, ok := f.p.Session(f.s.ID())
-	if !ok {
-		t.Fatal("proxy did not see the session")
-	}
-	zktest.ExpireSession(t, srv.Servers(), creds.ID, creds.Passwd)
-}
 
 type cfgValue struct {
 	N int `json:"n"`
@@ -244,11 +167,7 @@ func TestConfigFaultMatrix(t *testing.T) {
 			su.cfg = runtime.NewConfig(su.f.s, p, codec)
 			// The directory exists, so a create that gets cut does create
 			// the node (and not just fail on a missing parent).
-			for _, d := range []string{"/zkgen-test", dir} {
-				if _, err := su.tree.Conn().Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatal(err)
-				}
-			}
+			makeDirs(t, su.tree, "/zkgen-test", dir)
 			if tc.exists {
 				if _, err := su.obs.CompareAndSet(su.ctx, cfgValue{0}, runtime.NoVersion); err != nil {
 					t.Fatal(err)
@@ -291,11 +210,7 @@ func TestCounterFaultMatrix(t *testing.T) {
 			ctx := testCtx(t, time.Minute)
 			p := runtime.At(dir).Lit("requests")
 			tree := connect(t, srv.Servers())
-			for _, d := range []string{"/zkgen-test", dir} {
-				if _, err := tree.Conn().Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatal(err)
-				}
-			}
+			makeDirs(t, tree, "/zkgen-test", dir)
 			obs := runtime.NewCounter(tree, p)
 			sum := int64(0)
 			if tc.start >= 0 {

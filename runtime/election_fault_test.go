@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
@@ -76,11 +74,7 @@ func TestElectionFaultMatrix(t *testing.T) {
 			ctx := testCtx(t, time.Minute)
 			tree := connect(t, srv.Servers())
 			// The directory exists, so the cut create does create a node.
-			for _, d := range []string{"/zkgen-test", dir} {
-				if _, err := tree.Conn().Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatal(err)
-				}
-			}
+			makeDirs(t, tree, "/zkgen-test", dir)
 			codec := runtime.JSONCodec[candidate]()
 			observed := observeAll(ctx, runtime.NewElection(tree, runtime.At(dir), codec))
 			var active atomic.Int32 // live leaders

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
@@ -150,11 +148,7 @@ func TestGroupFaultMatrix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := env{ctx: testCtx(t, time.Minute), tree: connect(t, srv.Servers()), dir: testRoot(t)}
 			// The directory exists, so the cut create does create a node.
-			for _, d := range []string{"/zkgen-test", e.dir} {
-				if _, err := e.tree.Conn().Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatal(err)
-				}
-			}
+			makeDirs(t, e.tree, "/zkgen-test", e.dir)
 			aSess := connect(t, srv.Servers())
 			if _, err := runtime.NewGroup(aSess, runtime.At(e.dir), codec).Join(e.ctx, member{Host: "a"}); err != nil {
 				t.Fatal(err)

@@ -21,11 +21,7 @@ func TestLockCreateConnectionCut(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	obs := connect(t, srv.Servers())
 	// The directory exists, so the create that gets cut does create a node.
-	for _, p := range []string{"/zkgen-test", dir} {
-		if _, err := obs.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-			t.Fatal(err)
-		}
-	}
+	makeDirs(t, obs, "/zkgen-test", dir)
 
 	for _, contended := range []bool{false, true} {
 		var holder *runtime.Lock

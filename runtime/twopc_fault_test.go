@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
@@ -31,11 +29,7 @@ func newFaultyTx(t *testing.T, srv *zktest.Server, opts ...runtime.TwoPCOption) 
 	dir := testRoot(t)
 	x := &faultyTx{ctx: testCtx(t, time.Minute), tree: connect(t, srv.Servers()), p: runtime.At(dir).Lit("tx")}
 	// The parent exists, so a cut Propose does create the transaction.
-	for _, d := range []string{"/zkgen-test", dir} {
-		if _, err := x.tree.Conn().Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makeDirs(t, x.tree, "/zkgen-test", dir)
 	mk := func(f faultyClient) *runtime.TwoPhaseCommit[deployment] {
 		return runtime.NewTwoPhaseCommit(f.s, x.p, runtime.JSONCodec[deployment](), sites, opts...)
 	}
