@@ -430,10 +430,16 @@ func (w *soakWorker) hold(what string, lost <-chan struct{}) {
 	case <-w.sk.ctx.Done():
 	}
 	if closed(w.ws.s.Done()) {
+		// A liveness bound, generous: Lost closes as soon as the runtime
+		// sees the session's end.
+		bound := time.NewTimer(30 * time.Second)
+		defer bound.Stop()
 		select {
 		case <-lost:
+		case <-bound.C:
+			w.sk.failf("w%d %s: the session ended (%v) but Lost did not close", w.id, what, w.ws.s.Err())
 		case <-w.sk.ctx.Done():
-			w.sk.failf("w%d %s: the session ended (%v) but Lost never closed", w.id, what, w.ws.s.Err())
+			w.sk.failf("w%d %s: the session ended (%v) but Lost did not close", w.id, what, w.ws.s.Err())
 		}
 	}
 }
