@@ -974,15 +974,19 @@ func (sk *soak) injector(ws []*soakWorker, r *rand.Rand, bg *sync.WaitGroup) {
 			// The client reconnecting at the same moment (after an earlier
 			// cut) takes the session back and drops this connection: try
 			// again.
+			// An attempt that closed the session may also lose its reply,
+			// so ErrInvalidSession after a failed attempt is a success.
 			var err error
+			retried := false
 			for range 5 {
 				err = zktest.CloseSession(sk.srv.Addr(), creds.ID, creds.Passwd, 10*time.Second)
 				if err == nil || errors.Is(err, zktest.ErrInvalidSession) {
 					break
 				}
+				retried = true
 			}
 			switch {
-			case err == nil:
+			case err == nil, retried && errors.Is(err, zktest.ErrInvalidSession):
 				sk.count(sk.faults, "forced-expiry")
 			case errors.Is(err, zktest.ErrInvalidSession):
 				sk.count(sk.faults, "forced-expiry(already gone)")
