@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -63,8 +62,6 @@ type queue[T any] struct {
 	busy        map[string]bool // items claimed by others (at-least-once)
 	pendingDrop map[string]bool // sealed buckets left with claimed items (at-least-once)
 	cmark       lingering       // marker of the last take, deleted by the next
-	spread      int             // contention window of single takes (see spreadPick)
-	calm        int             // takes won in a row since the window last changed
 	stale       int             // items of the cached listing found taken by others
 	walked      string          // buckets seen when the walk last restarted from the lowest (healBuckets)
 
@@ -467,39 +464,12 @@ func (q *queue[T]) length(ctx context.Context) (int, error) {
 
 // ---- contention between consumers ----
 
-// Consumers of one queue list the same bucket and would all go for its
-// first item: one wins, the others have read it and sent a delete for
-// nothing, and then all go for the next one together. A consumer that
-// loses such a race widens its window: a single Take then picks a random
-// item among the first spread ones of its listing (of one priority), so
-// concurrent consumers mostly take different items. An uncontended
-// consumer keeps a window of 1 and takes strictly in order.
-const (
-	maxSpread = 64 // widest window
-	calmTakes = 32 // takes won in a row that halve the window
-)
-
-// spreadPick moves the item a single take goes for to the cache position.
-func (q *queue[T]) spreadPick() {
-	if q.spread <= 1 {
-		return
-	}
-	w := 1
-	for w < q.spread && q.pos+w < len(q.cache) && q.cache[q.pos+w].prio == q.cache[q.pos].prio {
-		w++
-	}
-	if j := q.pos + rand.IntN(w); j != q.pos {
-		q.cache[q.pos], q.cache[j] = q.cache[j], q.cache[q.pos]
-	}
-}
-
 // raced records a race lost to another consumer: an item of the listing
-// was taken by someone else.
-func (q *queue[T]) raced() {
-	q.spread = min(max(2, 2*q.spread), maxSpread)
-	q.calm = 0
-	q.stale++
-}
+// was taken by someone else. Consumers keep taking the lowest item they
+// know of (so an item is taken only after every earlier one was: an
+// end-of-work marker put last is taken last); what a lost race costs is
+// bounded by refreshing a listing proved stale.
+func (q *queue[T]) raced() { q.stale++ }
 
 // staleCache reports whether listing the bucket again is cheaper than
 // walking the rest of the cached listing: every item another consumer took
@@ -513,11 +483,3 @@ func (q *queue[T]) staleCache() bool {
 
 // staleRatio is how many cached names one wasted read is worth.
 const staleRatio = 128
-
-// won records a take that lost no race.
-func (q *queue[T]) won() {
-	if q.calm++; q.calm >= calmTakes && q.spread > 1 {
-		q.spread /= 2
-		q.calm = 0
-	}
-}

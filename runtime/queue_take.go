@@ -132,9 +132,6 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 			}
 			continue
 		}
-		if n == 1 {
-			q.spreadPick()
-		}
 		end := min(q.pos+n, len(q.cache))
 		cands := q.cache[q.pos:end]
 		q.pos = end
@@ -565,9 +562,6 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 		default:
 			return nil, opError("multi", bp, err)
 		}
-	}
-	if len(keep) > 0 {
-		q.won()
 	}
 	out := make([]*Delivery[T], len(keep))
 	for i, f := range keep {
