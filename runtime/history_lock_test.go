@@ -205,7 +205,8 @@ func lockHistory(t *testing.T, clients, cycles, cutsEach, losses int) *history {
 	// of it, the server hands the lock on after all of it.
 	const lossTimeout = 4 * time.Second
 	h := newHistory()
-	var cutProxies, proxies []*zktest.Proxy
+	var proxies []*zktest.Proxy
+	cutters := make([]*opCutter, clients)
 	var mu sync.Mutex
 	sessions := make([]*runtime.Session, clients)
 	locks := make([]*runtime.Lock, clients)
@@ -215,13 +216,11 @@ func lockHistory(t *testing.T, clients, cycles, cutsEach, losses int) *history {
 		if i == 0 && losses > 0 {
 			sessions[i] = connect(t, viaProxy(px), runtime.WithSessionTimeout(lossTimeout))
 		} else {
-			cutProxies = append(cutProxies, px)
+			cutters[i] = newOpCutter(px, seed, i, cutsEach, zktest.OpCreate, zktest.OpGetChildren2, zktest.OpDelete)
 			sessions[i] = connect(t, viaProxy(px))
 		}
 		locks[i] = runtime.NewLock(sessions[i], runtime.At(dir))
 	}
-	stop := make(chan struct{})
-	cuts := cutter(cutProxies, []int32{zktest.OpCreate, zktest.OpGetChildren2, zktest.OpDelete}, cutsEach, seed, stop)
 
 	var lost, pendings atomic.Int32
 	var wg sync.WaitGroup
@@ -233,6 +232,9 @@ func lockHistory(t *testing.T, clients, cycles, cutsEach, losses int) *history {
 			l := locks[i]
 			cutOffs := 0
 			for k := range cycles {
+				if c := cutters[i]; c != nil {
+					c.before()
+				}
 				call := h.now()
 				if err := l.Lock(ctx); err != nil {
 					if !runtime.IsRecoverable(err) && !errors.Is(err, runtime.ErrRetriesExhausted) {
@@ -288,6 +290,9 @@ func lockHistory(t *testing.T, clients, cycles, cutsEach, losses int) *history {
 					continue
 				default:
 				}
+				if c := cutters[i]; c != nil {
+					c.before()
+				}
 				ucall := h.now()
 				switch err := l.Unlock(ctx); {
 				case err == nil:
@@ -305,8 +310,7 @@ func lockHistory(t *testing.T, clients, cycles, cutsEach, losses int) *history {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	t.Logf("%d connections cut, %d tenures lost, %d unknown releases", cuts(), lost.Load(), pendings.Load())
+	t.Logf("%d connections cut, %d tenures lost, %d unknown releases", countCuts(slices.DeleteFunc(cutters, func(c *opCutter) bool { return c == nil })), lost.Load(), pendings.Load())
 	h.check(t, lockModel)
 	for i, s := range sessions {
 		if err := s.Err(); err != nil {

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
@@ -233,8 +237,8 @@ func TestQueueHistoryModels(t *testing.T) {
 // consumers, every one on its own session through its own cutting proxy,
 // records the history, drains the queue and records the final empty().
 //
-// At most backlog items are in the queue at a time (a producer waits for a
-// slot before each put, a consumer frees one per item taken): with a long
+// About backlog items at most are in the queue at a time (a producer waits
+// for fewer before each put, watching the buckets): with a long
 // backlog, the order of many overlapping puts stays open until their items
 // are taken, and the FIFO check grows exponential.
 func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cutsEach int) *history {
@@ -253,50 +257,31 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 		sessions = append(sessions, s)
 		return runtime.NewQueue(s, runtime.At(dir), codec, qopt), px
 	}
-	var pProxies, cProxies []*zktest.Proxy
+	// Producers send a multi per put; consumers list (getChildren2), read
+	// (getData) and delete (multi).
+	var cutters []*opCutter
 	prods := make([]*runtime.Queue[int], producers)
 	for i := range prods {
 		var px *zktest.Proxy
 		prods[i], px = newClient()
-		pProxies = append(pProxies, px)
+		cutters = append(cutters, newOpCutter(px, seed, len(cutters), cutsEach, zktest.OpMulti))
 	}
 	conss := make([]*runtime.Queue[int], consumers)
 	for i := range conss {
 		var px *zktest.Proxy
 		conss[i], px = newClient()
-		cProxies = append(cProxies, px)
+		cutters = append(cutters, newOpCutter(px, seed, len(cutters), cutsEach,
+			zktest.OpMulti, zktest.OpMulti, zktest.OpGetData, zktest.OpGetChildren2))
 	}
-	stop := make(chan struct{})
-	// Producers send a multi per put; consumers list (getChildren2), read
-	// (getData) and delete (multi).
-	pCuts := cutter(pProxies, []int32{zktest.OpMulti}, cutsEach, seed, stop)
-	cCuts := cutter(cProxies, []int32{zktest.OpMulti, zktest.OpMulti, zktest.OpGetData, zktest.OpGetChildren2}, cutsEach, seed+1, stop)
 
 	var uncertain atomic.Int32
 	var mu sync.Mutex
 	putOK := map[int]bool{}
 	taken := map[int]int{}
 	record := func(client int, in qIn, call int64, out qOut) { h.add(client, in, call, out, out.unknown) }
-	allTaken := make(chan struct{})
-	var closeOnce sync.Once
-	producersDone := make(chan struct{})
-	// checkDone closes allTaken once producers are done and every item
-	// put was taken. Called with mu held.
-	checkDone := func() {
-		select {
-		case <-producersDone:
-		default:
-			return
-		}
-		for v := range putOK {
-			if taken[v] == 0 {
-				return
-			}
-		}
-		closeOnce.Do(func() { close(allTaken) })
-	}
-
-	slots := make(chan struct{}, backlog)
+	// The harness's own session (no proxy): it watches the backlog and
+	// drains the queue at the end.
+	ds := connect(t, srv.Servers())
 	var pwg, cwg sync.WaitGroup
 	for i, q := range prods {
 		pwg.Add(1)
@@ -304,13 +289,12 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 			defer pwg.Done()
 			for k := range perProducer {
 				v := i*perProducer + k
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
-					t.Errorf("producer %d: %v", i, ctx.Err())
+				if err := waitQueueBelow(ctx, ds, dir, backlog); err != nil {
+					t.Errorf("producer %d: %v", i, err)
 					return
 				}
 				for {
+					cutters[i].before()
 					call := h.now()
 					err := q.Put(ctx, v)
 					if err == nil {
@@ -345,23 +329,19 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 		go func() {
 			defer cwg.Done()
 			for {
+				cutters[client].before()
 				call := h.now()
 				vs, err := q.TakeN(cctx, 1)
 				mu.Lock()
 				for _, v := range vs {
 					record(client, qIn{op: qTake}, call, qOut{v: v})
 					taken[v]++
-					select {
-					case <-slots:
-					default:
-					}
 				}
 				if err != nil && errors.Is(err, runtime.ErrTakeUncertain) {
 					uncertain.Add(1)
 					t.Errorf("consumer %d: Take: %v", i, err)
 					record(client, qIn{op: qTake}, call, qOut{unknown: true})
 				}
-				checkDone()
 				mu.Unlock()
 				switch {
 				case err == nil:
@@ -377,24 +357,20 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 		}()
 	}
 	pwg.Wait()
-	mu.Lock()
-	close(producersDone)
-	checkDone()
-	mu.Unlock()
-	select {
-	case <-allTaken:
-	case <-ctx.Done():
-		t.Fatalf("consumers stalled: %v", ctx.Err())
+	// Once the producers are done, the consumers are done when the queue
+	// is empty (not when every item put was seen taken: a lost item must
+	// fail the check, not stall the test).
+	if err := waitQueueBelow(ctx, ds, dir, 1); err != nil {
+		t.Fatal(err)
 	}
 	cancel()
 	cwg.Wait()
-	close(stop)
-	t.Logf("%d connections cut", pCuts()+cCuts())
+	t.Logf("%d connections cut", countCuts(cutters))
 
 	// Drain what is left (nothing, unless a put's outcome was unknown)
 	// and pin the end: the queue is empty.
 	last := producers + consumers
-	d := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), codec, qopt)
+	d := runtime.NewQueue(ds, runtime.At(dir), codec, qopt)
 	for {
 		n, err := d.Len(ctx)
 		if err != nil {
@@ -436,6 +412,95 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 	return h
 }
 
+// opCutter cuts one client's connection (through its proxy) during some of
+// its operations: before an operation it arms, with probability 1/3 and
+// until budget cuts are done, a cut right after the next request of one of
+// ops (chosen from the seed), unless one is still armed. Unlike cutter,
+// which re-arms at once, it spreads the cuts over the run instead of
+// landing several back to back on one request that is retried. Only the
+// client's goroutine uses it.
+type opCutter struct {
+	px     *zktest.Proxy
+	r      *rand.Rand
+	ops    []int32
+	budget int
+	armed  <-chan struct{}
+	cuts   int
+}
+
+func newOpCutter(px *zktest.Proxy, seed uint64, stream, budget int, ops ...int32) *opCutter {
+	return &opCutter{px: px, r: rand.New(rand.NewPCG(seed, uint64(stream))), ops: ops, budget: budget}
+}
+
+// before is called before each operation.
+func (c *opCutter) before() {
+	if c.fired() && c.cuts < c.budget && c.r.IntN(3) == 0 {
+		c.armed = c.px.CutAfterRequest(c.ops[c.r.IntN(len(c.ops))])
+	}
+}
+
+// fired counts an armed cut that happened and reports whether none is
+// armed any more.
+func (c *opCutter) fired() bool {
+	if c.armed == nil {
+		return true
+	}
+	select {
+	case <-c.armed:
+		c.cuts++
+		c.armed = nil
+		return true
+	default:
+		return false
+	}
+}
+
+// countCuts counts the cuts made, once the clients are done.
+func countCuts(cs []*opCutter) int {
+	n := 0
+	for _, c := range cs {
+		c.fired()
+		n += c.cuts
+	}
+	return n
+}
+
+// waitQueueBelow blocks until the queue at dir holds fewer than n items,
+// using child watches on its buckets (no polling).
+func waitQueueBelow(ctx context.Context, s *runtime.Session, dir string, n int) error {
+	for {
+		buckets, _, err := s.Conn().Children(dir)
+		if err == zk.ErrNoNode {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("children %s: %w", dir, err)
+		}
+		total := 0
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}}
+		for _, b := range buckets {
+			if !strings.HasPrefix(b, "b-") {
+				continue
+			}
+			items, _, ch, err := s.Conn().ChildrenW(dir + "/" + b)
+			if err == zk.ErrNoNode {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("children %s/%s: %w", dir, b, err)
+			}
+			total += len(items)
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		if total < n {
+			return nil
+		}
+		if i, _, _ := reflect.Select(cases); i == 0 {
+			return fmt.Errorf("waiting for fewer than %d items in %s: %w", n, dir, ctx.Err())
+		}
+	}
+}
+
 // mustBeIllegal checks that porcupine rejects a doctored history.
 func mustBeIllegal(t *testing.T, m porcupine.Model, ops []porcupine.Operation, what string) {
 	t.Helper()
@@ -454,7 +519,7 @@ func mustBeIllegal(t *testing.T, m porcupine.Model, ops []porcupine.Operation, w
 // makes it non-linearizable.
 func TestQueueFIFOHistoryLinearizable(t *testing.T) {
 	const producers, perProducer = 3, 40
-	h := queueHistory(t, producers, 1, perProducer, 4, 8)
+	h := queueHistory(t, producers, 1, perProducer, 4, 10)
 	fifo := fifoQueueModel.ToModel()
 	h.check(t, fifo)
 
@@ -484,7 +549,7 @@ func TestQueueFIFOHistoryLinearizable(t *testing.T) {
 // item taken twice, none invented, none lost). Taking one item a second
 // time makes it non-linearizable.
 func TestQueueBagHistoryLinearizable(t *testing.T) {
-	h := queueHistory(t, 3, 3, 40, 6, 8)
+	h := queueHistory(t, 3, 3, 40, 6, 10)
 	bag := bagQueueModel.ToModel()
 	h.check(t, bag)
 
