@@ -512,14 +512,14 @@ func mustBeIllegal(t *testing.T, m porcupine.Model, ops []porcupine.Operation, w
 	t.Logf("%s: porcupine rejects it", what)
 }
 
-// Three producers put 40 items each, one consumer takes them, every client
+// Three producers put 60 items each, one consumer takes them, every client
 // through its own proxy that keeps cutting its connection after a put's
 // or take's request reached the server: the history is that of a FIFO
 // queue. Swapping the items of two takes of one producer's successive items
 // makes it non-linearizable.
 func TestQueueFIFOHistoryLinearizable(t *testing.T) {
-	const producers, perProducer = 3, 40
-	h := queueHistory(t, producers, 1, perProducer, 4, 10)
+	const producers, perProducer = 3, 60
+	h := queueHistory(t, producers, 1, perProducer, 4, 15)
 	fifo := fifoQueueModel.ToModel()
 	h.check(t, fifo)
 
@@ -544,12 +544,12 @@ func TestQueueFIFOHistoryLinearizable(t *testing.T) {
 	t.Error("no two successive items of producer 0 were taken")
 }
 
-// Three producers put 40 items each while three consumers take, every
+// Three producers put 60 items each while three consumers take, every
 // client through its own cutting proxy: the history is that of a bag (no
 // item taken twice, none invented, none lost). Taking one item a second
 // time makes it non-linearizable.
 func TestQueueBagHistoryLinearizable(t *testing.T) {
-	h := queueHistory(t, 3, 3, 40, 6, 10)
+	h := queueHistory(t, 3, 3, 60, 6, 15)
 	bag := bagQueueModel.ToModel()
 	h.check(t, bag)
 
