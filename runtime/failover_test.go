@@ -1,8 +1,11 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,5 +137,267 @@ func TestLockEnsembleFailover(t *testing.T) {
 	t.Logf("%d cycles, %d retried calls", len(tokens), retries.Load())
 	if kids := childrenOf(t, sessions[1], dir); len(kids) != 0 {
 		t.Fatalf("left behind: %v", kids)
+	}
+}
+
+// Against a 3-server ensemble, two producers and two consumers, each on its
+// own session, move items through an at-most-once FIFO queue while the
+// server consumer 0 is connected to is killed (and restarted), and then the
+// ensemble's leader (and restarted): sessions survive, items keep moving
+// after each kill, and every item put is taken exactly once — none lost,
+// none duplicated, none invented. Afterwards only the queue's persistent
+// directory nodes are left.
+func TestQueueEnsembleFailover(t *testing.T) { queueFailover(t, false) }
+
+// The same with an at-least-once queue: every item put is delivered at
+// least once and acked, and no claim is left behind.
+func TestAckQueueEnsembleFailover(t *testing.T) { queueFailover(t, true) }
+
+func queueFailover(t *testing.T, ack bool) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	ens := zktest.StartEnsemble(t, 3)
+	dir := testRoot(t)
+	ctx := testCtx(t, 4*time.Minute)
+	// Small buckets, so that sealing and moving on to the next bucket
+	// happen during the failovers too; a bounded backlog, so that consumers
+	// also wait on an empty queue (watches across the failovers).
+	const producers, consumers, phase, backlog = 2, 2, 60, 40
+	qopt := runtime.WithBucketSize(16)
+	codec := runtime.StringCodec()
+
+	var mu sync.Mutex
+	put := map[string]bool{}      // Put returned nil
+	delivered := map[string]int{} // returned by Take
+	acked := map[string]int{}     // Ack returned nil
+	var retries atomic.Int32
+	slots := make(chan struct{}, backlog) // one per item put and not yet consumed
+	progress := make(chan struct{}, 1<<16)
+	done := make(chan struct{})
+	cctx, stopConsumers := context.WithCancel(ctx)
+	defer stopConsumers()
+	// consumed records the first consumption of item (its take, or its ack
+	// for the ack queue): its slot is freed and progress reported.
+	consumed := func(first bool) {
+		if !first {
+			return
+		}
+		select {
+		case <-slots:
+		default:
+		}
+		progress <- struct{}{}
+	}
+
+	var sessions []*runtime.Session
+	var pwg, cwg sync.WaitGroup
+	for i := range producers {
+		s := connect(t, ens.Servers(), runtime.WithSessionTimeout(8*time.Second))
+		sessions = append(sessions, s)
+		putItem := runtime.NewQueue(s, runtime.At(dir), codec, qopt).Put
+		if ack {
+			putItem = runtime.NewAckQueue(s, runtime.At(dir), codec, qopt).Put
+		}
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for k := 0; ; k++ {
+				select {
+				case slots <- struct{}{}:
+				case <-done:
+					return
+				}
+				item := fmt.Sprintf("p%d-%05d", i, k)
+				for {
+					err := putItem(ctx, item)
+					if err == nil {
+						break
+					}
+					if errors.Is(err, runtime.ErrPutUncertain) || errors.Is(err, runtime.ErrSessionExpired) || ctx.Err() != nil {
+						t.Errorf("producer %d: Put %s: %v", i, item, err)
+						return
+					}
+					retries.Add(1) // nothing was put: put the same item again
+				}
+				mu.Lock()
+				put[item] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	takeFailed := func(i int, err error) bool {
+		if cctx.Err() != nil {
+			return true // drained: stop
+		}
+		if errors.Is(err, runtime.ErrTakeUncertain) || errors.Is(err, runtime.ErrSessionExpired) {
+			t.Errorf("consumer %d: Take: %v", i, err)
+			return true
+		}
+		retries.Add(1) // recoverable trouble during the failover: take again
+		return false
+	}
+	for i := range consumers {
+		s := connect(t, ens.Servers(), runtime.WithSessionTimeout(8*time.Second))
+		sessions = append(sessions, s)
+		cwg.Add(1)
+		if !ack {
+			q := runtime.NewQueue(s, runtime.At(dir), codec, qopt)
+			go func() {
+				defer cwg.Done()
+				for {
+					v, err := q.Take(cctx)
+					if v != "" { // taken, even if an error came with it
+						mu.Lock()
+						delivered[v]++
+						first := delivered[v] == 1
+						mu.Unlock()
+						consumed(first)
+					}
+					if err != nil && takeFailed(i, err) {
+						return
+					}
+				}
+			}()
+			continue
+		}
+		q := runtime.NewAckQueue(s, runtime.At(dir), codec, qopt)
+		go func() {
+			defer cwg.Done()
+			for {
+				d, err := q.Take(cctx)
+				if d != nil {
+					mu.Lock()
+					delivered[d.Value]++
+					mu.Unlock()
+					// A failed Ack cannot be retried (the Delivery is
+					// finished) and leaves the item claimed by this live
+					// session, so it would never be consumed: an error.
+					if aerr := d.Ack(ctx); aerr != nil {
+						t.Errorf("consumer %d: Ack %s: %v", i, d.Value, aerr)
+						return
+					}
+					mu.Lock()
+					acked[d.Value]++
+					first := acked[d.Value] == 1
+					mu.Unlock()
+					consumed(first)
+				}
+				if err != nil && takeFailed(i, err) {
+					return
+				}
+			}
+		}()
+	}
+
+	got := 0
+	wait := func(n int) {
+		for i := 0; i < n; i++ {
+			select {
+			case <-progress:
+				got++
+			case <-ctx.Done():
+				t.Fatalf("stalled after %d of %d items", i, n)
+			}
+		}
+	}
+	restart := func(i int) {
+		t.Helper()
+		if err := ens.Server(i).Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ens.WaitQuorum(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	wait(phase)
+	c0 := sessions[producers]
+	victim := slices.Index(ens.Servers(), c0.Conn().Server())
+	if victim < 0 {
+		t.Fatalf("consumer 0 is connected to %q, not an ensemble member", c0.Conn().Server())
+	}
+	t.Logf("killing server %d (consumer 0's)", victim)
+	if err := ens.Server(victim).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	wait(phase)
+	restart(victim)
+	leader, err := ens.WaitQuorum(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing the leader, server %d", leader)
+	if err := ens.Server(leader).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	wait(phase)
+	restart(leader)
+	wait(phase)
+
+	// Stop producing, and drain: every item put must come out.
+	close(done)
+	pwg.Wait()
+	mu.Lock()
+	total := len(put)
+	mu.Unlock()
+	if got > total {
+		t.Fatalf("%d items consumed, only %d put", got, total)
+	}
+	wait(total - got)
+	stopConsumers()
+	cwg.Wait()
+
+	for i, s := range sessions {
+		if err := s.Err(); err != nil {
+			t.Fatalf("session %d did not survive: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	dups := 0
+	for v, n := range delivered {
+		switch {
+		case !put[v]:
+			t.Errorf("%s delivered %d times but never put", v, n)
+		case n > 1 && !ack:
+			t.Errorf("%s taken %d times", v, n)
+		case n > 1:
+			dups++
+		}
+	}
+	for v := range put {
+		switch {
+		case delivered[v] == 0:
+			t.Errorf("%s put but never delivered", v)
+		case ack && acked[v] != 1:
+			t.Errorf("%s acked %d times", v, acked[v])
+		}
+	}
+	t.Logf("%d items put and consumed, %d redelivered, %d retried calls", total, dups, retries.Load())
+	if t.Failed() {
+		return
+	}
+
+	// Nothing left behind: no claims while the consumers are still
+	// connected, and after every client has closed only the queue's
+	// persistent directories (buckets, marks, claims), all empty.
+	if ack {
+		if kids := childrenOf(t, sessions[0], dir+"/claims"); len(kids) != 0 {
+			t.Fatalf("claims left behind: %v", kids)
+		}
+	}
+	for _, s := range sessions {
+		s.Close()
+	}
+	check := connect(t, ens.Servers())
+	for _, k := range childrenOf(t, check, dir) {
+		if k != "marks" && k != "claims" && !strings.HasPrefix(k, "b-") {
+			t.Errorf("unexpected node %s/%s", dir, k)
+			continue
+		}
+		if kids := childrenOf(t, check, dir+"/"+k); len(kids) != 0 {
+			t.Errorf("left behind in %s/%s: %v", dir, k, kids)
+		}
 	}
 }
