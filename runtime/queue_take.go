@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -166,14 +167,26 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 	}
 }
 
-// dropBucket deletes bucket b, a sealed one, if it is empty; its successor
-// is created first, so that the highest bucket is never removed. It reports
-// whether b is gone.
+// dropBucket deletes bucket b, a sealed one, if it is empty. If b is the
+// highest bucket its successor is created first, so that the highest bucket
+// is never removed; otherwise the successor is left alone: another consumer
+// may have dropped it already, and creating it again would leave an open,
+// empty bucket below the producers' one, where a consumer walking from the
+// lowest bucket would wait forever. It reports whether b is gone.
 func (q *queue[T]) dropBucket(ctx context.Context, b string) (bool, error) {
-	if err := q.createNode(ctx, q.bucketPath(nextBucket(b)), nil); err != nil {
+	bs, err := q.buckets(ctx)
+	if err != nil {
 		return false, err
 	}
-	err := q.s.delete(ctx, q.bucketPath(b), -1)
+	switch {
+	case !slices.Contains(bs, b):
+		return true, nil // dropped by another consumer
+	case bs[len(bs)-1] == b:
+		if err := q.createNode(ctx, q.bucketPath(nextBucket(b)), nil); err != nil {
+			return false, err
+		}
+	}
+	err = q.s.delete(ctx, q.bucketPath(b), -1)
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return true, nil
