@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -138,6 +140,7 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 		q.pos = end
 		var out []*Delivery[T]
 		var err error
+		began := time.Now()
 		if q.ack {
 			out, err = q.claimAll(ctx, q.bucket, cands)
 		} else {
@@ -163,6 +166,18 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 		}
 		if len(out) > 0 || err != nil {
 			return out, err
+		}
+		if !q.ack {
+			// Lost the race for every candidate: the consumers are going
+			// for the same items in step. Stand back for a random part of
+			// the time the attempt took (a round trip, as loaded as the
+			// server is), so the winner takes the next ones alone instead
+			// of all sending deletes of which one succeeds.
+			if d := time.Since(began); d > 0 {
+				if err := q.s.sleep(ctx, time.Duration(rand.Int64N(int64(d)))); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 }
