@@ -30,7 +30,9 @@ func TestLockEnsembleFailover(t *testing.T) {
 
 	sessions := make([]*runtime.Session, clients)
 	for i := range sessions {
-		sessions[i] = connect(t, ens.Servers(), runtime.WithSessionTimeout(8*time.Second))
+		// 30 s: a leader election after a kill can take well over ten seconds
+		// on a loaded machine, and the sessions must outlive it.
+		sessions[i] = connect(t, ens.Servers(), runtime.WithSessionTimeout(30*time.Second))
 	}
 	var inside, overlaps atomic.Int32
 	var mu sync.Mutex
