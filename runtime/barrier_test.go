@@ -207,7 +207,8 @@ func TestDoubleBarrierCrashedParticipant(t *testing.T) {
 	}
 }
 
-// Enter cancelled while waiting for the others removes its node.
+// Enter cancelled while waiting for the others removes its node (the only
+// child of dir here).
 func TestDoubleBarrierEnterCancel(t *testing.T) {
 	srv := server(t)
 	dir := testRoot(t)
@@ -222,9 +223,8 @@ func TestDoubleBarrierEnterCancel(t *testing.T) {
 	if err := <-res; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Enter = %v", err)
 	}
-	for _, k := range childrenOf(t, s, dir) {
-		if strings.Contains(k, "p-") {
-			t.Fatalf("participant node left behind: %s", k)
-		}
-	}
+	// The node may have been created just as Enter was cancelled; then it
+	// is removed in the background, right after Enter returned: it goes
+	// (or the test's deadline fails it).
+	waitChildren(t, ctx, s, dir, 0)
 }
