@@ -25,9 +25,10 @@ type queueConfig struct {
 // WithBucketSize sets how many items a FIFO queue puts in one bucket before
 // it starts the next (default DefaultBucketSize). Every producer and
 // consumer of a queue should use the same size; a mismatch only changes
-// where buckets roll over, never the order or the count. The size also sets
-// which items ride in their node names (see the package's queue layout): up
-// to 21 encoded bytes with the default size, up to 192 with 1,000 or fewer.
+// where buckets roll over, never the order or the count. The size also
+// bounds which items ride in their node names (so that a take needs no
+// read, and a full bucket's listing stays under 512 KiB): items encoded in
+// up to 21 bytes with the default size, up to 192 with 1,000 or fewer.
 // Priority queues ignore it: they keep all items in one bucket.
 func WithBucketSize(n int) QueueOption {
 	return queueOptionFunc(func(c *queueConfig) { c.bucketSize = n })
