@@ -2,8 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	libs "github.com/zkgen/zkgen/internal/peers"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -29,25 +28,7 @@ import (
 // connecting stay outside the timing. The wire counts are the proxy's
 // between go and done, as for zkgen.
 
-// Environment overrides for the peers.
 const (
-	// envCuratorClasspath is a complete classpath for Curator's recipes
-	// (default: Debian's curator-recipes.jar, whose manifest names the rest).
-	envCuratorClasspath = "CURATOR_CLASSPATH"
-	// envKazooPython is a python that can import kazoo (default: the
-	// system's, where Debian installs python3-kazoo).
-	envKazooPython = "KAZOO_PYTHON"
-)
-
-const (
-	curatorJar   = "/usr/share/java/curator-recipes.jar"
-	slf4jNopJar  = "/usr/share/java/slf4j-nop.jar" // silences ZooKeeper's logging if installed
-	systemPython = "/usr/bin/python3"
-
-	curatorHint = "install Curator and a JDK: apt-get install -y libcurator-recipes-java default-jdk-headless " +
-		"(or set " + envCuratorClasspath + ")"
-	kazooHint = "install kazoo: apt-get install -y python3-kazoo (or set " + envKazooPython + ")"
-
 	// peerWarmup is how long a driver runs its workload before it says
 	// ready, so that the JVM has compiled the hot paths (zkgen's are
 	// compiled ahead).
@@ -60,8 +41,6 @@ const (
 // the serial collector, which keeps the collector's threads off the
 // machine's few cores.
 var javaOpts = []string{"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC"}
-
-var errNotInstalled = errors.New("peer not installed")
 
 // peerImpl is a peer library whose driver runs as a subprocess.
 type peerImpl struct {
@@ -83,7 +62,7 @@ var peers = []*peerImpl{
 func (p *peerImpl) command(b *testing.B) []string {
 	b.Helper()
 	p.once.Do(func() { p.argv, p.err = p.find() })
-	if errors.Is(p.err, errNotInstalled) {
+	if errors.Is(p.err, libs.ErrNotInstalled) {
 		b.Skip(p.err)
 	}
 	if p.err != nil {
@@ -96,30 +75,6 @@ func (p *peerImpl) command(b *testing.B) []string {
 var buildDir string
 
 func findCurator() ([]string, error) {
-	var java, javac string
-	for _, t := range []struct {
-		p    *string
-		name string
-	}{{&java, "java"}, {&javac, "javac"}} {
-		p, err := exec.LookPath(t.name)
-		if home := os.Getenv("JAVA_HOME"); home != "" {
-			p, err = exec.LookPath(filepath.Join(home, "bin", t.name))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: no %s on PATH (or in $JAVA_HOME/bin); %s", errNotInstalled, t.name, curatorHint)
-		}
-		*t.p = p
-	}
-	cp := os.Getenv(envCuratorClasspath)
-	if cp == "" {
-		if _, err := os.Stat(curatorJar); err != nil {
-			return nil, fmt.Errorf("%w: no %s; %s", errNotInstalled, curatorJar, curatorHint)
-		}
-		cp = curatorJar
-		if _, err := os.Stat(slf4jNopJar); err == nil {
-			cp += string(os.PathListSeparator) + slf4jNopJar
-		}
-	}
 	src, err := filepath.Abs(filepath.Join("testdata", "CuratorBench.java"))
 	if err != nil {
 		return nil, err
@@ -127,27 +82,18 @@ func findCurator() ([]string, error) {
 	if buildDir, err = os.MkdirTemp("", "zkgen-bench-"); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), peerWait)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, javac, "-d", buildDir, "-cp", cp, src).CombinedOutput(); err != nil {
-		if bytes.Contains(out, []byte("package org.apache.curator")) {
-			return nil, fmt.Errorf("%w: no Curator classes on %s; %s", errNotInstalled, cp, curatorHint)
-		}
-		return nil, fmt.Errorf("javac %s: %v\n%s", src, err, out)
+	java, cp, err := libs.Curator(src, buildDir)
+	if err != nil {
+		return nil, err
 	}
 	argv := append([]string{java}, javaOpts...)
-	return append(argv, "-cp", buildDir+string(os.PathListSeparator)+cp, "CuratorBench"), nil
+	return append(argv, "-cp", cp, "CuratorBench"), nil
 }
 
 func findKazoo() ([]string, error) {
-	py := os.Getenv(envKazooPython)
-	if py == "" {
-		py = systemPython
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, py, "-c", "import kazoo.client").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("%w: %s cannot import kazoo (%v: %s); %s", errNotInstalled, py, err, bytes.TrimSpace(out), kazooHint)
+	py, _, err := libs.Kazoo()
+	if err != nil {
+		return nil, err
 	}
 	script, err := filepath.Abs(filepath.Join("testdata", "kazoo_bench.py"))
 	if err != nil {

@@ -14,33 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgen/zkgen/internal/peers"
 	"github.com/zkgen/zkgen/runtime/zktest"
-)
-
-// Environment overrides for the peers.
-const (
-	// envCuratorClasspath is a complete classpath for Curator's recipes
-	// (default: Debian's curator-recipes.jar, whose manifest names the rest).
-	envCuratorClasspath = "CURATOR_CLASSPATH"
-	// envKazooPython is a python with kazoo importable (default: the
-	// system's /usr/bin/python3, where Debian installs python3-kazoo).
-	envKazooPython = "KAZOO_PYTHON"
-)
-
-const (
-	debianCuratorJar = "/usr/share/java/curator-recipes.jar"
-	systemPython     = "/usr/bin/python3"
-	// slf4jNop silences the Java peers' logging when present.
-	slf4jNop = "/usr/share/java/slf4j-nop.jar"
-)
-
-var errNotInstalled = errors.New("peer library not installed")
-
-const (
-	curatorHint = "install Curator and a JDK with `apt-get install -y libcurator-recipes-java default-jdk-headless` " +
-		"(or set " + envCuratorClasspath + " to a classpath holding curator-recipes, curator-framework, curator-client, zookeeper and guava)"
-	kazooHint = "install kazoo with `apt-get install -y python3-kazoo` (for " + systemPython + "), " +
-		"or set " + envKazooPython + " to a python that can import kazoo"
 )
 
 // requirePeer ends the test when a peer is unusable: a missing installation
@@ -50,7 +25,7 @@ func requirePeer(t *testing.T, err error) {
 	if err == nil {
 		return
 	}
-	if errors.Is(err, errNotInstalled) && !zktest.InCI() {
+	if errors.Is(err, peers.ErrNotInstalled) && !zktest.InCI() {
 		t.Skip(err.Error())
 	}
 	t.Fatal(err.Error())
@@ -78,61 +53,16 @@ func curator(t *testing.T) *curatorPeer {
 	return curatorVal
 }
 
-func jdkTool(name string) (string, error) {
-	if home := os.Getenv("JAVA_HOME"); home != "" {
-		if p := filepath.Join(home, "bin", name); isFile(p) {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%w: no %s on PATH (or in $JAVA_HOME/bin); %s", errNotInstalled, name, curatorHint)
-	}
-	return p, nil
-}
-
 func buildCurator() (*curatorPeer, error) {
-	java, err := jdkTool("java")
-	if err != nil {
-		return nil, err
-	}
-	javac, err := jdkTool("javac")
-	if err != nil {
-		return nil, err
-	}
-	cp := os.Getenv(envCuratorClasspath)
-	if cp == "" {
-		if !isFile(debianCuratorJar) {
-			return nil, fmt.Errorf("%w: %s not found; %s", errNotInstalled, debianCuratorJar, curatorHint)
-		}
-		cp = debianCuratorJar
-		if isFile(slf4jNop) {
-			cp += string(os.PathListSeparator) + slf4jNop
-		}
-	}
 	src, err := filepath.Abs(filepath.Join("testdata", "CuratorContender.java"))
 	if err != nil {
 		return nil, err
 	}
-	out := filepath.Join(buildDir, "curator")
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	java, cp, err := peers.Curator(src, filepath.Join(buildDir, "curator"))
+	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, javac, "-d", out, "-cp", cp, src)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		// A classpath without Curator shows up as missing packages.
-		if bytes.Contains(msg, []byte("package org.apache.curator")) {
-			return nil, fmt.Errorf("%w: javac finds no Curator classes on %q; %s", errNotInstalled, cp, curatorHint)
-		}
-		return nil, fmt.Errorf("javac %s: %v\n%s", src, err, msg)
-	}
-	return &curatorPeer{
-		java:      java,
-		classpath: out + string(os.PathListSeparator) + cp,
-		version:   debianVersion("libcurator-recipes-java"),
-	}, nil
+	return &curatorPeer{java: java, classpath: cp, version: debianVersion("libcurator-recipes-java")}, nil
 }
 
 // start runs one contender process; see the top of CuratorContender.java for
@@ -165,24 +95,15 @@ func kazoo(t *testing.T) *kazooPeer {
 }
 
 func findKazoo() (*kazooPeer, error) {
-	py := os.Getenv(envKazooPython)
-	if py == "" {
-		py = systemPython
-	}
-	if _, err := exec.LookPath(py); err != nil {
-		return nil, fmt.Errorf("%w: no python at %s; %s", errNotInstalled, py, kazooHint)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, py, "-c", "from kazoo.version import __version__; import kazoo.client; print(__version__)").CombinedOutput()
+	py, version, err := peers.Kazoo()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s cannot import kazoo: %s; %s", errNotInstalled, py, firstLines(out, 3), kazooHint)
+		return nil, err
 	}
 	script, err := filepath.Abs(filepath.Join("testdata", "kazoo_contender.py"))
 	if err != nil {
 		return nil, err
 	}
-	return &kazooPeer{python: py, script: script, version: strings.TrimSpace(string(out))}, nil
+	return &kazooPeer{python: py, script: script, version: version}, nil
 }
 
 // start runs one contender process; see the top of kazoo_contender.py for
@@ -322,19 +243,6 @@ func (s *syncBuffer) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func firstLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.Join(lines, " | ")
-}
-
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
 }
 
 // debianVersion returns an installed Debian package's version, or "" (for
