@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -124,4 +125,37 @@ func firstLines(b []byte, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// Output collects a peer process's output, safely for concurrent writes.
+// With a Limit it keeps only the last Limit bytes.
+type Output struct {
+	Limit int
+
+	mu sync.Mutex
+	b  []byte
+}
+
+// Write appends p.
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b = append(o.b, p...)
+	if over := len(o.b) - o.Limit; o.Limit > 0 && over > 0 {
+		o.b = append(o.b[:0], o.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.b)
+}
+
+// Tail returns the last n lines.
+func (o *Output) Tail(n int) string {
+	lines := strings.Split(strings.TrimRight(o.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -108,8 +108,8 @@ type driver struct {
 	name  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	lines chan string // stdout's protocol lines; closed at its end
-	log   *tailBuffer // everything else it printed, for messages
+	lines chan string  // stdout's protocol lines; closed at its end
+	log   *libs.Output // everything else it printed, for messages
 	done  chan struct{}
 	err   error // exit status, once done is closed
 }
@@ -129,7 +129,7 @@ func startDriver(b *testing.B, impl *peerImpl, p *zktest.Proxy, path, workload s
 		name:  impl.name + " " + workload,
 		cmd:   exec.Command(argv[0], args...),
 		lines: make(chan string, 16),
-		log:   &tailBuffer{},
+		log:   &libs.Output{Limit: 64 << 10},
 		done:  make(chan struct{}),
 	}
 	d.cmd.Stderr = d.log
@@ -184,15 +184,15 @@ func (d *driver) next(want string) string {
 	case l, ok := <-d.lines:
 		if !ok {
 			<-d.done
-			d.b.Fatalf("%s exited (%v) waiting for %q; output:\n%s", d.name, d.err, want, d.log.tail(30))
+			d.b.Fatalf("%s exited (%v) waiting for %q; output:\n%s", d.name, d.err, want, d.log.Tail(30))
 		}
 		if f, _, _ := strings.Cut(l, " "); f != want {
-			d.b.Fatalf("%s: %s (waiting for %q); output:\n%s", d.name, l, want, d.log.tail(30))
+			d.b.Fatalf("%s: %s (waiting for %q); output:\n%s", d.name, l, want, d.log.Tail(30))
 		}
 		return l
 	case <-time.After(peerWait):
 		d.kill()
-		d.b.Fatalf("%s: no %q within %v; killed; output:\n%s", d.name, want, peerWait, d.log.tail(30))
+		d.b.Fatalf("%s: no %q within %v; killed; output:\n%s", d.name, want, peerWait, d.log.Tail(30))
 	}
 	return ""
 }
@@ -204,7 +204,7 @@ func (d *driver) ready() { d.next("ready") }
 func (d *driver) send(line string) {
 	d.b.Helper()
 	if _, err := io.WriteString(d.stdin, line+"\n"); err != nil {
-		d.b.Fatalf("%s: write %q: %v; output:\n%s", d.name, line, err, d.log.tail(30))
+		d.b.Fatalf("%s: write %q: %v; output:\n%s", d.name, line, err, d.log.Tail(30))
 	}
 }
 
@@ -246,11 +246,11 @@ func (d *driver) finish() {
 	}
 	for l := range d.lines {
 		if strings.HasPrefix(l, "error") {
-			d.b.Fatalf("%s: %s; output:\n%s", d.name, l, d.log.tail(30))
+			d.b.Fatalf("%s: %s; output:\n%s", d.name, l, d.log.Tail(30))
 		}
 	}
 	if d.err != nil {
-		d.b.Fatalf("%s exited: %v; output:\n%s", d.name, d.err, d.log.tail(30))
+		d.b.Fatalf("%s exited: %v; output:\n%s", d.name, d.err, d.log.Tail(30))
 	}
 }
 
@@ -300,28 +300,4 @@ func peerFailover(b *testing.B, impl *peerImpl, candidates int) {
 	ms(b, percentile(lat, 0.5), "p50-ms")
 	ms(b, percentile(lat, 0.9), "p90-ms")
 	d.finish()
-}
-
-// tailBuffer keeps the last 64 KiB written to it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 64<<10; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-// tail returns the last n lines.
-func (t *tailBuffer) tail(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(t.b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -120,7 +120,7 @@ func TestCuratorRWLockHandOff(t *testing.T) {
 	select {
 	case <-entered:
 	case <-ctx.Done():
-		t.Fatalf("Curator reader never entered: %v; output:\n%s", ctx.Err(), crProc.out.tail(20))
+		t.Fatalf("Curator reader never entered: %v; output:\n%s", ctx.Err(), crProc.out.Tail(20))
 	}
 	leave := holdLock(t, ctx, ref, "go-r1", rw.Read(), "r")
 	mustNotGet(t, ctx, rw.Write(), "a Curator reader and a Go reader hold the lock")

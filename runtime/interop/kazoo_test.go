@@ -130,7 +130,7 @@ func TestKazooRWLockHandOff(t *testing.T) {
 	select {
 	case <-entered:
 	case <-ctx.Done():
-		t.Fatalf("kazoo reader never entered: %v; output:\n%s", ctx.Err(), krProc.out.tail(20))
+		t.Fatalf("kazoo reader never entered: %v; output:\n%s", ctx.Err(), krProc.out.Tail(20))
 	}
 	leave := holdLock(t, ctx, ref, "go-r1", rw.Read(), "r")
 	mustNotGet(t, ctx, rw.Write(), "a kazoo reader and a Go reader hold the lock")

@@ -1,7 +1,6 @@
 package interop_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -156,7 +155,7 @@ func (a peerArgs) who(into map[string]int) {
 type peer struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *peers.Output
 	done chan struct{} // closed once the process has been reaped
 	err  error         // exit status; read after done
 }
@@ -165,7 +164,7 @@ type peer struct {
 // The cleanup kills it by PID if it is still running and waits for it.
 func startPeer(t *testing.T, name, bin string, args ...string) *peer {
 	t.Helper()
-	p := &peer{name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &peer{name: name, out: &peers.Output{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout = p.out
 	p.cmd.Stderr = p.out
@@ -198,12 +197,12 @@ func (p *peer) wait(ctx context.Context) error {
 	select {
 	case <-p.done:
 		if p.err != nil {
-			return fmt.Errorf("%s failed: %v; output:\n%s", p.name, p.err, p.out.tail(40))
+			return fmt.Errorf("%s failed: %v; output:\n%s", p.name, p.err, p.out.Tail(40))
 		}
 		return nil
 	case <-ctx.Done():
 		p.kill()
-		return fmt.Errorf("%s: %v; killed; output:\n%s", p.name, context.Cause(ctx), p.out.tail(40))
+		return fmt.Errorf("%s: %v; killed; output:\n%s", p.name, context.Cause(ctx), p.out.Tail(40))
 	}
 }
 
@@ -216,33 +215,6 @@ func (p *peer) summaries() []string {
 		}
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// tail returns the last n lines.
-func (s *syncBuffer) tail(n int) string {
-	lines := strings.Split(strings.TrimRight(s.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // debianVersion returns an installed Debian package's version, or "" (for
