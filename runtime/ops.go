@@ -133,8 +133,39 @@ func (s *Session) childrenW(ctx context.Context, path string) (getResult, error)
 // delete removes path at version (-1 for any), retrying recoverable errors.
 // ErrNoNode on a retry counts as success: the lost attempt did the work.
 func (s *Session) delete(ctx context.Context, path string, version int32) error {
+	return s.deleteRetried(ctx, path, version, false)
+}
+
+// deleteOwned removes path, an ephemeral node of this session whose name
+// another session may create again once it is gone (a queue claim). A plain
+// retried delete could remove that other session's node: the lost attempt
+// deleted ours, another session created the name again, and the retry
+// deletes theirs. So after a connection loss it reads the node first and
+// deletes it only while this session still owns it; a node that is gone, or
+// owned by another session, was deleted by the lost attempt. It returns
+// ErrNoNode only when the node was missing at the first attempt.
+func (s *Session) deleteOwned(ctx context.Context, path string) error {
+	return s.deleteRetried(ctx, path, -1, true)
+}
+
+func (s *Session) deleteRetried(ctx context.Context, path string, version int32, owned bool) error {
 	retried := false
 	err := s.retry(ctx, func() error {
+		if retried && owned {
+			r, err := await(ctx, s, func() (getResult, error) {
+				ok, st, err := s.conn.Exists(path)
+				if !ok {
+					st = nil
+				}
+				return getResult{stat: st}, err
+			})
+			switch {
+			case err != nil:
+				return err
+			case r.stat == nil || r.stat.EphemeralOwner != s.ID():
+				return nil
+			}
+		}
 		_, err := await(ctx, s, func() (struct{}, error) {
 			return struct{}{}, s.conn.Delete(path, version)
 		})

@@ -73,7 +73,7 @@ func (d *Delivery[T]) Release(ctx context.Context) error {
 	if err := d.finish(); err != nil {
 		return err
 	}
-	err := d.q.s.delete(ctx, d.claim, -1)
+	err := d.q.s.deleteOwned(ctx, d.claim)
 	switch {
 	case err == nil:
 		d.q.released.Store(true)
@@ -709,7 +709,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (bool, e
 func (q *queue[T]) unclaim(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := q.s.delete(ctx, claim, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
+	if err := q.s.deleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
 		q.s.log.Warn("could not release claim", "path", claim, "err", err)
 	}
 }
