@@ -272,6 +272,26 @@ type soak struct {
 	faults map[string]int
 
 	failures atomic.Int64
+
+	ownMu  sync.Mutex
+	owners map[int64]string // session id → whose it is, for orphan reports
+}
+
+// own records whose session id is.
+func (sk *soak) own(id int64, who string) {
+	sk.ownMu.Lock()
+	sk.owners[id] = who
+	sk.ownMu.Unlock()
+}
+
+// owner says whose session id is.
+func (sk *soak) owner(id int64) string {
+	sk.ownMu.Lock()
+	defer sk.ownMu.Unlock()
+	if who, ok := sk.owners[id]; ok {
+		return who
+	}
+	return "a session no client of the test learnt"
 }
 
 func (sk *soak) failf(format string, args ...any) {
@@ -375,6 +395,8 @@ func (w *soakWorker) connect() error {
 	}
 	w.gen++
 	w.ws = &soakSession{s: s, worker: w.id, gen: w.gen}
+	sk0 := w.sk
+	sk0.own(s.ID(), fmt.Sprintf("worker w%d.%d", w.id, w.gen))
 	w.cur.Store(w.ws)
 	sk := w.sk
 	w.lock = runtime.NewLock(s, sk.at("lock"))
@@ -660,6 +682,11 @@ func (w *soakWorker) opAckTake() {
 		if ack {
 			err = d.Ack(actx)
 		} else {
+			// From the moment Release is called another consumer may
+			// claim the item, perhaps before Release returns: the claim
+			// stops counting now, as a lock holder's does when it calls
+			// Unlock.
+			l.releasing(w.ws, d.Value)
 			err = d.Release(actx)
 		}
 		acancel()
@@ -690,6 +717,16 @@ func (l *queueLedger) delivered1(sk *soak, ws *soakSession, id string) {
 		sk.failf("%s: %q delivered to w%d.%d while w%d.%d, whose session is alive, holds it", l.name, id, ws.worker, ws.gen, o.worker, o.gen)
 	}
 	l.claims[id] = ws
+}
+
+// releasing records that the consumer on ws gives id back: from now on
+// another consumer may hold it.
+func (l *queueLedger) releasing(ws *soakSession, id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.claims[id] == ws {
+		delete(l.claims, id)
+	}
 }
 
 // settled records the end of a delivery: an Ack or a Release and its
@@ -1013,6 +1050,7 @@ func TestSoak(t *testing.T) {
 		ops:    map[string]int{},
 		errs:   map[string]int{},
 		faults: map[string]int{},
+		owners: map[int64]string{},
 	}
 	t.Logf("soak seed %d, duration %v, skipping %v; reproduce with: %s", sk.seed, sk.dur, sk.skip, sk.reproduce())
 	t.Cleanup(func() {
@@ -1031,6 +1069,7 @@ func TestSoak(t *testing.T) {
 	sk.aq = newLedger("ackqueue", true)
 
 	admin := connect(t, srv.Servers(), runtime.WithLogger(sk.log))
+	sk.own(admin.ID(), "admin (the test's own checks and drain)")
 	if _, err := admin.CreatePersistent(ctx, sk.root); err != nil {
 		t.Fatal(err)
 	}
@@ -1337,7 +1376,7 @@ func (sk *soak) scan(s *runtime.Session, final bool) {
 			rel := strings.TrimPrefix(c, sk.root+"/")
 			switch {
 			case st.EphemeralOwner != 0:
-				sk.failf("orphan ephemeral node %s (session 0x%x) after every client closed", c, st.EphemeralOwner)
+				sk.failf("orphan ephemeral node %s (session 0x%x, %s) after every client closed", c, st.EphemeralOwner, sk.owner(st.EphemeralOwner))
 			case !allowed(rel):
 				sk.failf("unexpected persistent node %s (final=%v)", c, final)
 			}
