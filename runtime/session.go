@@ -32,6 +32,11 @@ type Session struct {
 	err      atomic.Pointer[error] // why done is closed
 	ended    atomic.Bool           // set before done closes; checked by the dialer
 
+	// go-zookeeper's reconnect race (reconnect_gate.go)
+	anchored       atomic.Bool  // the anchor watch is set: gate new connections
+	gatedConns     atomic.Int64 // gated connections that got the session
+	setWatchesSent atomic.Int64 // setWatches requests written
+
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	negotiated atomic.Int64 // session timeout granted by the server
 
@@ -95,7 +100,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		if err != nil {
 			return nil, err
 		}
-		return &liveConn{Conn: c, s: s}, nil
+		return &liveConn{Conn: c, s: s, gate: newZxidGate(s)}, nil
 	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
@@ -119,6 +124,11 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		if err := s.addAuth(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("runtime: Connect: %w", err)
+		}
+		if err := s.anchor(ctx); err != nil {
+			// Only the containment of go-zookeeper's reconnect race is
+			// lost (reconnect_gate.go); the session works.
+			s.log.Debug("could not set the session's anchor watch", "err", err)
 		}
 		return s, nil
 	case <-s.done:
