@@ -294,6 +294,40 @@ func (e *Ensemble) quorumStatus(group []int, majority int) (leader int, status s
 	return leader, strings.Join(parts, " "), ok
 }
 
+// RollingRestart restarts every running member once, one at a time:
+// followers first, in index order, then the leader. Each restart is
+// Server.Restart (a kill and a start on the same ports with the same data).
+// Before the next one, RollingRestart waits up to timeout for WaitQuorum,
+// which, with no partition in force, means that every running member
+// serves again, the restarted one included; a member serves only once it
+// has synchronised with the leader. Stopped members stay stopped.
+//
+// It returns the index of the leader at the end. A session whose timeout
+// outlasts one restart and one leader election survives, as long as its
+// client knows more than one member.
+func (e *Ensemble) RollingRestart(timeout time.Duration) (int, error) {
+	leader, err := e.WaitQuorum(timeout)
+	if err != nil {
+		return -1, fmt.Errorf("zktest: rolling restart: before it: %w", err)
+	}
+	var order []int
+	for i, m := range e.members {
+		if i != leader && m.Running() {
+			order = append(order, i)
+		}
+	}
+	order = append(order, leader)
+	for _, i := range order {
+		if err := e.members[i].Restart(); err != nil {
+			return -1, fmt.Errorf("zktest: rolling restart: member %d: %w", i, err)
+		}
+		if leader, err = e.WaitQuorum(timeout); err != nil {
+			return -1, fmt.Errorf("zktest: rolling restart: after restarting member %d: %w", i, err)
+		}
+	}
+	return leader, nil
+}
+
 // Close kills every member by PID, stops the relays and removes the
 // ensemble's directory. It is idempotent.
 func (e *Ensemble) Close() error {
