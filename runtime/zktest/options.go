@@ -103,7 +103,10 @@ func WithConfig(key, value string) Option {
 // Isolate and Heal can cut servers off from each other while their clients
 // stay connected. Relaying costs a little latency; without this option
 // servers talk to each other directly and those methods return an error.
-// Start and StartProcess ignore it.
+// Start and StartProcess ignore it. Each server's zoo.cfg lists the others
+// at its own relays, so dynamic reconfiguration, which would spread one
+// server's view to the rest, must stay off (reconfigEnabled, off by
+// default).
 //
 // The option also lowers ZooKeeper's maxNotificationInterval, the longest
 // pause between a cut-off server's attempts to rejoin, from 60s to five
