@@ -1,8 +1,8 @@
 // Package zktest runs real ZooKeeper servers for tests: a standalone server
-// (Start), a replicated ensemble (StartEnsemble), and a fault-injecting proxy
-// (NewProxy) that sits between a client and a server to cut, stall, delay or
-// refuse its traffic. Nothing is mocked: the servers are Apache ZooKeeper
-// JVMs listening on 127.0.0.1.
+// (Start), a replicated ensemble (StartEnsemble) that can be partitioned,
+// and a fault-injecting proxy (NewProxy) that sits between a client and a
+// server to cut, stall, delay or refuse its traffic. Nothing is mocked: the
+// servers are Apache ZooKeeper JVMs listening on 127.0.0.1.
 //
 // # A server per test
 //
@@ -72,6 +72,27 @@
 // expose a session's password, but a Proxy records the credentials of every
 // session made through it (Proxy.Session). Without a proxy, keep the client
 // partitioned with Proxy.Blackhole for longer than the session timeout.
+//
+// # Partitions inside an ensemble
+//
+// With WithQuorumFaults, the servers of an ensemble reach each other only
+// through relays in the test process, one per ordered pair of servers and
+// per port (quorum and election), and Partition, Isolate and Heal cut and
+// restore them. Clients keep their direct connections to their servers.
+//
+//	e := zktest.StartEnsemble(t, 3, zktest.WithQuorumFaults())
+//	old := e.Leader()
+//	e.Isolate(old)                       // or e.Partition([]int{0}, []int{1, 2})
+//	leader, err := e.WaitQuorum(30 * time.Second)
+//	// leader != old serves with the third member; old answers
+//	// ErrNotServing (zktest.Mode) and has dropped its clients' connections
+//	e.Heal()
+//	e.WaitQuorum(30 * time.Second)       // old is a follower again, caught up
+//
+// A cut link closes its connections and refuses new ones, in both
+// directions, so servers notice within a tick or so rather than after
+// syncLimit. RollingRestart restarts every member in turn, the leader last,
+// waiting each time for the restarted member to serve again.
 //
 // # Environment
 //

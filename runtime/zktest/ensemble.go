@@ -13,7 +13,8 @@ import (
 )
 
 // Ensemble is a replicated ZooKeeper of n local servers (QuorumPeerMain),
-// each listening on 127.0.0.1 with ports of its own.
+// each listening on 127.0.0.1 with ports of its own. With WithQuorumFaults,
+// the servers reach each other through relays that Partition can cut.
 //
 // Methods are safe for concurrent use.
 type Ensemble struct {
@@ -21,8 +22,17 @@ type Ensemble struct {
 	cfg     config
 	members []*Server
 
+	mu    sync.Mutex
+	links [][]*link // links[i][j]: member i's way to member j; nil without WithQuorumFaults
+	group []int     // the partition group of each member; nil when healed
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// link is the pair of relays through which one member reaches another.
+type link struct {
+	quorum, election *relay
 }
 
 // StartEnsemble starts an ensemble of n servers for the test and registers a
@@ -109,17 +119,30 @@ func (e *Ensemble) start() error {
 	if err != nil {
 		return err
 	}
+	quorumPort := func(i int) int { return ports[3*i+1] }
+	electionPort := func(i int) int { return ports[3*i+2] }
 	ticks := func(d time.Duration) string {
 		return strconv.FormatInt(int64((d+e.cfg.tick-1)/e.cfg.tick), 10)
 	}
-	quorum := []string{
-		"initLimit=" + ticks(10*time.Second),
-		"syncLimit=" + ticks(5*time.Second),
-	}
-	for i := 0; i < n; i++ {
-		quorum = append(quorum, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
+	if e.cfg.quorumFaults {
+		if err := e.openLinks(quorumPort, electionPort); err != nil {
+			return err
+		}
 	}
 	for i, m := range e.members {
+		// Each member lists itself with its real ports, which it binds, and
+		// the others as it reaches them: through its links, if it has any.
+		quorum := []string{
+			"initLimit=" + ticks(10*time.Second),
+			"syncLimit=" + ticks(5*time.Second),
+		}
+		for j := 0; j < n; j++ {
+			q, el := quorumPort(j), electionPort(j)
+			if l := e.link(i, j); l != nil {
+				q, el = l.quorum.port(), l.election.port()
+			}
+			quorum = append(quorum, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", j+1, q, el))
+		}
 		m.setPort(ports[3*i])
 		if err := os.MkdirAll(m.DataDir(), 0o755); err != nil {
 			return err
@@ -198,10 +221,23 @@ func (e *Ensemble) Leader() int {
 // as leader, and the running members are a majority. It returns the
 // leader's index, or an error describing each member's state at the
 // deadline.
+//
+// While a partition is in force (Partition, Isolate), only the members of
+// the group holding a majority must serve, one of them as leader and enough
+// of them running to be a majority of the ensemble, and every running
+// member of another group must answer that it is not serving
+// (ErrNotServing): WaitQuorum returns once the ensemble has settled into the
+// partition. If no group holds a majority, no quorum can form and
+// WaitQuorum fails at once.
 func (e *Ensemble) WaitQuorum(timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		leader, status, ok := e.quorumStatus()
+		group := e.partition()
+		majority := majorityGroup(group)
+		if majority < 0 {
+			return -1, fmt.Errorf("zktest: no group of the partition %v holds a majority of the ensemble", group)
+		}
+		leader, status, ok := e.quorumStatus(group, majority)
 		if ok {
 			return leader, nil
 		}
@@ -212,7 +248,9 @@ func (e *Ensemble) WaitQuorum(timeout time.Duration) (int, error) {
 	}
 }
 
-func (e *Ensemble) quorumStatus() (leader int, status string, ok bool) {
+// quorumStatus reports whether the members of the majority group serve with
+// one leader and the others do not serve.
+func (e *Ensemble) quorumStatus(group []int, majority int) (leader int, status string, ok bool) {
 	leader = -1
 	leaders, running := 0, 0
 	ok = true
@@ -222,8 +260,21 @@ func (e *Ensemble) quorumStatus() (leader int, status string, ok bool) {
 			parts = append(parts, fmt.Sprintf("%d:stopped", i))
 			continue
 		}
-		running++
 		mode, err := Mode(m.Addr(), time.Second)
+		if group[i] != majority {
+			switch {
+			case errors.Is(err, ErrNotServing):
+				parts = append(parts, fmt.Sprintf("%d:cut off, not serving", i))
+			case err == nil:
+				parts = append(parts, fmt.Sprintf("%d:cut off, yet %s", i, mode))
+				ok = false
+			default:
+				parts = append(parts, fmt.Sprintf("%d:cut off, %v", i, err))
+				ok = false
+			}
+			continue
+		}
+		running++
 		if err != nil {
 			parts = append(parts, fmt.Sprintf("%d:%v", i, err))
 			ok = false
@@ -243,14 +294,49 @@ func (e *Ensemble) quorumStatus() (leader int, status string, ok bool) {
 	return leader, strings.Join(parts, " "), ok
 }
 
-// Close kills every member by PID and removes the ensemble's directory. It
-// is idempotent.
+// RollingRestart restarts every running member once, one at a time:
+// followers first, in index order, then the leader. Each restart is
+// Server.Restart (a kill and a start on the same ports with the same data).
+// Before the next one, RollingRestart waits up to timeout for WaitQuorum,
+// which, with no partition in force, means that every running member
+// serves again, the restarted one included; a member serves only once it
+// has synchronised with the leader. Stopped members stay stopped.
+//
+// It returns the index of the leader at the end. A session whose timeout
+// outlasts one restart and one leader election survives, as long as its
+// client knows more than one member.
+func (e *Ensemble) RollingRestart(timeout time.Duration) (int, error) {
+	leader, err := e.WaitQuorum(timeout)
+	if err != nil {
+		return -1, fmt.Errorf("zktest: rolling restart: before it: %w", err)
+	}
+	var order []int
+	for i, m := range e.members {
+		if i != leader && m.Running() {
+			order = append(order, i)
+		}
+	}
+	order = append(order, leader)
+	for _, i := range order {
+		if err := e.members[i].Restart(); err != nil {
+			return -1, fmt.Errorf("zktest: rolling restart: member %d: %w", i, err)
+		}
+		if leader, err = e.WaitQuorum(timeout); err != nil {
+			return -1, fmt.Errorf("zktest: rolling restart: after restarting member %d: %w", i, err)
+		}
+	}
+	return leader, nil
+}
+
+// Close kills every member by PID, stops the relays and removes the
+// ensemble's directory. It is idempotent.
 func (e *Ensemble) Close() error {
 	e.closeOnce.Do(func() {
 		var errs []error
 		for _, m := range e.members {
 			errs = append(errs, m.Close())
 		}
+		e.closeLinks()
 		errs = append(errs, os.RemoveAll(e.dir))
 		e.closeErr = errors.Join(errs...)
 	})

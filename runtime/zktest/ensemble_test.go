@@ -29,6 +29,16 @@ func TestEnsemble(t *testing.T) {
 		}
 	}
 
+	// Without WithQuorumFaults the servers talk to each other directly
+	// (which shows that directConns, as the partition tests use it, sees
+	// such connections), and there is nothing to partition.
+	if conns, err := directConns(e); err == nil && len(conns) == 0 {
+		t.Fatal("directConns found no connection between the servers")
+	}
+	if err := e.Isolate(leader); err == nil {
+		t.Fatal("Isolate succeeded on an ensemble without WithQuorumFaults")
+	}
+
 	// A write on one member is visible on another.
 	a := connect(t, []string{e.Server(0).Addr()}, 10*time.Second)
 	b := connect(t, []string{e.Server(1).Addr()}, 10*time.Second)

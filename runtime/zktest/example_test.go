@@ -61,3 +61,52 @@ func ExampleListenProxy() {
 	<-fired
 	fmt.Println(errors.Is(err, zk.ErrConnectionClosed)) // yet /maybe exists on the server
 }
+
+// Isolating the leader of an ensemble from the other servers: the other two
+// elect a leader between themselves and keep serving, the old leader stops
+// serving, and after Heal it rejoins as a follower. Only traffic between
+// servers is cut; clients keep reaching their servers. In a test, use
+// StartEnsemble(t, 3, zktest.WithQuorumFaults()), which also cleans up.
+func ExampleEnsemble_Isolate() {
+	e, err := zktest.StartEnsembleProcess(3, zktest.WithQuorumFaults())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer e.Close()
+	old := e.Leader()
+
+	if err := e.Isolate(old); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	// Waits for a leader among the majority and for the old one to stop
+	// serving.
+	leader, err := e.WaitQuorum(30 * time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	_, err = zktest.Mode(e.Server(old).Addr(), time.Second)
+	fmt.Println(leader != old, errors.Is(err, zktest.ErrNotServing))
+
+	// Writes go to the majority meanwhile.
+	conn, _, err := zk.Connect([]string{e.Server(leader).Addr()}, 5*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Create("/during", []byte("partition"), 0, zk.WorldACL(zk.PermAll))
+
+	if err := e.Heal(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	if _, err := e.WaitQuorum(30 * time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	mode, _ := zktest.Mode(e.Server(old).Addr(), time.Second)
+	fmt.Println(mode)
+}

@@ -25,6 +25,7 @@ type config struct {
 	startTimeout time.Duration
 	jvmArgs      []string
 	extra        [][2]string
+	quorumFaults bool
 }
 
 func defaultConfig() config {
@@ -94,4 +95,29 @@ func WithJVMArgs(args ...string) Option {
 // nodes.
 func WithConfig(key, value string) Option {
 	return func(c *config) { c.extra = append(c.extra, [2]string{key, value}) }
+}
+
+// WithQuorumFaults makes StartEnsemble route each server's quorum and
+// election traffic to each other server through a relay of its own (one per
+// ordered pair of servers and per port), so that Ensemble.Partition,
+// Isolate and Heal can cut servers off from each other while their clients
+// stay connected. Relaying costs a little latency; without this option
+// servers talk to each other directly and those methods return an error.
+// Start and StartProcess ignore it. Each server's zoo.cfg lists the others
+// at its own relays, so dynamic reconfiguration, which would spread one
+// server's view to the rest, must stay off (reconfigEnabled, off by
+// default).
+//
+// The option also lowers ZooKeeper's maxNotificationInterval, the longest
+// pause between a cut-off server's attempts to rejoin, from 60s to five
+// ticks or one second, whichever is longer, so that a healed server rejoins
+// promptly.
+func WithQuorumFaults() Option {
+	return func(c *config) { c.quorumFaults = true }
+}
+
+// rejoinInterval is the maxNotificationInterval of an ensemble with quorum
+// faults.
+func rejoinInterval(tick time.Duration) time.Duration {
+	return max(5*tick, time.Second)
 }

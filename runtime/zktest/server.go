@@ -326,6 +326,9 @@ func (s *Server) spawn() error {
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 	}
+	if s.cfg.quorumFaults && !s.standalone {
+		args = append(args, "-Dzookeeper.fastleader.maxNotificationInterval="+strconv.FormatInt(rejoinInterval(s.cfg.tick).Milliseconds(), 10))
+	}
 	args = append(args, s.cfg.jvmArgs...)
 	args = append(args, "-cp", s.inst.classpath, s.mainClass, s.configPath())
 
