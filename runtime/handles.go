@@ -29,6 +29,7 @@ type LockHandle interface {
 	RequestRevoke(ctx context.Context) error
 	Holders(ctx context.Context) ([]Holder, error)
 	Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error)
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
 // RWLockHandle is the method set of *RWLock.
@@ -45,6 +46,7 @@ type SemaphoreHandle interface {
 	Acquire(ctx context.Context) (*Lease, error)
 	Holders(ctx context.Context) ([]Holder, error)
 	Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error)
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
 // QueueHandle is the method set of *Queue[T].
@@ -65,6 +67,7 @@ type AckQueueHandle[T any] interface {
 	Take(ctx context.Context) (*Delivery[T], error)
 	TakeN(ctx context.Context, n int) ([]*Delivery[T], error)
 	Len(ctx context.Context) (int, error)
+	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
 // PriorityQueueHandle is the method set of *PriorityQueue[T].
@@ -85,6 +88,7 @@ type AckPriorityQueueHandle[T any] interface {
 	Take(ctx context.Context) (*Delivery[T], error)
 	TakeN(ctx context.Context, n int) ([]*Delivery[T], error)
 	Len(ctx context.Context) (int, error)
+	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
 // BarrierHandle is the method set of *Barrier.
@@ -107,6 +111,7 @@ type DoubleBarrierHandle interface {
 type ElectionHandle[T any] interface {
 	Path() string
 	Campaign(ctx context.Context, payload T) (*Leadership[T], error)
+	Run(ctx context.Context, payload T, fn func(ctx context.Context, l *Leadership[T]) error) error
 	Leader(ctx context.Context) (T, error)
 	State(ctx context.Context) (LeaderState[T], error)
 	Observe(ctx context.Context) <-chan LeaderState[T]
@@ -116,6 +121,7 @@ type ElectionHandle[T any] interface {
 type GroupHandle[T any] interface {
 	Path() string
 	Join(ctx context.Context, member T) (*Membership[T], error)
+	Stay(ctx context.Context, member T) error
 	Members(ctx context.Context) ([]T, error)
 	Watch(ctx context.Context) <-chan []T
 }

@@ -28,10 +28,14 @@ type hold struct {
 
 	armOnce sync.Once
 	watches chan (<-chan zk.Event) // own-node watches for the monitor
+	untrack func()                 // counts the tenure's end (see Session.track)
 }
 
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
+		if h.untrack != nil {
+			defer h.untrack()
+		}
 		h.wasLost.Store(lost)
 		if lost {
 			h.cancel(fmt.Errorf("%s: %w", h.node, h.lostSentinel()))
@@ -92,6 +96,11 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 		}
 		w = own.watch
 		h.armOnce.Do(func() {})
+	}
+	if s.track() {
+		h.untrack = s.tenures.Done
+	} else {
+		h.end(true) // the session ended meanwhile: told at once
 	}
 	go s.monitor(h, w, revocable)
 	if lostErr != nil {

@@ -67,14 +67,25 @@ func (s *Session) retry(ctx context.Context, op func() error) error {
 
 // sleep waits d, or returns early with ctx's error or the session's end.
 func (s *Session) sleep(ctx context.Context, d time.Duration) error {
+	if !pause(ctx, d, s.done) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return s.Err()
+	}
+	return nil
+}
+
+// pause waits d; it reports false if ctx ended or stop closed first.
+func pause(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return true
 	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.done:
-		return s.Err()
+		return false
+	case <-stop:
+		return false
 	}
 }

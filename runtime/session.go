@@ -37,6 +37,12 @@ type Session struct {
 	gatedConns     atomic.Int64 // gated connections that got the session
 	setWatchesSent atomic.Int64 // setWatches requests written
 
+	// Supervise (supervise.go)
+	tenures sync.WaitGroup // live tenures (holds) of the session
+	gaveUp  atomic.Bool    // ended by the session's own clock, not by the server
+
+	onSupervised func(SessionEvent) // WithSessionEvents
+
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	negotiated atomic.Int64 // session timeout granted by the server
 
@@ -168,6 +174,7 @@ func (s *Session) onEvent(ev zk.Event) {
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
 			s.expiryTimer = time.AfterFunc(d, func() {
 				s.log.Warn("zookeeper unreachable for most of the session timeout: session treated as expired")
+				s.gaveUp.Store(true)
 				s.expire()
 			})
 		}
@@ -202,8 +209,8 @@ func (s *Session) end(err error) bool {
 	s.doneOnce.Do(func() {
 		first = true
 		s.err.Store(&err)
-		s.ended.Store(true)
 		s.mu.Lock()
+		s.ended.Store(true) // under mu: see track
 		if s.expiryTimer != nil {
 			s.expiryTimer.Stop()
 			s.expiryTimer = nil

@@ -1,0 +1,223 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// A Session never reopens itself: its end is told, and every handle on it
+// reports lost. A service that outlives sessions runs its coordination work
+// under Supervise, which opens a new session after each end and runs the
+// work again on it. Guarantees across a change of session:
+//
+//   - one session at a time: the next session is opened only once the
+//     previous one is over on the server too. A session the server expired
+//     or that was closed is over at once; one the client gave up on by its
+//     own clock (cut off for most of the timeout, see WithSessionTimeout)
+//     lives on in the server until the timeout, so Supervise waits that out
+//     before it connects again;
+//   - one run of the work at a time: fn's context is cancelled, and fn
+//     returns, before the next session is opened;
+//   - every tenure of the old session (lock, lease, leadership, membership)
+//     has reported Lost before fn's context is cancelled;
+//   - nothing of an old session is adopted by a new one: recipes create
+//     their nodes afresh, and a node of another session is never taken as
+//     this session's own.
+//
+// What is not guaranteed: work done under a tenure that ended is not undone.
+// A lock's holder may act after the lock passed on, until it sees Lost;
+// fence such work with Guarded or the lock's token.
+
+// SessionEvent describes a session opened by Supervise.
+type SessionEvent struct {
+	// Generation counts the sessions of one Supervise call, from 1.
+	Generation int
+	// ID is the new session's id.
+	ID int64
+	// PrevID is the previous session's id (0 for the first).
+	PrevID int64
+	// PrevErr is why the previous session ended: ErrSessionExpired or
+	// ErrClosed (nil for the first).
+	PrevErr error
+}
+
+// WithSessionEvents makes Supervise call fn each time it has opened a
+// session, before it runs the work on it. fn must not block. Connect
+// ignores it.
+func WithSessionEvents(fn func(SessionEvent)) Option {
+	return func(s *Session) { s.onSupervised = fn }
+}
+
+// superviseBackoff paces the connection attempts while ZooKeeper is
+// unreachable, and the delay before a session replaces another.
+var superviseBackoff = RetryPolicy{Initial: 100 * time.Millisecond, Max: 10 * time.Second}
+
+// connectAttempt bounds one connection attempt of Supervise.
+const connectAttempt = 5 * time.Second
+
+// Supervise runs fn on a ZooKeeper session for as long as ctx lasts. It
+// connects to servers (retrying with capped, jittered backoff while they are
+// unreachable) and calls fn with the session and a context that is
+// cancelled, with cause ErrSessionExpired or ErrClosed, when the session
+// ends. Once fn has returned, it opens a new session and calls fn again.
+//
+// It returns nil when ctx ends (after cancelling fn's context and waiting
+// for fn) or when fn returns nil while its session lives: the work is done.
+// It returns fn's error when fn fails for another reason than the end of its
+// session. opts are Connect's, plus WithSessionEvents.
+//
+// Each new session is logged (at info) and reported to WithSessionEvents.
+// See the guarantees above.
+func Supervise(ctx context.Context, servers []string, fn func(ctx context.Context, s *Session) error, opts ...Option) error {
+	probe := Session{log: slog.Default()}
+	for _, o := range opts {
+		o(&probe)
+	}
+	var prev *Session
+	for gen := 1; ; gen++ {
+		s, err := superviseConnect(ctx, servers, prev, probe.log, opts)
+		if err != nil {
+			return nil // ctx ended
+		}
+		ev := SessionEvent{Generation: gen, ID: s.ID()}
+		if prev != nil {
+			ev.PrevID, ev.PrevErr = prev.ID(), prev.Err()
+		}
+		s.log.Info("zookeeper session started", "generation", gen, "session", fmt.Sprintf("0x%x", ev.ID),
+			"previous", fmt.Sprintf("0x%x", ev.PrevID), "previous_end", ev.PrevErr)
+		if probe.onSupervised != nil {
+			probe.onSupervised(ev)
+		}
+		done, err := superviseRun(ctx, s, fn)
+		if done {
+			return err
+		}
+		prev = s
+	}
+}
+
+// superviseRun runs fn on s until s ends, ctx ends or fn returns. done
+// reports that Supervise must return err.
+func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Session) error) (done bool, err error) {
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ret := make(chan error, 1)
+	go func() { ret <- fn(fctx, s) }()
+	select {
+	case err = <-ret:
+		ended := s.Err() != nil
+		s.Close()
+		s.tenures.Wait()
+		switch {
+		case ctx.Err() != nil:
+			return true, nil
+		case !ended && err == nil:
+			return true, nil // the work is done
+		case sessionEnd(err, ended):
+			return false, nil
+		}
+		return true, err
+	case <-s.Done():
+		s.tenures.Wait() // every tenure has told its loss
+		cancel(s.Err())
+		err = <-ret
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		if sessionEnd(err, true) {
+			return false, nil
+		}
+		return true, err
+	case <-ctx.Done():
+		cancel(ctx.Err())
+		<-ret
+		s.Close()
+		s.tenures.Wait()
+		return true, nil
+	}
+}
+
+// sessionEnd reports whether fn's error is the end of its session (ended:
+// the session had ended when fn returned) rather than a failure of its own.
+func sessionEnd(err error, ended bool) bool {
+	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
+		return true
+	}
+	if !ended {
+		return false
+	}
+	// What the session's end makes recipes and contexts report.
+	return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrLockLost) ||
+		errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrMembershipLost) ||
+		errors.Is(err, ErrClaimLost) || errors.Is(err, ErrPresenceLost) ||
+		errors.Is(err, ErrPutUncertain) || errors.Is(err, ErrTakeUncertain)
+}
+
+// superviseConnect opens the next session: it waits until the previous one
+// is surely over on the server, then connects, retrying with backoff. It
+// fails only when ctx ends.
+func superviseConnect(ctx context.Context, servers []string, prev *Session, log *slog.Logger, opts []Option) (*Session, error) {
+	if prev != nil {
+		// A short random wait too, so that a fleet whose sessions ended
+		// together (an ensemble outage) does not come back at once.
+		jitter := time.Duration(rand.Int64N(int64(superviseBackoff.Initial) * 5))
+		if err := sleepCtx(ctx, time.Until(prev.overBy())+jitter); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, connectAttempt)
+		s, err := Connect(actx, servers, opts...)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		d := superviseBackoff.delay(attempt)
+		log.Warn("zookeeper unreachable; retrying", "attempt", attempt, "in", d, "err", err)
+		if err := sleepCtx(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// overBy returns when the ended session is surely over on the server too.
+// One the client gave up on by its own clock lives on in the server until
+// the timeout after the server last heard from it (which is no later than
+// when the client last heard from the server), rounded up to the server's
+// tick; the margin covers the tick.
+func (s *Session) overBy() time.Time {
+	if !s.gaveUp.Load() {
+		return time.Time{}
+	}
+	last := time.Unix(0, s.lastRecv.Load())
+	timeout := s.sessionTimeout()
+	return last.Add(timeout + timeout/10 + 100*time.Millisecond)
+}
+
+// track registers a tenure starting on the session; false means the session
+// has ended (the tenure is lost at once). Supervise waits for every tracked
+// tenure to end before it cancels the work's context.
+func (s *Session) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended.Load() {
+		return false
+	}
+	s.tenures.Add(1)
+	return true
+}
+
+// sleepCtx waits d, or returns ctx's error when it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d > 0 && !pause(ctx, d, nil) {
+		return ctx.Err()
+	}
+	return ctx.Err()
+}
