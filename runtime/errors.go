@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -139,11 +141,21 @@ func Classify(err error) Class {
 		return Normal
 	case errors.Is(err, zk.ErrConnectionClosed),
 		errors.Is(err, zk.ErrNoServer),
-		errors.Is(err, zk.ErrSessionMoved):
+		errors.Is(err, zk.ErrSessionMoved),
+		isConnError(err):
 		return Recoverable
 	default:
 		return Fatal
 	}
+}
+
+// isConnError reports an error of the connection itself, which go-zookeeper
+// hands to a request whose write failed ("write: broken pipe", "connection
+// reset by peer"): the request never reached the server whole, and the
+// client is reconnecting, as after a connection loss.
+func isConnError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // IsRecoverable reports whether err is a recoverable ZooKeeper error.

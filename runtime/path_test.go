@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -74,6 +76,10 @@ func TestClassify(t *testing.T) {
 		{opError("set", "/x", zk.ErrBadVersion), Normal},
 		{opError("get", "/x", zk.ErrConnectionClosed), Recoverable},
 		{zk.ErrSessionMoved, Recoverable},
+		// go-zookeeper hands a failed write's error to the request (seen
+		// in TestSoak, seed 1795397397152837622: "write: broken pipe").
+		{opError("get", "/x", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}), Recoverable},
+		{&net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}, Recoverable},
 		{opError("get", "/x", zk.ErrSessionExpired), Fatal},
 		{zk.ErrAuthFailed, Fatal},
 		{zk.ErrNoAuth, Fatal},
