@@ -23,17 +23,17 @@ const lostFraction = 0.8
 // liveConn wraps a connection to the server: it notes when bytes arrive and
 // reads the negotiated timeout from the first frame of the stream, the
 // ConnectResponse (int32 length, int32 protocol version, int32 timeout, ...).
-// It also contains go-zookeeper's reconnect race (see zxidGate).
+// It also keeps the session's last zxid (see zxidGuard).
 type liveConn struct {
 	net.Conn
 	s    *Session
 	hdr  [12]byte
 	hdrN int
-	gate *zxidGate
+	zxid *zxidGuard
 }
 
 func (c *liveConn) Write(p []byte) (int, error) {
-	c.gate.wrote(p)
+	c.zxid.wrote(p)
 	return c.Conn.Write(p)
 }
 
@@ -41,7 +41,7 @@ func (c *liveConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.s.lastRecv.Store(time.Now().UnixNano())
-		c.gate.read(p[:n])
+		c.zxid.read(p[:n])
 		if c.hdrN < len(c.hdr) {
 			c.hdrN += copy(c.hdr[c.hdrN:], p[:n])
 			if c.hdrN == len(c.hdr) {

@@ -32,10 +32,8 @@ type Session struct {
 	err      atomic.Pointer[error] // why done is closed
 	ended    atomic.Bool           // set before done closes; checked by the dialer
 
-	// go-zookeeper's reconnect race (reconnect_gate.go)
-	anchored       atomic.Bool  // the anchor watch is set: gate new connections
-	gatedConns     atomic.Int64 // gated connections that got the session
-	setWatchesSent atomic.Int64 // setWatches requests written
+	// go-zookeeper's reconnect race (zxid.go)
+	lastZxid atomic.Int64 // greatest zxid seen in a reply
 
 	// Supervise (supervise.go)
 	tenures sync.WaitGroup // live tenures (holds) of the session
@@ -106,7 +104,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		if err != nil {
 			return nil, err
 		}
-		return &liveConn{Conn: c, s: s, gate: newZxidGate(s)}, nil
+		return &liveConn{Conn: c, s: s, zxid: newZxidGuard(s)}, nil
 	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
@@ -130,11 +128,6 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		if err := s.addAuth(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("runtime: Connect: %w", err)
-		}
-		if err := s.anchor(ctx); err != nil {
-			// Only the containment of go-zookeeper's reconnect race is
-			// lost (reconnect_gate.go); the session works.
-			s.log.Debug("could not set the session's anchor watch", "err", err)
 		}
 		return s, nil
 	case <-s.done:
