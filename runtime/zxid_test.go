@@ -11,7 +11,7 @@ import (
 // (recvLoop writes lastZxid while sendSetWatches reads it); the session
 // hides reply zxids from it (zxidGuard), so the field is never written. This test reconnects a session many times
 // while requests are in flight and watches are set: under -race (as CI runs
-// it) the race detector fails it if the race comes back. Without the gate it
+// it) the race detector fails it if the race comes back. Without the guard it
 // failed 4 runs of 4.
 func TestReconnectNoDataRace(t *testing.T) {
 	srv := server(t)
