@@ -221,7 +221,7 @@ resources:
 	}
 	got := ""
 	for _, r := range s.Resources {
-		got += r.Name + ":" + string(r.Kind) + ":" + r.Path + ":" + r.Layout + ":" + r.ACL.Policy + " "
+		got += r.Name + ":" + string(r.Kind) + ":" + r.Path + ":" + string(r.Layout) + ":" + string(r.ACL.Policy) + " "
 	}
 	if want := "a:lock:/a:kazoo:world_all b:lock:/b:kazoo:world_all c:lock:/c:curator:world_all "; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
