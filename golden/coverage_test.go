@@ -15,11 +15,12 @@ import (
 )
 
 // TestKindCoverage fails for every kind of the spec's kinds table that a
-// part of zkgen does not handle: code generation (a templates descriptor),
-// the JSON Schema (a resource_<kind> definition with the table's fields),
-// zkgen inspect (a reader), zkgen graph (the row's Settings), zkgen
-// provision (a provisioning rule, possibly "nothing"), a golden case that
-// generates it and a README section headed with `kind: <kind>`.
+// part of zkgen does not handle: a valid example for zkgen init, code
+// generation (a templates descriptor), the JSON Schema (a resource_<kind>
+// definition with the table's fields), zkgen inspect (a reader), zkgen
+// graph (the row's Settings), zkgen provision (a provisioning rule,
+// possibly "nothing"), a golden case that generates it and a README
+// section headed with `kind: <kind>`.
 func TestKindCoverage(t *testing.T) {
 	generated := templates.Supported()
 	schema := loadSchema(t)
@@ -30,6 +31,9 @@ func TestKindCoverage(t *testing.T) {
 		if !ok {
 			t.Errorf("kind %s: listed in spec.Kinds but has no row", k)
 			continue
+		}
+		if problem := exampleProblem(info); problem != "" {
+			t.Errorf("kind %s: the table's example (zkgen init shows it): %s", k, problem)
 		}
 		if !slices.Contains(generated, k) {
 			t.Errorf("kind %s: no code generation (register a descriptor in templates/)", k)
@@ -54,6 +58,23 @@ func TestKindCoverage(t *testing.T) {
 			t.Errorf("kind %s: README.md has no section headed with `kind: %s`", k, k)
 		}
 	}
+}
+
+// exampleProblem says what is wrong with the example of row, or "": it
+// must be a valid resource of the row's kind, given the starter spec's
+// commented types.
+func exampleProblem(row spec.KindInfo) string {
+	src := "version: 1\npackage: p\ntypes:\n" +
+		"  Job: {fields: {name: string}}\n  Member: {fields: {host: string}}\n  Flags: {fields: {on: bool}}\n" +
+		"resources:\n  " + row.Example + "\n"
+	s, err := spec.Parse("example.yaml", []byte(src))
+	switch {
+	case err != nil:
+		return err.Error()
+	case len(s.Resources) != 1 || s.Resources[0].Kind != row.Kind:
+		return "it does not declare one resource of the kind"
+	}
+	return ""
 }
 
 // schemaDoc is the part of the JSON Schema that describes resources.

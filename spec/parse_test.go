@@ -271,7 +271,7 @@ types:
 zkgen.yaml:2:1: version: must be the first key of the spec
 zkgen.yaml:3:9: output: must end in .go, got "x.txt"
 zkgen.yaml:5:42: resources.b.leases: must be >= 1, got 0
-zkgen.yaml:6:13: resources.a.kind: unknown kind "lok"; known kinds are lock, rwlock, semaphore, queue, priority_queue, barrier, double_barrier, two_phase_commit, election, group, config, counter; did you mean "lock"?
+zkgen.yaml:6:13: resources.a.kind: unknown kind "lok"; known kinds are ` + kindList() + `; did you mean "lock"?
 zkgen.yaml:6:24: resources.a.path: overlaps resources.b (/x)
 zkgen.yaml:7:25: resources.c.path: overlaps resources.b (/x)
 zkgen.yaml:7:40: resources.c: field "size" is not valid for kind lock (only for double_barrier)
