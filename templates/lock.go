@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dave/jennifer/jen"
@@ -11,34 +12,14 @@ import (
 )
 
 func init() {
-	register(spec.KindLock, descriptor{
-		handle: func(*spec.Resource) (string, []jen.Code) { return "Lock", nil },
-		args:   lockOptions,
-		summary: func(r *spec.Resource) []string {
-			return []string{fmt.Sprintf("%s returns a contender for the exclusive lock %s at %s.", r.GoName, r.Name, layout(r))}
-		},
-		usage: func(r *spec.Resource) []string {
-			return append([]string{
-				"Lock blocks until this contender holds the lock (ctx cancellation removes its node);",
-				"Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;",
-				"Guarded runs ZooKeeper writes only while the lock is held.",
-			}, lockOptionsDoc(r)...)
-		},
-	})
-	register(spec.KindRWLock, descriptor{
-		handle: func(*spec.Resource) (string, []jen.Code) { return "RWLock", nil },
-		args:   lockOptions,
-		summary: func(r *spec.Resource) []string {
-			return []string{fmt.Sprintf("%s returns the read/write lock %s at %s.", r.GoName, r.Name, layout(r))}
-		},
-		usage: func(r *spec.Resource) []string {
-			return append([]string{
-				"Read and Write each return a new contender with the lock methods: readers share",
-				"the lock, a writer excludes everyone, and readers arriving after a waiting writer",
-				"queue behind it.",
-			}, lockOptionsDoc(r)...)
-		},
-	})
+	register(spec.KindLock, lockDescriptor("Lock", "a contender for the exclusive lock",
+		"Lock blocks until this contender holds the lock (ctx cancellation removes its node);",
+		"Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;",
+		"Guarded runs ZooKeeper writes only while the lock is held."))
+	register(spec.KindRWLock, lockDescriptor("RWLock", "the read/write lock",
+		"Read and Write each return a new contender with the lock methods: readers share",
+		"the lock, a writer excludes everyone, and readers arriving after a waiting writer",
+		"queue behind it."))
 	register(spec.KindSemaphore, descriptor{
 		handle: func(*spec.Resource) (string, []jen.Code) { return "Semaphore", nil },
 		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Leases)} },
@@ -50,6 +31,20 @@ func init() {
 			return []string{"Acquire blocks until a lease is granted and returns it; Release gives it back."}
 		},
 	})
+}
+
+// lockDescriptor describes a lock kind whose handle is runtime.<typ>: its
+// method returns what (an article and a noun) and its doc explains usage,
+// then the layout and revocation of the resource.
+func lockDescriptor(typ, what string, usage ...string) descriptor {
+	return descriptor{
+		handle: func(*spec.Resource) (string, []jen.Code) { return typ, nil },
+		args:   lockOptions,
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns %s %s at %s.", r.GoName, what, r.Name, layout(r))}
+		},
+		usage: func(r *spec.Resource) []string { return append(slices.Clone(usage), lockOptionsDoc(r)...) },
+	}
 }
 
 // lockOptions returns the runtime options of a lock or rwlock resource.
