@@ -7,8 +7,18 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// aclPolicies are the named ACL policies.
-var aclPolicies = []string{"world_all", "world_read", "creator_all"}
+// ACLPolicy is a named ACL policy (field acl).
+type ACLPolicy string
+
+// The named ACL policies.
+const (
+	ACLWorldAll   ACLPolicy = "world_all"   // every permission for everyone
+	ACLWorldRead  ACLPolicy = "world_read"  // read for everyone, every permission for the authenticated creator
+	ACLCreatorAll ACLPolicy = "creator_all" // every permission for the authenticated creator only
+)
+
+// ACLPolicies lists the named ACL policies.
+var ACLPolicies = []ACLPolicy{ACLWorldAll, ACLWorldRead, ACLCreatorAll}
 
 const aclHelp = `world_all, world_read, creator_all or a list of {digest: "user:hash", perms: rwcda}`
 
@@ -23,18 +33,19 @@ func (p *parser) acl(n *yaml.Node, field string) *ACL {
 		if !ok {
 			return nil
 		}
-		if !slices.Contains(aclPolicies, s) {
-			p.errorf(n, field, "unknown acl %s; use %s%s", quote(s), aclHelp, didYouMean(s, aclPolicies))
+		names := stringsOf(ACLPolicies)
+		if !slices.Contains(names, s) {
+			p.errorf(n, field, "unknown acl %s; use %s%s", quote(s), aclHelp, didYouMean(s, names))
 			return nil
 		}
-		a.Policy = s
+		a.Policy = ACLPolicy(s)
 	case yaml.SequenceNode:
 		items, ok := p.list(n, field)
 		if !ok {
 			return nil
 		}
 		if len(items) == 0 {
-			p.errorf(n, field, "must list at least one digest user, or be one of %s", strings.Join(aclPolicies, ", "))
+			p.errorf(n, field, "must list at least one digest user, or be one of %s", strings.Join(stringsOf(ACLPolicies), ", "))
 			return nil
 		}
 		seen := map[string]int{}

@@ -273,16 +273,26 @@ func (p *parser) str(n *yaml.Node, field string) (string, bool) {
 }
 
 // enum decodes a string that must be one of allowed.
-func (p *parser) enum(n *yaml.Node, field string, allowed ...string) (string, bool) {
+func enum[T ~string](p *parser, n *yaml.Node, field string, allowed []T) (T, bool) {
 	s, ok := p.str(n, field)
 	if !ok {
 		return "", false
 	}
-	if !slices.Contains(allowed, s) {
-		p.errorf(n, field, "must be one of %s, got %s%s", strings.Join(allowed, ", "), quote(s), didYouMean(s, allowed))
+	names := stringsOf(allowed)
+	if !slices.Contains(names, s) {
+		p.errorf(n, field, "must be one of %s, got %s%s", strings.Join(names, ", "), quote(s), didYouMean(s, names))
 		return "", false
 	}
-	return s, true
+	return T(s), true
+}
+
+// stringsOf converts a list of string-typed values (kinds, enums) to strings.
+func stringsOf[T ~string](ts []T) []string {
+	ss := make([]string, len(ts))
+	for i, t := range ts {
+		ss[i] = string(t)
+	}
+	return ss
 }
 
 // count decodes an integer in [1, MaxInt32] (sizes and leases).

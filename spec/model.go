@@ -1,33 +1,5 @@
 package spec
 
-import "time"
-
-// Kind is the kind of a declared resource.
-type Kind string
-
-// The resource kinds of the spec format.
-const (
-	KindLock           Kind = "lock"
-	KindRWLock         Kind = "rwlock"
-	KindSemaphore      Kind = "semaphore"
-	KindQueue          Kind = "queue"
-	KindPriorityQueue  Kind = "priority_queue"
-	KindBarrier        Kind = "barrier"
-	KindDoubleBarrier  Kind = "double_barrier"
-	KindTwoPhaseCommit Kind = "two_phase_commit"
-	KindElection       Kind = "election"
-	KindGroup          Kind = "group"
-	KindConfig         Kind = "config"
-	KindCounter        Kind = "counter"
-)
-
-// Kinds lists every kind in the order the documentation presents them.
-var Kinds = []Kind{
-	KindLock, KindRWLock, KindSemaphore, KindQueue, KindPriorityQueue,
-	KindBarrier, KindDoubleBarrier, KindTwoPhaseCommit, KindElection,
-	KindGroup, KindConfig, KindCounter,
-}
-
 // Pos is a position in the spec file (1-based line and column).
 type Pos struct {
 	Line, Col int
@@ -54,7 +26,7 @@ type Spec struct {
 // (runtime.WithNodeACL), and zkgen provision creates parents with it.
 type ACL struct {
 	Pos    Pos
-	Policy string       // "world_all", "world_read", "creator_all", or "" when Digest is set
+	Policy ACLPolicy    // a named policy, or "" when Digest is set
 	Digest []DigestUser // explicit digest users
 }
 
@@ -103,53 +75,4 @@ type Param struct {
 type Segment struct {
 	Literal string // set when Param is nil
 	Param   *Param
-}
-
-// Resource is one declared coordination resource.
-type Resource struct {
-	Pos      Pos    // position of the resource's key (its name)
-	KindPos  Pos    // position of the kind value
-	Name     string // snake_case as declared
-	GoName   string // CamelCase Go identifier (method on the client)
-	Kind     Kind
-	Path     string    // as written, relative to Root, starting with "/"
-	FullPath string    // Root + Path
-	Segments []Segment // of FullPath, without the leading empty segment
-	Params   []*Param  // the parameters of Segments in order
-	Doc      string
-	ACL      *ACL // its own acl, else the top-level one; nil when neither is set
-
-	// lock, rwlock
-	Revocable  bool
-	ForceAfter time.Duration // 0 when revocable without forcing
-	Layout     string        // "curator" (default) or "kazoo"
-
-	// semaphore
-	Leases int
-
-	// queue, priority_queue
-	Item       *TypeRef
-	Delivery   string // "at_most_once" (default) or "at_least_once"
-	Priorities []Name
-
-	// double_barrier
-	Size int
-
-	// two_phase_commit
-	Participants []Name
-	Payload      *TypeRef // also election
-	Notify       string   // "all" (default) or "coordinator"
-
-	// group
-	Member *TypeRef
-
-	// config
-	Value *TypeRef
-}
-
-// Name is a declared name inside a resource (a priority or participant) with
-// the Go constant it becomes (priority urgent of tasks -> TasksUrgent).
-type Name struct {
-	Name   string
-	GoName string
 }

@@ -221,7 +221,7 @@ resources:
 	}
 	got := ""
 	for _, r := range s.Resources {
-		got += r.Name + ":" + string(r.Kind) + ":" + r.Path + ":" + r.Layout + ":" + r.ACL.Policy + " "
+		got += r.Name + ":" + string(r.Kind) + ":" + r.Path + ":" + string(r.Layout) + ":" + string(r.ACL.Policy) + " "
 	}
 	if want := "a:lock:/a:kazoo:world_all b:lock:/b:kazoo:world_all c:lock:/c:curator:world_all "; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -271,7 +271,7 @@ types:
 zkgen.yaml:2:1: version: must be the first key of the spec
 zkgen.yaml:3:9: output: must end in .go, got "x.txt"
 zkgen.yaml:5:42: resources.b.leases: must be >= 1, got 0
-zkgen.yaml:6:13: resources.a.kind: unknown kind "lok"; known kinds are lock, rwlock, semaphore, queue, priority_queue, barrier, double_barrier, two_phase_commit, election, group, config, counter; did you mean "lock"?
+zkgen.yaml:6:13: resources.a.kind: unknown kind "lok"; known kinds are ` + kindList() + `; did you mean "lock"?
 zkgen.yaml:6:24: resources.a.path: overlaps resources.b (/x)
 zkgen.yaml:7:25: resources.c.path: overlaps resources.b (/x)
 zkgen.yaml:7:40: resources.c: field "size" is not valid for kind lock (only for double_barrier)

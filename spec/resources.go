@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -12,38 +11,14 @@ import (
 // commonFields are valid for every kind.
 var commonFields = []string{"kind", "path", "doc", "acl"}
 
-// kindFields are the fields each kind takes besides commonFields.
-var kindFields = map[Kind][]string{
-	KindLock:           {"revocable", "layout"},
-	KindRWLock:         {"revocable", "layout"},
-	KindSemaphore:      {"leases"},
-	KindQueue:          {"item", "delivery"},
-	KindPriorityQueue:  {"item", "priorities", "delivery"},
-	KindBarrier:        nil,
-	KindDoubleBarrier:  {"size"},
-	KindTwoPhaseCommit: {"participants", "payload", "notify"},
-	KindElection:       {"payload"},
-	KindGroup:          {"member"},
-	KindConfig:         {"value"},
-	KindCounter:        nil,
-}
-
-// kindRequired are the fields each kind requires besides path.
-var kindRequired = map[Kind][]string{
-	KindSemaphore:      {"leases"},
-	KindQueue:          {"item"},
-	KindPriorityQueue:  {"item", "priorities"},
-	KindDoubleBarrier:  {"size"},
-	KindTwoPhaseCommit: {"participants"},
-}
-
 // allResourceFields is every field some kind takes, in documentation order.
-var allResourceFields = append(slices.Clone(commonFields),
-	"revocable", "layout", "leases", "item", "delivery", "priorities",
-	"size", "participants", "payload", "notify", "member", "value")
-
-// maxPriorities bounds the priorities of a priority queue.
-const maxPriorities = 100
+var allResourceFields = func() []string {
+	fs := slices.Clone(commonFields)
+	for _, f := range kindFieldTable {
+		fs = append(fs, f.name)
+	}
+	return fs
+}()
 
 // parseResources decodes resources: at least one, in source order.
 func (p *parser) parseResources(e entry, rootOK bool) {
@@ -83,9 +58,10 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 			p.kind(r, x, join(field, "kind"))
 		}
 	}
+	info, known := r.Kind.Info()
 	allowed := allResourceFields
-	if r.Kind != "" {
-		allowed = append(slices.Clone(commonFields), kindFields[r.Kind]...)
+	if known {
+		allowed = append(slices.Clone(commonFields), info.Fields...)
 	}
 	var unknown []entry // keys reported as unknown fields
 	for _, x := range es {
@@ -107,7 +83,7 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 	if !has["path"] && !miss["path"] {
 		p.errorf(e.key, field, "missing required field %q", "path")
 	}
-	for _, f := range kindRequired[r.Kind] {
+	for _, f := range info.Required {
 		if !has[f] && !miss[f] {
 			p.errorf(e.key, field, "missing required field %q for kind %s", f, r.Kind)
 		}
@@ -126,40 +102,28 @@ func (p *parser) kind(r *Resource, x entry, field string) {
 	if !ok {
 		return
 	}
-	if !slices.Contains(Kinds, Kind(s)) {
-		names := make([]string, len(Kinds))
-		for i, k := range Kinds {
-			names[i] = string(k)
-		}
-		p.errorf(x.val, field, "unknown kind %s; known kinds are %s%s", quote(s), kindList(), didYouMean(s, names))
+	if _, ok := Kind(s).Info(); !ok {
+		p.errorf(x.val, field, "unknown kind %s; known kinds are %s%s", quote(s), kindList(), didYouMean(s, stringsOf(Kinds)))
 		return
 	}
 	r.Kind = Kind(s)
 }
 
-func kindList() string {
-	var b strings.Builder
-	for i, k := range Kinds {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(string(k))
-	}
-	return b.String()
-}
+func kindList() string { return strings.Join(stringsOf(Kinds), ", ") }
 
 // kindsTaking lists the kinds that take a kind-specific field.
 func kindsTaking(name string) string {
 	var ks []string
-	for _, k := range Kinds {
-		if slices.Contains(kindFields[k], name) {
-			ks = append(ks, string(k))
+	for _, row := range kindTable {
+		if slices.Contains(row.Fields, name) {
+			ks = append(ks, string(row.Kind))
 		}
 	}
 	return strings.Join(ks, ", ")
 }
 
-// resourceField decodes one field that is valid for r's kind.
+// resourceField decodes one field that is valid for r's kind: a common
+// field, or a kind-specific one through its decoder in kindFieldTable.
 func (p *parser) resourceField(r *Resource, x entry, field string, rootOK bool) {
 	switch x.name {
 	case "path":
@@ -168,42 +132,20 @@ func (p *parser) resourceField(r *Resource, x entry, field string, rootOK bool) 
 		r.Doc, _ = p.str(x.val, field)
 	case "acl":
 		r.ACL = p.acl(x.val, field)
-	case "revocable":
-		p.revocable(r, x.val, field)
-	case "layout":
-		r.Layout, _ = p.enum(x.val, field, "curator", "kazoo")
-	case "leases":
-		r.Leases, _ = p.count(x.val, field)
-	case "size":
-		r.Size, _ = p.count(x.val, field)
-	case "item":
-		r.Item = p.valueRef(x.val, field)
-	case "payload":
-		r.Payload = p.valueRef(x.val, field)
-	case "member":
-		r.Member = p.valueRef(x.val, field)
-	case "value":
-		r.Value = p.valueRef(x.val, field)
-	case "delivery":
-		r.Delivery, _ = p.enum(x.val, field, "at_most_once", "at_least_once")
-	case "notify":
-		r.Notify, _ = p.enum(x.val, field, "all", "coordinator")
-	case "priorities":
-		r.Priorities = p.names(r, x.val, field, "priority", maxPriorities)
-	case "participants":
-		r.Participants = p.names(r, x.val, field, "participant", 0)
+	default:
+		for _, f := range kindFieldTable {
+			if f.name == x.name {
+				f.decode(p, r, x.val, field)
+			}
+		}
 	}
 }
 
-// defaults fills in the defaults of the fields r's kind takes.
+// defaults fills in the defaults of the fields r's kind takes, and its
+// effective ACL.
 func (p *parser) defaults(r *Resource) {
-	switch r.Kind {
-	case KindLock, KindRWLock:
-		r.Layout = cmp.Or(r.Layout, "curator")
-	case KindQueue, KindPriorityQueue:
-		r.Delivery = cmp.Or(r.Delivery, "at_most_once")
-	case KindTwoPhaseCommit:
-		r.Notify = cmp.Or(r.Notify, "all")
+	if info, ok := r.Kind.Info(); ok && info.Defaults != nil {
+		info.Defaults(r)
 	}
 	if r.ACL == nil && p.spec != nil {
 		r.ACL = p.spec.ACL

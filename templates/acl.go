@@ -6,6 +6,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/zkgen/zkgen/internal/bind"
 	"github.com/zkgen/zkgen/spec"
 )
 
@@ -20,16 +21,11 @@ func newHandle(r *spec.Resource, ctor string, args ...jen.Code) jen.Code {
 }
 
 // aclExpr renders a declared ACL as the runtime helper building it. The
-// same helpers back internal/inspect.ZKACL (zkgen provision), so generated
+// same helpers back bind.ZKACL (zkgen provision), so generated
 // handles and provisioned parents get the same ACLs.
 func aclExpr(a *spec.ACL) jen.Code {
-	switch a.Policy {
-	case "world_all":
-		return jen.Qual(runtimePkg, "WorldAllACL").Call()
-	case "world_read":
-		return jen.Qual(runtimePkg, "WorldReadACL").Call()
-	case "creator_all":
-		return jen.Qual(runtimePkg, "CreatorAllACL").Call()
+	if a.Policy != "" {
+		return jen.Qual(runtimePkg, bind.ACLPolicies[a.Policy].Name).Call()
 	}
 	users := make([]jen.Code, len(a.Digest))
 	for i, d := range a.Digest {
@@ -46,12 +42,12 @@ func aclDoc(f *jen.File, r *spec.Resource) {
 	}
 	f.Comment("")
 	switch r.ACL.Policy {
-	case "world_all":
+	case spec.ACLWorldAll:
 		f.Comment("Nodes it creates are open to everyone (acl: world_all).")
-	case "world_read":
+	case spec.ACLWorldRead:
 		f.Comment("Nodes it creates are readable by everyone and writable only by the authenticated")
 		f.Comment("identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.")
-	case "creator_all":
+	case spec.ACLCreatorAll:
 		f.Comment("Nodes it creates are accessible only to the authenticated identity that created")
 		f.Comment("them (acl: creator_all); the session needs runtime.WithAuth.")
 	default:

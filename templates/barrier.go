@@ -8,27 +8,33 @@ import (
 	"github.com/zkgen/zkgen/spec"
 )
 
-// emitBarrier emits the client method of a barrier.
-func emitBarrier(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	f.Comment(fmt.Sprintf("%s returns a handle on the barrier %s, up while the node %s exists.", r.GoName, r.Name, layout(r)))
-	docLines(f, r.Doc)
-	f.Comment("")
-	f.Comment("Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx")
-	f.Comment("cancellation stops waiting; Wait creates nothing).")
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, "NewBarrier", jen.Id("c").Dot("sess"), pathExpr(r)))
-}
-
-// emitDoubleBarrier emits the client method of a double barrier.
-func emitDoubleBarrier(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	f.Comment(fmt.Sprintf("%s returns a participant in the double barrier %s at %s, for %d %s.",
-		r.GoName, r.Name, layout(r), r.Size, plural(r.Size, "participant", "participants")))
-	docLines(f, r.Doc)
-	f.Comment("")
-	f.Comment(fmt.Sprintf("Enter blocks until %d %s entered; Leave blocks until all have left. Participants",
-		r.Size, plural(r.Size, "participant has", "participants have")))
-	f.Comment("are ephemeral: one whose session ends neither counts nor blocks the others.")
-	f.Comment("ctx cancellation of Enter removes this participant's node.")
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, "NewDoubleBarrier", jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Size)))
+func init() {
+	register(spec.KindBarrier, descriptor{
+		handle: func(*spec.Resource) (string, []jen.Code) { return "Barrier", nil },
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a handle on the barrier %s, up while the node %s exists.", r.GoName, r.Name, layout(r))}
+		},
+		usage: func(*spec.Resource) []string {
+			return []string{
+				"Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx",
+				"cancellation stops waiting; Wait creates nothing).",
+			}
+		},
+	})
+	register(spec.KindDoubleBarrier, descriptor{
+		handle: func(*spec.Resource) (string, []jen.Code) { return "DoubleBarrier", nil },
+		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Size)} },
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a participant in the double barrier %s at %s, for %d %s.",
+				r.GoName, r.Name, layout(r), r.Size, plural(r.Size, "participant", "participants"))}
+		},
+		usage: func(r *spec.Resource) []string {
+			return []string{
+				fmt.Sprintf("Enter blocks until %d %s entered; Leave blocks until all have left. Participants",
+					r.Size, plural(r.Size, "participant has", "participants have")),
+				"are ephemeral: one whose session ends neither counts nor blocks the others.",
+				"ctx cancellation of Enter removes this participant's node.",
+			}
+		},
+	})
 }

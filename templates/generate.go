@@ -1,6 +1,7 @@
 // Package templates turns a validated spec model into Go source: one
-// jennifer emitter per resource kind (lock.go, ...) plus the file-level
-// emitter (file.go). Generate is pure: model in, file contents out.
+// descriptor per resource kind, registered by the kind's own file (lock.go,
+// ...), plus the file-level emitter (file.go). Generate is pure: model in,
+// file contents out.
 package templates
 
 import (
@@ -17,32 +18,44 @@ import (
 // runtimePkg is the import path of the runtime generated code calls.
 const runtimePkg = "github.com/zkgen/zkgen/runtime"
 
-// emitter adds the code of one resource to the file: a method on Client
-// returning the resource's handle, and whatever types it needs.
-type emitter func(f *jen.File, s *spec.Spec, r *spec.Resource)
+// descriptor is what the generator knows of one kind; the kind's own file
+// (lock.go, queue.go, ...) fills it in and registers it. emit turns it into
+// the resource's code: declarations, then the doc comment (summary, the
+// spec's doc, usage) and the Client method returning the handle.
+type descriptor struct {
+	// handle is the runtime type of r's handle (without the pointer) and its
+	// type arguments. Its constructor is runtime.New<type>, and the
+	// runtime's interface for it is <type>Handle.
+	handle func(r *spec.Resource) (typ string, typeArgs []jen.Code)
+	// args are the constructor's arguments after the session and the path.
+	args func(r *spec.Resource) []jen.Code
+	// summary is the first lines of the method's doc comment.
+	summary func(r *spec.Resource) []string
+	// usage is the doc comment lines after the spec's doc: what the
+	// handle's methods do for r.
+	usage func(r *spec.Resource) []string
+	// decls emits declarations the method needs before it (constants);
+	// nil for none.
+	decls func(f *jen.File, r *spec.Resource)
+}
 
-// emitters is the registry of supported kinds. Kinds not listed here are
-// parsed and validated but not generated yet.
-var emitters = map[spec.Kind]emitter{
-	spec.KindLock:           emitLock,
-	spec.KindRWLock:         emitRWLock,
-	spec.KindSemaphore:      emitSemaphore,
-	spec.KindQueue:          emitQueue,
-	spec.KindPriorityQueue:  emitPriorityQueue,
-	spec.KindBarrier:        emitBarrier,
-	spec.KindDoubleBarrier:  emitDoubleBarrier,
-	spec.KindTwoPhaseCommit: emitTwoPhaseCommit,
-	spec.KindElection:       emitElection,
-	spec.KindGroup:          emitGroup,
-	spec.KindConfig:         emitConfig,
-	spec.KindCounter:        emitCounter,
+// descriptors holds the kinds the generator emits code for. Kinds not
+// registered are parsed and validated but not generated.
+var descriptors = map[spec.Kind]descriptor{}
+
+// register adds the descriptor of kind k; each kind's file calls it once.
+func register(k spec.Kind, d descriptor) {
+	if _, dup := descriptors[k]; dup {
+		panic("templates: kind " + string(k) + " registered twice")
+	}
+	descriptors[k] = d
 }
 
 // Supported reports the kinds this generator emits code for, in spec order.
 func Supported() []spec.Kind {
 	var out []spec.Kind
 	for _, k := range spec.Kinds {
-		if emitters[k] != nil {
+		if _, ok := descriptors[k]; ok {
 			out = append(out, k)
 		}
 	}
@@ -57,7 +70,7 @@ func Supported() []spec.Kind {
 func Generate(s *spec.Spec) (map[string][]byte, error) {
 	var errs spec.Errors
 	for _, r := range s.Resources {
-		if emitters[r.Kind] == nil {
+		if _, ok := descriptors[r.Kind]; !ok {
 			errs = append(errs, &spec.Error{
 				File:  s.File,
 				Pos:   r.KindPos,
@@ -72,7 +85,7 @@ func Generate(s *spec.Spec) (map[string][]byte, error) {
 	f := newFile(s)
 	emitTypes(f, s)
 	for _, r := range s.Resources {
-		emitters[r.Kind](f, s, r)
+		emit(f, s, r, descriptors[r.Kind])
 	}
 	emitInterfaces(f, s)
 	var buf bytes.Buffer
@@ -80,6 +93,29 @@ func Generate(s *spec.Spec) (map[string][]byte, error) {
 		return nil, fmt.Errorf("templates: rendering %s: %w", s.Output, err)
 	}
 	return map[string][]byte{s.Output: buf.Bytes()}, nil
+}
+
+// emit adds the code of resource r, whose kind d describes, to the file:
+// its declarations, then the Client method returning its handle.
+func emit(f *jen.File, s *spec.Spec, r *spec.Resource, d descriptor) {
+	if d.decls != nil {
+		d.decls(f, r)
+	}
+	for _, line := range d.summary(r) {
+		f.Comment(line)
+	}
+	docLines(f, r.Doc)
+	f.Comment("")
+	for _, line := range d.usage(r) {
+		f.Comment(line)
+	}
+	stringParamDoc(f, r)
+	typ, _ := d.handle(r)
+	var args []jen.Code
+	if d.args != nil {
+		args = d.args(r)
+	}
+	clientMethod(f, s, r, newHandle(r, "New"+typ, append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, args...)...))
 }
 
 func kindList(ks []spec.Kind) string {

@@ -8,53 +8,13 @@ import (
 	"github.com/zkgen/zkgen/spec"
 )
 
-// handleType returns the runtime type of r's handle (without the pointer)
-// and its type arguments; the runtime's interface for it is the same name
-// with "Handle" appended.
-func handleType(r *spec.Resource) (string, []jen.Code) {
-	atLeastOnce := r.Delivery == "at_least_once"
-	switch r.Kind {
-	case spec.KindLock:
-		return "Lock", nil
-	case spec.KindRWLock:
-		return "RWLock", nil
-	case spec.KindSemaphore:
-		return "Semaphore", nil
-	case spec.KindQueue:
-		if atLeastOnce {
-			return "AckQueue", []jen.Code{goType(r.Item)}
-		}
-		return "Queue", []jen.Code{goType(r.Item)}
-	case spec.KindPriorityQueue:
-		if atLeastOnce {
-			return "AckPriorityQueue", []jen.Code{goType(r.Item)}
-		}
-		return "PriorityQueue", []jen.Code{goType(r.Item)}
-	case spec.KindBarrier:
-		return "Barrier", nil
-	case spec.KindDoubleBarrier:
-		return "DoubleBarrier", nil
-	case spec.KindElection:
-		return "Election", []jen.Code{goType(r.Payload)}
-	case spec.KindGroup:
-		return "Group", []jen.Code{goType(r.Member)}
-	case spec.KindConfig:
-		return "Config", []jen.Code{goType(r.Value)}
-	case spec.KindCounter:
-		return "Counter", nil
-	case spec.KindTwoPhaseCommit:
-		return "TwoPhaseCommit", []jen.Code{goType(r.Payload)}
-	}
-	panic("templates: no handle type for kind " + string(r.Kind))
-}
-
 // returnType is what the Client method of r returns: the resource's handle
 // interface when the spec emits interfaces, else the runtime's pointer type.
 func returnType(s *spec.Spec, r *spec.Resource) jen.Code {
 	if s.EmitInterfaces {
 		return jen.Id(r.GoName + "Handle")
 	}
-	typ, args := handleType(r)
+	typ, args := descriptors[r.Kind].handle(r)
 	t := jen.Op("*").Qual(runtimePkg, typ)
 	if len(args) > 0 {
 		t = t.Types(args...)
@@ -79,7 +39,7 @@ func emitInterfaces(f *jen.File, s *spec.Spec) {
 	}
 	var methods []jen.Code
 	for _, r := range s.Resources {
-		typ, args := handleType(r)
+		typ, args := descriptors[r.Kind].handle(r)
 		f.Comment(fmt.Sprintf("%sHandle is the interface of the handle %s returns (runtime.%sHandle), for fakes in tests.", r.GoName, r.GoName, typ))
 		t := jen.Qual(runtimePkg, typ+"Handle")
 		if len(args) > 0 {

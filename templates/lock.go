@@ -2,55 +2,56 @@ package templates
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/zkgen/zkgen/internal/bind"
 	"github.com/zkgen/zkgen/spec"
 )
 
-// emitLock emits the client method of an exclusive lock.
-func emitLock(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	f.Comment(fmt.Sprintf("%s returns a contender for the exclusive lock %s at %s.", r.GoName, r.Name, layout(r)))
-	docLines(f, r.Doc)
-	f.Comment("")
-	f.Comment("Lock blocks until this contender holds the lock (ctx cancellation removes its node);")
-	f.Comment("Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;")
-	f.Comment("Guarded runs ZooKeeper writes only while the lock is held.")
-	lockOptionsDoc(f, r)
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, "NewLock", append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, lockOptions(r)...)...))
+func init() {
+	register(spec.KindLock, lockDescriptor("Lock", "a contender for the exclusive lock",
+		"Lock blocks until this contender holds the lock (ctx cancellation removes its node);",
+		"Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;",
+		"Guarded runs ZooKeeper writes only while the lock is held."))
+	register(spec.KindRWLock, lockDescriptor("RWLock", "the read/write lock",
+		"Read and Write each return a new contender with the lock methods: readers share",
+		"the lock, a writer excludes everyone, and readers arriving after a waiting writer",
+		"queue behind it."))
+	register(spec.KindSemaphore, descriptor{
+		handle: func(*spec.Resource) (string, []jen.Code) { return "Semaphore", nil },
+		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Leases)} },
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a participant in the semaphore %s at %s, which grants at most %d %s at once.",
+				r.GoName, r.Name, layout(r), r.Leases, plural(r.Leases, "lease", "leases"))}
+		},
+		usage: func(*spec.Resource) []string {
+			return []string{"Acquire blocks until a lease is granted and returns it; Release gives it back."}
+		},
+	})
 }
 
-// emitRWLock emits the client method of a read/write lock.
-func emitRWLock(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	f.Comment(fmt.Sprintf("%s returns the read/write lock %s at %s.", r.GoName, r.Name, layout(r)))
-	docLines(f, r.Doc)
-	f.Comment("")
-	f.Comment("Read and Write each return a new contender with the lock methods: readers share")
-	f.Comment("the lock, a writer excludes everyone, and readers arriving after a waiting writer")
-	f.Comment("queue behind it.")
-	lockOptionsDoc(f, r)
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, "NewRWLock", append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, lockOptions(r)...)...))
-}
-
-// emitSemaphore emits the client method of a counting semaphore.
-func emitSemaphore(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	f.Comment(fmt.Sprintf("%s returns a participant in the semaphore %s at %s, which grants at most %d %s at once.",
-		r.GoName, r.Name, layout(r), r.Leases, plural(r.Leases, "lease", "leases")))
-	docLines(f, r.Doc)
-	f.Comment("")
-	f.Comment("Acquire blocks until a lease is granted and returns it; Release gives it back.")
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, "NewSemaphore", jen.Id("c").Dot("sess"), pathExpr(r), jen.Lit(r.Leases)))
+// lockDescriptor describes a lock kind whose handle is runtime.<typ>: its
+// method returns what (an article and a noun) and its doc explains usage,
+// then the layout and revocation of the resource.
+func lockDescriptor(typ, what string, usage ...string) descriptor {
+	return descriptor{
+		handle: func(*spec.Resource) (string, []jen.Code) { return typ, nil },
+		args:   lockOptions,
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns %s %s at %s.", r.GoName, what, r.Name, layout(r))}
+		},
+		usage: func(r *spec.Resource) []string { return append(slices.Clone(usage), lockOptionsDoc(r)...) },
+	}
 }
 
 // lockOptions returns the runtime options of a lock or rwlock resource.
 func lockOptions(r *spec.Resource) []jen.Code {
 	var opts []jen.Code
-	if r.Layout == "kazoo" {
-		opts = append(opts, jen.Qual(runtimePkg, "WithLayout").Call(jen.Qual(runtimePkg, "LayoutKazoo")))
+	if l, ok := bind.LockLayout(r); ok {
+		opts = append(opts, jen.Qual(runtimePkg, "WithLayout").Call(jen.Qual(runtimePkg, l.Name)))
 	}
 	if r.Revocable {
 		opts = append(opts, jen.Qual(runtimePkg, "WithRevocation").Call(durationExpr(r.ForceAfter)))
@@ -58,17 +59,20 @@ func lockOptions(r *spec.Resource) []jen.Code {
 	return opts
 }
 
-func lockOptionsDoc(f *jen.File, r *spec.Resource) {
-	if r.Layout == "kazoo" {
-		f.Comment("Nodes are named as Python's kazoo names them.")
+// lockOptionsDoc documents a lock's layout and revocation.
+func lockOptionsDoc(r *spec.Resource) []string {
+	var lines []string
+	if r.Layout == spec.LayoutKazoo {
+		lines = append(lines, "Nodes are named as Python's kazoo names them.")
 	}
 	switch {
 	case r.Revocable && r.ForceAfter > 0:
-		f.Comment(fmt.Sprintf("Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after %v", r.ForceAfter))
-		f.Comment("without release, deletes the holder's node (its Lost fires).")
+		lines = append(lines, fmt.Sprintf("Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after %v", r.ForceAfter),
+			"without release, deletes the holder's node (its Lost fires).")
 	case r.Revocable:
-		f.Comment("Revocable: RequestRevoke asks the holder to release (its Revoked closes).")
+		lines = append(lines, "Revocable: RequestRevoke asks the holder to release (its Revoked closes).")
 	}
+	return lines
 }
 
 // durationExpr renders d as readable Go: 0, 5 * time.Second, 1500 * time.Millisecond.

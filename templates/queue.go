@@ -2,30 +2,57 @@ package templates
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
 	"github.com/zkgen/zkgen/spec"
 )
 
-// emitQueue emits the client method of a FIFO queue.
-func emitQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	typ, _ := handleType(r)
-	ctor := "New" + typ
-	f.Comment(fmt.Sprintf("%s returns a handle on the FIFO queue %s at %s, of %s items, %s.",
-		r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r)))
-	docLines(f, r.Doc)
-	f.Comment("")
-	queueMethodsDoc(f, r, "Put appends an item")
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, ctor, jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item)))
+func init() {
+	register(spec.KindQueue, descriptor{
+		handle: queueHandle("Queue"),
+		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Item)} },
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a handle on the FIFO queue %s at %s, of %s items, %s.",
+				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
+		},
+		usage: func(r *spec.Resource) []string { return queueMethodsDoc(r, "Put appends an item") },
+	})
+	register(spec.KindPriorityQueue, descriptor{
+		handle: queueHandle("PriorityQueue"),
+		args: func(r *spec.Resource) []jen.Code {
+			return []jen.Code{codecExpr(r.Item), jen.Lit(len(r.Priorities))}
+		},
+		decls: priorityConsts,
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a handle on the priority queue %s at %s, of %s items, %s.",
+				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
+		},
+		usage: func(r *spec.Resource) []string {
+			names := make([]string, len(r.Priorities))
+			for i, p := range r.Priorities {
+				names[i] = p.GoName
+			}
+			return append([]string{fmt.Sprintf("Priorities, most urgent first: %s; FIFO within one priority.", strings.Join(names, ", "))},
+				queueMethodsDoc(r, "Put adds an item at a priority")...)
+		},
+	})
 }
 
-// emitPriorityQueue emits the priority constants and the client method of a
-// priority queue.
-func emitPriorityQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
-	typ, _ := handleType(r)
-	ctor := "New" + typ
+// queueHandle returns the handle function of a queue kind whose
+// at-most-once runtime type is typ; at least once, it is Ack<typ>.
+func queueHandle(typ string) func(r *spec.Resource) (string, []jen.Code) {
+	return func(r *spec.Resource) (string, []jen.Code) {
+		if r.Delivery == spec.AtLeastOnce {
+			return "Ack" + typ, []jen.Code{goType(r.Item)}
+		}
+		return typ, []jen.Code{goType(r.Item)}
+	}
+}
+
+// priorityConsts emits one runtime.Priority constant per priority of r.
+func priorityConsts(f *jen.File, r *spec.Resource) {
 	f.Comment(fmt.Sprintf("Priorities of the priority queue %s, most urgent first.", r.Name))
 	consts := make([]jen.Code, len(r.Priorities))
 	for i, p := range r.Priorities {
@@ -38,33 +65,21 @@ func emitPriorityQueue(f *jen.File, s *spec.Spec, r *spec.Resource) {
 	}
 	f.Const().Defs(consts...)
 	f.Line()
-	f.Comment(fmt.Sprintf("%s returns a handle on the priority queue %s at %s, of %s items, %s.",
-		r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r)))
-	docLines(f, r.Doc)
-	f.Comment("")
-	names := ""
-	for i, p := range r.Priorities {
-		if i > 0 {
-			names += ", "
-		}
-		names += p.GoName
-	}
-	f.Comment(fmt.Sprintf("Priorities, most urgent first: %s; FIFO within one priority.", names))
-	queueMethodsDoc(f, r, "Put adds an item at a priority")
-	stringParamDoc(f, r)
-	clientMethod(f, s, r, newHandle(r, ctor, jen.Id("c").Dot("sess"), pathExpr(r), codecExpr(r.Item), jen.Lit(len(r.Priorities))))
 }
 
-func queueMethodsDoc(f *jen.File, r *spec.Resource, put string) {
-	f.Comment(put + " (once, even across a connection loss); PutAll puts many in multis;")
-	if r.Delivery == "at_least_once" {
-		f.Comment("Take blocks until it claims an item and returns it as a delivery: Ack consumes it,")
-		f.Comment("Release gives it back, and a consumer whose session ends before Ack releases it;")
-		f.Comment("TakeN claims several; Len counts the items, claimed ones included.")
-		return
+func queueMethodsDoc(r *spec.Resource, put string) []string {
+	first := put + " (once, even across a connection loss); PutAll puts many in multis;"
+	if r.Delivery == spec.AtLeastOnce {
+		return []string{first,
+			"Take blocks until it claims an item and returns it as a delivery: Ack consumes it,",
+			"Release gives it back, and a consumer whose session ends before Ack releases it;",
+			"TakeN claims several; Len counts the items, claimed ones included.",
+		}
 	}
-	f.Comment("Take blocks until it removes an item and returns it (ctx cancellation leaves")
-	f.Comment("nothing behind); TakeN removes several at once; Len counts the items.")
+	return []string{first,
+		"Take blocks until it removes an item and returns it (ctx cancellation leaves",
+		"nothing behind); TakeN removes several at once; Len counts the items.",
+	}
 }
 
 // itemDoc describes a payload type for doc comments.
@@ -90,7 +105,7 @@ func itemDoc(t *spec.TypeRef) string {
 }
 
 func deliveryDoc(r *spec.Resource) string {
-	if r.Delivery == "at_least_once" {
+	if r.Delivery == spec.AtLeastOnce {
 		return "delivered at least once"
 	}
 	return "delivered at most once"

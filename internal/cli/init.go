@@ -51,22 +51,23 @@ resources:
   order_lock: {kind: lock, path: "/locks/orders/{shard:int}"}
 
   # More kinds; uncomment (and declare the types they use) to add them.
-  # table_lock: {kind: rwlock, path: "/locks/tables/{table:string}", revocable: {force_after: 5s}}
-  # slots:      {kind: semaphore, path: /semaphores/slots, leases: 3}
-  # jobs:       {kind: queue, path: /queues/jobs, item: Job}
-  # tasks:      {kind: priority_queue, path: /queues/tasks, item: Job, priorities: [urgent, normal, bulk]}
-  # start:      {kind: barrier, path: "/barriers/start/{run:string}"}
-  # epoch:      {kind: double_barrier, path: "/barriers/epoch/{n:int}", size: 3}
-  # deploy:     {kind: two_phase_commit, path: "/tx/deploy/{id:string}", participants: [database, cache]}
-  # scheduler:  {kind: election, path: /election/scheduler, payload: Member}
-  # workers:    {kind: group, path: /groups/workers, member: Member}
-  # flags:      {kind: config, path: /config/flags, value: Flags}
-  # requests:   {kind: counter, path: /counters/requests}
 `
 
-// starter returns the starter spec for the package name pkg.
+// starter returns the starter spec for the package name pkg: starterSpec,
+// then the example of every kind from the spec's kinds table, commented out
+// (but the lock's, which the starter declares).
 func starter(pkg string) []byte {
-	return []byte(strings.ReplaceAll(starterSpec, "PACKAGE", pkg))
+	var b strings.Builder
+	b.WriteString(starterSpec)
+	for _, k := range spec.Kinds {
+		info, _ := k.Info()
+		if strings.Contains(starterSpec, "\n  "+info.Example+"\n") {
+			continue
+		}
+		name, value, _ := strings.Cut(info.Example, ": ")
+		fmt.Fprintf(&b, "  # %-11s %s\n", name+":", value)
+	}
+	return []byte(strings.ReplaceAll(b.String(), "PACKAGE", pkg))
 }
 
 func (a *app) initCommand() *cobra.Command {

@@ -1,9 +1,11 @@
 // Package diff computes line-based differences between two texts and prints
 // them in the unified format of diff -u and git diff.
 //
-// The edit script is a shortest one (Myers' O(ND) algorithm in its
-// linear-space, divide-and-conquer form), so the output for a small change in
-// a large file stays small, and memory stays linear in the input size.
+// The differences come from github.com/sergi/go-diff (Google's
+// diff-match-patch: Myers' O(ND) algorithm, linear in memory), run over one
+// rune per distinct line and without a deadline, so the edit script is a
+// shortest one and the output for a small change in a large file stays
+// small. This package only turns that script into GNU diff's hunks.
 package diff
 
 import (

@@ -1,7 +1,9 @@
 // Package graph draws a spec's coordination topology: resources grouped by
 // the first segment of their path, each labelled with its name, kind, path
 // layout and the settings that shape it (leases, size, priorities,
-// participants, payload types, revocation, layout).
+// participants, payload types, revocation, layout). What each kind shows is
+// its row of the spec's kinds table (spec.KindInfo.Settings): nothing here
+// is per kind.
 package graph
 
 import (
@@ -41,65 +43,6 @@ func layout(r *spec.Resource) string {
 	return r.Path
 }
 
-// details lists what shapes the resource beyond its kind and path.
-func details(r *spec.Resource) []string {
-	var d []string
-	typ := func(label string, t *spec.TypeRef) {
-		if t != nil {
-			name := t.Name
-			if t.Slice {
-				name = "[]" + name
-			}
-			d = append(d, label+": "+name)
-		}
-	}
-	switch r.Kind {
-	case spec.KindLock, spec.KindRWLock:
-		if r.Layout == "kazoo" {
-			d = append(d, "layout: kazoo")
-		}
-		switch {
-		case r.Revocable && r.ForceAfter > 0:
-			d = append(d, "revocable, force after "+r.ForceAfter.String())
-		case r.Revocable:
-			d = append(d, "revocable")
-		}
-	case spec.KindSemaphore:
-		d = append(d, fmt.Sprintf("leases: %d", r.Leases))
-	case spec.KindQueue, spec.KindPriorityQueue:
-		typ("item", r.Item)
-		if len(r.Priorities) > 0 {
-			names := make([]string, len(r.Priorities))
-			for i, p := range r.Priorities {
-				names[i] = p.Name
-			}
-			d = append(d, "priorities: "+strings.Join(names, " > "))
-		}
-		if r.Delivery == "at_least_once" {
-			d = append(d, "at least once")
-		}
-	case spec.KindDoubleBarrier:
-		d = append(d, fmt.Sprintf("size: %d", r.Size))
-	case spec.KindTwoPhaseCommit:
-		names := make([]string, len(r.Participants))
-		for i, p := range r.Participants {
-			names[i] = p.Name
-		}
-		d = append(d, "participants: "+strings.Join(names, ", "))
-		typ("payload", r.Payload)
-		if r.Notify == "coordinator" {
-			d = append(d, "notify: coordinator")
-		}
-	case spec.KindElection:
-		typ("payload", r.Payload)
-	case spec.KindGroup:
-		typ("member", r.Member)
-	case spec.KindConfig:
-		typ("value", r.Value)
-	}
-	return d
-}
-
 func root(s *spec.Spec) string {
 	if s.Root == "" {
 		return "/"
@@ -118,7 +61,7 @@ func Mermaid(s *spec.Spec) string {
 	for i, g := range groups(s) {
 		fmt.Fprintf(&b, "    subgraph g%d[\"%s\"]\n", i, esc(g.name))
 		for _, r := range g.resources {
-			lines := append([]string{"<b>" + esc(r.Name) + "</b> · " + string(r.Kind), esc(layout(r))}, mapEsc(details(r), esc)...)
+			lines := append([]string{"<b>" + esc(r.Name) + "</b> · " + string(r.Kind), esc(layout(r))}, mapEsc(r.Settings(), esc)...)
 			fmt.Fprintf(&b, "      %s[\"%s\"]\n", r.Name, strings.Join(lines, "<br/>"))
 		}
 		b.WriteString("    end\n")
@@ -138,7 +81,7 @@ func DOT(s *spec.Spec) string {
 	for i, g := range groups(s) {
 		fmt.Fprintf(&b, "    subgraph cluster_%d {\n      label=%s;\n", i, q(g.name))
 		for _, r := range g.resources {
-			lines := append([]string{r.Name + " (" + string(r.Kind) + ")", layout(r)}, details(r)...)
+			lines := append([]string{r.Name + " (" + string(r.Kind) + ")", layout(r)}, r.Settings()...)
 			fmt.Fprintf(&b, "      %s [label=%s];\n", r.Name, q(strings.Join(lines, "\n")))
 		}
 		b.WriteString("    }\n")

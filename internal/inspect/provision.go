@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkgen/zkgen/internal/bind"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
@@ -21,10 +22,11 @@ type Plan struct {
 }
 
 // Parents returns the persistent nodes a spec needs, shallowest first: the
-// root, and for every resource its literal path up to the first parameter —
-// its whole path when it has none, except for the kinds whose node's
-// existence is state (barrier: up; config and counter: the value; a
-// two-phase commit: proposed), for which it is the parent.
+// root, and for every resource what its kind's provisionRule says — its
+// literal path up to the first parameter, its whole path when it has none,
+// except for the kinds whose node's existence is state (barrier: up; config
+// and counter: the value; a two-phase commit: proposed), for which it is
+// the parent.
 func Parents(s *spec.Spec) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -43,6 +45,10 @@ func Parents(s *spec.Spec) []string {
 		add(s.Root)
 	}
 	for _, r := range s.Resources {
+		rule := kinds[r.Kind].provision
+		if rule == provisionNothing {
+			continue
+		}
 		var segs []string
 		for _, seg := range r.Segments {
 			if seg.Param != nil {
@@ -50,11 +56,8 @@ func Parents(s *spec.Spec) []string {
 			}
 			segs = append(segs, seg.Literal)
 		}
-		if len(segs) == len(r.Segments) {
-			switch r.Kind {
-			case spec.KindBarrier, spec.KindConfig, spec.KindCounter, spec.KindTwoPhaseCommit:
-				segs = segs[:len(segs)-1]
-			}
+		if len(segs) == len(r.Segments) && rule == provisionParent {
+			segs = segs[:len(segs)-1]
 		}
 		if len(segs) > 0 {
 			add("/" + strings.Join(segs, "/"))
@@ -66,8 +69,8 @@ func Parents(s *spec.Spec) []string {
 // Provision creates the spec's persistent parent nodes that are missing
 // (none with dryRun) and lists the unknown nodes under the root. It is
 // idempotent: a second run creates nothing, and existing nodes keep their
-// ACL. New nodes get the declared ACL (see aclFor); without one, the open
-// ACL.
+// ACL. New nodes get the declared ACL (see aclFor) built by bind.ZKACL, as
+// generated handles build it; without one, the open ACL.
 func Provision(ctx context.Context, sess *runtime.Session, s *spec.Spec, dryRun bool) (*Plan, error) {
 	pl := &Plan{Needed: Parents(s)}
 	for _, p := range pl.Needed {
@@ -81,7 +84,7 @@ func Provision(ctx context.Context, sess *runtime.Session, s *spec.Spec, dryRun 
 			}
 			continue
 		}
-		created, err := sess.CreatePersistent(ctx, p, ZKACL(aclFor(s, p))...)
+		created, err := sess.CreatePersistent(ctx, p, bind.ZKACL(aclFor(s, p))...)
 		pl.Created = append(pl.Created, created...)
 		if err != nil {
 			return pl, err
@@ -201,30 +204,4 @@ func literalPrefix(r *spec.Resource) string {
 		segs = append(segs, seg.Literal)
 	}
 	return strings.Join(segs, "/")
-}
-
-// ZKACL turns a declared ACL into ZooKeeper's: world_all is everyone with
-// every permission; world_read is read for everyone and every permission
-// for the authenticated creator; creator_all is every permission for the
-// authenticated creator only (the creating session must have credentials,
-// e.g. --auth); a digest list grants each id its permissions. nil gives nil.
-func ZKACL(a *spec.ACL) []zk.ACL {
-	if a == nil {
-		return nil
-	}
-	// The same runtime helpers as generated handles use (templates' aclExpr),
-	// so provisioned parents and the recipes' nodes get the same ACLs.
-	switch a.Policy {
-	case "world_all":
-		return runtime.WorldAllACL()
-	case "world_read":
-		return runtime.WorldReadACL()
-	case "creator_all":
-		return runtime.CreatorAllACL()
-	}
-	users := make([]runtime.DigestUser, len(a.Digest))
-	for i, d := range a.Digest {
-		users[i] = runtime.DigestUser{ID: d.ID, Perms: d.Perms}
-	}
-	return runtime.DigestACL(users...)
 }

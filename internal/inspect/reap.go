@@ -26,7 +26,8 @@ func Reap(ctx context.Context, sess *runtime.Session, s *spec.Spec, olderThan ti
 	var out []Reaped
 	now := time.Now()
 	for _, r := range s.Resources {
-		if r.Kind != spec.KindLock && r.Kind != spec.KindRWLock && r.Kind != spec.KindSemaphore {
+		open := kinds[r.Kind].locks
+		if open == nil {
 			continue
 		}
 		ins, err := Expand(ctx, sess, r)
@@ -34,51 +35,41 @@ func Reap(ctx context.Context, sess *runtime.Session, s *spec.Spec, olderThan ti
 			return out, err
 		}
 		for _, in := range ins {
-			p := runtime.At(in.Path)
-			var holders func(context.Context) ([]runtime.Holder, error)
-			var reap func(context.Context, time.Duration) ([]runtime.Holder, error)
-			switch r.Kind {
-			case spec.KindLock:
-				l := runtime.NewLock(sess, p, lockOptions(r)...)
-				holders, reap = l.Holders, l.Reap
-			case spec.KindRWLock:
-				l := runtime.NewRWLock(sess, p, lockOptions(r)...).Write()
-				holders, reap = l.Holders, l.Reap
-			default:
-				m := runtime.NewSemaphore(sess, p, r.Leases)
-				holders, reap = m.Holders, m.Reap
+			v := open(sess, r, runtime.At(in.Path))
+			hs, err := reapOne(ctx, v, olderThan, now, dryRun)
+			out = append(out, reaped(r, v, hs, now)...)
+			if err != nil {
+				return out, err
 			}
-			var hs []runtime.Holder
-			if dryRun {
-				all, err := holders(ctx)
-				if err != nil {
-					return out, err
-				}
-				cutoff := now.Add(-olderThan)
-				for _, h := range all {
-					if h.Created.Before(cutoff) {
-						hs = append(hs, h)
-					}
-				}
-			} else if hs, err = reap(ctx, olderThan); err != nil {
-				return append(out, reaped(r, hs, now)...), err
-			}
-			out = append(out, reaped(r, hs, now)...)
 		}
 	}
 	return out, nil
 }
 
-func reaped(r *spec.Resource, hs []runtime.Holder, now time.Time) []Reaped {
+// reapOne removes (dryRun: lists) the contenders of one instance created
+// before now-olderThan.
+func reapOne(ctx context.Context, v lockView, olderThan time.Duration, now time.Time, dryRun bool) ([]runtime.Holder, error) {
+	if !dryRun {
+		return v.reap(ctx, olderThan)
+	}
+	all, err := v.holders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var hs []runtime.Holder
+	cutoff := now.Add(-olderThan)
+	for _, h := range all {
+		if h.Created.Before(cutoff) {
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
+}
+
+func reaped(r *spec.Resource, v lockView, hs []runtime.Holder, now time.Time) []Reaped {
 	var out []Reaped
 	for _, h := range hs {
-		c := contender(h)
-		if r.Kind == spec.KindRWLock {
-			c.Mode = "write"
-			if h.Read {
-				c.Mode = "read"
-			}
-		}
+		c := v.contender(h)
 		c.AgeSeconds = now.Sub(c.Created).Round(time.Millisecond).Seconds()
 		out = append(out, Reaped{Name: r.Name, Kind: string(r.Kind), Contender: c})
 	}

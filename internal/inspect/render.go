@@ -42,138 +42,39 @@ func summary(r Resource) string {
 	if r.Error != "" {
 		return "error: " + oneLine(r.Error)
 	}
-	switch {
-	case r.Lock != nil:
-		l := r.Lock
-		var b strings.Builder
-		switch {
-		case l.Leases > 0:
-			fmt.Fprintf(&b, "%d/%d leases held", len(l.Holders), l.Leases)
-		case len(l.Holders) == 0:
-			b.WriteString("free")
-		case len(l.Holders) == 1:
-			b.WriteString("held")
-		default:
-			fmt.Fprintf(&b, "held by %d readers", len(l.Holders))
-		}
-		if len(l.Waiters) > 0 {
-			fmt.Fprintf(&b, ", %d waiting", len(l.Waiters))
-		}
-		return b.String()
-	case r.Queue != nil:
-		q := r.Queue
-		s := plural(q.Depth, "item")
-		if len(q.Priorities) > 0 {
-			var ps []string
-			for _, p := range q.Priorities {
-				ps = append(ps, fmt.Sprintf("%s %d", p.Name, p.Depth))
-			}
-			s += " (" + strings.Join(ps, ", ") + ")"
-		}
-		if q.Claimed > 0 {
-			s += fmt.Sprintf(", %d claimed", q.Claimed)
-		}
-		if q.Oldest != nil {
-			s += ", oldest " + age(q.OldestAge)
-		}
-		return s
-	case r.Barrier != nil:
-		if r.Barrier.Up {
-			return "up"
-		}
-		return "down"
-	case r.DoubleBarrier != nil:
-		d := r.DoubleBarrier
-		s := fmt.Sprintf("%d/%d entered", len(d.Participants), d.Size)
-		if d.Ready {
-			s += ", ready"
-		}
-		return s
-	case r.Election != nil:
-		e := r.Election
-		s := "no leader"
-		if e.Elected {
-			s = fmt.Sprintf("leader epoch %d: %s", e.Epoch, show(e.Payload))
-		}
-		return s + ", " + plural(len(e.Candidates), "candidate")
-	case r.Group != nil:
-		return plural(len(r.Group.Members), "member")
-	case r.Config != nil:
-		if !r.Config.Exists {
-			return "absent"
-		}
-		return fmt.Sprintf("version %d: %s", r.Config.Version, show(r.Config.Value))
-	case r.Counter != nil:
-		return strconv.FormatInt(r.Counter.Value, 10)
-	case r.Transaction != nil:
-		t := r.Transaction
-		switch {
-		case !t.Proposed:
-			return "not proposed"
-		case t.Decision != "":
-			return "decided: " + t.Decision
-		}
-		return "voting"
+	if sec := r.section(); sec != nil {
+		return sec.summary()
 	}
 	return ""
 }
 
 // details are the indented lines under a resource: role, who, how long.
 func details(r Resource) [][3]string {
-	var out [][3]string
-	who := func(c Contender) string {
-		var parts []string
-		if c.Mode != "" {
-			parts = append(parts, c.Mode)
-		}
-		if c.Host != "" {
-			parts = append(parts, fmt.Sprintf("%s pid %d", safe(c.Host), c.PID))
-		} else {
-			parts = append(parts, "(no owner metadata)")
-		}
-		if c.Purpose != "" {
-			parts = append(parts, strconv.Quote(c.Purpose))
-		}
-		if c.Revoke {
-			parts = append(parts, "revoke requested")
-		}
-		return strings.Join(parts, " ")
+	if sec := r.section(); r.Error == "" && sec != nil {
+		return sec.details()
 	}
-	switch {
-	case r.Error != "":
-	case r.Lock != nil:
-		role := "holder"
-		if r.Lock.Leases > 0 {
-			role = "lease"
-		}
-		for _, c := range r.Lock.Holders {
-			out = append(out, [3]string{role, who(c), "held " + age(c.AgeSeconds) + "  " + base(c.Node)})
-		}
-		for i, c := range r.Lock.Waiters {
-			out = append(out, [3]string{fmt.Sprintf("waiter %d", i+1), who(c), "waiting " + age(c.AgeSeconds) + "  " + base(c.Node)})
-		}
-	case r.DoubleBarrier != nil:
-		for _, c := range r.DoubleBarrier.Participants {
-			out = append(out, [3]string{"participant", who(c), "entered " + age(c.AgeSeconds) + " ago"})
-		}
-	case r.Election != nil:
-		for i, c := range r.Election.Candidates {
-			role := fmt.Sprintf("candidate %d", i+1)
-			if r.Election.Elected && base(c.Node) == r.Election.Leader {
-				role = "leader"
-			}
-			out = append(out, [3]string{role, show(&c.Payload), "for " + age(c.AgeSeconds) + "  " + base(c.Node)})
-		}
-	case r.Group != nil:
-		for i, m := range r.Group.Members {
-			out = append(out, [3]string{fmt.Sprintf("member %d", i+1), show(&m), ""})
-		}
-	case r.Transaction != nil:
-		for _, v := range r.Transaction.Votes {
-			out = append(out, [3]string{"vote", v.Participant, v.State})
-		}
+	return nil
+}
+
+// who describes a contender's owner: mode, host and pid, purpose, and a
+// revocation request.
+func who(c Contender) string {
+	var parts []string
+	if c.Mode != "" {
+		parts = append(parts, c.Mode)
 	}
-	return out
+	if c.Host != "" {
+		parts = append(parts, fmt.Sprintf("%s pid %d", safe(c.Host), c.PID))
+	} else {
+		parts = append(parts, "(no owner metadata)")
+	}
+	if c.Purpose != "" {
+		parts = append(parts, strconv.Quote(c.Purpose))
+	}
+	if c.Revoke {
+		parts = append(parts, "revoke requested")
+	}
+	return strings.Join(parts, " ")
 }
 
 // show renders a value in one short line.

@@ -1,0 +1,183 @@
+package golden
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zkgen/zkgen/internal/inspect"
+	"github.com/zkgen/zkgen/spec"
+	"github.com/zkgen/zkgen/templates"
+)
+
+// TestKindCoverage fails for every kind of the spec's kinds table that a
+// part of zkgen does not handle: a valid example for zkgen init, code
+// generation (a templates descriptor), the JSON Schema (a resource_<kind>
+// definition with the table's fields), zkgen inspect (a reader), zkgen
+// graph (the row's Settings), zkgen provision (a provisioning rule,
+// possibly "nothing"), a golden case that generates it and a README
+// section headed with `kind: <kind>`.
+func TestKindCoverage(t *testing.T) {
+	generated := templates.Supported()
+	schema := loadSchema(t)
+	golden := goldenKinds(t)
+	readme := readmeHeadings(t)
+	for _, k := range spec.Kinds {
+		info, ok := k.Info()
+		if !ok {
+			t.Errorf("kind %s: listed in spec.Kinds but has no row", k)
+			continue
+		}
+		if problem := exampleProblem(info); problem != "" {
+			t.Errorf("kind %s: the table's example (zkgen init shows it): %s", k, problem)
+		}
+		if !slices.Contains(generated, k) {
+			t.Errorf("kind %s: no code generation (register a descriptor in templates/)", k)
+		}
+		for _, problem := range schema.check(info) {
+			t.Errorf("kind %s: schema (spec/zkgen.schema.json): %s", k, problem)
+		}
+		inspects, provisions := inspect.Supported(k)
+		if !inspects {
+			t.Errorf("kind %s: zkgen inspect cannot read it (register a reader in internal/inspect/)", k)
+		}
+		if !provisions {
+			t.Errorf("kind %s: zkgen provision has no rule for it (internal/inspect/; provisionNothing if it needs none)", k)
+		}
+		if info.Settings == nil {
+			t.Errorf("kind %s: zkgen graph has nothing to draw (the row's Settings in spec/kinds.go is nil)", k)
+		}
+		if !golden[k] {
+			t.Errorf("kind %s: no golden case generates it (add one under golden/)", k)
+		}
+		if !slices.ContainsFunc(readme, func(h string) bool { return strings.Contains(h, "`kind: "+string(k)+"`") }) {
+			t.Errorf("kind %s: README.md has no section headed with `kind: %s`", k, k)
+		}
+	}
+}
+
+// exampleProblem says what is wrong with the example of row, or "": it
+// must be a valid resource of the row's kind, given the starter spec's
+// commented types.
+func exampleProblem(row spec.KindInfo) string {
+	src := "version: 1\npackage: p\ntypes:\n" +
+		"  Job: {fields: {name: string}}\n  Member: {fields: {host: string}}\n  Flags: {fields: {on: bool}}\n" +
+		"resources:\n  " + row.Example + "\n"
+	s, err := spec.Parse("example.yaml", []byte(src))
+	switch {
+	case err != nil:
+		return err.Error()
+	case len(s.Resources) != 1 || s.Resources[0].Kind != row.Kind:
+		return "it does not declare one resource of the kind"
+	}
+	return ""
+}
+
+// schemaDoc is the part of the JSON Schema that describes resources.
+type schemaDoc struct {
+	Defs map[string]schemaDef `json:"$defs"`
+}
+
+// schemaDef is one definition: a resource_<kind>, or resource.
+type schemaDef struct {
+	Properties map[string]schemaProp `json:"properties"`
+	Required   []string              `json:"required"`
+	AllOf      []schemaBranch        `json:"allOf"`
+}
+
+// schemaProp is the part of a property's schema that names kinds.
+type schemaProp struct {
+	Const string   `json:"const"`
+	Enum  []string `json:"enum"`
+}
+
+// schemaBranch selects a resource_<kind> definition by the kind.
+type schemaBranch struct {
+	If struct {
+		Properties struct {
+			Kind schemaProp `json:"kind"`
+		} `json:"properties"`
+	} `json:"if"`
+	Then struct {
+		Ref string `json:"$ref"`
+	} `json:"then"`
+}
+
+func loadSchema(t *testing.T) schemaDoc {
+	t.Helper()
+	var doc schemaDoc
+	if err := json.Unmarshal(spec.SchemaJSON, &doc); err != nil {
+		t.Fatalf("the schema: %v", err)
+	}
+	return doc
+}
+
+// check lists what the schema lacks for the kind of row: a definition
+// resource_<kind> with exactly its fields and required fields, the kind in
+// the resource's kind enum, and a branch selecting the definition.
+func (doc schemaDoc) check(row spec.KindInfo) []string {
+	var problems []string
+	name := "resource_" + string(row.Kind)
+	def, ok := doc.Defs[name]
+	if !ok {
+		return []string{"no $defs/" + name}
+	}
+	if c := def.Properties["kind"].Const; c != string(row.Kind) {
+		problems = append(problems, name+".properties.kind.const is "+c)
+	}
+	var props []string
+	for p := range def.Properties {
+		props = append(props, p)
+	}
+	want := append([]string{"kind", "path", "doc", "acl"}, row.Fields...)
+	if slices.Sort(props); !slices.Equal(props, slices.Sorted(slices.Values(want))) {
+		problems = append(problems, name+" has properties "+strings.Join(props, ", ")+"; the table has "+strings.Join(want, ", "))
+	}
+	required := append([]string{"kind", "path"}, row.Required...)
+	if !slices.Equal(slices.Sorted(slices.Values(def.Required)), slices.Sorted(slices.Values(required))) {
+		problems = append(problems, name+" requires "+strings.Join(def.Required, ", ")+"; the table requires "+strings.Join(required, ", "))
+	}
+	res := doc.Defs["resource"]
+	if !slices.Contains(res.Properties["kind"].Enum, string(row.Kind)) {
+		problems = append(problems, "the kind is not in $defs/resource.properties.kind.enum")
+	}
+	if !slices.ContainsFunc(res.AllOf, func(b schemaBranch) bool {
+		return b.If.Properties.Kind.Const == string(row.Kind) && b.Then.Ref == "#/$defs/"+name
+	}) {
+		problems = append(problems, "$defs/resource.allOf has no branch from the kind to #/$defs/"+name)
+	}
+	return problems
+}
+
+// goldenKinds returns the kinds that some good golden case declares.
+func goldenKinds(t *testing.T) map[spec.Kind]bool {
+	t.Helper()
+	kinds := map[spec.Kind]bool{}
+	for _, dir := range caseDirs(t) {
+		if _, err := os.Stat(filepath.Join(dir, stderrFile)); err == nil {
+			continue
+		}
+		s, err := spec.ParseFile(filepath.Join(dir, specFile))
+		if err != nil {
+			t.Fatalf("golden case %s: %v", dir, err)
+		}
+		for _, r := range s.Resources {
+			kinds[r.Kind] = true
+		}
+	}
+	return kinds
+}
+
+// readmeHeadings returns the Markdown headings of README.md.
+func readmeHeadings(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return regexp.MustCompile(`(?m)^#+ .*$`).FindAllString(string(data), -1)
+}

@@ -1,0 +1,93 @@
+// Package funclen checks that no function is too long to read: every
+// non-test function or method of the packages in dirs spans at most
+// maxLines lines, from its func line to its closing brace.
+package funclen
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxLines is the longest a function may be, counting its func line and
+// its closing brace.
+const maxLines = 60
+
+// dirs are the directories checked, relative to the repository root; each
+// one's own .go files only, not its subdirectories'.
+var dirs = []string{
+	"internal/inspect",
+}
+
+func TestFunctionLength(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, dir := range dirs {
+		for _, long := range longFuncs(t, filepath.Join(root, dir)) {
+			t.Errorf("%s: %s is %d lines long (at most %d)", filepath.Join(dir, long.file), long.name, long.lines, maxLines)
+		}
+	}
+}
+
+// long is a function over maxLines lines.
+type long struct {
+	file, name string
+	lines      int
+}
+
+// longFuncs lists the non-test functions and methods of dir's .go files
+// that are longer than maxLines.
+func longFuncs(t *testing.T, dir string) []long {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	var out []long
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			n := fset.Position(fn.End()).Line - fset.Position(fn.Type.Func).Line + 1
+			if n > maxLines {
+				out = append(out, long{file: name, name: funcName(fn), lines: n})
+			}
+		}
+	}
+	return out
+}
+
+// funcName is "F" for a function and "T.M" for a method.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	switch x := typ.(type) {
+	case *ast.IndexExpr: // generic receiver T[P]
+		typ = x.X
+	case *ast.IndexListExpr:
+		typ = x.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}

@@ -1,0 +1,131 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zkgen/zkgen/internal/bind"
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/spec"
+)
+
+func init() {
+	register(spec.KindLock, kindOps{read: readLock, provision: provisionPath,
+		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
+			l := runtime.NewLock(sess, p, bind.LockOptions(r)...)
+			return lockView{holders: l.Holders, reap: l.Reap}
+		}})
+	register(spec.KindRWLock, kindOps{read: readLock, provision: provisionPath,
+		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
+			l := runtime.NewRWLock(sess, p, bind.LockOptions(r)...).Write()
+			return lockView{holders: l.Holders, reap: l.Reap, modes: true}
+		}})
+	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath,
+		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
+			m := runtime.NewSemaphore(sess, p, r.Leases)
+			return lockView{holders: m.Holders, reap: m.Reap, leases: r.Leases}
+		}})
+}
+
+// LockState lists a lock's holders and waiters in queue order (for a
+// semaphore: the lease holders, then the waiters).
+type LockState struct {
+	Leases  int         `json:"leases,omitempty"` // semaphore: the spec's lease count
+	Holders []Contender `json:"holders"`
+	Waiters []Contender `json:"waiters"`
+}
+
+// Contender is one lock, lease, participant or candidate node.
+type Contender struct {
+	Node       string    `json:"node"`                       // full znode path
+	Seq        int32     `json:"seq"`                        // sequence number
+	Mode       string    `json:"mode,omitempty"`             // rwlock: "read" or "write"
+	Host       string    `json:"host,omitempty"`             // owner metadata (absent for nodes of other libraries)
+	PID        int       `json:"pid,omitempty"`              //
+	Session    string    `json:"session,omitempty"`          //
+	Purpose    string    `json:"purpose,omitempty"`          //
+	Created    time.Time `json:"created"`                    // node creation (server clock)
+	AgeSeconds float64   `json:"age_seconds"`                // Taken - Created: how long it has held or waited
+	Revoke     bool      `json:"revoke_requested,omitempty"` // someone asked the holder to release
+}
+
+// readLock reads the holders and waiters of a lock, rwlock or semaphore.
+func readLock(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path, res *Resource) error {
+	v := kinds[r.Kind].locks(sess, r, p)
+	hs, err := v.holders(ctx)
+	if err != nil {
+		return err
+	}
+	st := &LockState{Leases: v.leases, Holders: []Contender{}, Waiters: []Contender{}}
+	for _, h := range hs {
+		c := v.contender(h)
+		if h.Holds {
+			st.Holders = append(st.Holders, c)
+		} else {
+			st.Waiters = append(st.Waiters, c)
+		}
+	}
+	res.Lock = st
+	return nil
+}
+
+// contender describes a holder of the lock v views.
+func (v lockView) contender(h runtime.Holder) Contender {
+	c := contender(h)
+	if v.modes {
+		c.Mode = "write"
+		if h.Read {
+			c.Mode = "read"
+		}
+	}
+	return c
+}
+
+func contender(h runtime.Holder) Contender {
+	return Contender{Node: h.Node, Seq: h.Seq, Host: h.Owner.Host, PID: h.Owner.PID, Session: h.Owner.Session,
+		Purpose: h.Owner.Purpose, Created: h.Created, Revoke: !h.Owner.RevokeRequestedAt.IsZero()}
+}
+
+func (l *LockState) summary() string {
+	var b strings.Builder
+	switch {
+	case l.Leases > 0:
+		fmt.Fprintf(&b, "%d/%d leases held", len(l.Holders), l.Leases)
+	case len(l.Holders) == 0:
+		b.WriteString("free")
+	case len(l.Holders) == 1:
+		b.WriteString("held")
+	default:
+		fmt.Fprintf(&b, "held by %d readers", len(l.Holders))
+	}
+	if len(l.Waiters) > 0 {
+		fmt.Fprintf(&b, ", %d waiting", len(l.Waiters))
+	}
+	return b.String()
+}
+
+func (l *LockState) details() [][3]string {
+	var out [][3]string
+	role := "holder"
+	if l.Leases > 0 {
+		role = "lease"
+	}
+	for _, c := range l.Holders {
+		out = append(out, [3]string{role, who(c), "held " + age(c.AgeSeconds) + "  " + base(c.Node)})
+	}
+	for i, c := range l.Waiters {
+		out = append(out, [3]string{fmt.Sprintf("waiter %d", i+1), who(c), "waiting " + age(c.AgeSeconds) + "  " + base(c.Node)})
+	}
+	return out
+}
+
+func (l *LockState) setAges(age func(time.Time) float64) {
+	for j := range l.Holders {
+		l.Holders[j].AgeSeconds = age(l.Holders[j].Created)
+	}
+	for j := range l.Waiters {
+		l.Waiters[j].AgeSeconds = age(l.Waiters[j].Created)
+	}
+}
