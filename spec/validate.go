@@ -85,6 +85,7 @@ func (p *parser) checkNames() {
 	p.collisions(pkg, map[string]string{
 		"Client": "the generated Client type",
 		"New":    "the generated New function",
+		"Run":    "the generated Run function",
 		"API":    "the generated API interface",
 	})
 	p.collisions(methods, nil)

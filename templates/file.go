@@ -42,6 +42,27 @@ func newFile(s *spec.Spec) *jen.File {
 	f.Func().Id("New").Params(jen.Id("sess").Op("*").Qual(runtimePkg, "Session")).Op("*").Id("Client").Block(
 		jen.Return(jen.Op("&").Id("Client").Values(jen.Dict{jen.Id("sess"): jen.Id("sess")})),
 	)
+	f.Line()
+	f.Comment("Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:")
+	f.Comment("when the session ends, fn's ctx is cancelled and, once fn has returned, fn")
+	f.Comment("runs again with a Client on a new session. It returns nil when ctx ends, or")
+	f.Comment("fn's error when fn fails for another reason than its session's end (see")
+	f.Comment("runtime.Supervise for the guarantees across a change of session).")
+	ctx := jen.Qual("context", "Context")
+	f.Func().Id("Run").Params(
+		jen.Id("ctx").Add(ctx),
+		jen.Id("servers").Index().String(),
+		jen.Id("fn").Func().Params(jen.Id("ctx").Add(ctx), jen.Id("c").Op("*").Id("Client")).Error(),
+		jen.Id("opts").Op("...").Qual(runtimePkg, "Option"),
+	).Error().Block(
+		jen.Return(jen.Qual(runtimePkg, "Supervise").Call(
+			jen.Id("ctx"), jen.Id("servers"),
+			jen.Func().Params(jen.Id("ctx").Add(ctx), jen.Id("s").Op("*").Qual(runtimePkg, "Session")).Error().Block(
+				jen.Return(jen.Id("fn").Call(jen.Id("ctx"), jen.Id("New").Call(jen.Id("s")))),
+			),
+			jen.Id("opts").Op("..."),
+		)),
+	)
 	return f
 }
 

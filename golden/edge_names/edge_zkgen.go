@@ -4,7 +4,10 @@
 // Package edge holds the typed ZooKeeper coordination handles declared in zkgen.yaml.
 package edge
 
-import "github.com/zkgen/zkgen/runtime"
+import (
+	"context"
+	"github.com/zkgen/zkgen/runtime"
+)
 
 // Client hands out the handles of the coordination topology declared in zkgen.yaml, rooted at /.
 // Handles are cheap: each call returns a new participant (contender, member, ...).
@@ -19,6 +22,17 @@ const _ = runtime.GeneratedCodeV1
 // New returns a Client whose handles use sess. Closing sess ends every handle.
 func New(sess *runtime.Session) *Client {
 	return &Client{sess: sess}
+}
+
+// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
+// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
+// runs again with a Client on a new session. It returns nil when ctx ends, or
+// fn's error when fn fails for another reason than its session's end (see
+// runtime.Supervise for the guarantees across a change of session).
+func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
+	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
+		return fn(ctx, New(s))
+	}, opts...)
 }
 
 // A1 returns a contender for the exclusive lock a1 at /a1.

@@ -5,6 +5,7 @@
 package payloads
 
 import (
+	"context"
 	"github.com/zkgen/zkgen/runtime"
 	"net/netip"
 	"time"
@@ -23,6 +24,17 @@ const _ = runtime.GeneratedCodeV1
 // New returns a Client whose handles use sess. Closing sess ends every handle.
 func New(sess *runtime.Session) *Client {
 	return &Client{sess: sess}
+}
+
+// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
+// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
+// runs again with a Client on a new session. It returns nil when ctx ends, or
+// fn's error when fn fails for another reason than its session's end (see
+// runtime.Supervise for the guarantees across a change of session).
+func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
+	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
+		return fn(ctx, New(s))
+	}, opts...)
 }
 
 // Endpoint is the payload type Endpoint declared in the spec; it is stored as JSON.
