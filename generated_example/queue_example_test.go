@@ -75,11 +75,14 @@ func TestGeneratedQueues(t *testing.T) {
 	}
 	var order []string
 	for i := 0; i < 5; i++ {
-		j, err := c[1].Tasks().Take(ctx)
+		d, err := c[1].Tasks().Take(ctx) // at-least-once: a delivery, acked
 		if err != nil {
 			t.Fatal(err)
 		}
-		order = append(order, j.Name)
+		order = append(order, d.Value.Name)
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if want := "u1 n1 n2 b1 b2"; strings.Join(order, " ") != want {
 		t.Fatalf("served %v, want %s", order, want)

@@ -104,14 +104,15 @@ const (
 	TasksBulk runtime.Priority = 2
 )
 
-// Tasks returns a handle on the priority queue tasks at /zkgen-example/queues/tasks, of Job (JSON) items, delivered at most once.
+// Tasks returns a handle on the priority queue tasks at /zkgen-example/queues/tasks, of Job (JSON) items, delivered at least once.
 //
 // Priorities, most urgent first: TasksUrgent, TasksNormal, TasksBulk; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
+// Release gives it back, and a consumer whose session ends before Ack releases it;
+// TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Tasks() TasksHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3)
+	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3)
 }
 
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
@@ -194,8 +195,8 @@ type SlotsHandle = runtime.SemaphoreHandle
 // JobsHandle is the interface of the handle Jobs returns (runtime.QueueHandle), for fakes in tests.
 type JobsHandle = runtime.QueueHandle[Job]
 
-// TasksHandle is the interface of the handle Tasks returns (runtime.PriorityQueueHandle), for fakes in tests.
-type TasksHandle = runtime.PriorityQueueHandle[Job]
+// TasksHandle is the interface of the handle Tasks returns (runtime.AckPriorityQueueHandle), for fakes in tests.
+type TasksHandle = runtime.AckPriorityQueueHandle[Job]
 
 // StartHandle is the interface of the handle Start returns (runtime.BarrierHandle), for fakes in tests.
 type StartHandle = runtime.BarrierHandle

@@ -1,9 +1,13 @@
-// Command demo runs a small distributed job system on the example topology:
-// three workers (each with its own ZooKeeper session, as separate processes
-// would have) elect a scheduler; the scheduler puts prioritized jobs on the
-// tasks queue; every worker takes jobs and runs each under the order lock of
-// its shard; at the end of each epoch everybody meets at the epoch's double
-// barrier. Live output shows who does what, with a progress line.
+// Command demo runs a small distributed job system on the example topology,
+// the way a long-running service would: three workers (each with its own
+// ZooKeeper sessions, as separate processes would have) run under the
+// generated coord.Run, which opens a new session whenever one ends. Each
+// worker stays in the workers group, campaigns for scheduler, and consumes
+// the tasks queue (at-least-once); whoever is elected puts the jobs; every
+// job runs under the order lock of its shard and records that it is done
+// with a write fenced by that lock, so a job delivered twice (a session that
+// ended before its ack, a scheduler that failed over and put the jobs again)
+// takes effect once. Live output shows who does what, with a progress line.
 //
 //	go run ./generated_example/cmd/demo --embedded         # starts its own ZooKeeper
 //	ZK_SERVERS=127.0.0.1:2181 go run ./generated_example/cmd/demo
@@ -15,44 +19,47 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/generated_example/coord"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
-// workers is the double barrier's size in the spec (epoch: size 3).
+// workers is the number of workers.
 const workers = 3
 
 // shards is the number of order shards the jobs spread over.
 const shards = 4
 
-// endOfEpoch names the marker job the scheduler puts once per worker after
-// an epoch's jobs: a worker that takes one goes to the barrier.
-const endOfEpoch = "end-of-epoch"
-
 type config struct {
-	servers  []string
-	epochs   int
-	jobs     int           // jobs per epoch
+	servers  [][]string // each worker's server list
+	jobs     int
 	work     time.Duration // simulated work per job
+	timeout  time.Duration // session timeout
 	progress bool          // redraw a progress line (on a terminal)
+
+	// Hooks for the test; nil in the command.
+	onSession func(worker int, ev runtime.SessionEvent)
+	onElected func(worker int)
+	onDone    func(done int)
 }
 
 func main() {
 	embedded := flag.Bool("embedded", false, "start a ZooKeeper from the Debian zookeeper package for the demo")
-	epochs := flag.Int("epochs", 2, "epochs to run")
-	jobs := flag.Int("jobs", 12, "jobs per epoch")
-	work := flag.Duration("work", 20*time.Millisecond, "simulated work per job")
+	jobs := flag.Int("jobs", 24, "jobs to run")
+	work := flag.Duration("work", 50*time.Millisecond, "simulated work per job")
 	flag.Parse()
 
-	cfg := config{epochs: *epochs, jobs: *jobs, work: *work, progress: isTerminal(os.Stdout)}
+	cfg := config{jobs: *jobs, work: *work, timeout: 10 * time.Second, progress: isTerminal(os.Stdout)}
+	var servers []string
 	if *embedded {
 		srv, err := zktest.StartProcess()
 		if err != nil {
@@ -61,13 +68,16 @@ func main() {
 		}
 		defer srv.Close()
 		fmt.Printf("started ZooKeeper at %s (pid %d)\n", srv.Addr(), srv.PID())
-		cfg.servers = srv.Servers()
+		servers = srv.Servers()
 	} else {
 		s := os.Getenv("ZK_SERVERS")
 		if s == "" {
 			s = "127.0.0.1:2181"
 		}
-		cfg.servers = strings.Split(s, ",")
+		servers = strings.Split(s, ",")
+	}
+	for range workers {
+		cfg.servers = append(cfg.servers, servers)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -77,181 +87,187 @@ func main() {
 	}
 }
 
-// demo is the shared state of one run: output and counters.
+// demo is the shared state of one run.
 type demo struct {
-	cfg  config
-	out  io.Writer
-	mu   sync.Mutex // serialises output
-	done atomic.Int64
+	cfg     config
+	out     io.Writer
+	doneDir string // done markers of this run's jobs
+
+	mu       sync.Mutex // serialises output; guards finished
+	finished map[string]bool
+	all      chan struct{} // closed once every job is done
 }
 
 func (d *demo) say(who, format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.sayLocked(who, format, args...)
+}
+
+func (d *demo) sayLocked(who, format string, args ...any) {
 	if d.cfg.progress {
 		fmt.Fprint(d.out, "\r\033[K")
 	}
 	fmt.Fprintf(d.out, "%-9s %s\n", who, fmt.Sprintf(format, args...))
 	if d.cfg.progress {
-		fmt.Fprintf(d.out, "progress: %d/%d jobs", d.done.Load(), int64(d.cfg.epochs*d.cfg.jobs))
+		fmt.Fprintf(d.out, "progress: %d/%d jobs", len(d.finished), d.cfg.jobs)
+	}
+}
+
+// finish records that job is done (its marker written now, or found written
+// by an earlier delivery whose ack or reply was lost).
+func (d *demo) finish(job string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.finished[job] {
+		return
+	}
+	d.finished[job] = true
+	if d.cfg.onDone != nil {
+		d.cfg.onDone(len(d.finished))
+	}
+	if len(d.finished) == d.cfg.jobs {
+		close(d.all)
 	}
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
-	d := &demo{cfg: cfg, out: out}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	clients := make([]*coord.Client, workers)
-	for i := range clients {
-		cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
-		sess, err := runtime.Connect(cctx, cfg.servers, runtime.WithSessionTimeout(10*time.Second))
-		ccancel()
-		if err != nil {
-			return err
-		}
-		defer sess.Close()
-		clients[i] = coord.New(sess)
+	d := &demo{cfg: cfg, out: out, finished: map[string]bool{}, all: make(chan struct{})}
+	admin, err := runtime.Connect(ctx, cfg.servers[0], runtime.WithSessionTimeout(cfg.timeout))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	d.doneDir = fmt.Sprintf("/zkgen-example/demo/run-%d/done", time.Now().UnixNano())
+	if _, err := admin.CreatePersistent(ctx, d.doneDir); err != nil {
+		return err
 	}
 
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := d.worker(ctx, i+1, c); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("worker %d: %w", i+1, err)
+			who := fmt.Sprintf("worker-%d", i+1)
+			events := runtime.WithSessionEvents(func(ev runtime.SessionEvent) {
+				if ev.Generation > 1 {
+					d.say(who, "new session 0x%x (#%d; the last one ended: %v)", ev.ID, ev.Generation, ev.PrevErr)
+				}
+				if cfg.onSession != nil {
+					cfg.onSession(i, ev)
+				}
+			})
+			err := coord.Run(wctx, cfg.servers[i], func(ctx context.Context, c *coord.Client) error {
+				return d.worker(ctx, i, c)
+			}, runtime.WithSessionTimeout(cfg.timeout), runtime.WithLogger(slog.New(slog.DiscardHandler)), events)
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", who, err)
 				cancel()
 			}
 		}()
 	}
+	select {
+	case <-d.all:
+	case <-wctx.Done():
+	}
+	cancel()
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
 		return err
 	}
-	d.say("demo", "done: %d jobs in %d epochs", d.done.Load(), cfg.epochs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	kids, _, err := admin.Conn().Children(d.doneDir)
+	if err != nil {
+		return err
+	}
+	d.say("demo", "done: %d jobs, each done once (%d done markers)", len(d.finished), len(kids))
 	return nil
 }
 
-// worker campaigns for scheduler while it works: whoever is elected puts
-// each epoch's jobs; everybody takes jobs until its end-of-epoch marker, then
-// meets the others at the epoch's double barrier.
-func (d *demo) worker(ctx context.Context, id int, c *coord.Client) error {
-	who := fmt.Sprintf("worker-%d", id)
-	me := coord.Member{Host: who, Port: 7000 + id}
+// worker is one session's work of worker i: stay in the group, campaign for
+// scheduler (and schedule while elected), and consume tasks, until the
+// session or ctx ends.
+func (d *demo) worker(ctx context.Context, i int, c *coord.Client) error {
+	who := fmt.Sprintf("worker-%d", i+1)
+	me := coord.Member{Host: who, Port: 7001 + i}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	// Campaign in the background: the leader schedules every epoch.
-	var leader atomic.Pointer[runtime.Leadership[coord.Member]]
-	elected := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
 	go func() {
-		l, err := c.Scheduler().Campaign(ctx, me)
-		if err != nil {
-			return
-		}
-		leader.Store(l)
-		d.say(who, "elected scheduler (epoch %d)", l.Epoch())
-		close(elected)
+		defer wg.Done()
+		_ = c.Workers().Stay(ctx, me)
 	}()
-	defer func() {
-		if l := leader.Load(); l != nil {
-			l.Resign(context.WithoutCancel(ctx))
-		}
+	go func() {
+		defer wg.Done()
+		_ = c.Scheduler().Run(ctx, me, func(ctx context.Context, l *runtime.Leadership[coord.Member]) error {
+			d.say(who, "elected scheduler (epoch %d)", l.Epoch())
+			if d.cfg.onElected != nil {
+				d.cfg.onElected(i)
+			}
+			if err := d.schedule(ctx, who, c.Tasks()); err != nil {
+				return err
+			}
+			<-ctx.Done() // lead until the leadership or the session ends
+			return nil
+		})
 	}()
-
-	// Wait until someone leads; if it is this worker, wait for its own
-	// leadership too.
-	scheduler := false
-	for st := range c.Scheduler().Observe(ctx) {
-		if st.Elected {
-			scheduler = st.Payload == me
-			break
-		}
-	}
-	if scheduler {
-		select {
-		case <-elected:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-
-	tasks := c.Tasks()
-	for epoch := 1; epoch <= d.cfg.epochs; epoch++ {
-		if scheduler {
-			if err := d.schedule(ctx, who, tasks, epoch); err != nil {
-				return err
-			}
-		}
-		for {
-			job, err := tasks.Take(ctx)
-			if err != nil {
-				return err
-			}
-			if job.Name == endOfEpoch {
-				break
-			}
-			if err := d.process(ctx, who, c, job); err != nil {
-				return err
-			}
-		}
-		b := c.Epoch(epoch)
-		d.say(who, "at the end of epoch %d: entering its barrier", epoch)
-		if err := b.Enter(ctx); err != nil {
-			return err
-		}
-		if err := b.Leave(ctx); err != nil {
-			return err
-		}
-		d.say(who, "left the epoch %d barrier", epoch)
-	}
-	return nil
+	return c.Tasks().Consume(ctx, func(ctx context.Context, job coord.Job) error {
+		return d.process(ctx, who, c, job)
+	})
 }
 
-// schedule puts one epoch's jobs, spread over the priorities, then one
-// end-of-epoch marker per worker at the lowest priority.
-func (d *demo) schedule(ctx context.Context, who string, tasks coord.TasksHandle, epoch int) error {
+// schedule puts every job, spread over the priorities. A new scheduler after
+// a failover puts them all again: a job put twice takes effect once.
+func (d *demo) schedule(ctx context.Context, who string, tasks coord.TasksHandle) error {
 	prios := []runtime.Priority{coord.TasksUrgent, coord.TasksNormal, coord.TasksBulk}
 	names := []string{"urgent", "normal", "bulk"}
-	for i := 0; i < d.cfg.jobs; i++ {
+	put := 0
+	for i := range d.cfg.jobs {
 		p := i % len(prios)
-		job := coord.Job{Name: fmt.Sprintf("e%d-%s-%d", epoch, names[p], i), Attempt: i}
+		job := coord.Job{Name: fmt.Sprintf("job-%02d-%s", i, names[p]), Attempt: i}
 		if err := tasks.Put(ctx, prios[p], job); err != nil {
 			return err
 		}
+		put++
 	}
-	for i := 0; i < workers; i++ {
-		if err := tasks.Put(ctx, coord.TasksBulk, coord.Job{Name: endOfEpoch}); err != nil {
-			return err
-		}
-	}
-	d.say(who, "scheduled %d jobs for epoch %d", d.cfg.jobs, epoch)
+	d.say(who, "scheduled %d jobs", put)
 	return nil
 }
 
-// process runs one job under the order lock of its shard.
+// process runs one job under the order lock of its shard and marks it done
+// with a write fenced by the lock: the marker is written only while the
+// lock is held, and only once.
 func (d *demo) process(ctx context.Context, who string, c *coord.Client, job coord.Job) error {
 	shard := job.Attempt % shards
 	l := c.OrderLock(shard)
 	l.SetPurpose(job.Name)
-	if err := l.Lock(ctx); err != nil {
-		return err
-	}
-	work := l.Context() // cancelled if the lock is lost mid-job
-	select {
-	case <-time.After(d.cfg.work):
-	case <-work.Done():
-		return context.Cause(work)
-	case <-ctx.Done():
-		l.Unlock(context.WithoutCancel(ctx))
-		return ctx.Err()
-	}
-	d.done.Add(1)
-	d.say(who, "ran %-16s under the shard %d lock (fencing token %d)", job.Name, shard, l.Token())
-	return l.Unlock(ctx)
+	return l.Do(ctx, func(ctx context.Context) error {
+		select {
+		case <-time.After(d.cfg.work):
+		case <-ctx.Done(): // ctx ends if the lock is lost mid-job
+			return context.Cause(ctx)
+		}
+		marker := &zk.CreateRequest{Path: d.doneDir + "/" + job.Name, Acl: zk.WorldACL(zk.PermAll)}
+		_, err := l.Guarded(ctx, marker)
+		switch {
+		case errors.Is(err, zk.ErrNodeExists):
+			d.say(who, "skipped %-16s: done already (delivered again)", job.Name)
+		case err != nil:
+			return err // released: delivered again, to find out
+		default:
+			d.say(who, "ran %-16s under the shard %d lock (fencing token %d)", job.Name, shard, l.Token())
+		}
+		d.finish(job.Name)
+		return nil
+	})
 }
 
 func isTerminal(f *os.File) bool {
