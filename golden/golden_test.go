@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/zkgen/zkgen/internal/cli"
-	"github.com/zkgen/zkgen/spec"
 	"github.com/zkgen/zkgen/internal/diff"
+	"github.com/zkgen/zkgen/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected outputs, stderr.txt files and generated_example/ from what zkgen produces now")
