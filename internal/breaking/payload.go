@@ -65,14 +65,14 @@ func sameRef(a, b *spec.TypeRef) bool {
 }
 
 // refText describes a type reference for a message: the builtin or declared
-// name, []T, "go_type import/path.Name", or "bytes (not set)".
+// name, "go_type import/path.Name", []T of those; bytes when it is not set.
 func refText(t *spec.TypeRef) string {
 	if t == nil {
 		return "bytes"
 	}
 	s := t.Name
 	if t.Decl != nil && t.Decl.GoType != "" {
-		s = fmt.Sprintf("%s (go_type %s)", t.Name, t.Decl.GoType)
+		s = "go_type " + t.Decl.GoType
 	}
 	if t.Slice {
 		s = "[]" + s
