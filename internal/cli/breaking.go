@@ -143,7 +143,7 @@ func gitSpec(ref, specPath string) (name string, data []byte, err error) {
 	}
 	rel := path.Join(strings.TrimSpace(string(prefix)), filepath.Base(specPath))
 	if _, err := git(dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}"); err != nil {
-		return "", nil, fail("no commit, branch or tag %q in the git repository of %s", ref, dir)
+		return "", nil, fail("no commit, branch or tag %q in the git repository of %s", ref, specPath)
 	}
 	if typ, err := git(dir, "cat-file", "-t", ref+":"+rel); err != nil || strings.TrimSpace(string(typ)) != "blob" {
 		return "", nil, fail("%s does not exist at %s", rel, ref)
