@@ -45,11 +45,10 @@ func Rules() []Rule { return slices.Clone(rules) }
 
 // The texts of the payload rules, shared by every payload field.
 const (
-	payloadBreaks = "another type: a field removed or renamed, a field's type changed (also inside nested declared types, " +
-		"and []T against T), another builtin (except among `bytes`, `string` and not set), " +
-		"declared fields against a `go_type`, another `go_type`"
-	payloadSafe = "adding a field; renaming the type or reordering its fields (types are compared by structure, " +
-		"fields by their JSON name); `bytes`, `string` and not set (all stored raw)"
+	payloadBreaks = "another type: a field removed, renamed or retyped (also in nested declared types; `[]T` against `T`), " +
+		"another builtin (`bytes`, `string` and not set are alike), declared fields against a `go_type`, another `go_type`"
+	payloadSafe = "adding a field; renaming the type or reordering its fields (compared by structure and JSON name); " +
+		"`bytes`, `string` and not set (all stored raw)"
 )
 
 var rules = []Rule{
@@ -72,9 +71,9 @@ var rules = []Rule{
 			"in decimal, as a caller passing the same number as a string would write it)"},
 	{Field: "doc", Safe: "any change"},
 	{Field: "acl", check: checkACL,
-		Breaks: "narrowed: a permission that an old processes' identity (everyone, the authenticated creator, " +
-			"a digest user) had is no longer granted to it — old processes would be refused on the nodes new ones create. " +
-			"Between the creator and digest users zkgen cannot tell who is who: such a change is reported",
+		Breaks: "narrowed: an identity (everyone, the authenticated creator, a digest user) loses a permission, " +
+			"so old processes would be refused on the nodes new ones create; a change between the creator and " +
+			"digest users (zkgen cannot tell who the creator is)",
 		Safe: "widened or unchanged grants (also through the top-level `acl` a resource inherits)"},
 	{Field: "revocable", Kinds: []spec.Kind{spec.KindLock, spec.KindRWLock}, check: checkRevocable,
 		Breaks: "one version forces revocation (`force_after`) and the other is not revocable: a non-revocable " +
