@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zkgen/zkgen/internal/breaking"
 	"github.com/zkgen/zkgen/internal/inspect"
 	"github.com/zkgen/zkgen/spec"
 	"github.com/zkgen/zkgen/templates"
@@ -19,7 +20,8 @@ import (
 // generation (a templates descriptor), the JSON Schema (a resource_<kind>
 // definition with the table's fields), zkgen inspect (a reader), zkgen
 // graph (the row's Settings), zkgen provision (a provisioning rule,
-// possibly "nothing"), a golden case that generates it and a README
+// possibly "nothing"), zkgen breaking (a rule for each of its fields, or a
+// rule saying it has none), a golden case that generates it and a README
 // section headed with `kind: <kind>`.
 func TestKindCoverage(t *testing.T) {
 	generated := templates.Supported()
@@ -51,6 +53,9 @@ func TestKindCoverage(t *testing.T) {
 		if info.Settings == nil {
 			t.Errorf("kind %s: zkgen graph has nothing to draw (the row's Settings in spec/kinds.go is nil)", k)
 		}
+		for _, problem := range breakingProblems(info) {
+			t.Errorf("kind %s: zkgen breaking (the rules table in internal/breaking/rules.go): %s", k, problem)
+		}
 		if !golden[k] {
 			t.Errorf("kind %s: no golden case generates it (add one under golden/)", k)
 		}
@@ -75,6 +80,36 @@ func exampleProblem(row spec.KindInfo) string {
 		return "it does not declare one resource of the kind"
 	}
 	return ""
+}
+
+// breakingProblems lists what the rules table of zkgen breaking lacks for
+// the kind of row: a rule for every field the kind has (the common ones and
+// its own), a rule saying so when it has no fields of its own, and no rule
+// for a field it does not have.
+func breakingProblems(row spec.KindInfo) []string {
+	var problems []string
+	covered := map[string]bool{}
+	for _, r := range breaking.Rules() {
+		switch {
+		case r.TopLevel:
+		case r.Kinds == nil:
+			covered[r.Field] = true
+		case slices.Contains(r.Kinds, row.Kind):
+			if r.Field != "" && !slices.Contains(row.Fields, r.Field) {
+				problems = append(problems, "a rule for field "+r.Field+", which the kind does not have")
+			}
+			covered[r.Field] = true
+		}
+	}
+	for _, f := range append([]string{"kind", "path", "doc", "acl"}, row.Fields...) {
+		if !covered[f] {
+			problems = append(problems, "no rule for field "+f+"; decide which changes of it split old and new processes (a rule with Safe only when none does)")
+		}
+	}
+	if len(row.Fields) == 0 && !covered[""] {
+		problems = append(problems, `no fields of its own, and no rule (Field "") saying so`)
+	}
+	return problems
 }
 
 // schemaDoc is the part of the JSON Schema that describes resources.

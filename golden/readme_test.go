@@ -1,18 +1,66 @@
 package golden
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zkgen/zkgen/internal/breaking"
 )
 
 // The README shows the example topology as a Mermaid picture; it must be
 // what 'zkgen graph' draws for generated_example/zkgen.yaml now.
 func TestReadmeGraph(t *testing.T) {
 	const begin, end = "<!-- zkgen graph -f generated_example/zkgen.yaml: begin -->\n", "<!-- zkgen graph: end -->\n"
-	readme := filepath.Join("..", "README.md")
-	data, err := os.ReadFile(readme)
+	t.Chdir(filepath.Join("..", "generated_example"))
+	code, stdout, stderr := run("graph")
+	if code != 0 {
+		t.Fatalf("zkgen graph: exit %d: %s", code, stderr)
+	}
+	readmeBlock(t, filepath.Join("..", "README.md"), begin, end, "```mermaid\n"+stdout+"```\n", "topology picture")
+}
+
+// The README's table of what zkgen breaking reports is its rules table.
+func TestReadmeBreakingRules(t *testing.T) {
+	const begin, end = "<!-- zkgen breaking rules: begin -->\n", "<!-- zkgen breaking rules: end -->\n"
+	var b strings.Builder
+	b.WriteString("| field | kinds | breaking: reported | safe |\n|---|---|---|---|\n")
+	for _, r := range breaking.Rules() {
+		field := "(none of their own)"
+		if r.Field != "" {
+			field = "`" + strings.ReplaceAll(r.Field, ", ", "`, `") + "`"
+		}
+		kinds := "every kind"
+		switch {
+		case r.TopLevel:
+			kinds = "top level"
+		case r.Kinds != nil:
+			ks := make([]string, len(r.Kinds))
+			for i, k := range r.Kinds {
+				ks[i] = string(k)
+			}
+			kinds = strings.Join(ks, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", field, kinds, cell(r.Breaks), cell(r.Safe))
+	}
+	readmeBlock(t, filepath.Join("..", "README.md"), begin, end, b.String(), "table of zkgen breaking's rules")
+}
+
+// cell is a Markdown table cell: "—" when empty.
+func cell(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// readmeBlock checks that the text between the lines begin and end of the
+// README at path is want; -update rewrites it.
+func readmeBlock(t *testing.T, path, begin, end, want, what string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,22 +69,16 @@ func TestReadmeGraph(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("README.md has no %q ... %q block", begin, end)
 	}
-	t.Chdir(filepath.Join("..", "generated_example"))
-	code, stdout, stderr := run("graph")
-	if code != 0 {
-		t.Fatalf("zkgen graph: exit %d: %s", code, stderr)
-	}
-	want := "```mermaid\n" + stdout + "```\n"
 	got := text[i+len(begin) : j]
 	if got == want {
 		return
 	}
 	if *update {
 		text = text[:i+len(begin)] + want + text[j:]
-		if err := os.WriteFile(filepath.Join("..", "README.md"), []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("the README's topology picture is stale (go test ./golden -update rewrites it):\ngot:\n%s\nwant:\n%s", got, want)
+	t.Errorf("the README's %s is stale (go test ./golden -update rewrites it):\ngot:\n%s\nwant:\n%s", what, got, want)
 }

@@ -87,12 +87,14 @@ Every command reads the spec named by -f (default zkgen.yaml in the current
 directory). Generated paths are relative to the directory of the spec file.
 
 Exit status: 0 on success, 1 for problems to fix on your side (spec errors,
-a missing spec, bad usage, stale generated files for diff), 2 for I/O
+a missing spec, bad usage, stale generated files for diff, breaking changes
+for breaking), 2 for I/O
 failures while writing and internal errors.`,
 		Example: `  zkgen init                      # write a starter zkgen.yaml
   zkgen validate                  # check zkgen.yaml, print every error
   zkgen generate -v               # write the generated Go files
-  zkgen diff -f svc/zkgen.yaml    # in CI: fail when svc's generated code is stale`,
+  zkgen diff -f svc/zkgen.yaml    # in CI: fail when svc's generated code is stale
+  zkgen breaking --against git:origin/main  # in CI: fail on changes a rolling deploy cannot take`,
 		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -104,6 +106,7 @@ failures while writing and internal errors.`,
 		a.generateCommand(),
 		a.validateCommand(),
 		a.diffCommand(),
+		a.breakingCommand(),
 		a.initCommand(),
 		a.graphCommand(),
 		a.inspectCommand(),

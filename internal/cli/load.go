@@ -77,12 +77,9 @@ func (a *app) load(specPath string) (*output, error) {
 // error is a *failure: ExitFailure for a missing or unreadable spec and for
 // spec errors, ExitInternal otherwise.
 func parseSpec(specPath string) (*spec.Spec, error) {
-	data, err := os.ReadFile(specPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, userErrorf("spec file %s not found (run 'zkgen init' to create one, or name another with -f)", specPath)
-	}
+	data, err := readSpec(specPath)
 	if err != nil {
-		return nil, userErrorf("%v", err)
+		return nil, err
 	}
 	s, err := spec.Parse(specPath, data)
 	if err != nil {
@@ -93,6 +90,19 @@ func parseSpec(specPath string) (*spec.Spec, error) {
 		return nil, internalErrorf("parse %s: %v", specPath, err)
 	}
 	return s, nil
+}
+
+// readSpec reads the spec file at specPath. The error is a *failure
+// (ExitFailure) that says how to get a spec when there is none.
+func readSpec(specPath string) ([]byte, error) {
+	data, err := os.ReadFile(specPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, userErrorf("spec file %s not found (run 'zkgen init' to create one, or name another with -f)", specPath)
+	}
+	if err != nil {
+		return nil, userErrorf("%v", err)
+	}
+	return data, nil
 }
 
 // validName reports whether name is a clean, relative, slash-separated file
