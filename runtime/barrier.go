@@ -308,3 +308,33 @@ func (d *DoubleBarrier) dropReady(ctx context.Context) error {
 	}
 	return err
 }
+
+// Raised reports whether the barrier is up (its node exists).
+func (b *Barrier) Raised(ctx context.Context) (bool, error) {
+	if b.err != nil {
+		return false, b.err
+	}
+	return b.s.Exists(ctx, b.node)
+}
+
+// DoubleBarrierState is a snapshot of a double barrier.
+type DoubleBarrierState struct {
+	Participants []Holder // entered participants in order, with owner metadata (Holds is true for all)
+	Ready        bool     // the ready node exists: Size participants had entered
+}
+
+// State returns the participants that have entered and not left, and
+// whether the barrier is ready.
+func (d *DoubleBarrier) State(ctx context.Context) (DoubleBarrierState, error) {
+	var st DoubleBarrierState
+	if d.err != nil {
+		return st, d.err
+	}
+	ps, err := d.s.holders(ctx, d.dir, curatorParticipants)
+	if err != nil {
+		return st, err
+	}
+	st.Participants = ps
+	st.Ready, err = d.s.Exists(ctx, d.readyPath())
+	return st, err
+}

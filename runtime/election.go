@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -543,3 +544,47 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 		return snap, nil
 	})
 }
+
+// Candidate is one candidate node of an election.
+type Candidate[T any] struct {
+	Node    string    // full znode path
+	Seq     int32     // sequence number
+	Created time.Time // creation time (server clock)
+	Payload T         // the candidate's payload
+}
+
+// Candidates returns the candidates in queue order: the first leads, or is
+// about to (see State for the acknowledged leader). Candidates that leave
+// while being read are left out; a missing directory gives none.
+func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	kids, err := e.s.children(ctx, e.dir)
+	if isNoNode(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Candidate[T]
+	for _, c := range curatorLatch.sortContenders(kids) {
+		p := joinPath(e.dir, c.name)
+		data, st, err := e.s.get(ctx, p)
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := e.codec.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("election %s: candidate payload: %w", p, err)
+		}
+		out = append(out, Candidate[T]{Node: p, Seq: c.seq, Created: time.UnixMilli(st.Ctime).UTC(), Payload: v})
+	}
+	return out, nil
+}
+
+// Curator's LeaderLatch: _c_<uuid>-latch-<seq>.
+var curatorLatch = &family{markers: []string{"latch-"}, blockedBy: [][]bool{{true}}}

@@ -226,3 +226,6 @@ func (g *Group[T]) Watch(ctx context.Context) <-chan []T {
 		return snapshot[[]T]{v: list, key: strings.Join(names, "/"), watch: r.watch}, nil
 	})
 }
+
+// Group members: _c_<uuid>-member-<seq> (nobody waits on anybody).
+var groupMembers = &family{markers: []string{"member-"}, blockedBy: [][]bool{{false}}}

@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"slices"
+	"time"
+)
 
 // Queue is a distributed FIFO queue of T on a znode directory, following
 // the ZooKeeper guide's recipe, with at-most-once delivery: Take removes the
@@ -82,6 +86,10 @@ func (q *Queue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
 // no listing of items. It does not block beyond that.
 func (q *Queue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
 
+// Stats returns the number of items and the oldest item's age. It lists
+// every bucket once.
+func (q *Queue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
 // AckQueue is a FIFO queue like Queue with at-least-once delivery: Take
 // claims an item with an ephemeral claim node (<dir>/claims/<bucket>.<item>)
 // and hands it over as a Delivery; the item is deleted only by Delivery.Ack.
@@ -132,6 +140,10 @@ func (q *AckQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T], error) 
 
 // Len returns the number of items in the queue, claimed ones included.
 func (q *AckQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
+
+// Stats returns the number of items, claimed ones and the oldest item's
+// age. It lists every bucket once.
+func (q *AckQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
 
 // Priority is the priority of a queue item: the index of its level in the
 // spec's priorities list, 0 served first. Generated code declares one
@@ -198,6 +210,9 @@ func (q *PriorityQueue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
 // Len returns the number of items in the queue.
 func (q *PriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
 
+// Stats returns the number of items per priority and the oldest item's age.
+func (q *PriorityQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
 // AckPriorityQueue is a PriorityQueue with at-least-once delivery; see
 // AckQueue.
 type AckPriorityQueue[T any] struct{ q *queue[T] }
@@ -239,3 +254,114 @@ func (q *AckPriorityQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T],
 
 // Len returns the number of items in the queue, claimed ones included.
 func (q *AckPriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
+
+// Stats returns the number of items per priority, claimed ones and the
+// oldest item's age.
+func (q *AckPriorityQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
+// QueueOption configures a queue handle: WithBucketSize, WithNodeACL.
+type QueueOption interface{ applyQueue(*queueConfig) }
+
+type queueOptionFunc func(*queueConfig)
+
+func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
+
+type queueConfig struct {
+	handleConfig
+	bucketSize int
+}
+
+// WithBucketSize sets how many items a FIFO queue puts in one bucket before
+// it starts the next (default DefaultBucketSize). Every producer and
+// consumer of a queue should use the same size; a mismatch only changes
+// where buckets roll over, never the order or the count. The size also
+// bounds which items ride in their node names (so that a take needs no
+// read, and a full bucket's listing stays under 512 KiB): items encoded in
+// up to 21 bytes with the default size, up to 192 with 1,000 or fewer.
+// Priority queues ignore it: they keep all items in one bucket.
+func WithBucketSize(n int) QueueOption {
+	return queueOptionFunc(func(c *queueConfig) { c.bucketSize = n })
+}
+
+// QueueStats is a snapshot of a queue.
+type QueueStats struct {
+	Len        int       // items, claimed ones included
+	ByPriority []int     // priority queues: items per priority index (0 first); nil for FIFO queues
+	Oldest     time.Time // creation time (server clock) of the oldest item; zero when empty
+	Claimed    int       // at-least-once queues: items claimed by a consumer and not yet acked
+}
+
+// stats lists the queue's items (each bucket once) and reads the oldest
+// item's creation time.
+func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
+	var st QueueStats
+	if q.err != nil {
+		return st, q.err
+	}
+	if q.priority {
+		st.ByPriority = make([]int, q.levels)
+	}
+	bs, err := q.buckets(ctx)
+	if err != nil {
+		return st, err
+	}
+	var oldest []string // candidate item paths, oldest first
+	for _, b := range bs {
+		kids, err := q.s.children(ctx, q.bucketPath(b))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		items := sortItems(kids)
+		st.Len += len(items)
+		if q.priority {
+			for _, it := range items {
+				if it.prio < len(st.ByPriority) {
+					st.ByPriority[it.prio]++
+				}
+			}
+			// The oldest item is the one with the lowest sequence
+			// number, whatever its priority.
+			slicesSortBySeq(items)
+		}
+		if oldest == nil {
+			for _, it := range items {
+				oldest = append(oldest, joinPath(q.bucketPath(b), it.name))
+			}
+		}
+	}
+	for _, p := range oldest {
+		_, s, err := q.s.get(ctx, p)
+		if isNoNode(err) {
+			continue // taken meanwhile: the next one is the oldest
+		}
+		if err != nil {
+			return st, err
+		}
+		st.Oldest = time.UnixMilli(s.Ctime).UTC()
+		break
+	}
+	if q.ack {
+		kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+		if err != nil && !isNoNode(err) {
+			return st, err
+		}
+		st.Claimed = len(kids)
+	}
+	return st, nil
+}
+
+// slicesSortBySeq orders items by sequence number alone (wrap-safe).
+func slicesSortBySeq(items []qitem) {
+	slices.SortStableFunc(items, func(a, b qitem) int {
+		switch {
+		case a.seq == b.seq:
+			return 0
+		case seqBefore(a.seq, b.seq):
+			return -1
+		}
+		return 1
+	})
+}

@@ -7,92 +7,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
-
-// Delivery is one item handed out by an at-least-once queue: the item stays
-// in ZooKeeper, claimed by an ephemeral claim node of this session, until
-// Ack deletes it. If the session ends first the claim vanishes and another
-// consumer gets the item.
-type Delivery[T any] struct {
-	// Value is the decoded item.
-	Value T
-
-	q     *queue[T]
-	node  string
-	claim string
-	mu    sync.Mutex
-	done  bool
-}
-
-// Node returns the item's znode path.
-func (d *Delivery[T]) Node() string { return d.node }
-
-// Ack deletes the item and its claim in one multi: the item is consumed.
-// It returns ErrClaimLost when the claim is gone (the session ended, so the
-// item may be redelivered to another consumer) and ErrNotHeld when the
-// delivery was acked or released already. Connection losses are retried; if
-// ctx ends first, ctx's error is returned and the item may or may not be
-// deleted (it stays claimed until the session ends).
-func (d *Delivery[T]) Ack(ctx context.Context) error {
-	if err := d.finish(); err != nil {
-		return err
-	}
-	s := d.q.s
-	retried := false
-	err := s.retry(ctx, func() error {
-		_, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.conn.Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1})
-		})
-		if errors.Is(err, zk.ErrNoNode) && retried {
-			// Only the claim's holder deletes a claimed item: the lost
-			// attempt did it.
-			return nil
-		}
-		if IsRecoverable(err) {
-			retried = true
-		}
-		return err
-	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
-		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
-	}
-	return opError("ack", d.node, err)
-}
-
-// Release gives the item back without consuming it: its claim is deleted
-// and another consumer (or this one, on a later pass) takes it again.
-// Errors are as for Ack.
-func (d *Delivery[T]) Release(ctx context.Context) error {
-	if err := d.finish(); err != nil {
-		return err
-	}
-	err := d.q.s.deleteOwned(ctx, d.claim)
-	switch {
-	case err == nil:
-		d.q.released.Store(true)
-		return nil
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
-		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
-	}
-	return err
-}
-
-func (d *Delivery[T]) finish() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done {
-		return fmt.Errorf("queue %s: %w", d.node, ErrNotHeld)
-	}
-	d.done = true
-	return nil
-}
 
 // take returns between 1 and n items, blocking until there is one. Items
 // come from the cached listing of the current bucket; the bucket is listed
@@ -406,44 +324,6 @@ func (q *queue[T]) advance(ctx context.Context) error {
 	return nil
 }
 
-// refreshBusy forgets the items whose claims by other consumers vanished; if
-// one did, the walk restarts from the lowest bucket to pick it up.
-func (q *queue[T]) refreshBusy(ctx context.Context) error {
-	kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return err
-	}
-	q.dropReleased(kids)
-	return nil
-}
-
-// dropReleased removes from busy the items not among claims and reports
-// whether there were any (then the walk restarts from the lowest bucket).
-func (q *queue[T]) dropReleased(claims []string) bool {
-	live := make(map[string]bool, len(claims))
-	for _, c := range claims {
-		live[c] = true
-	}
-	dropped := false
-	for p := range q.busy {
-		if !live[q.claimName(p)] {
-			delete(q.busy, p)
-			dropped = true
-		}
-	}
-	if dropped {
-		q.bucket = ""
-		q.cache, q.pos, q.watch = nil, 0, nil
-	}
-	return dropped
-}
-
-// claimName is the claim node name of an item path: <bucket>.<item>.
-func (q *queue[T]) claimName(item string) string {
-	rel := strings.TrimPrefix(item, q.dir+"/")
-	return strings.Replace(rel, "/", ".", 1)
-}
-
 // fetched is the data of one candidate item.
 type fetched struct {
 	path string
@@ -483,30 +363,6 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 		}
 	})
 	return out
-}
-
-// parallel runs fn(0..n-1) on up to workers goroutines and waits.
-func parallel(n, workers int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(n, workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 // deleteAll takes candidates at most once: it reads and decodes them, then
@@ -598,118 +454,22 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 	return out, errors.Join(errs...)
 }
 
-// claimAll takes candidates at least once: it creates an ephemeral claim
-// for each (an existing claim means another consumer has it), then reads
-// and decodes the claimed items. Undecodable items are released, left in
-// place and reported with their path.
-// Like deleteAll it runs detached from the caller's ctx, so that no claim
-// is left behind unknown.
-func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) ([]*Delivery[T], error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	bp := q.bucketPath(bucket)
-	cdir := joinPath(q.dir, claimsDir)
-	type claimed struct {
-		path, claim string
-		ok, busy    bool
-		err         error
-	}
-	cs := make([]claimed, len(cands))
-	parallel(len(cands), 32, func(i int) {
-		p := joinPath(bp, cands[i].name)
-		c := joinPath(cdir, q.claimName(p))
-		ok, err := q.createClaim(ctx, cdir, c)
-		cs[i] = claimed{path: p, claim: c, ok: ok, busy: !ok && err == nil, err: err}
-	})
-	var paths []string
-	var errs []error
-	var held []claimed
-	var items []qitem
-	for i, c := range cs {
-		switch {
-		case c.err != nil:
-			errs = append(errs, c.err)
-		case c.busy:
-			// Not counted as a race (raced): a claim may be held for long,
-			// by a live consumer, and skipping it keeps the order.
-			q.busy[c.path] = true
-		case c.ok:
-			held = append(held, c)
-			paths = append(paths, c.path)
-			items = append(items, cands[i])
-		}
-	}
-	var out []*Delivery[T]
-	for i, f := range q.fetch(ctx, paths, items, true) {
-		c := held[i]
-		var v T
-		err := f.err
-		if err == nil {
-			if v, err = q.codec.Decode(f.data); err != nil {
-				q.poison[c.path] = true
-				err = fmt.Errorf("queue item %s (left in place): %w", c.path, err)
-			}
-		}
-		if err != nil {
-			// Acked by someone before our claim (NoNode), undecodable, or
-			// unreadable: give the claim back.
-			q.unclaim(c.claim)
-			if !errors.Is(err, zk.ErrNoNode) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		out = append(out, &Delivery[T]{Value: v, q: q, node: c.path, claim: c.claim})
-	}
-	return out, errors.Join(errs...)
+// raced records a race lost to another consumer: an item of the listing
+// was taken by someone else. Consumers keep taking the lowest item they
+// know of (so an item is taken only after every earlier one was: an
+// end-of-work marker put last is taken last); what a lost race costs is
+// bounded by refreshing a listing proved stale.
+func (q *queue[T]) raced() { q.stale++ }
+
+// staleCache reports whether listing the bucket again is cheaper than
+// walking the rest of the cached listing: every item another consumer took
+// costs a wasted read when this one reaches it, while a listing costs one
+// request whose reply holds the remaining names (about 25 bytes each). So a
+// short listing is refreshed as soon as it proved stale, a long one only
+// after a proportionate number of wasted reads.
+func (q *queue[T]) staleCache() bool {
+	return q.stale > 0 && q.stale*staleRatio >= len(q.cache)-q.pos
 }
 
-// createClaim creates an ephemeral claim node. It reports false (and no
-// error) when another session holds the claim. A create retried after a
-// connection loss that finds the node checks whether it is ours.
-func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (bool, error) {
-	retried := false
-	for {
-		err := q.s.retry(ctx, func() error {
-			_, err := await(ctx, q.s, func() (string, error) {
-				return q.s.create(claim, nil, zk.FlagEphemeral, q.acl)
-			})
-			if IsRecoverable(err) {
-				retried = true
-			}
-			return err
-		})
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
-				return false, err
-			}
-			continue
-		case errors.Is(err, zk.ErrNodeExists):
-			if !retried {
-				return false, nil
-			}
-			_, st, err := q.s.get(ctx, claim)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return false, err
-			}
-			return st.EphemeralOwner == q.s.ID(), nil
-		default:
-			return false, opError("create", claim, err)
-		}
-	}
-}
-
-// unclaim deletes a claim with a fresh, bounded context.
-func (q *queue[T]) unclaim(claim string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	if err := q.s.deleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
-		q.s.log.Warn("could not release claim", "path", claim, "err", err)
-	}
-}
+// staleRatio is how many cached names one wasted read is worth.
+const staleRatio = 128

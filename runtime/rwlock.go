@@ -46,3 +46,17 @@ func (rw *RWLock) side(kind int) *Lock {
 	l.kind = kind
 	return l
 }
+
+// Node kinds of the read/write families.
+const (
+	kindRead  = 0
+	kindWrite = 1
+)
+
+// The read/write lock's node families.
+var (
+	// Curator's InterProcessReadWriteLock: _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>.
+	curatorRW = &family{markers: []string{"__READ__", "__WRIT__"}, blockedBy: [][]bool{{false, true}, {true, true}}}
+	// kazoo's ReadLock/WriteLock: <hex>__rlock__<seq>, <hex>__lock__<seq>.
+	kazooRW = &family{markers: []string{"__rlock__", "__lock__"}, blockedBy: [][]bool{{false, true}, {true, true}}, kazoo: true}
+)

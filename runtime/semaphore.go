@@ -228,3 +228,6 @@ func (le *Lease) Token() int64 { return le.h.token }
 
 // Node returns the lease node's path.
 func (le *Lease) Node() string { return le.h.node }
+
+// Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
+var curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}

@@ -47,31 +47,6 @@ type Session struct {
 	estOnce     sync.Once
 }
 
-// Option configures Connect.
-type Option func(*Session)
-
-// WithSessionTimeout sets the session timeout asked of the server (which
-// clamps it to its own min/max). Default 10s. It also bounds how long the
-// client tolerates being disconnected: once 80% of the granted timeout has
-// passed since it last heard from the server, the session is treated as
-// expired locally, before the server can expire it and grant another client
-// what this one held.
-func WithSessionTimeout(d time.Duration) Option {
-	return func(s *Session) { s.timeout = d }
-}
-
-// WithRetry sets the retry policy for recoverable errors of idempotent
-// operations. Default DefaultRetry.
-func WithRetry(p RetryPolicy) Option {
-	return func(s *Session) { s.policy = p }
-}
-
-// WithLogger sets the logger. Default slog.Default(). Session state changes
-// are logged at info/warn, the client library's own chatter at debug.
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Session) { s.log = l }
-}
-
 // Connect opens a ZooKeeper session to one of servers ("host:port") and
 // blocks until the session is established or ctx ends (then it gives up and
 // returns ctx's error; nothing is left behind).
@@ -248,3 +223,14 @@ func (s *Session) Conn() *zk.Conn { return s.conn }
 
 // check returns the session's end reason, or nil while it is alive.
 func (s *Session) check() error { return s.Err() }
+
+// zkLogger adapts go-zookeeper's Printf logger to slog at debug level: the
+// client library logs every reconnect attempt, which is noise at info level.
+// The session logs the state changes that matter itself.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	if z.l.Enabled(context.Background(), slog.LevelDebug) {
+		z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+	}
+}

@@ -645,3 +645,59 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 	}
 	return nil
 }
+
+// TxStatus is a snapshot of a two-phase commit transaction.
+type TxStatus struct {
+	Proposed bool         // the transaction node exists
+	Votes    []VoteStatus // one per participant, in the handle's order
+	Decision Decision     // 0 while undecided
+}
+
+// VoteStatus is one participant's state in a transaction.
+type VoteStatus struct {
+	Participant Participant
+	Vote        Decision // 0 while it has not voted
+	Joined      bool     // it joined (announced itself) and has not voted yet
+	Present     bool     // its presence node exists: joined, alive, not voted yet
+}
+
+// Status reads the transaction's votes and decision without deciding
+// anything (unlike Outcome). A transaction not proposed yet has Proposed
+// false.
+func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
+	var st TxStatus
+	if t.err != nil {
+		return st, t.err
+	}
+	ok, err := t.s.Exists(ctx, t.dir)
+	if err != nil || !ok {
+		return st, err
+	}
+	st.Proposed = true
+	for _, p := range t.parts {
+		v := VoteStatus{Participant: p}
+		data, _, err := t.s.get(ctx, t.votePath(p))
+		switch {
+		case isNoNode(err):
+		case err != nil:
+			return st, err
+		case string(data) == txJoined:
+			v.Joined = true
+		default:
+			v.Vote, _ = parseDecision(data)
+		}
+		if v.Present, err = t.s.Exists(ctx, t.presencePath(p)); err != nil {
+			return st, err
+		}
+		st.Votes = append(st.Votes, v)
+	}
+	data, _, err := t.s.get(ctx, t.decisionPath())
+	switch {
+	case isNoNode(err):
+	case err != nil:
+		return st, err
+	default:
+		st.Decision, _ = parseDecision(data)
+	}
+	return st, nil
+}
