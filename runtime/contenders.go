@@ -50,14 +50,10 @@ func (f *family) sortContenders(children []string) []contender {
 		}
 	}
 	slices.SortFunc(out, func(a, b contender) int {
-		switch {
-		case a.seq == b.seq:
-			return strings.Compare(a.name, b.name)
-		case seqBefore(a.seq, b.seq):
-			return -1
-		default:
-			return 1
+		if c := seqCompare(a.seq, b.seq); c != 0 {
+			return c
 		}
+		return strings.Compare(a.name, b.name)
 	})
 	return out
 }
@@ -83,6 +79,14 @@ func indexOf(cs []contender, name string) int {
 	return -1
 }
 
+// --- Sequence numbers
+//
+// A sequential node's name ends in its parent's counter, ten digits (a
+// minus sign and ten digits past the wrap). The counter is a signed 32-bit
+// int that wraps from 2147483647 to -2147483648, so nodes are ordered in
+// serial-number arithmetic (RFC 1982), by seqCompare, everywhere: lock,
+// election, group, semaphore and barrier contenders, and queue items.
+
 // parseSeq returns the sequence suffix that directly follows marker at the
 // end of name. ok is false for children that are not such nodes (foreign
 // children are ignored by every recipe).
@@ -91,24 +95,34 @@ func parseSeq(name, marker string) (seq int32, ok bool) {
 	if i < 0 {
 		return 0, false
 	}
-	suffix := name[i+len(marker):]
-	if len(suffix) < 10 || len(suffix) > 11 {
+	return parseSeqText(name[i+len(marker):])
+}
+
+// parseSeqText parses a ZooKeeper sequence suffix (10 digits, or a minus
+// sign and 10 digits past the int32 wrap).
+func parseSeqText(s string) (int32, bool) {
+	if len(s) < 10 || len(s) > 11 || s[0] == '+' {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(suffix, 10, 32)
-	if err != nil || suffix[0] == '+' {
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
 		return 0, false
 	}
 	return int32(v), true
 }
 
-// seqBefore orders sequence numbers in serial-number arithmetic (RFC 1982):
-// the parent's counter is a signed 32-bit int that wraps from 2147483647 to
-// -2147483648, so "a before b" means b is less than 2^31 steps after a. Live
-// contenders always span far less than that, so this is a total order on them
+// seqCompare orders sequence numbers a and b (-1, 0 or +1) in serial-number
+// arithmetic: a is before b when b is less than 2^31 steps after a. Live
+// nodes always span far less than that, so this is a total order on them
 // and stays correct across the wrap, where plain integer order breaks.
-func seqBefore(a, b int32) bool {
-	return int32(uint32(a)-uint32(b)) < 0
+func seqCompare(a, b int32) int {
+	switch d := int32(uint32(a) - uint32(b)); {
+	case d < 0:
+		return -1
+	case d > 0:
+		return 1
+	}
+	return 0
 }
 
 // Holder describes one contender node of a lock: the holder(s) first, then

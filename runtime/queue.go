@@ -324,7 +324,7 @@ func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
 			}
 			// The oldest item is the one with the lowest sequence
 			// number, whatever its priority.
-			slicesSortBySeq(items)
+			slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
 		}
 		if oldest == nil {
 			for _, it := range items {
@@ -351,17 +351,4 @@ func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
 		st.Claimed = len(kids)
 	}
 	return st, nil
-}
-
-// slicesSortBySeq orders items by sequence number alone (wrap-safe).
-func slicesSortBySeq(items []qitem) {
-	slices.SortStableFunc(items, func(a, b qitem) int {
-		switch {
-		case a.seq == b.seq:
-			return 0
-		case seqBefore(a.seq, b.seq):
-			return -1
-		}
-		return 1
-	})
 }
