@@ -240,95 +240,120 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 }
 
 // acknowledge writes the leader acknowledgement of the candidate holding h
-// and returns its epoch. See Election for the layout.
+// and returns its epoch, in retryUncertain: after a connection loss the
+// next attempt's reads tell whether the lost multi went through. See
+// Election for the layout.
 // pre, if not nil, holds reads made after the children read that found the
 // candidate first; they serve the first attempt.
 func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, pre *ackReads) (int64, error) {
+	var epoch int64
+	err := e.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: e.ackPath(),
+		attempt: func(int) (outcome, error) {
+			r := pre
+			if r == nil {
+				rr := e.readAck(ctx)
+				r = &rr
+			}
+			pre = nil
+			var o outcome
+			var err error
+			epoch, o, err = e.ackOnce(ctx, h, payload, r)
+			return o, err
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+// ackOnce is one attempt of acknowledge, from the reads r: one multi that
+// checks the candidate node, replaces a stale acknowledgement, moves the
+// epoch on and creates the acknowledgement.
+func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *ackReads) (int64, outcome, error) {
 	name := baseName(h.node)
-	ackPath, epochPath := e.ackPath(), e.epochPath()
-	for n := 1; ; n++ {
-		ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
+	ackPath := e.ackPath()
+	ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
+	switch data, st, err := r.ack, r.ackStat, r.ackErr; {
+	case err == nil:
+		hd, _, derr := decodeAck(data)
+		if derr == nil && hd.Candidate == name && st.EphemeralOwner == e.s.ID() {
+			// An earlier attempt went through; its reply was lost.
+			return hd.Epoch, outcomeKnown, nil
+		}
+		if derr == nil && hd.Candidate != "" {
+			gone, err := e.previousGone(ctx, hd.Candidate)
+			if err != nil {
+				return 0, outcomeKnown, err
+			}
+			if !gone {
+				return 0, outcomeResend, nil
+			}
+		}
+		ops = append(ops, &zk.DeleteRequest{Path: ackPath, Version: st.Version})
+	case isNoNode(err):
+	default:
+		return 0, outcomeKnown, err
+	}
+	next, epochOp, err := e.nextEpoch(r)
+	if err != nil {
+		return 0, outcomeKnown, err
+	}
+	hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
+	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.nodeACL(e.acl), Flags: zk.FlagEphemeral})
+	res, err := e.s.multi(ctx, ops...)
+	if err == nil {
+		return next, outcomeKnown, nil
+	}
+	switch i, opErr := failedOp(res); {
+	case i == 0 && isNoNode(opErr):
+		return 0, outcomeKnown, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), isNoNode(err):
+		return 0, outcomeResend, nil // raced with another writer: read again
+	}
+	o, err := afterSend("multi", ackPath, err)
+	return 0, o, err
+}
 
-		r := pre
-		if r == nil {
-			rr := e.readAck(ctx)
-			r = &rr
-		}
-		pre = nil
-		data, st, err := r.ack, r.ackStat, r.ackErr
-		switch {
-		case err == nil:
-			hd, _, derr := decodeAck(data)
-			if derr == nil && hd.Candidate == name && st.EphemeralOwner == e.s.ID() {
-				// An earlier attempt went through; its reply was lost.
-				return hd.Epoch, nil
-			}
-			if derr == nil && hd.Candidate != "" {
-				// The acknowledgement of a previous leader whose node
-				// is gone (deleted under it while its session lives on):
-				// stale, replaced below. If its node is still there, it
-				// is on its way out; wait for it.
-				prev, err := e.s.getW(ctx, joinPath(e.dir, hd.Candidate))
-				if err == nil {
-					select {
-					case <-prev.watch:
-						continue
-					case <-ctx.Done():
-						return 0, ctx.Err()
-					case <-e.s.done:
-						return 0, e.s.Err()
-					}
-				}
-				if !isNoNode(err) {
-					return 0, err
-				}
-			}
-			ops = append(ops, &zk.DeleteRequest{Path: ackPath, Version: st.Version})
-		case isNoNode(err):
-		default:
-			return 0, err
-		}
+// previousGone handles the acknowledgement of a previous leader, candidate:
+// if its node is gone (deleted under it while its session lives on) the
+// acknowledgement is stale, and is replaced (gone true). If its node is
+// still there, it is on its way out: previousGone waits for it and reports
+// false, to read again.
+func (e *Election[T]) previousGone(ctx context.Context, candidate string) (bool, error) {
+	prev, err := e.s.getW(ctx, joinPath(e.dir, candidate))
+	if isNoNode(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	select {
+	case <-prev.watch:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-e.s.done:
+		return false, e.s.Err()
+	}
+}
 
-		var next int64
-		data, st, err = r.epoch, r.epochStat, r.epochErr
-		switch {
-		case err == nil:
-			cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-			if perr != nil {
-				return 0, fmt.Errorf("election %s: epoch node holds %q: %w", epochPath, data, ErrDecode)
-			}
-			next = cur + 1
-			ops = append(ops, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version})
-		case isNoNode(err):
-			next = 1
-			ops = append(ops, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.nodeACL(e.acl)})
-		default:
-			return 0, err
+// nextEpoch returns the epoch after the one read in r and the op that
+// writes it (compare-and-set on the epoch node's version, or its creation).
+func (e *Election[T]) nextEpoch(r *ackReads) (int64, any, error) {
+	epochPath := e.epochPath()
+	switch data, st, err := r.epoch, r.epochStat, r.epochErr; {
+	case err == nil:
+		cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if perr != nil {
+			return 0, nil, fmt.Errorf("election %s: epoch node holds %q: %w", epochPath, data, ErrDecode)
 		}
-		hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
-		ops = append(ops, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.nodeACL(e.acl), Flags: zk.FlagEphemeral})
-
-		res, err := e.s.multi(ctx, ops...)
-		if err == nil {
-			return next, nil
-		}
-		i, opErr := failedOp(res)
-		switch {
-		case i == 0 && isNoNode(opErr):
-			return 0, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
-		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), isNoNode(err):
-			continue // raced with another writer: read again
-		case IsRecoverable(err):
-			// The multi may have gone through: the next read tells.
-			if n >= e.s.policy.attempts() {
-				return 0, opError("multi", ackPath, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-			}
-			if werr := e.s.sleep(ctx, e.s.policy.delay(n)); werr != nil {
-				return 0, werr
-			}
-		default:
-			return 0, opError("multi", ackPath, err)
-		}
+		next := cur + 1
+		return next, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version}, nil
+	case isNoNode(err):
+		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.nodeACL(e.acl)}, nil
+	default:
+		return 0, nil, err
 	}
 }
 
@@ -353,52 +378,56 @@ func (e *Election[T]) readAck(ctx context.Context) ackReads {
 }
 
 // retire deletes candidate node and, atomically with it, its
-// acknowledgement if it has one. A node found gone after a connection loss
-// counts as deleted (the lost attempt did it); found gone otherwise it
-// returns ErrNoNode.
+// acknowledgement if it has one, in retryUncertain. A node found gone after
+// a connection loss counts as deleted (the lost attempt did it); found gone
+// otherwise it returns ErrNoNode.
 func (e *Election[T]) retire(ctx context.Context, node string) error {
-	name := baseName(node)
 	retried := false
-	for n := 1; ; n++ {
-		data, st, err := e.s.get(ctx, e.ackPath())
-		if err != nil && !isNoNode(err) {
-			return err
-		}
-		hd, _, derr := decodeAck(data)
-		if err != nil || derr != nil || hd.Candidate != name {
-			err := e.s.delete(ctx, node, -1)
-			if isNoNode(err) && retried {
-				return nil
+	return e.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: node,
+		attempt: func(int) (outcome, error) {
+			o, err := e.retireOnce(ctx, node, retried)
+			if o == outcomeHidden {
+				retried = true
 			}
-			return err
-		}
-		res, err := e.s.multi(ctx,
-			&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
-			&zk.DeleteRequest{Path: node, Version: -1})
-		if err == nil {
-			return nil
-		}
-		i, opErr := failedOp(res)
-		switch {
-		case i == 1 && isNoNode(opErr):
-			if retried {
-				return nil
-			}
-			return opError("delete", node, opErr)
-		case IsRecoverable(err):
-			retried = true
-			if n >= e.s.policy.attempts() {
-				return opError("multi", node, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-			}
-			if werr := e.s.sleep(ctx, e.s.policy.delay(n)); werr != nil {
-				return werr
-			}
-		case i == 0:
-			continue // the acknowledgement changed under us: read again
-		default:
-			return opError("multi", node, err)
-		}
+			return o, err
+		},
+	})
+}
+
+// retireOnce is one attempt of retire; retried tells that an earlier one
+// lost its reply.
+func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool) (outcome, error) {
+	data, st, err := e.s.get(ctx, e.ackPath())
+	if err != nil && !isNoNode(err) {
+		return outcomeKnown, err
 	}
+	hd, _, derr := decodeAck(data)
+	if err != nil || derr != nil || hd.Candidate != baseName(node) {
+		err := e.s.delete(ctx, node, -1)
+		if isNoNode(err) && retried {
+			return outcomeKnown, nil
+		}
+		return outcomeKnown, err
+	}
+	res, err := e.s.multi(ctx,
+		&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
+		&zk.DeleteRequest{Path: node, Version: -1})
+	if err == nil {
+		return outcomeKnown, nil
+	}
+	i, opErr := failedOp(res)
+	switch {
+	case i == 1 && isNoNode(opErr):
+		if retried {
+			return outcomeKnown, nil
+		}
+		return outcomeKnown, opError("delete", node, opErr)
+	case IsRecoverable(err):
+		return outcomeHidden, err
+	case i == 0:
+		return outcomeResend, nil // the acknowledgement changed under us: read again
+	}
+	return outcomeKnown, opError("multi", node, err)
 }
 
 // Epoch returns the leadership's epoch, written in its acknowledgement:

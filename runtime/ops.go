@@ -422,47 +422,52 @@ func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix
 	}
 }
 
+// createByGUID is createProtected's create, in retryUncertain: after a
+// connection loss, findByPrefix settles whether it happened.
 func (s *Session) createByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
 	acl = s.nodeACL(acl)
 	if err := s.creatable(acl); err != nil {
 		return "", opError("create", joinPath(dir, prefix), err)
 	}
 	path := joinPath(dir, prefix)
-	for n := 1; ; n++ {
-		if err := s.check(); err != nil {
-			return "", err
-		}
-		created, err := s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl)
-		switch {
-		case err == nil:
-			return created, nil
-		case errors.Is(err, zk.ErrNoNode):
-			if err := s.ensurePath(ctx, acl, dir); err != nil {
-				return "", err
-			}
-			continue
-		case Classify(err) != Recoverable:
+	var created string
+	err := s.retryUncertain(ctx, uncertainWrite{op: "create", path: path,
+		attempt: func(int) (outcome, error) {
 			if err := s.check(); err != nil {
-				return "", err
+				return outcomeKnown, err
 			}
-			return "", opError("create", path, err)
-		}
-		// Recoverable: did the create reach the server?
-		if n >= s.policy.attempts() {
-			return "", opError("create", path, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		s.log.Debug("connection lost during create; looking for the node by GUID", "dir", dir, "guid", prefix)
-		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
-			return "", werr
-		}
-		found, ferr := s.findByPrefix(ctx, dir, prefix)
-		if ferr != nil {
-			return "", ferr
-		}
-		if found != "" {
-			return found, nil
-		}
+			var err error
+			created, err = s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl)
+			switch {
+			case err == nil:
+				return outcomeKnown, nil
+			case errors.Is(err, zk.ErrNoNode):
+				if err := s.ensurePath(ctx, acl, dir); err != nil {
+					return outcomeKnown, err
+				}
+				return outcomeResend, nil
+			case !IsRecoverable(err):
+				if err := s.check(); err != nil {
+					return outcomeKnown, err
+				}
+				return outcomeKnown, opError("create", path, err)
+			}
+			s.log.Debug("connection lost during create; looking for the node by GUID", "dir", dir, "guid", prefix)
+			return outcomeHidden, err
+		},
+		settle: func() (outcome, error) {
+			found, err := s.findByPrefix(ctx, dir, prefix)
+			if err != nil || found != "" {
+				created = found
+				return outcomeKnown, err
+			}
+			return outcomeResend, nil
+		},
+	})
+	if err != nil {
+		return "", err
 	}
+	return created, nil
 }
 
 // findByPrefix returns the child of dir whose name starts with prefix and

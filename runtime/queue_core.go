@@ -204,15 +204,35 @@ func (q *queue[T]) dropMarker(marker string) {
 // newMarker returns the path of a fresh marker node.
 func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir), newGUID()) }
 
-// recoverMarker decides after a connection loss whether a multi that
-// created marker happened (after a sync, so the server has seen every write
-// of the session). It reports true if it did; false with a nil error means
-// it certainly did not and may be sent again. An error wrapping uncertain
-// (ErrPutUncertain or ErrTakeUncertain) means it cannot be known.
-func (q *queue[T]) recoverMarker(ctx context.Context, marker string, attempt int, cause, uncertain error) (bool, error) {
-	if err := q.s.sleep(ctx, q.s.policy.delay(attempt)); err != nil {
-		return false, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err)
-	}
+// markedMulti runs a queue multi that creates marker — a put's or a take's,
+// m being the pending marker of that side — in retryUncertain. After a
+// connection loss the marker settles whether the multi happened: it did if
+// the marker exists, and m is then the marker (the multi deleted the
+// previous one); it did not if the marker is missing, and it is sent again.
+// When that cannot be known, because the marker cannot be read or the
+// session ends meanwhile, the error wraps uncertain (ErrPutUncertain or
+// ErrTakeUncertain).
+func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering, uncertain error, attempt func() (outcome, error)) error {
+	return q.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: q.dir,
+		attempt: func(int) (outcome, error) { return attempt() },
+		settle: func() (outcome, error) {
+			found, err := q.findMarker(ctx, marker)
+			switch {
+			case err != nil:
+				return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err)
+			case found:
+				m.path = marker // the multi deleted the old one
+				return outcomeKnown, nil
+			}
+			return outcomeResend, nil
+		},
+		interrupted: func(err error) error { return fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err) },
+	})
+}
+
+// findMarker reports whether marker exists, after a sync (so the server has
+// seen every write of the session). It fails when the session has ended.
+func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) {
 	var found bool
 	err := q.s.retry(ctx, func() error {
 		if _, err := await(ctx, q.s, func() (string, error) { return q.s.conn.Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -226,26 +246,10 @@ func (q *queue[T]) recoverMarker(ctx context.Context, marker string, attempt int
 		return err
 	})
 	if err != nil || q.s.check() != nil {
-		return false, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, errors.Join(err, q.s.check()))
+		return false, errors.Join(err, q.s.check())
 	}
 	if found {
 		q.s.log.Debug("queue multi found by its marker after a connection loss", "marker", marker)
-		return true, nil
 	}
-	if attempt >= q.s.policy.attempts() {
-		return false, opError("multi", q.dir, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt, cause))
-	}
-	return false, nil
-}
-
-// firstFailed returns the index of the op that failed a multi, or -1. The
-// server reports the ops before it as successful and those after it as
-// rolled back, so it is the first error.
-func firstFailed(res []zk.MultiResponse) int {
-	for i, r := range res {
-		if r.Error != nil {
-			return i
-		}
-	}
-	return -1
+	return found, nil
 }

@@ -105,70 +105,77 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 	// the recovery run detached from ctx (bounded by the retry policy and
 	// the session); ctx is checked before each attempt.
 	dctx := context.WithoutCancel(ctx)
-	for attempt := 1; ; attempt++ {
-		if err := q.s.check(); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b, err := q.openBucket(ctx)
-		if errors.Is(err, errRetryPut) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		bp := q.bucketPath(b)
-		ops := make([]any, 0, len(datas)+3)
-		ops = append(ops,
-			&zk.CheckVersionRequest{Path: bp, Version: 0},
-			&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
-		old := q.pmark.path
-		if old != "" {
-			ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
-		}
-		for _, d := range datas {
-			inline := len(d) <= q.inline
-			data := d
-			if inline {
-				data = nil
-			}
-			name := joinPath(bp, itemNamePrefix(q.priority, prio, d, inline))
-			ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
-		}
-		res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
-		switch {
-		case err == nil:
-			q.pmark.path = marker
-			q.afterPut(dctx, b, res[len(res)-1].String)
-			return nil
-		case IsRecoverable(err):
-			ok, rerr := q.recoverMarker(dctx, marker, attempt, err, ErrPutUncertain)
-			if rerr != nil {
-				return rerr
-			}
-			if ok {
-				q.pmark.path = marker // the multi deleted the old one
-				return nil
-			}
-			continue
-		case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed), errors.Is(err, zk.ErrSessionExpired), q.s.check() != nil:
-			return fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, err)
-		}
-		switch failed := firstFailed(res); {
-		case failed == 0: // bucket sealed or deleted: find the open one
-			q.pbucket = ""
-		case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
-			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
-				return err
-			}
-		case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
-			q.pmark.path = "" // the old marker is gone already (reaped)
-		default:
-			return opError("multi", bp, err)
-		}
+	return q.markedMulti(dctx, marker, &q.pmark, ErrPutUncertain, func() (outcome, error) {
+		return q.putOnce(ctx, dctx, marker, prio, datas)
+	})
+}
+
+// putOnce is one attempt of putChunk: the multi sent on dctx into the open
+// bucket, found with ctx.
+func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, datas [][]byte) (outcome, error) {
+	if err := q.s.check(); err != nil {
+		return outcomeKnown, err
 	}
+	if err := ctx.Err(); err != nil {
+		return outcomeKnown, err
+	}
+	b, err := q.openBucket(ctx)
+	if errors.Is(err, errRetryPut) {
+		return outcomeResend, nil
+	}
+	if err != nil {
+		return outcomeKnown, err
+	}
+	bp := q.bucketPath(b)
+	old := q.pmark.path
+	ops := q.putOps(bp, marker, old, prio, datas)
+	res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+	switch {
+	case err == nil:
+		q.pmark.path = marker
+		q.afterPut(dctx, b, res[len(res)-1].String)
+		return outcomeKnown, nil
+	case IsRecoverable(err):
+		return outcomeHidden, err
+	case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed), errors.Is(err, zk.ErrSessionExpired), q.s.check() != nil:
+		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, err)
+	}
+	switch failed, _ := failedOp(res); {
+	case failed == 0: // bucket sealed or deleted: find the open one
+		q.pbucket = ""
+	case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
+		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+			return outcomeKnown, err
+		}
+	case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
+		q.pmark.path = "" // the old marker is gone already (reaped)
+	default:
+		return outcomeKnown, opError("multi", bp, err)
+	}
+	return outcomeResend, nil
+}
+
+// putOps are the ops of one put multi into bucket bp: check that the bucket
+// is open, create the marker, delete the previous put's marker old (if
+// any), create the items.
+func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []any {
+	ops := make([]any, 0, len(datas)+3)
+	ops = append(ops,
+		&zk.CheckVersionRequest{Path: bp, Version: 0},
+		&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+	if old != "" {
+		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
+	}
+	for _, d := range datas {
+		inline := len(d) <= q.inline
+		data := d
+		if inline {
+			data = nil
+		}
+		name := joinPath(bp, itemNamePrefix(q.priority, prio, d, inline))
+		ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
+	}
+	return ops
 }
 
 // afterPut seals bucket b and opens the next one when the put's last item

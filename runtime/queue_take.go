@@ -378,20 +378,53 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	bp := q.bucketPath(bucket)
+	b, errs, err := q.readBatch(ctx, bp, cands)
+	if err != nil {
+		return nil, err
+	}
+	marker := q.newMarker()
+	err = q.markedMulti(ctx, marker, &q.cmark, ErrTakeUncertain, func() (outcome, error) {
+		return q.deleteOnce(ctx, bp, marker, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Delivery[T], len(b.items))
+	for i, f := range b.items {
+		out[i] = &Delivery[T]{Value: b.vals[i], q: q, node: f.path, done: true}
+	}
+	return out, errors.Join(errs...)
+}
+
+// batch is what an at-most-once take deletes: the items and their decoded
+// values.
+type batch[T any] struct {
+	items []fetched
+	vals  []T
+}
+
+// drop leaves out item i (lost to another consumer).
+func (b *batch[T]) drop(i int) {
+	b.items = append(b.items[:i], b.items[i+1:]...)
+	b.vals = append(b.vals[:i], b.vals[i+1:]...)
+}
+
+// readBatch reads and decodes the candidates of bucket bp. Items deleted by
+// another consumer meanwhile (a lost race) are skipped; undecodable ones
+// are left in place and reported in errs.
+func (q *queue[T]) readBatch(ctx context.Context, bp string, cands []qitem) (b *batch[T], errs []error, err error) {
 	paths := make([]string, len(cands))
 	for i, c := range cands {
 		paths[i] = joinPath(bp, c.name)
 	}
-	var errs []error
-	var keep []fetched
-	var vals []T
+	b = &batch[T]{}
 	for _, f := range q.fetch(ctx, paths, cands, false) {
 		switch {
 		case errors.Is(f.err, zk.ErrNoNode):
 			q.raced()
 			continue // taken by another consumer
 		case f.err != nil:
-			return nil, f.err
+			return nil, nil, f.err
 		}
 		v, err := q.codec.Decode(f.data)
 		if err != nil {
@@ -399,59 +432,53 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 			errs = append(errs, fmt.Errorf("queue item %s (left in place): %w", f.path, err))
 			continue
 		}
-		keep, vals = append(keep, f), append(vals, v)
+		b.items, b.vals = append(b.items, f), append(b.vals, v)
 	}
-	marker := q.newMarker()
-	for attempt := 1; len(keep) > 0; attempt++ {
-		ops := make([]any, 0, len(keep)+2)
-		ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
-		old := q.cmark.path
-		if old != "" {
-			ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
-		}
-		first := len(ops) // index of the first item's delete
-		for _, f := range keep {
-			ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
-		}
-		res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
-		if err == nil {
-			q.cmark.path = marker
-			break
-		}
-		if IsRecoverable(err) && ctx.Err() == nil {
-			ok, rerr := q.recoverMarker(ctx, marker, attempt, err, ErrTakeUncertain)
-			if rerr != nil {
-				return nil, rerr
-			}
-			if ok {
-				q.cmark.path = marker // the multi deleted the old one
-				break
-			}
-			continue
-		}
-		i := firstFailed(res)
-		switch {
-		case i == 0 && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
-				return nil, err
-			}
-		case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
-			q.cmark.path = "" // the old marker is gone already (reaped)
-		case i >= first && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
-			q.raced()
-			keep = append(keep[:i-first], keep[i-first+1:]...) // lost the race for this one
-			vals = append(vals[:i-first], vals[i-first+1:]...)
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("queue %s: take timed out, %d items may have been removed undelivered: %w", q.dir, len(keep), ctx.Err())
-		default:
-			return nil, opError("multi", bp, err)
-		}
+	return b, errs, nil
+}
+
+// deleteOnce is one attempt of deleteAll: one multi that creates marker,
+// deletes the previous take's marker (if any) and deletes the items of b.
+// An item lost to another consumer is dropped from b, and the rest sent
+// again.
+func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T]) (outcome, error) {
+	if len(b.items) == 0 {
+		return outcomeKnown, nil
 	}
-	out := make([]*Delivery[T], len(keep))
-	for i, f := range keep {
-		out[i] = &Delivery[T]{Value: vals[i], q: q, node: f.path, done: true}
+	ops := make([]any, 0, len(b.items)+2)
+	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+	old := q.cmark.path
+	if old != "" {
+		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
 	}
-	return out, errors.Join(errs...)
+	first := len(ops) // index of the first item's delete
+	for _, f := range b.items {
+		ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
+	}
+	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+	if err == nil {
+		q.cmark.path = marker
+		return outcomeKnown, nil
+	}
+	if IsRecoverable(err) && ctx.Err() == nil {
+		return outcomeHidden, err
+	}
+	switch i, _ := failedOp(res); {
+	case i == 0 && errors.Is(err, zk.ErrNoNode):
+		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+			return outcomeKnown, err
+		}
+	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
+		q.cmark.path = "" // the old marker is gone already (reaped)
+	case i >= first && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
+		q.raced()
+		b.drop(i - first) // lost the race for this one
+	case ctx.Err() != nil:
+		return outcomeKnown, fmt.Errorf("queue %s: take timed out, %d items may have been removed undelivered: %w", q.dir, len(b.items), ctx.Err())
+	default:
+		return outcomeKnown, opError("multi", bp, err)
+	}
+	return outcomeResend, nil
 }
 
 // raced records a race lost to another consumer: an item of the listing

@@ -221,53 +221,56 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 	}
 	marker := joinPath(t.dir, txCoordinator)
 	ops = append(ops, &zk.CreateRequest{Path: marker, Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
-	for n := 1; ; n++ {
-		res, err := t.s.multi(ctx, ops...)
-		i, opErr := failedOp(res)
-		switch {
-		case err == nil:
-			t.mu.Lock()
-			t.proposed = true
-			t.mu.Unlock()
-			return nil
-		case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
-			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
-		case i == 0 && isNoNode(opErr):
-			if err := t.s.ensurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
-				return err
+	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.dir,
+		attempt: func(int) (outcome, error) {
+			res, err := t.s.multi(ctx, ops...)
+			i, opErr := failedOp(res)
+			switch {
+			case err == nil:
+				t.setProposed()
+				return outcomeKnown, nil
+			case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
+				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+			case i == 0 && isNoNode(opErr):
+				if err := t.s.ensurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
+					return outcomeKnown, err
+				}
+				return outcomeResend, nil
 			}
-			continue
-		case !IsRecoverable(err):
-			return opError("multi", t.dir, err)
-		}
-		if n >= t.s.policy.attempts() {
-			return opError("multi", t.dir, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-			return werr
-		}
-		// The multi is all or nothing: our marker, owned by our (living)
-		// session, says it went through; a transaction without it is
-		// someone else's.
-		if err := t.s.sync(ctx, t.dir); err != nil {
-			return err
-		}
-		_, st, gerr := t.s.get(ctx, marker)
-		switch {
-		case gerr == nil && st.EphemeralOwner == t.s.ID():
-			t.mu.Lock()
-			t.proposed = true
-			t.mu.Unlock()
-			return nil
-		case gerr != nil && !isNoNode(gerr):
-			return gerr
-		}
-		if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
-			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
-		} else if !isNoNode(gerr) {
-			return gerr
-		}
+			return afterSend("multi", t.dir, err)
+		},
+		settle: func() (outcome, error) { return t.proposalSettled(ctx, marker) },
+	})
+}
+
+// proposalSettled learns whether a proposal whose reply was lost went
+// through. The multi is all or nothing: our marker, owned by our (living)
+// session, says it did; a transaction without it is someone else's.
+func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) (outcome, error) {
+	if err := t.s.sync(ctx, t.dir); err != nil {
+		return outcomeKnown, err
 	}
+	_, st, gerr := t.s.get(ctx, marker)
+	switch {
+	case gerr == nil && st.EphemeralOwner == t.s.ID():
+		t.setProposed()
+		return outcomeKnown, nil
+	case gerr != nil && !isNoNode(gerr):
+		return outcomeKnown, gerr
+	}
+	if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
+		return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+	} else if !isNoNode(gerr) {
+		return outcomeKnown, gerr
+	}
+	return outcomeResend, nil
+}
+
+// setProposed records that this handle created the transaction.
+func (t *TwoPhaseCommit[T]) setProposed() {
+	t.mu.Lock()
+	t.proposed = true
+	t.mu.Unlock()
 }
 
 // Payload reads the transaction's payload. A transaction not proposed yet
@@ -317,44 +320,48 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) error {
 	if err := t.check(p); err != nil {
 		return err
 	}
-	for n := 1; ; n++ {
-		r, err := t.waitExists(ctx, t.votePath(p))
-		if err != nil {
-			return err
-		}
-		if r.stat.Version != 0 {
-			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
-		}
-		_, err = t.s.multi(ctx,
-			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
-			&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
-		switch {
-		case err == nil:
-			t.mu.Lock()
-			t.joined[p] = t.presencePath(p)
-			t.mu.Unlock()
-			return nil
-		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
-			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
-		case isNoNode(err):
-			continue // removed and proposed again meanwhile
-		case !IsRecoverable(err):
-			return opError("multi", t.votePath(p), err)
-		}
-		if n >= t.s.policy.attempts() {
-			return opError("multi", t.votePath(p), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-			return werr
-		}
-		// Did it go through? Our presence node says so.
-		if _, st, gerr := t.s.get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
-			t.mu.Lock()
-			t.joined[p] = t.presencePath(p)
-			t.mu.Unlock()
-			return nil
-		}
+	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
+		attempt: func(int) (outcome, error) { return t.joinOnce(ctx, p) },
+		settle: func() (outcome, error) {
+			// Did it go through? Our presence node says so.
+			if _, st, gerr := t.s.get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
+				t.setJoined(p)
+				return outcomeKnown, nil
+			}
+			return outcomeResend, nil
+		},
+	})
+}
+
+// joinOnce is one attempt of Join.
+func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (outcome, error) {
+	r, err := t.waitExists(ctx, t.votePath(p))
+	if err != nil {
+		return outcomeKnown, err
 	}
+	if r.stat.Version != 0 {
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+	}
+	_, err = t.s.multi(ctx,
+		&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
+		&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
+	switch {
+	case err == nil:
+		t.setJoined(p)
+		return outcomeKnown, nil
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+	case isNoNode(err):
+		return outcomeResend, nil // removed and proposed again meanwhile
+	}
+	return afterSend("multi", t.votePath(p), err)
+}
+
+// setJoined records that this handle created p's presence node.
+func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
+	t.mu.Lock()
+	t.joined[p] = t.presencePath(p)
+	t.mu.Unlock()
 }
 
 // Vote casts participant p's vote, once. If this handle joined p, the vote
@@ -375,48 +382,48 @@ func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision)
 	t.mu.Lock()
 	presence := t.joined[p]
 	t.mu.Unlock()
-	for n := 1; ; n++ {
-		r, err := t.waitExists(ctx, t.votePath(p))
-		if err != nil {
-			return err
-		}
-		var ops []any
-		switch cur, voted := parseDecision(r.data); {
-		case voted && cur == d:
-			return nil
-		case voted:
-			return fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
-		case string(r.data) == txJoined && presence == "":
-			return fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
-		case string(r.data) == txJoined:
-			ops = []any{
-				&zk.CheckVersionRequest{Path: presence, Version: -1},
-				&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version},
-				&zk.DeleteRequest{Path: presence, Version: -1},
-			}
-		default:
-			ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
-		}
-		res, err := t.s.multi(ctx, ops...)
-		i, opErr := failedOp(res)
-		switch {
-		case err == nil:
-			return nil
-		case len(ops) == 3 && i == 0 && isNoNode(opErr):
-			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
-		case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
-			continue // changed meanwhile: read again
-		case !IsRecoverable(err):
-			return opError("multi", t.votePath(p), err)
-		}
-		// Connection loss: the next read tells whether the vote is in.
-		if n >= t.s.policy.attempts() {
-			return opError("multi", t.votePath(p), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-			return werr
-		}
+	// After a connection loss, the next attempt's read tells whether the
+	// vote is in.
+	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
+		attempt: func(int) (outcome, error) { return t.voteOnce(ctx, p, d, presence) },
+	})
+}
+
+// voteOnce is one attempt of Vote; presence is p's presence node if this
+// handle joined p.
+func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decision, presence string) (outcome, error) {
+	r, err := t.waitExists(ctx, t.votePath(p))
+	if err != nil {
+		return outcomeKnown, err
 	}
+	var ops []any
+	switch cur, voted := parseDecision(r.data); {
+	case voted && cur == d:
+		return outcomeKnown, nil
+	case voted:
+		return outcomeKnown, fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
+	case string(r.data) == txJoined && presence == "":
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
+	case string(r.data) == txJoined:
+		ops = []any{
+			&zk.CheckVersionRequest{Path: presence, Version: -1},
+			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version},
+			&zk.DeleteRequest{Path: presence, Version: -1},
+		}
+	default:
+		ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
+	}
+	res, err := t.s.multi(ctx, ops...)
+	i, opErr := failedOp(res)
+	switch {
+	case err == nil:
+		return outcomeKnown, nil
+	case len(ops) == 3 && i == 0 && isNoNode(opErr):
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
+	case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
+		return outcomeResend, nil // changed meanwhile: read again
+	}
+	return afterSend("multi", t.votePath(p), err)
 }
 
 // Outcome blocks until the transaction is decided and returns the decision:
@@ -569,40 +576,54 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 // decide writes decision d unless one exists, and returns the decision that
 // stands.
 func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, error) {
-	for n := 1; ; n++ {
-		_, err := await(ctx, t.s, func() (string, error) {
-			return t.s.create(t.decisionPath(), []byte(d.String()), 0, t.acl)
-		})
-		switch {
-		case err == nil:
-			return d, nil
-		case isNoNode(err):
-			return 0, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
-		case errors.Is(err, zk.ErrNodeExists):
-		case !IsRecoverable(err):
-			return 0, opError("create", t.decisionPath(), err)
-		default:
-			if n >= t.s.policy.attempts() {
-				return 0, opError("create", t.decisionPath(), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-			}
-			if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-				return 0, werr
-			}
-		}
-		// Exists (ours after a lost reply, or someone else's): it stands.
-		data, _, gerr := t.s.get(ctx, t.decisionPath())
-		if isNoNode(gerr) {
-			continue
-		}
-		if gerr != nil {
-			return 0, gerr
-		}
-		got, ok := parseDecision(data)
-		if !ok {
-			return 0, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
-		}
-		return got, nil
+	var got Decision
+	// The decision node, once it exists (ours after a lost reply, or
+	// someone else's), stands.
+	standing := func() (outcome, error) {
+		var o outcome
+		var err error
+		got, o, err = t.standingDecision(ctx)
+		return o, err
 	}
+	err := t.s.retryUncertain(ctx, uncertainWrite{op: "create", path: t.decisionPath(),
+		attempt: func(int) (outcome, error) {
+			_, err := await(ctx, t.s, func() (string, error) {
+				return t.s.create(t.decisionPath(), []byte(d.String()), 0, t.acl)
+			})
+			switch {
+			case err == nil:
+				got = d
+				return outcomeKnown, nil
+			case isNoNode(err):
+				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
+			case errors.Is(err, zk.ErrNodeExists):
+				return standing()
+			}
+			return afterSend("create", t.decisionPath(), err)
+		},
+		settle: standing,
+	})
+	if err != nil {
+		return 0, err
+	}
+	return got, nil
+}
+
+// standingDecision reads the decision node: outcomeResend when it is
+// missing.
+func (t *TwoPhaseCommit[T]) standingDecision(ctx context.Context) (Decision, outcome, error) {
+	data, _, err := t.s.get(ctx, t.decisionPath())
+	if isNoNode(err) {
+		return 0, outcomeResend, nil
+	}
+	if err != nil {
+		return 0, outcomeKnown, err
+	}
+	got, ok := parseDecision(data)
+	if !ok {
+		return 0, outcomeKnown, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
+	}
+	return got, outcomeKnown, nil
 }
 
 // ForceAbort decides Abort now unless the transaction is decided already,
