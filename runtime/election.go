@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -55,13 +54,16 @@ type Election[T any] struct {
 	busy bool // campaigning or leading
 }
 
-// Leadership is one tenure of an elected leader.
+// Leadership is one tenure of an elected leader, held until Resign or until
+// it is lost: its session expired or was closed, or its candidate node was
+// deleted by someone else. Node is the candidate node; Lost and Context
+// report the end of the leadership, and context.Cause wraps
+// ErrLeadershipLost on loss, ErrNotHeld after Resign.
 type Leadership[T any] struct {
+	tenure
 	e       *Election[T]
-	h       *hold
 	epoch   int64
 	payload T
-	done    atomic.Bool // Resign called
 }
 
 // LeaderState is the acknowledged leader of an election as observed at one
@@ -152,7 +154,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 		e.mu.Unlock()
 		return nil, err
 	}
-	return &Leadership[T]{e: e, h: h, epoch: epoch, payload: payload}, nil
+	return &Leadership[T]{tenure: tenure{s: e.s, h: h}, e: e, epoch: epoch, payload: payload}, nil
 }
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
@@ -225,9 +227,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 		}
 	}
 	// Not leader after all: stop the tenure and withdraw.
-	h.released.Store(true)
-	close(h.stop)
-	h.end(false)
+	h.dismiss()
 	if e.s.check() != nil {
 		return nil, 0, err
 	}
@@ -438,20 +438,6 @@ func (l *Leadership[T]) Epoch() int64 { return l.epoch }
 // Payload returns the payload this leader campaigned with.
 func (l *Leadership[T]) Payload() T { return l.payload }
 
-// Node returns the path of the leader's candidate node.
-func (l *Leadership[T]) Node() string { return l.h.node }
-
-// Lost returns a channel closed when the leadership ends: lost (session
-// expired or closed, or the candidate node deleted by someone else) or
-// resigned. A brief connection loss does not end it; a disconnection for
-// most of the session timeout does (see WithSessionTimeout).
-func (l *Leadership[T]) Lost() <-chan struct{} { return l.h.lost }
-
-// Context returns a context cancelled when the leadership ends, so work done
-// as leader stops by itself when leadership is lost. context.Cause tells
-// why: an error wrapping ErrLeadershipLost, or ErrNotHeld after Resign.
-func (l *Leadership[T]) Context() context.Context { return l.h.ctx }
-
 // Resign ends the leadership: the acknowledgement and the candidate node are
 // deleted together (one multi), which wakes the next candidate. It returns
 // ErrLeadershipLost if the leadership had been lost (nothing is left in
@@ -460,37 +446,16 @@ func (l *Leadership[T]) Context() context.Context { return l.h.ctx }
 // Resign returns ctx's error. Either way the Election handle can campaign
 // again.
 func (l *Leadership[T]) Resign(ctx context.Context) error {
-	if !l.done.CompareAndSwap(false, true) {
+	if !l.giveUp() {
 		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)
 	}
-	e, h := l.e, l.h
+	e := l.e
 	defer func() {
 		e.mu.Lock()
 		e.busy = false
 		e.mu.Unlock()
 	}()
-	defer close(h.stop)
-	if h.wasLost.Load() {
-		return fmt.Errorf("election %s: %w", h.node, ErrLeadershipLost)
-	}
-	h.released.Store(true)
-	err := e.retire(ctx, h.node)
-	switch {
-	case err == nil:
-	case isNoNode(err), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
-		h.end(true)
-		return fmt.Errorf("election %s: %w (%w)", h.node, ErrLeadershipLost, err)
-	case ctx.Err() != nil && e.s.check() == nil:
-		go func() {
-			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			if err := e.retire(cctx, h.node); err != nil && !isNoNode(err) {
-				e.s.log.Warn("could not resign", "path", h.node, "err", err)
-			}
-		}()
-	}
-	h.end(false)
-	return err
+	return e.s.releaseAs(ctx, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
 }
 
 // State reads the acknowledged leader. It does not block beyond the reads.

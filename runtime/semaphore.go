@@ -39,10 +39,14 @@ type Semaphore struct {
 	purpose string
 }
 
-// Lease is one held lease of a semaphore.
+// Lease is one held lease of a semaphore, held until Release or until it is
+// lost: its session ended, or its lease node was deleted by someone else —
+// noticed once Lost or Context has been called, see Lock.Lost. Node is the
+// lease node; Lost and Context report the end of the lease, and
+// context.Cause wraps ErrLockLost on loss, ErrNotHeld after Release.
 type Lease struct {
+	tenure
 	sem *Semaphore
-	h   *hold
 }
 
 // NewSemaphore returns a handle on a semaphore of the given number of leases
@@ -94,7 +98,7 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 		m.busy = false
 		return nil, err
 	}
-	m.lease = &Lease{sem: m, h: h}
+	m.lease = &Lease{tenure: tenure{s: m.s, h: h}, sem: m}
 	return m.lease, nil
 }
 
@@ -207,27 +211,9 @@ func (le *Lease) Release(ctx context.Context) error {
 	return m.s.release(ctx, le.h)
 }
 
-// Lost returns a channel closed when the lease ends: lost (session ended, or
-// node deleted by someone else — noticed once Lost or Context has been
-// called, see Lock.Lost) or released.
-func (le *Lease) Lost() <-chan struct{} {
-	le.sem.s.arm(le.h)
-	return le.h.lost
-}
-
-// Context returns a context cancelled when the lease ends; context.Cause
-// wraps ErrLockLost on loss, ErrNotHeld after Release.
-func (le *Lease) Context() context.Context {
-	le.sem.s.arm(le.h)
-	return le.h.ctx
-}
-
 // Token returns the leases directory's pzxid when the lease was granted
 // (see Lock.Token).
 func (le *Lease) Token() int64 { return le.h.token }
-
-// Node returns the lease node's path.
-func (le *Lease) Node() string { return le.h.node }
 
 // Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
 var curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}
