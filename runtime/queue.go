@@ -10,16 +10,14 @@ import (
 // the ZooKeeper guide's recipe, with at-most-once delivery: Take removes the
 // item from ZooKeeper before returning it.
 //
-// Items are persistent sequential nodes (they survive their producer),
-// encoded with the queue's codec, kept in buckets of WithBucketSize items so
-// that the queue can hold far more items than one getChildren reply allows
-// (see the layout in queue_layout.go). A consumer lists the current bucket
-// once, with a watch, and takes items lowest-first from that cached listing
-// without listing again until it is used up; an item another consumer took
-// first is skipped. Each Put is one multi carrying an ephemeral marker named
-// by a fresh GUID: after a connection loss the marker, not the items (which
-// may be consumed already), tells whether the put happened, so a retried put
-// never duplicates an item. Takes are protected the same way.
+// Items are persistent (they survive their producer), encoded with the
+// queue's codec, and served in the order they were put: an item is taken
+// only after every earlier one was. A put that returns nil happened exactly
+// once, a take removes each item it returns once, connection losses
+// included. Items are kept in buckets of WithBucketSize items, so the queue
+// can hold far more items than one getChildren reply allows, and a consumer
+// costs about one listing per bucket, not one per item (see the queue
+// protocol in queue_core.go).
 //
 // A Queue handle is one producer and one consumer: its Takes are served one
 // at a time (use several handles for parallel consumers); Puts may run
@@ -29,7 +27,7 @@ type Queue[T any] struct{ q *queue[T] }
 // NewQueue returns a FIFO queue handle at p whose items are encoded with
 // codec. It does no I/O; the directory is created on the first Put.
 func NewQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *Queue[T] {
-	return &Queue[T]{newQueue(s, p, codec, false, 0, false, opts)}
+	return &Queue[T]{newQueue(s, p, codec, queueConfig{}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -102,7 +100,7 @@ type AckQueue[T any] struct{ q *queue[T] }
 // NewAckQueue returns an at-least-once FIFO queue handle at p. It does no
 // I/O.
 func NewAckQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *AckQueue[T] {
-	return &AckQueue[T]{newQueue(s, p, codec, false, 0, true, opts)}
+	return &AckQueue[T]{newQueue(s, p, codec, queueConfig{ack: true}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -151,12 +149,10 @@ func (q *AckQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.
 type Priority int
 
 // PriorityQueue is a distributed priority queue of T, the ZooKeeper guide's
-// variant of the queue recipe, with at-most-once delivery: item names carry
-// the priority as a fixed-width prefix (item-<pp>-<seq>), a lower priority
+// variant of the queue recipe, with at-most-once delivery: a lower priority
 // index is served first, and items of one priority are served in FIFO
-// order. A consumer takes from its cached listing but lists again as soon as
-// the listing's child watch fires, so a newly put urgent item overtakes older
-// lower-priority ones.
+// order. A newly put urgent item overtakes older lower-priority ones not yet
+// taken.
 //
 // All items live in one directory (ordering across priorities needs one
 // listing), so a priority queue holds at most what one getChildren reply
@@ -168,7 +164,7 @@ type PriorityQueue[T any] struct{ q *queue[T] }
 // priorities (1 to 100). It does no I/O. opts: WithNodeACL (WithBucketSize
 // is ignored).
 func NewPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *PriorityQueue[T] {
-	return &PriorityQueue[T]{newQueue(s, p, codec, true, levels, false, opts)}
+	return &PriorityQueue[T]{newQueue(s, p, codec, queueConfig{priority: true, levels: levels}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -221,7 +217,7 @@ type AckPriorityQueue[T any] struct{ q *queue[T] }
 // with levels priorities. It does no I/O. opts: WithNodeACL (WithBucketSize
 // is ignored).
 func NewAckPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *AckPriorityQueue[T] {
-	return &AckPriorityQueue[T]{newQueue(s, p, codec, true, levels, true, opts)}
+	return &AckPriorityQueue[T]{newQueue(s, p, codec, queueConfig{priority: true, levels: levels, ack: true}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -266,9 +262,14 @@ type queueOptionFunc func(*queueConfig)
 
 func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 
+// queueConfig is what a queue handle is built with: its kind, set by its
+// constructor, and its options.
 type queueConfig struct {
 	handleConfig
-	bucketSize int
+	bucketSize int  // items per bucket; 0: one bucket, never sealed (priority queues)
+	priority   bool // priority-prefixed names in one bucket, re-listed on watch
+	levels     int  // number of priorities (priority queues)
+	ack        bool // at-least-once: claim, then delete on Ack
 }
 
 // WithBucketSize sets how many items a FIFO queue puts in one bucket before

@@ -73,7 +73,7 @@ func (d *Delivery[T]) Release(ctx context.Context) error {
 	err := d.q.s.deleteOwned(ctx, d.claim)
 	switch {
 	case err == nil:
-		d.q.released.Store(true)
+		d.q.cons.released.Store(true)
 		return nil
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
 		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
@@ -102,6 +102,24 @@ func (q *queue[T]) refreshBusy(ctx context.Context) error {
 	return nil
 }
 
+// claimsWatch watches the claims directory while this consumer skips items
+// claimed by others (at-least-once), so that it wakes when such a claim
+// vanishes; nil when there is nothing to watch. again reports that claims
+// vanished already (the walk restarts from the lowest bucket).
+func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bool, err error) {
+	if !q.ack || len(q.cons.busy) == 0 {
+		return nil, false, nil
+	}
+	c, err := q.s.childrenW(ctx, joinPath(q.dir, claimsDir))
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, false, err
+	}
+	if q.dropReleased(c.kids) {
+		return nil, true, nil
+	}
+	return c.watch, false, nil
+}
+
 // dropReleased removes from busy the items not among claims and reports
 // whether there were any (then the walk restarts from the lowest bucket).
 func (q *queue[T]) dropReleased(claims []string) bool {
@@ -110,15 +128,15 @@ func (q *queue[T]) dropReleased(claims []string) bool {
 		live[c] = true
 	}
 	dropped := false
-	for p := range q.busy {
+	for p := range q.cons.busy {
 		if !live[q.claimName(p)] {
-			delete(q.busy, p)
+			delete(q.cons.busy, p)
 			dropped = true
 		}
 	}
 	if dropped {
-		q.bucket = ""
-		q.cache, q.pos, q.watch = nil, 0, nil
+		q.cons.bucket = ""
+		q.cons.cache, q.cons.pos, q.cons.watch = nil, 0, nil
 	}
 	return dropped
 }
@@ -163,7 +181,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 		case c.busy:
 			// Not counted as a race (raced): a claim may be held for long,
 			// by a live consumer, and skipping it keeps the order.
-			q.busy[c.path] = true
+			q.cons.busy[c.path] = true
 		case c.ok:
 			held = append(held, c)
 			paths = append(paths, c.path)
@@ -177,7 +195,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 		err := f.err
 		if err == nil {
 			if v, err = q.codec.Decode(f.data); err != nil {
-				q.poison[c.path] = true
+				q.cons.poison[c.path] = true
 				err = fmt.Errorf("queue item %s (left in place): %w", c.path, err)
 			}
 		}

@@ -10,29 +10,65 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// --- Queue protocol
+//
+// Items are persistent sequential nodes in numbered buckets (the layout is
+// in queue_layout.go). A consumer lists its current bucket once, with a
+// child watch, and takes items lowest-first from that cached listing
+// without listing again until it is used up (refill, takeCached); an item
+// another consumer took first is skipped, and a listing proved stale by
+// such lost races is refreshed early (staleCache). A priority queue's
+// consumer lists again as soon as the listing's child watch fires, so an
+// urgent item overtakes older ones (checkCache).
+//
+// Each put is one multi that checks its bucket is open, creates the items
+// and an ephemeral marker named by a fresh GUID (putOnce): after a
+// connection loss the marker, not the items (which may be consumed
+// already), tells whether the put happened (markedMulti), so a retried put
+// never duplicates an item. An at-most-once take deletes its items in one
+// multi with a marker the same way (deleteOnce). A marker lingers until the
+// next operation of its side deletes it in its own multi, or markerLinger
+// passes. An at-least-once take creates an ephemeral claim per item
+// instead (queue_ack.go).
+
 // queue is the machinery shared by every queue handle: puts, the consumer's
-// cached walk over buckets, at-most-once and at-least-once takes.
+// cached walk over buckets, at-most-once and at-least-once takes. A handle
+// is one producer and one consumer, each with its own state, mutex and
+// pending marker.
 type queue[T any] struct {
-	s        *Session
-	dir      string
-	err      error
-	codec    Codec[T]
-	acl      []zk.ACL // of created nodes; empty: the session's default
-	priority bool     // one bucket, priority-prefixed names, re-list on watch
-	levels   int      // number of priorities (priority queues)
-	ack      bool     // at-least-once: claim, then delete on Ack
-	size     int      // bucket size; 0: never seal
-	inline   int      // items encoded in at most this many bytes ride in their names; -1: none
+	s     *Session
+	dir   string
+	err   error
+	codec Codec[T]
+	queueConfig
+	inline int // items encoded in at most this many bytes ride in their names; -1: none
 
-	pmu     chan struct{} // producer state
-	pbucket string        // open bucket the producer puts into ("" = find it)
-	pnext   int           // next sequence number expected in pbucket
-	pmark   lingering     // marker of the last put, deleted by the next
+	prod producer
+	cons consumer
+}
 
-	cmu         chan struct{} // consumer state
-	bucket      string        // bucket the consumer walks ("" = start from the lowest)
-	cache       []qitem       // cached listing of bucket, served from pos
-	pos         int
+// side is what the producer and the consumer of a handle each have: a
+// mutex that serves their operations one at a time, and the marker of the
+// last one.
+type side struct {
+	mu   chan struct{} // taken by lock, released by unlock
+	mark lingering     // marker of the last put (take), deleted by the next
+}
+
+// producer is the state of a handle's puts.
+type producer struct {
+	side
+	bucket string // open bucket puts go into ("" = find it)
+	next   int    // next sequence number expected in bucket
+}
+
+// consumer is the state of a handle's takes: its walk over the buckets and
+// what it learnt about items on the way.
+type consumer struct {
+	side
+	bucket      string          // bucket the consumer walks ("" = start from the lowest)
+	cache       []qitem         // cached listing of bucket, served from pos
+	pos         int             // next item of cache to serve
 	watch       <-chan zk.Event // child watch of the cached listing
 	sealed      bool            // the cached listing is of a sealed bucket
 	dw          <-chan zk.Event // data watch on dwBucket, set while waiting on it
@@ -40,38 +76,37 @@ type queue[T any] struct {
 	poison      map[string]bool // undecodable items, skipped by this handle
 	busy        map[string]bool // items claimed by others (at-least-once)
 	pendingDrop map[string]bool // sealed buckets left with claimed items (at-least-once)
-	cmark       lingering       // marker of the last take, deleted by the next
 	stale       int             // items of the cached listing found taken by others
 	walked      string          // buckets seen when the walk last restarted from the lowest (healBuckets)
-
-	released atomic.Bool // a Delivery of this handle was released
+	released    atomic.Bool     // a Delivery of this handle was released
 }
 
-func newQueue[T any](s *Session, p Path, codec Codec[T], priority bool, levels int, ack bool, opts []QueueOption) *queue[T] {
-	cfg := queueConfig{bucketSize: DefaultBucketSize}
+// newQueue returns the machinery of a queue handle of the kind cfg says
+// (priority, levels, ack), configured further by opts.
+func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts []QueueOption) *queue[T] {
+	cfg.bucketSize = DefaultBucketSize
 	for _, o := range opts {
 		if o != nil {
 			o.applyQueue(&cfg)
 		}
 	}
-	q := &queue[T]{
-		s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl,
-		priority: priority, levels: levels, ack: ack, size: cfg.bucketSize,
-		pmu: make(chan struct{}, 1), cmu: make(chan struct{}, 1),
-		poison: map[string]bool{}, busy: map[string]bool{}, pendingDrop: map[string]bool{},
+	if cfg.priority {
+		cfg.bucketSize = 0
 	}
-	if priority {
-		q.size = 0
+	q := &queue[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, queueConfig: cfg,
+		prod: producer{side: side{mu: make(chan struct{}, 1)}},
+		cons: consumer{side: side{mu: make(chan struct{}, 1)},
+			poison: map[string]bool{}, busy: map[string]bool{}, pendingDrop: map[string]bool{}},
 	}
-	q.inline = inlineLimit(q.size)
+	q.inline = inlineLimit(q.bucketSize)
 	if q.inline == 0 {
 		q.inline = -1
 	}
-	if q.err == nil && !priority && q.size < 1 {
-		q.err = fmt.Errorf("queue %s: bucket size must be >= 1, got %d", q.dir, q.size)
+	if q.err == nil && !q.priority && q.bucketSize < 1 {
+		q.err = fmt.Errorf("queue %s: bucket size must be >= 1, got %d", q.dir, q.bucketSize)
 	}
-	if q.err == nil && priority && (levels < 1 || levels > 100) {
-		q.err = fmt.Errorf("queue %s: priorities must be 1..100, got %d", q.dir, levels)
+	if q.err == nil && q.priority && (q.levels < 1 || q.levels > 100) {
+		q.err = fmt.Errorf("queue %s: priorities must be 1..100, got %d", q.dir, q.levels)
 	}
 	return q
 }
@@ -132,13 +167,14 @@ func (q *queue[T]) length(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// lock takes a handle mutex, or gives up when ctx or the session ends.
-func (q *queue[T]) lock(ctx context.Context, mu chan struct{}) error {
+// lock takes the mutex of side sd, or gives up when ctx or the session
+// ends.
+func (q *queue[T]) lock(ctx context.Context, sd *side) error {
 	if q.err != nil {
 		return q.err
 	}
 	select {
-	case mu <- struct{}{}:
+	case sd.mu <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -147,17 +183,17 @@ func (q *queue[T]) lock(ctx context.Context, mu chan struct{}) error {
 	}
 }
 
-// unlock releases a handle mutex taken by lock, first arming the deletion
-// of the pending marker m of that side, if any.
-func (q *queue[T]) unlock(mu chan struct{}, m *lingering) {
-	if m.path != "" {
+// unlock releases the mutex of side sd, taken by lock, first arming the
+// deletion of its pending marker, if any.
+func (q *queue[T]) unlock(sd *side) {
+	if m := &sd.mark; m.path != "" {
 		if m.timer == nil {
-			m.timer = time.AfterFunc(markerLinger, func() { q.flushMarker(mu, m) })
+			m.timer = time.AfterFunc(markerLinger, func() { q.flushMarker(sd) })
 		} else {
 			m.timer.Reset(markerLinger)
 		}
 	}
-	<-mu
+	<-sd.mu
 }
 
 // markerLinger is how long a marker waits for the next operation of its
@@ -173,17 +209,17 @@ type lingering struct {
 	timer *time.Timer
 }
 
-// flushMarker deletes the pending marker m unless the mutex is busy: its
-// holder will delete it in its multi, or arm the timer again.
-func (q *queue[T]) flushMarker(mu chan struct{}, m *lingering) {
+// flushMarker deletes the pending marker of side sd unless its mutex is
+// busy: its holder will delete it in its multi, or arm the timer again.
+func (q *queue[T]) flushMarker(sd *side) {
 	select {
-	case mu <- struct{}{}:
+	case sd.mu <- struct{}{}:
 	default:
 		return
 	}
-	path := m.path
-	m.path = ""
-	<-mu
+	path := sd.mark.path
+	sd.mark.path = ""
+	<-sd.mu
 	if path != "" {
 		q.dropMarker(path)
 	}

@@ -25,19 +25,19 @@ func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
 		}
 		datas[i] = d
 	}
-	if err := q.lock(ctx, q.pmu); err != nil {
+	if err := q.lock(ctx, &q.prod.side); err != nil {
 		return 0, err
 	}
-	defer q.unlock(q.pmu, &q.pmark)
+	defer q.unlock(&q.prod.side)
 	done := 0
 	for done < len(datas) {
 		limit := maxBatchOps
-		if q.size > 0 {
+		if q.bucketSize > 0 {
 			// Fill the bucket up to its size, not past it.
 			if _, err := q.openBucket(ctx); err != nil && !errors.Is(err, errRetryPut) {
 				return done, err
 			}
-			limit = min(limit, max(1, q.size-q.pnext))
+			limit = min(limit, max(1, q.bucketSize-q.prod.next))
 		}
 		n, bytes := 0, 0
 		for done+n < len(datas) && n < limit && (n == 0 || bytes+len(datas[done+n]) <= maxBatchBytes) {
@@ -54,8 +54,8 @@ func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
 
 // openBucket returns the bucket puts go to, finding or creating it.
 func (q *queue[T]) openBucket(ctx context.Context) (string, error) {
-	if q.pbucket != "" {
-		return q.pbucket, nil
+	if q.prod.bucket != "" {
+		return q.prod.bucket, nil
 	}
 	bs, err := q.buckets(ctx)
 	if err != nil {
@@ -77,7 +77,7 @@ func (q *queue[T]) openBucket(ctx context.Context) (string, error) {
 			return "", err
 		case st.Version == 0:
 			// A child's sequence number is its parent's cversion.
-			q.pbucket, q.pnext = b, int(st.Cversion)
+			q.prod.bucket, q.prod.next = b, int(st.Cversion)
 			return b, nil
 		}
 		b = nextBucket(b) // highest is sealed: its successor was not made yet
@@ -85,7 +85,7 @@ func (q *queue[T]) openBucket(ctx context.Context) (string, error) {
 	if err := q.createNode(ctx, q.bucketPath(b), nil); err != nil {
 		return "", err
 	}
-	q.pbucket, q.pnext = b, 0
+	q.prod.bucket, q.prod.next = b, 0
 	return b, nil
 }
 
@@ -105,7 +105,7 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error
 	// the recovery run detached from ctx (bounded by the retry policy and
 	// the session); ctx is checked before each attempt.
 	dctx := context.WithoutCancel(ctx)
-	return q.markedMulti(dctx, marker, &q.pmark, ErrPutUncertain, func() (outcome, error) {
+	return q.markedMulti(dctx, marker, &q.prod.mark, ErrPutUncertain, func() (outcome, error) {
 		return q.putOnce(ctx, dctx, marker, prio, datas)
 	})
 }
@@ -127,12 +127,12 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 		return outcomeKnown, err
 	}
 	bp := q.bucketPath(b)
-	old := q.pmark.path
+	old := q.prod.mark.path
 	ops := q.putOps(bp, marker, old, prio, datas)
 	res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 	switch {
 	case err == nil:
-		q.pmark.path = marker
+		q.prod.mark.path = marker
 		q.afterPut(dctx, b, res[len(res)-1].String)
 		return outcomeKnown, nil
 	case IsRecoverable(err):
@@ -142,13 +142,13 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 	}
 	switch failed, _ := failedOp(res); {
 	case failed == 0: // bucket sealed or deleted: find the open one
-		q.pbucket = ""
+		q.prod.bucket = ""
 	case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
 		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return outcomeKnown, err
 		}
 	case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
-		q.pmark.path = "" // the old marker is gone already (reaped)
+		q.prod.mark.path = "" // the old marker is gone already (reaped)
 	default:
 		return outcomeKnown, opError("multi", bp, err)
 	}
@@ -181,23 +181,23 @@ func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []an
 // afterPut seals bucket b and opens the next one when the put's last item
 // reached the bucket size.
 func (q *queue[T]) afterPut(ctx context.Context, b, last string) {
-	if q.size == 0 {
+	if q.bucketSize == 0 {
 		return
 	}
 	seq, ok := seqOf(last)
 	if !ok {
 		return
 	}
-	q.pnext = int(seq) + 1
-	if q.pnext < q.size {
+	q.prod.next = int(seq) + 1
+	if q.prod.next < q.bucketSize {
 		return
 	}
-	q.pbucket = ""
+	q.prod.bucket = ""
 	_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.conn.Set(q.bucketPath(b), []byte(sealedData), 0) })
 	if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 		return // the next put finds the bucket open and tries again
 	}
 	if err := q.createNode(ctx, q.bucketPath(nextBucket(b)), nil); err == nil {
-		q.pbucket, q.pnext = nextBucket(b), 0
+		q.prod.bucket, q.prod.next = nextBucket(b), 0
 	}
 }

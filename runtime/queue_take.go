@@ -20,68 +20,20 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", q.dir, n)
 	}
-	if err := q.lock(ctx, q.cmu); err != nil {
+	if err := q.lock(ctx, &q.cons.side); err != nil {
 		return nil, err
 	}
-	defer q.unlock(q.cmu, &q.cmark)
+	defer q.unlock(&q.cons.side)
 	for {
-		if q.released.Swap(false) {
-			// An item this handle had was given back: walk again from the
-			// lowest bucket so it is served in its turn.
-			q.cache, q.pos, q.watch, q.bucket = nil, 0, nil, ""
-		}
-		if q.priority && q.pos < len(q.cache) {
-			changed := q.watch == nil // fired before, while serving the first priority
-			if !changed {
-				select {
-				case <-q.watch: // something changed: an urgent item may have arrived
-					changed = true
-				default:
-				}
-			}
-			if changed && q.cache[q.pos].prio == 0 {
-				// Nothing overtakes an item of the first priority: keep
-				// serving the listing; list again once past them.
-				q.watch = nil
-			} else if changed {
-				q.cache, q.pos, q.watch = nil, 0, nil
-			}
-		}
-		if q.pos >= len(q.cache) || q.staleCache() {
+		q.checkCache()
+		if q.cons.pos >= len(q.cons.cache) || q.staleCache() {
 			if err := q.refill(ctx); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		end := min(q.pos+n, len(q.cache))
-		cands := q.cache[q.pos:end]
-		q.pos = end
-		var out []*Delivery[T]
-		var err error
 		began := time.Now()
-		if q.ack {
-			out, err = q.claimAll(ctx, q.bucket, cands)
-		} else {
-			out, err = q.deleteAll(ctx, q.bucket, cands)
-		}
-		if q.ack && ctx.Err() != nil {
-			// The caller gave up while the claims were being made: give
-			// them back rather than leave them to the session's end.
-			for _, d := range out {
-				q.unclaim(d.claim)
-			}
-			return nil, ctx.Err()
-		}
-		if q.pos >= len(q.cache) && q.sealed {
-			// Used up a sealed bucket: remove it now if it is empty, so
-			// a drained queue leaves only its open bucket behind.
-			if gone, err := q.dropBucket(ctx, q.bucket); err == nil && gone {
-				q.cache, q.pos, q.watch, q.sealed = nil, 0, nil, false
-				if err := q.advance(ctx); err != nil && len(out) == 0 {
-					return nil, err
-				}
-			}
-		}
+		out, err := q.takeCached(ctx, n)
 		if len(out) > 0 || err != nil {
 			return out, err
 		}
@@ -98,6 +50,71 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 			}
 		}
 	}
+}
+
+// checkCache drops the cached listing when it must be listed again before
+// it is served: an item this handle had was given back (walk again from
+// the lowest bucket so it is served in its turn), or, for a priority
+// queue, the listing changed and an urgent item may have arrived.
+func (q *queue[T]) checkCache() {
+	c := &q.cons
+	if c.released.Swap(false) {
+		c.cache, c.pos, c.watch, c.bucket = nil, 0, nil, ""
+	}
+	if !q.priority || c.pos >= len(c.cache) {
+		return
+	}
+	changed := c.watch == nil // fired before, while serving the first priority
+	if !changed {
+		select {
+		case <-c.watch: // something changed: an urgent item may have arrived
+			changed = true
+		default:
+		}
+	}
+	if changed && c.cache[c.pos].prio == 0 {
+		// Nothing overtakes an item of the first priority: keep serving
+		// the listing; list again once past them.
+		c.watch = nil
+	} else if changed {
+		c.cache, c.pos, c.watch = nil, 0, nil
+	}
+}
+
+// takeCached takes up to n items of the cached listing, at most once or at
+// least once. It returns no item and no error when every candidate was
+// lost to other consumers.
+func (q *queue[T]) takeCached(ctx context.Context, n int) ([]*Delivery[T], error) {
+	c := &q.cons
+	end := min(c.pos+n, len(c.cache))
+	cands := c.cache[c.pos:end]
+	c.pos = end
+	var out []*Delivery[T]
+	var err error
+	if q.ack {
+		out, err = q.claimAll(ctx, c.bucket, cands)
+	} else {
+		out, err = q.deleteAll(ctx, c.bucket, cands)
+	}
+	if q.ack && ctx.Err() != nil {
+		// The caller gave up while the claims were being made: give them
+		// back rather than leave them to the session's end.
+		for _, d := range out {
+			q.unclaim(d.claim)
+		}
+		return nil, ctx.Err()
+	}
+	if c.pos >= len(c.cache) && c.sealed {
+		// Used up a sealed bucket: remove it now if it is empty, so a
+		// drained queue leaves only its open bucket behind.
+		if gone, err := q.dropBucket(ctx, c.bucket); err == nil && gone {
+			c.cache, c.pos, c.watch, c.sealed = nil, 0, nil, false
+			if err := q.advance(ctx); err != nil && len(out) == 0 {
+				return nil, err
+			}
+		}
+	}
+	return out, err
 }
 
 // dropBucket deletes bucket b, a sealed one, if it is empty. If b is the
@@ -133,18 +150,12 @@ func (q *queue[T]) dropBucket(ctx context.Context, b string) (bool, error) {
 // buckets that have nothing left for this consumer, or waits (once) for a
 // change when there is nothing to take. It returns nil to be called again.
 func (q *queue[T]) refill(ctx context.Context) error {
-	q.cache, q.pos, q.watch, q.sealed, q.stale = nil, 0, nil, false, 0
-	if q.ack && len(q.busy) > 0 {
-		if err := q.refreshBusy(ctx); err != nil {
-			return err
-		}
+	c := &q.cons
+	c.cache, c.pos, c.watch, c.sealed, c.stale = nil, 0, nil, false, 0
+	if err := q.retryClaimed(ctx); err != nil {
+		return err
 	}
-	for b := range q.pendingDrop {
-		if gone, err := q.dropBucket(ctx, b); err != nil || gone {
-			delete(q.pendingDrop, b)
-		}
-	}
-	if q.bucket == "" {
+	if c.bucket == "" {
 		bs, err := q.buckets(ctx)
 		if err != nil {
 			return err
@@ -152,9 +163,9 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		if len(bs) == 0 {
 			return q.waitDir(ctx)
 		}
-		q.bucket = bs[0]
+		c.bucket = bs[0]
 	}
-	bp := q.bucketPath(q.bucket)
+	bp := q.bucketPath(c.bucket)
 	r, err := q.s.childrenW(ctx, bp)
 	if errors.Is(err, zk.ErrNoNode) {
 		return q.advance(ctx) // drained and deleted by another consumer
@@ -162,42 +173,80 @@ func (q *queue[T]) refill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var items []qitem
-	for _, it := range sortItems(r.kids) {
-		p := joinPath(bp, it.name)
-		if !q.poison[p] && !q.busy[p] {
-			items = append(items, it)
-		}
-	}
-	q.sealed = r.stat.Version > 0
+	items := q.servable(bp, r.kids)
+	c.sealed = r.stat.Version > 0
 	if len(items) > 0 {
-		q.cache, q.watch = items, r.watch
+		c.cache, c.watch = items, r.watch
 		return nil
 	}
-	if q.sealed {
-		// Sealed: this listing is final. Remove the bucket once empty.
-		if len(r.kids) == 0 {
-			if _, err := q.dropBucket(ctx, q.bucket); err != nil {
-				return err
-			}
-		} else if q.ack && len(q.busy) > 0 {
-			// Only items claimed by others (or undecodable) are left: try
-			// again later, once their consumers have acked them.
-			q.pendingDrop[q.bucket] = true
-		}
-		return q.advance(ctx)
+	if c.sealed {
+		return q.passSealed(ctx, len(r.kids))
 	}
 	if again, err := q.healBuckets(ctx, r.stat.Version); again || err != nil {
 		return err
 	}
-	// The open bucket has nothing for us: wait for a new item, for the
-	// bucket to be sealed (a data watch), or for a claim to vanish.
-	// The data watch is set once per bucket and kept until it fires, so
-	// repeated waits on one bucket do not pile up watches.
-	if q.dwBucket == q.bucket && q.dw != nil {
+	return q.waitOpen(ctx, bp, r.watch)
+}
+
+// retryClaimed looks again at what an at-least-once consumer skipped: items
+// claimed by others whose claims vanished, and sealed buckets it could not
+// drop because of such items.
+func (q *queue[T]) retryClaimed(ctx context.Context) error {
+	c := &q.cons
+	if q.ack && len(c.busy) > 0 {
+		if err := q.refreshBusy(ctx); err != nil {
+			return err
+		}
+	}
+	for b := range c.pendingDrop {
+		if gone, err := q.dropBucket(ctx, b); err != nil || gone {
+			delete(c.pendingDrop, b)
+		}
+	}
+	return nil
+}
+
+// servable keeps the items of bucket bp's listing kids that this consumer
+// may take, in serving order: not undecodable, not claimed by others.
+func (q *queue[T]) servable(bp string, kids []string) []qitem {
+	var items []qitem
+	for _, it := range sortItems(kids) {
+		p := joinPath(bp, it.name)
+		if !q.cons.poison[p] && !q.cons.busy[p] {
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
+// passSealed moves on from the current bucket, sealed, whose final listing
+// of kids children has nothing for this consumer, removing the bucket once
+// it is empty.
+func (q *queue[T]) passSealed(ctx context.Context, kids int) error {
+	c := &q.cons
+	if kids == 0 {
+		if _, err := q.dropBucket(ctx, c.bucket); err != nil {
+			return err
+		}
+	} else if q.ack && len(c.busy) > 0 {
+		// Only items claimed by others (or undecodable) are left: try
+		// again later, once their consumers have acked them.
+		c.pendingDrop[c.bucket] = true
+	}
+	return q.advance(ctx)
+}
+
+// waitOpen waits while the current bucket bp, open, has nothing for this
+// consumer: for a new item (listWatch, the listing's child watch), for the
+// bucket to be sealed (a data watch), or for a claim to vanish. The data
+// watch is set once per bucket and kept until it fires, so repeated waits
+// on one bucket do not pile up watches. It returns nil to look again.
+func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.Event) error {
+	c := &q.cons
+	if c.dwBucket == c.bucket && c.dw != nil {
 		select {
-		case <-q.dw:
-			q.dw = nil
+		case <-c.dw:
+			c.dw = nil
 			return nil // the bucket changed (sealed): look again
 		default:
 		}
@@ -212,23 +261,16 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		if d.stat.Version > 0 {
 			return nil
 		}
-		q.dwBucket, q.dw = q.bucket, d.watch
+		c.dwBucket, c.dw = c.bucket, d.watch
 	}
-	var claimsW <-chan zk.Event
-	if q.ack && len(q.busy) > 0 {
-		c, err := q.s.childrenW(ctx, joinPath(q.dir, claimsDir))
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if q.dropReleased(c.kids) {
-			return nil
-		}
-		claimsW = c.watch
+	claimsW, again, err := q.claimsWatch(ctx)
+	if again || err != nil {
+		return err
 	}
 	select {
-	case <-r.watch:
-	case <-q.dw:
-		q.dw = nil
+	case <-listWatch:
+	case <-c.dw:
+		c.dw = nil
 	case <-claimsW:
 		if err := q.refreshBusy(ctx); err != nil {
 			return err
@@ -257,8 +299,8 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 	if err != nil || len(bs) == 0 {
 		return false, err
 	}
-	if bs[len(bs)-1] != q.bucket {
-		bp := q.bucketPath(q.bucket)
+	if bs[len(bs)-1] != q.cons.bucket {
+		bp := q.bucketPath(q.cons.bucket)
 		_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.conn.Set(bp, []byte(sealedData), ver) })
 		if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 			return false, opError("seal", bp, err)
@@ -266,10 +308,10 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 		q.s.log.Debug("sealed a stale open queue bucket", "path", bp)
 		return true, nil
 	}
-	if key := strings.Join(bs, ","); bs[0] < q.bucket && key != q.walked {
-		q.walked = key
-		q.bucket = ""
-		q.dw, q.dwBucket = nil, ""
+	if key := strings.Join(bs, ","); bs[0] < q.cons.bucket && key != q.cons.walked {
+		q.cons.walked = key
+		q.cons.bucket = ""
+		q.cons.dw, q.cons.dwBucket = nil, ""
 		return true, nil
 	}
 	return false, nil
@@ -309,15 +351,15 @@ func (q *queue[T]) waitDir(ctx context.Context) error {
 // advance moves the consumer to the bucket after the current one, or back
 // to the lowest when there is none.
 func (q *queue[T]) advance(ctx context.Context) error {
-	cur := q.bucket
-	q.bucket = ""
+	cur := q.cons.bucket
+	q.cons.bucket = ""
 	bs, err := q.buckets(ctx)
 	if err != nil {
 		return err
 	}
 	for _, b := range bs {
 		if b > cur {
-			q.bucket = b
+			q.cons.bucket = b
 			return nil
 		}
 	}
@@ -383,7 +425,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 		return nil, err
 	}
 	marker := q.newMarker()
-	err = q.markedMulti(ctx, marker, &q.cmark, ErrTakeUncertain, func() (outcome, error) {
+	err = q.markedMulti(ctx, marker, &q.cons.mark, ErrTakeUncertain, func() (outcome, error) {
 		return q.deleteOnce(ctx, bp, marker, b)
 	})
 	if err != nil {
@@ -428,7 +470,7 @@ func (q *queue[T]) readBatch(ctx context.Context, bp string, cands []qitem) (b *
 		}
 		v, err := q.codec.Decode(f.data)
 		if err != nil {
-			q.poison[f.path] = true
+			q.cons.poison[f.path] = true
 			errs = append(errs, fmt.Errorf("queue item %s (left in place): %w", f.path, err))
 			continue
 		}
@@ -447,7 +489,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	}
 	ops := make([]any, 0, len(b.items)+2)
 	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
-	old := q.cmark.path
+	old := q.cons.mark.path
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
 	}
@@ -457,7 +499,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	}
 	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 	if err == nil {
-		q.cmark.path = marker
+		q.cons.mark.path = marker
 		return outcomeKnown, nil
 	}
 	if IsRecoverable(err) && ctx.Err() == nil {
@@ -469,7 +511,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 			return outcomeKnown, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
-		q.cmark.path = "" // the old marker is gone already (reaped)
+		q.cons.mark.path = "" // the old marker is gone already (reaped)
 	case i >= first && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
 		q.raced()
 		b.drop(i - first) // lost the race for this one
@@ -486,7 +528,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 // know of (so an item is taken only after every earlier one was: an
 // end-of-work marker put last is taken last); what a lost race costs is
 // bounded by refreshing a listing proved stale.
-func (q *queue[T]) raced() { q.stale++ }
+func (q *queue[T]) raced() { q.cons.stale++ }
 
 // staleCache reports whether listing the bucket again is cheaper than
 // walking the rest of the cached listing: every item another consumer took
@@ -495,7 +537,7 @@ func (q *queue[T]) raced() { q.stale++ }
 // short listing is refreshed as soon as it proved stale, a long one only
 // after a proportionate number of wasted reads.
 func (q *queue[T]) staleCache() bool {
-	return q.stale > 0 && q.stale*staleRatio >= len(q.cache)-q.pos
+	return q.cons.stale > 0 && q.cons.stale*staleRatio >= len(q.cons.cache)-q.cons.pos
 }
 
 // staleRatio is how many cached names one wasted read is worth.
