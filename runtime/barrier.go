@@ -173,15 +173,10 @@ var curatorParticipants = &family{markers: []string{participantMark}, blockedBy:
 // ctx's error; the exists watch on the ready node stays with the session
 // until the node appears.
 func (d *DoubleBarrier) Enter(ctx context.Context) error {
-	if d.err != nil {
-		return d.err
+	if err := d.lock(ctx); err != nil {
+		return err
 	}
-	select {
-	case d.mu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-d.mu }()
+	defer d.unlock()
 	if d.Node() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
@@ -227,6 +222,21 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	return nil
 }
 
+// lock serialises Enter and Leave; it gives up when ctx ends.
+func (d *DoubleBarrier) lock(ctx context.Context) error {
+	if d.err != nil {
+		return d.err
+	}
+	select {
+	case d.mu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *DoubleBarrier) unlock() { <-d.mu }
+
 // Leave unregisters this participant and blocks until every participant has
 // left (or its session ended: participants are ephemeral). It returns
 // ErrNotHeld if this handle has not entered. When ctx ends first, Leave
@@ -234,15 +244,10 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 // it only stops waiting for the others), and the handle can Enter a fresh
 // barrier path.
 func (d *DoubleBarrier) Leave(ctx context.Context) error {
-	if d.err != nil {
-		return d.err
+	if err := d.lock(ctx); err != nil {
+		return err
 	}
-	select {
-	case d.mu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-d.mu }()
+	defer d.unlock()
 	node := d.Node()
 	if node == "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrNotHeld)
@@ -268,16 +273,9 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 			}
 			return d.dropReady(ctx)
 		}
-		var wait string
-		if me == 0 {
-			wait = ps[len(ps)-1].name // lowest: wait for the highest
-		} else {
-			if me > 0 {
-				if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-					return err
-				}
-			}
-			wait = ps[0].name // wait for the lowest
+		wait, err := d.leaveTurn(ctx, node, ps, me)
+		if err != nil {
+			return err
 		}
 		w, err := d.s.getW(ctx, joinPath(d.dir, wait))
 		if errors.Is(err, zk.ErrNoNode) {
@@ -297,6 +295,22 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 			return d.s.Err()
 		}
 	}
+}
+
+// leaveTurn applies the guide's lowest/highest scheme to the participants
+// ps, of which node is ps[me] (me < 0: node is deleted already): the
+// lowest waits for the highest to go; every other participant deletes its
+// node and waits for the lowest to go. It returns the name to wait for.
+func (d *DoubleBarrier) leaveTurn(ctx context.Context, node string, ps []contender, me int) (string, error) {
+	if me == 0 {
+		return ps[len(ps)-1].name, nil // lowest: wait for the highest
+	}
+	if me > 0 {
+		if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return "", err
+		}
+	}
+	return ps[0].name, nil // wait for the lowest
 }
 
 // dropReady deletes the ready node once everyone has left, so the

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,8 +49,7 @@ type Election[T any] struct {
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
 
-	mu   sync.Mutex
-	busy bool // campaigning or leading
+	busy slot // campaigning or leading
 }
 
 // Leadership is one tenure of an elected leader, held until Resign or until
@@ -139,19 +137,13 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 	if err != nil {
 		return nil, fmt.Errorf("election %s: encoding payload: %w", e.dir, err)
 	}
-	e.mu.Lock()
-	if e.busy {
-		e.mu.Unlock()
+	if !e.busy.take() {
 		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
 	}
-	e.busy = true
-	e.mu.Unlock()
 
 	h, epoch, err := e.campaign(ctx, data)
 	if err != nil {
-		e.mu.Lock()
-		e.busy = false
-		e.mu.Unlock()
+		e.busy.free()
 		return nil, err
 	}
 	return &Leadership[T]{tenure: tenure{s: e.s, h: h}, e: e, epoch: epoch, payload: payload}, nil
@@ -162,54 +154,9 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	name := baseName(node)
-	var pre *ackReads // read with the children after a wake-up
-	for woke := false; ; woke = true {
-		var kids []string
-		if woke {
-			// Likely the leader now: read the acknowledgement and the
-			// epoch with the children, in one round trip (pipelined).
-			pre = &ackReads{}
-			parallel(2, 2, func(i int) {
-				if i == 0 {
-					kids, err = e.s.children(ctx, e.dir)
-				} else {
-					*pre = e.readAck(ctx)
-				}
-			})
-		} else {
-			kids, err = e.s.children(ctx, e.dir)
-		}
-		if err != nil {
-			return nil, 0, e.s.abandon(node, err)
-		}
-		cs := curatorLatch.sortContenders(kids)
-		i := indexOf(cs, name)
-		if i < 0 {
-			if err := e.s.check(); err != nil {
-				return nil, 0, err
-			}
-			return nil, 0, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
-		}
-		if i == 0 {
-			break
-		}
-		// Watch only the candidate just before ours. If it is already
-		// gone, read the children again (no lost wake-up).
-		pred, err := e.s.getW(ctx, joinPath(e.dir, cs[i-1].name))
-		if isNoNode(err) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, e.s.abandon(node, err)
-		}
-		select {
-		case <-pred.watch:
-		case <-ctx.Done():
-			return nil, 0, e.s.abandon(node, ctx.Err())
-		case <-e.s.done:
-			return nil, 0, e.s.Err()
-		}
+	pre, err := e.waitFirst(ctx, node)
+	if err != nil {
+		return nil, 0, err
 	}
 	h, err := e.s.startHoldAs(ctx, node, 0, false, ErrLeadershipLost)
 	if err != nil {
@@ -226,17 +173,84 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			}
 		}
 	}
-	// Not leader after all: stop the tenure and withdraw.
+	e.withdraw(h)
+	return nil, 0, err
+}
+
+// waitFirst blocks until the candidate node is the first of the election,
+// watching only the candidate just before it. It returns the
+// acknowledgement reads made with the children read that found it first,
+// if it had to wait: they serve acknowledge's first attempt.
+func (e *Election[T]) waitFirst(ctx context.Context, node string) (*ackReads, error) {
+	name := baseName(node)
+	for woke := false; ; woke = true {
+		kids, pre, err := e.readCandidates(ctx, woke)
+		if err != nil {
+			return nil, e.s.abandon(node, err)
+		}
+		cs := curatorLatch.sortContenders(kids)
+		i := indexOf(cs, name)
+		if i < 0 {
+			if err := e.s.check(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
+		}
+		if i == 0 {
+			return pre, nil
+		}
+		// Watch only the candidate just before ours. If it is already
+		// gone, read the children again (no lost wake-up).
+		pred, err := e.s.getW(ctx, joinPath(e.dir, cs[i-1].name))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, e.s.abandon(node, err)
+		}
+		select {
+		case <-pred.watch:
+		case <-ctx.Done():
+			return nil, e.s.abandon(node, ctx.Err())
+		case <-e.s.done:
+			return nil, e.s.Err()
+		}
+	}
+}
+
+// readCandidates lists the election's children. After a wake-up the
+// candidate is likely the leader now, so it also reads the acknowledgement
+// and the epoch, in the same round trip (pipelined).
+func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, *ackReads, error) {
+	if !woke {
+		kids, err := e.s.children(ctx, e.dir)
+		return kids, nil, err
+	}
+	var kids []string
+	var err error
+	pre := &ackReads{}
+	parallel(2, 2, func(i int) {
+		if i == 0 {
+			kids, err = e.s.children(ctx, e.dir)
+		} else {
+			*pre = e.readAck(ctx)
+		}
+	})
+	return kids, pre, err
+}
+
+// withdraw stops the tenure h of a candidate that turned out not to lead
+// and removes its node (and acknowledgement, if written).
+func (e *Election[T]) withdraw(h *hold) {
 	h.dismiss()
 	if e.s.check() != nil {
-		return nil, 0, err
+		return
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if rerr := e.retire(cctx, node); rerr != nil && !isNoNode(rerr) {
-		e.s.log.Warn("could not withdraw candidate", "path", node, "err", rerr)
+	if rerr := e.retire(cctx, h.node); rerr != nil && !isNoNode(rerr) {
+		e.s.log.Warn("could not withdraw candidate", "path", h.node, "err", rerr)
 	}
-	return nil, 0, err
 }
 
 // acknowledge writes the leader acknowledgement of the candidate holding h
@@ -450,11 +464,7 @@ func (l *Leadership[T]) Resign(ctx context.Context) error {
 		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)
 	}
 	e := l.e
-	defer func() {
-		e.mu.Lock()
-		e.busy = false
-		e.mu.Unlock()
-	}()
+	defer e.busy.free()
 	return e.s.releaseAs(ctx, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -26,8 +25,7 @@ type Group[T any] struct {
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
 
-	mu   sync.Mutex
-	busy bool
+	busy slot // joining or a member
 }
 
 // Membership is one member's presence in a group, held until Leave or
@@ -64,18 +62,12 @@ func (g *Group[T]) Join(ctx context.Context, member T) (*Membership[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("group %s: encoding member: %w", g.dir, err)
 	}
-	g.mu.Lock()
-	if g.busy {
-		g.mu.Unlock()
+	if !g.busy.take() {
 		return nil, fmt.Errorf("group %s: %w", g.dir, ErrAlreadyHeld)
 	}
-	g.busy = true
-	g.mu.Unlock()
 	m, err := g.join(ctx, member, data)
 	if err != nil {
-		g.mu.Lock()
-		g.busy = false
-		g.mu.Unlock()
+		g.busy.free()
 	}
 	return m, err
 }
@@ -104,11 +96,7 @@ func (m *Membership[T]) Leave(ctx context.Context) error {
 	if !m.giveUp() {
 		return fmt.Errorf("group %s: %w", m.g.dir, ErrNotMember)
 	}
-	defer func() {
-		m.g.mu.Lock()
-		m.g.busy = false
-		m.g.mu.Unlock()
-	}()
+	defer m.g.busy.free()
 	err := m.g.s.release(ctx, m.h)
 	if errors.Is(err, ErrMembershipLost) {
 		return fmt.Errorf("group %s: %w", m.h.node, ErrMembershipLost)

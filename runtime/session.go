@@ -65,22 +65,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	for _, o := range opts {
 		o(s)
 	}
-	dialer := func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		if s.ended.Load() {
-			// Never reconnect once the session is over: go-zookeeper would
-			// otherwise silently open a new session.
-			return nil, errors.New("runtime: session ended")
-		}
-		c, err := net.DialTimeout(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &liveConn{Conn: c, s: s, gate: newZxidGate(s)}, nil
-	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
 		zk.WithEventCallback(s.onEvent),
-		zk.WithDialer(dialer),
+		zk.WithDialer(s.dial),
 		zk.WithLogInfo(false),
 	)
 	if err != nil {
@@ -117,6 +105,21 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		go conn.Close()
 		return nil, fmt.Errorf("runtime: Connect to %v: %w", servers, ctx.Err())
 	}
+}
+
+// dial is go-zookeeper's dialer: it connects to a server, through a
+// liveConn, for as long as the session is not over.
+func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	if s.ended.Load() {
+		// Never reconnect once the session is over: go-zookeeper would
+		// otherwise silently open a new session.
+		return nil, errors.New("runtime: session ended")
+	}
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &liveConn{Conn: c, s: s, gate: newZxidGate(s)}, nil
 }
 
 // onEvent runs on go-zookeeper's event loop; it must not block.

@@ -283,3 +283,29 @@ func (t *tenure) Context() context.Context {
 
 // giveUp marks the tenure given up; it reports false when it was already.
 func (t *tenure) giveUp() bool { return t.ended.CompareAndSwap(false, true) }
+
+// slot is the flag of a handle that has one tenure at a time (an election
+// candidate, a group member): set from the start of an attempt until the
+// attempt fails or the tenure is given up.
+type slot struct {
+	mu   sync.Mutex
+	busy bool
+}
+
+// take sets the flag; it reports false when it was set already.
+func (o *slot) take() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.busy {
+		return false
+	}
+	o.busy = true
+	return true
+}
+
+// free clears the flag.
+func (o *slot) free() {
+	o.mu.Lock()
+	o.busy = false
+	o.mu.Unlock()
+}

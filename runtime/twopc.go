@@ -540,26 +540,11 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 		case v == Commit:
 		case string(r.data) == txJoined:
 			all = false
-			// Read the presence after the "joined" vote, then the vote
-			// again: "joined", then no presence, then still "joined"
-			// means the participant's session ended before it voted, and
-			// it never can vote now (a vote needs its presence, and it
-			// cannot join twice).
-			pr, err := t.s.getW(ctx, t.presencePath(p))
-			if err == nil {
-				forward(pr.watch)
-				continue
-			}
-			if !isNoNode(err) {
+			lost, err := t.presenceLost(ctx, p, forward)
+			if err != nil {
 				return 0, false, err
 			}
-			again, _, err := t.s.get(ctx, t.votePath(p))
-			if err != nil && !isNoNode(err) {
-				return 0, false, err
-			}
-			if v, _ := parseDecision(again); string(again) == txJoined || v == Abort {
-				abort = true
-			}
+			abort = abort || lost
 		default:
 			all = false
 		}
@@ -571,6 +556,31 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 		return Commit, true, nil
 	}
 	return 0, false, nil
+}
+
+// presenceLost reports whether participant p, which joined and has not
+// voted, lost its presence before voting (then the transaction aborts),
+// leaving a watch (handed to forward) on its presence node while it has
+// one. It reads the presence after the "joined" vote, then the vote again:
+// "joined", then no presence, then still "joined" means the participant's
+// session ended before it voted, and it never can vote now (a vote needs
+// its presence, and it cannot join twice). An abort vote read then counts
+// the same.
+func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, forward func(<-chan zk.Event)) (bool, error) {
+	pr, err := t.s.getW(ctx, t.presencePath(p))
+	if err == nil {
+		forward(pr.watch)
+		return false, nil
+	}
+	if !isNoNode(err) {
+		return false, err
+	}
+	again, _, err := t.s.get(ctx, t.votePath(p))
+	if err != nil && !isNoNode(err) {
+		return false, err
+	}
+	v, _ := parseDecision(again)
+	return string(again) == txJoined || v == Abort, nil
 }
 
 // decide writes decision d unless one exists, and returns the decision that
