@@ -97,19 +97,22 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	}
 }
 
-// DoubleBarrier is the ZooKeeper guide's double barrier for a fixed number
-// of participants: Enter returns once that many have entered, Leave once
-// all have left.
+// --- Double barrier protocol
 //
 // Each participant is an ephemeral sequential node under the barrier
 // directory (_c_<guid>-p-<seq>, GUID-protected), so a crashed participant
 // neither counts as entered nor blocks the others from leaving. The last to
 // arrive creates <dir>/ready, which wakes those waiting in Enter (they
 // watch it before creating their node). Leaving uses the guide's
-// lowest/highest scheme: the lowest node's owner waits for the highest to
-// go, every other participant deletes its node and waits for the lowest to
-// go, so each deletion wakes one process, and the last deletion everyone.
-// The participant that leaves last deletes the ready node.
+// lowest/highest scheme (leaveTurn): the lowest node's owner waits for the
+// highest to go, every other participant deletes its node and waits for the
+// lowest to go, so each deletion wakes one process, and the last deletion
+// everyone. The participant that leaves last deletes the ready node.
+
+// DoubleBarrier is the ZooKeeper guide's double barrier for a fixed number
+// of participants: Enter returns once that many have entered, Leave once
+// all have left. A participant whose session ends neither counts as entered
+// nor keeps the others from leaving.
 //
 // A DoubleBarrier handle is one participant for one round: use a fresh path
 // (for example a path parameter per round) for every round.

@@ -13,31 +13,42 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Election is leader election on a znode directory, following the ZooKeeper
-// guide's recipe. Each candidate creates an ephemeral sequential node; the
-// candidate with the lowest node leads; every other candidate watches only
-// the node just before its own (no herd effect: a leader's departure wakes
-// one candidate).
+// --- Election protocol
 //
-// Candidate nodes are named as Curator's LeaderLatch names them,
-// <dir>/_c_<uuid>-latch-<seq>, and carry the candidate's encoded payload, so
-// Go and Curator candidates can share one election.
+// The ZooKeeper guide's recipe. Each candidate creates an ephemeral
+// sequential node, <dir>/_c_<uuid>-latch-<seq> (Curator's LeaderLatch
+// names), carrying its encoded payload; the candidate with the lowest node
+// leads; every other candidate watches only the node just before its own
+// (waitFirst), so a leader's departure wakes one candidate.
 //
 // Leader acknowledgement (the guide's note): a candidate that finds itself
 // first is not yet the leader. It becomes the leader by writing, in one
-// ZooKeeper multi that also checks that its candidate node still exists:
+// ZooKeeper multi that also checks that its candidate node still exists
+// (acknowledge):
 //
 //	<dir>/epoch   persistent; the election's epoch, decimal; +1 per leadership
 //	<dir>/leader  ephemeral; {"epoch":N,"candidate":...,"session":...}\n<payload>
 //
 // So the acknowledgement exists only while its author's session does, the
 // epoch grows with every new leadership (it is compare-and-set on the epoch
-// node's version, in the same multi), and a candidate that has lost its node
-// (its session expired) can never write one: Campaign never reports
-// leadership to a candidate whose session has ended. The epoch node stays
-// behind when everyone has left, so epochs keep growing across quiet periods.
-// Both names sort after every latch node in Curator's ordering, so they never
-// take part in its election.
+// node's version, in the same multi), and a candidate that has lost its
+// node (its session expired) can never write one. An acknowledgement whose
+// candidate node is gone while its session lives on is stale, and the next
+// leader replaces it; one whose candidate is still there is waited for. The
+// epoch node stays behind when everyone has left, so epochs keep growing
+// across quiet periods. Both names sort after every latch node in Curator's
+// ordering, so they never take part in its election. Resign deletes the
+// acknowledgement and the candidate node in one multi (retire).
+
+// Election is leader election on a znode directory. Campaign returns a
+// Leadership only once this candidate is the acknowledged leader, whose
+// epoch is greater than every earlier leadership's, and never to a
+// candidate whose session has ended; at most one candidate is acknowledged
+// at a time. Candidates wait herd-free: a leader's departure wakes one
+// candidate. Candidate nodes are named as Curator's LeaderLatch names them
+// and carry the candidate's encoded payload, so Go and Curator candidates
+// can share one election. State, Leader and Observe read the acknowledged
+// leader.
 //
 // An Election handle stands for one candidate: Campaign on a handle that is
 // campaigning or leading returns ErrAlreadyHeld. After Resign it can campaign

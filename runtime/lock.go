@@ -19,12 +19,25 @@ const (
 	LayoutKazoo
 )
 
-// Lock is an exclusive lock on a znode directory — or one side (read or
-// write) of a read/write lock — following the ZooKeeper guide's recipe: each
-// contender creates an ephemeral sequential node; a contender holds the lock
-// when no node before its own blocks it; otherwise it watches only the
+// --- Lock protocol
+//
+// The ZooKeeper guide's recipe, for exclusive and read/write locks alike
+// (contend): each contender creates an ephemeral sequential node,
+// GUID-protected; a contender holds the lock when no node before its own
+// blocks it (family.blocker: every node blocks a writer or an exclusive
+// contender, write nodes block a reader); otherwise it watches only the
 // nearest node that blocks it, so a release wakes exactly the waiters it
-// unblocks (one, for an exclusive lock: no herd effect).
+// unblocks (one, for an exclusive lock). A blocker found gone when its
+// watch is set left between the children read and now: the contender reads
+// the children again rather than wait for an event that never comes. The
+// directory's pzxid in the children read that grants the lock is the
+// fencing token (see Token).
+
+// Lock is an exclusive lock on a znode directory — or one side (read or
+// write) of a read/write lock. A release wakes exactly the waiters it
+// unblocks (one, for an exclusive lock: no herd effect); a held lock is a
+// tenure, lost when its session ends or its node is deleted (see Lost),
+// with a fencing token that grows across holders (Token).
 //
 // Node names follow Curator by default (_c_<uuid>-lock-<seq>, and
 // _c_<uuid>-__READ__<seq> / _c_<uuid>-__WRIT__<seq> for read/write locks), so

@@ -9,9 +9,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Semaphore is a counting semaphore on a znode directory: at most a fixed
-// number of leases are held at once. It follows Curator's
-// InterProcessSemaphoreV2, and uses its layout, so the two share a path:
+// --- Semaphore protocol
+//
+// Curator's InterProcessSemaphoreV2, in its layout:
 //
 //	<dir>/locks/_c_<uuid>-lock-<seq>    an exclusive lock serialising acquirers
 //	<dir>/leases/_c_<uuid>-lease-<seq>  one ephemeral node per lease
@@ -19,9 +19,13 @@ import (
 // An acquirer takes the internal lock (herd-free: it waits for its
 // predecessor only), creates its lease node, and while there are more lease
 // nodes than leases it waits on a children watch of the leases directory —
-// only it, the internal lock's holder, watches there, so a release wakes one
-// client. Then it releases the internal lock. Leases are ephemeral: they do
-// not survive their session.
+// only it, the internal lock's holder, watches there, so a release wakes
+// one client. Then it releases the internal lock.
+
+// Semaphore is a counting semaphore on a znode directory: at most a fixed
+// number of leases are held at once, and a released lease wakes one waiting
+// participant. It uses Curator's InterProcessSemaphoreV2 layout, so the two
+// share a path. Leases are ephemeral: they do not survive their session.
 //
 // A Semaphore handle stands for one participant: it holds at most one lease
 // at a time (Acquire while holding returns ErrAlreadyHeld).

@@ -71,8 +71,9 @@ const (
 	txJoined      = "joined"
 )
 
-// TwoPhaseCommit is the ZooKeeper guide's two-phased commit on one
-// transaction node:
+// --- Two-phase commit protocol
+//
+// The ZooKeeper guide's two-phased commit on one transaction node:
 //
 //	<tx>                    persistent; the transaction payload
 //	<tx>/<participant>      persistent, created empty by the coordinator;
@@ -87,24 +88,36 @@ const (
 // participant may Join: it marks its vote node "joined" and creates its
 // ephemeral presence node, in one multi, so if its session ends before it
 // votes the transaction aborts (the guide's second drawback, solved as it
-// suggests). Vote writes the participant's node once,
-// atomically with a check that its presence still exists (and removes it).
+// suggests). Vote writes the participant's node once, atomically with a
+// check that its presence still exists (and removes it).
 //
-// Outcome decides: abort as soon as any participant voted abort or lost its
-// presence before voting, commit when all committed. The decision is
-// written once, durably, with a create: the first decider's create wins
-// and every caller of Outcome returns the decision node's content, so every
-// observer sees the same outcome and it never changes. (Abort and commit
-// evidence also exclude each other: votes are written once, and a
-// participant whose presence is gone can no longer vote.)
+// Deciding (evaluate, decide): abort as soon as any participant voted abort
+// or lost its presence before voting, commit when all committed. The
+// decision is written once, durably, with a create: the first decider's
+// create wins and every caller of Outcome returns the decision node's
+// content. Abort and commit evidence also exclude each other: votes are
+// written once, and a participant whose presence is gone can no longer
+// vote.
+//
+// With notify "all" every caller of Outcome watches the votes (O(n²)
+// notifications for n participants); with WithCoordinatorNotify only the
+// coordinator does, and everyone else watches only the decision node
+// (O(n)).
+
+// TwoPhaseCommit is a two-phase commit on one transaction node: a
+// coordinator proposes, participants vote commit or abort, and Outcome
+// returns the decision — Abort as soon as any participant voted abort or,
+// having joined, lost its session before voting; Commit once all
+// committed. Every observer sees the same decision, and it never changes.
+// Participants that Join make the transaction abort if they crash before
+// voting.
 //
 // With notify "all" (the default) every caller of Outcome watches the
-// votes (O(n²) notifications for n participants). With
-// WithCoordinatorNotify, only the coordinator watches the votes and
-// publishes the decision; everyone else watches only the decision node
-// (O(n)). The coordinator is the handle that called Propose (or any handle
-// calling Coordinate); it must call Outcome or Coordinate for anyone to
-// learn the outcome.
+// votes and can decide. With WithCoordinatorNotify only the coordinator
+// does, and publishes the decision; everyone else watches only the
+// decision. The coordinator is the handle that called Propose (or any
+// handle calling Coordinate); it must call Outcome or Coordinate for anyone
+// to learn the outcome.
 //
 // Methods are safe for concurrent use.
 type TwoPhaseCommit[T any] struct {
