@@ -97,19 +97,22 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	}
 }
 
-// DoubleBarrier is the ZooKeeper guide's double barrier for a fixed number
-// of participants: Enter returns once that many have entered, Leave once
-// all have left.
+// --- Double barrier protocol
 //
 // Each participant is an ephemeral sequential node under the barrier
 // directory (_c_<guid>-p-<seq>, GUID-protected), so a crashed participant
 // neither counts as entered nor blocks the others from leaving. The last to
 // arrive creates <dir>/ready, which wakes those waiting in Enter (they
 // watch it before creating their node). Leaving uses the guide's
-// lowest/highest scheme: the lowest node's owner waits for the highest to
-// go, every other participant deletes its node and waits for the lowest to
-// go, so each deletion wakes one process, and the last deletion everyone.
-// The participant that leaves last deletes the ready node.
+// lowest/highest scheme (leaveTurn): the lowest node's owner waits for the
+// highest to go, every other participant deletes its node and waits for the
+// lowest to go, so each deletion wakes one process, and the last deletion
+// everyone. The participant that leaves last deletes the ready node.
+
+// DoubleBarrier is the ZooKeeper guide's double barrier for a fixed number
+// of participants: Enter returns once that many have entered, Leave once
+// all have left. A participant whose session ends neither counts as entered
+// nor keeps the others from leaving.
 //
 // A DoubleBarrier handle is one participant for one round: use a fresh path
 // (for example a path parameter per round) for every round.
@@ -173,15 +176,10 @@ var curatorParticipants = &family{markers: []string{participantMark}, blockedBy:
 // ctx's error; the exists watch on the ready node stays with the session
 // until the node appears.
 func (d *DoubleBarrier) Enter(ctx context.Context) error {
-	if d.err != nil {
-		return d.err
+	if err := d.lock(ctx); err != nil {
+		return err
 	}
-	select {
-	case d.mu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-d.mu }()
+	defer d.unlock()
 	if d.Node() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
@@ -227,6 +225,21 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	return nil
 }
 
+// lock serialises Enter and Leave; it gives up when ctx ends.
+func (d *DoubleBarrier) lock(ctx context.Context) error {
+	if d.err != nil {
+		return d.err
+	}
+	select {
+	case d.mu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *DoubleBarrier) unlock() { <-d.mu }
+
 // Leave unregisters this participant and blocks until every participant has
 // left (or its session ended: participants are ephemeral). It returns
 // ErrNotHeld if this handle has not entered. When ctx ends first, Leave
@@ -234,15 +247,10 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 // it only stops waiting for the others), and the handle can Enter a fresh
 // barrier path.
 func (d *DoubleBarrier) Leave(ctx context.Context) error {
-	if d.err != nil {
-		return d.err
+	if err := d.lock(ctx); err != nil {
+		return err
 	}
-	select {
-	case d.mu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-d.mu }()
+	defer d.unlock()
 	node := d.Node()
 	if node == "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrNotHeld)
@@ -268,16 +276,9 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 			}
 			return d.dropReady(ctx)
 		}
-		var wait string
-		if me == 0 {
-			wait = ps[len(ps)-1].name // lowest: wait for the highest
-		} else {
-			if me > 0 {
-				if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-					return err
-				}
-			}
-			wait = ps[0].name // wait for the lowest
+		wait, err := d.leaveTurn(ctx, node, ps, me)
+		if err != nil {
+			return err
 		}
 		w, err := d.s.getW(ctx, joinPath(d.dir, wait))
 		if errors.Is(err, zk.ErrNoNode) {
@@ -299,6 +300,22 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 	}
 }
 
+// leaveTurn applies the guide's lowest/highest scheme to the participants
+// ps, of which node is ps[me] (me < 0: node is deleted already): the
+// lowest waits for the highest to go; every other participant deletes its
+// node and waits for the lowest to go. It returns the name to wait for.
+func (d *DoubleBarrier) leaveTurn(ctx context.Context, node string, ps []contender, me int) (string, error) {
+	if me == 0 {
+		return ps[len(ps)-1].name, nil // lowest: wait for the highest
+	}
+	if me > 0 {
+		if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return "", err
+		}
+	}
+	return ps[0].name, nil // wait for the lowest
+}
+
 // dropReady deletes the ready node once everyone has left, so the
 // directory (a container) goes away.
 func (d *DoubleBarrier) dropReady(ctx context.Context) error {
@@ -307,4 +324,34 @@ func (d *DoubleBarrier) dropReady(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// Raised reports whether the barrier is up (its node exists).
+func (b *Barrier) Raised(ctx context.Context) (bool, error) {
+	if b.err != nil {
+		return false, b.err
+	}
+	return b.s.Exists(ctx, b.node)
+}
+
+// DoubleBarrierState is a snapshot of a double barrier.
+type DoubleBarrierState struct {
+	Participants []Holder // entered participants in order, with owner metadata (Holds is true for all)
+	Ready        bool     // the ready node exists: Size participants had entered
+}
+
+// State returns the participants that have entered and not left, and
+// whether the barrier is ready.
+func (d *DoubleBarrier) State(ctx context.Context) (DoubleBarrierState, error) {
+	var st DoubleBarrierState
+	if d.err != nil {
+		return st, d.err
+	}
+	ps, err := d.s.holders(ctx, d.dir, curatorParticipants)
+	if err != nil {
+		return st, err
+	}
+	st.Participants = ps
+	st.Ready, err = d.s.Exists(ctx, d.readyPath())
+	return st, err
 }

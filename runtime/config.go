@@ -142,68 +142,92 @@ func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (Versio
 }
 
 // write compare-and-sets data at version ver (NoVersion: creates the node,
-// and its parents). After a connection loss it syncs and reads the node:
-// unchanged means the write did not happen, and it is sent again; for a
-// blind write (Set), the node holding data at the version the write makes
-// means it did. Anything else is ErrOutcomeUnknown.
+// and its parents), in retryUncertain. After a connection loss it syncs and
+// reads the node: unchanged means the write did not happen, and it is sent
+// again; for a blind write (Set), the node holding data at the version the
+// write makes means it did. Anything else is ErrOutcomeUnknown.
 func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind bool) (Version, error) {
 	op := "set"
 	if ver == NoVersion {
 		op = "create"
 	}
-	for n := 1; ; n++ {
-		var err error
-		if ver == NoVersion {
-			_, err = await(ctx, c.s, func() (string, error) { return c.s.create(c.path, data, 0, c.acl) })
-			switch {
-			case err == nil:
-				return 0, nil
-			case errors.Is(err, zk.ErrNodeExists):
-				return NoVersion, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
-			case isNoNode(err):
-				if err := c.s.ensurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
-					return NoVersion, err
-				}
-				continue
+	got := NoVersion
+	var unknown error // the write's outcome cannot be learnt
+	err := c.s.retryUncertain(ctx, uncertainWrite{op: op, path: c.path,
+		attempt: func(int) (outcome, error) {
+			var o outcome
+			var err error
+			got, o, err = c.send(ctx, op, data, ver)
+			if o == outcomeHidden {
+				err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+				unknown = opError(op, c.path, err)
 			}
-		} else {
-			var st *zk.Stat
-			st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.conn.Set(c.path, data, int32(ver)) })
-			switch {
-			case err == nil:
-				return Version(st.Version), nil
-			case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
-				return NoVersion, fmt.Errorf("config %s: version %d: %w", c.path, ver, ErrVersionConflict)
-			}
-		}
-		if !IsRecoverable(err) {
-			return NoVersion, opError(op, c.path, err)
-		}
-		unknown := opError(op, c.path, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
-		if n >= c.s.policy.attempts() {
-			return NoVersion, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, unknown)
-		}
-		if werr := c.s.sleep(ctx, c.s.policy.delay(n)); werr != nil {
-			return NoVersion, werr
-		}
-		if err := c.s.sync(ctx, c.path); err != nil {
-			return NoVersion, err
-		}
-		now, st, gerr := c.s.get(ctx, c.path)
-		switch {
-		case isNoNode(gerr) && ver == NoVersion:
-			continue // not created: send again
-		case isNoNode(gerr):
-			return NoVersion, unknown
-		case gerr != nil:
-			return NoVersion, gerr
-		case ver != NoVersion && Version(st.Version) == ver:
-			continue // not applied: send again
-		case blind && Version(st.Version) == ver+1 && bytes.Equal(now, data):
-			return ver + 1, nil // applied (NoVersion+1 is 0, a new node's version)
-		}
-		return NoVersion, unknown
+			return o, err
+		},
+		settle: func() (outcome, error) {
+			var o outcome
+			var err error
+			got, o, err = c.settle(ctx, data, ver, blind, unknown)
+			return o, err
+		},
+	})
+	if err != nil {
+		return NoVersion, err
 	}
+	return got, nil
+}
+
+// send sends the write once and returns the version it wrote.
+func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Version) (Version, outcome, error) {
+	var err error
+	if ver == NoVersion {
+		_, err = await(ctx, c.s, func() (string, error) { return c.s.create(c.path, data, 0, c.acl) })
+		switch {
+		case err == nil:
+			return 0, outcomeKnown, nil
+		case errors.Is(err, zk.ErrNodeExists):
+			return NoVersion, outcomeKnown, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
+		case isNoNode(err):
+			if err := c.s.ensurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
+				return NoVersion, outcomeKnown, err
+			}
+			return NoVersion, outcomeResend, nil
+		}
+	} else {
+		var st *zk.Stat
+		st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.conn.Set(c.path, data, int32(ver)) })
+		switch {
+		case err == nil:
+			return Version(st.Version), outcomeKnown, nil
+		case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
+			return NoVersion, outcomeKnown, fmt.Errorf("config %s: version %d: %w", c.path, ver, ErrVersionConflict)
+		}
+	}
+	o, err := afterSend(op, c.path, err)
+	return NoVersion, o, err
+}
+
+// settle learns, after a connection loss, whether the write of data at
+// version ver happened: it syncs and reads the node (see write). unknown is
+// the error when it cannot tell.
+func (c *Config[T]) settle(ctx context.Context, data []byte, ver Version, blind bool, unknown error) (Version, outcome, error) {
+	if err := c.s.sync(ctx, c.path); err != nil {
+		return NoVersion, outcomeKnown, err
+	}
+	now, st, gerr := c.s.get(ctx, c.path)
+	switch {
+	case isNoNode(gerr) && ver == NoVersion:
+		return NoVersion, outcomeResend, nil // not created: send again
+	case isNoNode(gerr):
+		return NoVersion, outcomeKnown, unknown
+	case gerr != nil:
+		return NoVersion, outcomeKnown, gerr
+	case ver != NoVersion && Version(st.Version) == ver:
+		return NoVersion, outcomeResend, nil // not applied: send again
+	case blind && Version(st.Version) == ver+1 && bytes.Equal(now, data):
+		return ver + 1, outcomeKnown, nil // applied (NoVersion+1 is 0, a new node's version)
+	}
+	return NoVersion, outcomeKnown, unknown
 }
 
 // Delete removes the node. Deleting a missing node is not an error. Parents

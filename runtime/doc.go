@@ -6,7 +6,49 @@
 // ends — Close, or expiry — every handle built on it reports lost, and it is
 // never silently replaced by a new session.
 //
-// Rules every recipe follows:
+// # Recipes
+//
+//   - Lock: an exclusive lock, with fencing tokens (Token), writes guarded
+//     by the lock (Guarded), optional revocation (WithRevocation), and
+//     Holders and Reap for operators. RWLock: a shared read/write lock whose
+//     Read and Write sides are locks.
+//   - Semaphore: a counting semaphore handing out Leases.
+//   - Queue and PriorityQueue (at-most-once), AckQueue and AckPriorityQueue
+//     (at-least-once: Delivery.Ack).
+//   - Barrier and DoubleBarrier.
+//   - Election: leader election with an acknowledged leader and a growing
+//     epoch per leadership (a fencing token); Campaign hands out a
+//     Leadership, Observe streams the leader.
+//   - Group: group membership; Join hands out a Membership, Watch streams
+//     the members.
+//   - Config: a typed value in one znode, with compare-and-set and Watch
+//     (configuration, or a name service). Counter: a shared int64
+//     (Curator's DistributedAtomicLong format).
+//   - TwoPhaseCommit: the guide's two-phased commit, with participants that
+//     Join so that a crash before voting aborts.
+//
+// # Long-running services
+//
+// Supervise runs a function on a session and, each time the session ends,
+// on a new one (one at a time; every tenure of the old session has reported
+// Lost before the function's context ends). Lock.Do, Semaphore.Do,
+// Election.Run, Group.Stay and AckQueue.Consume run as long as the caller
+// wants and return the session's end when it ends, so that under Supervise
+// they start again on the next session.
+//
+// Each recipe has a handle type built from a Session and a Path (NewLock,
+// NewQueue, ...) and a handle interface with its full method set
+// (LockHandle, QueueHandle, ...), so that application code can take the
+// interface and a unit test can pass a fake. Handles do no I/O until a
+// method is called; a handle built on an invalid Path returns the path's
+// error from every method. WithNodeACL sets the ACL of the nodes a handle
+// creates.
+//
+// Node names follow Apache Curator's recipes (and, for locks with
+// LayoutKazoo, Python's kazoo), so the recipes share a path with those
+// libraries' clients.
+//
+// # Rules every recipe follows
 //
 //   - No herd effect: a waiter watches only the node just before its own, so
 //     one release wakes one waiter. There is no polling.
@@ -16,6 +58,9 @@
 //     and takes, whose items another client may consume or take meanwhile,
 //     carry an ephemeral marker named by the GUID in the same multi instead:
 //     the marker, which nobody else touches, tells whether the multi ran.
+//     Every other write that is not idempotent (a multi, a compare-and-set)
+//     learns its outcome the same way after a connection loss — from its
+//     marker, its own node, or the node's version — before it is sent again.
 //   - Error classes: normal-state errors are results, recoverable errors
 //     (connection loss) are retried with capped exponential backoff for
 //     idempotent operations only, fatal errors (session expired, closed) are
@@ -23,9 +68,28 @@
 //   - Every call takes a context and honours its cancellation; a cancelled
 //     wait removes its own node before returning.
 //
-// Recipes: Lock and RWLock (exclusive and shared locks), Semaphore, Queue
-// and PriorityQueue (at-most-once) with AckQueue and AckPriorityQueue
-// (at-least-once, Delivery.Ack), Barrier and DoubleBarrier.
+// # Tenures
+//
+// A held lock, a Lease, a Leadership and a Membership are tenures of a
+// node. A tenure ends when it is given up (Unlock, Release, Resign, Leave)
+// or lost: its session expired or was closed, or its node was deleted by
+// someone else (Reap, a forced revocation). Lost returns a channel closed
+// when it ends, and Context a context cancelled then, whose cause wraps the
+// recipe's loss error (ErrLockLost, ErrLeadershipLost, ErrMembershipLost)
+// or is ErrNotHeld once given up. A brief connection loss does not end a
+// tenure; a disconnection for most of the session timeout does (see
+// WithSessionTimeout).
+//
+// # Read-only views
+//
+// Lock.Holders, Semaphore.Holders, the queues' Stats, Barrier.Raised,
+// DoubleBarrier.State, Election.State and Candidates, Group.Members and
+// TwoPhaseCommit.Status read a recipe's state for operators' tools (zkgen
+// inspect). None of them blocks beyond its reads, sets a watch, or writes
+// anything. Session.Children, Exists and CreatePersistent are the plain
+// operations such tools need besides.
+//
+// # Errors
 //
 // Errors wrap the sentinels of this package (ErrSessionExpired, ErrLockLost,
 // ErrNotHeld, ...) with the znode path; test them with errors.Is.
@@ -48,3 +112,38 @@
 //	case <-work(ctx, l.Token()):
 //	}
 package runtime
+
+// --- Source layout
+//
+// Core:
+//
+//	session.go         Session: Connect, events, expiry, Close
+//	liveness.go        the session's own clock: give up before the server expires it
+//	zxid.go            the session's last zxid, hidden from go-zookeeper (its reconnect race)
+//	options.go         session options, handle options (WithNodeACL), ACLs
+//	ops.go             every ZooKeeper call: reads, writes, multis, GUID-protected
+//	                   creates, the public Children/Exists/CreatePersistent, parallel
+//	retry.go           RetryPolicy; retry (idempotent calls) and retryUncertain
+//	                   (writes whose outcome a lost reply hides)
+//	tenure.go          a tenure of a node: hold, its monitor and release; tenure,
+//	                   embedded by Leadership, Membership and Lease
+//	contenders.go      node families, sequence numbers (seqCompare), Holder, Owner
+//	stream.go          watch loops delivering the newest state (Watch, Observe)
+//	errors.go          sentinels and error classes
+//	path.go codec.go handles.go version.go
+//
+// Recipes, each with its read-only view:
+//
+//	lock.go rwlock.go semaphore.go barrier.go election.go group.go
+//	config.go counter.go twopc.go
+//	queue.go           the four queue handles, QueueOption, Stats
+//	queue_core.go      the shared handle: producer and consumer state, buckets, markers
+//	queue_layout.go    node layout and names
+//	queue_put.go       puts
+//	queue_take.go      the consumer's walk, at-most-once takes
+//	queue_ack.go       at-least-once takes: claims, Delivery
+//
+// Long-running services:
+//
+//	supervise.go       Supervise: a new session after each end
+//	longrun.go         Do, Run, Stay, Consume

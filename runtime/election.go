@@ -8,37 +8,47 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// Election is leader election on a znode directory, following the ZooKeeper
-// guide's recipe. Each candidate creates an ephemeral sequential node; the
-// candidate with the lowest node leads; every other candidate watches only
-// the node just before its own (no herd effect: a leader's departure wakes
-// one candidate).
+// --- Election protocol
 //
-// Candidate nodes are named as Curator's LeaderLatch names them,
-// <dir>/_c_<uuid>-latch-<seq>, and carry the candidate's encoded payload, so
-// Go and Curator candidates can share one election.
+// The ZooKeeper guide's recipe. Each candidate creates an ephemeral
+// sequential node, <dir>/_c_<uuid>-latch-<seq> (Curator's LeaderLatch
+// names), carrying its encoded payload; the candidate with the lowest node
+// leads; every other candidate watches only the node just before its own
+// (waitFirst), so a leader's departure wakes one candidate.
 //
 // Leader acknowledgement (the guide's note): a candidate that finds itself
 // first is not yet the leader. It becomes the leader by writing, in one
-// ZooKeeper multi that also checks that its candidate node still exists:
+// ZooKeeper multi that also checks that its candidate node still exists
+// (acknowledge):
 //
 //	<dir>/epoch   persistent; the election's epoch, decimal; +1 per leadership
 //	<dir>/leader  ephemeral; {"epoch":N,"candidate":...,"session":...}\n<payload>
 //
 // So the acknowledgement exists only while its author's session does, the
 // epoch grows with every new leadership (it is compare-and-set on the epoch
-// node's version, in the same multi), and a candidate that has lost its node
-// (its session expired) can never write one: Campaign never reports
-// leadership to a candidate whose session has ended. The epoch node stays
-// behind when everyone has left, so epochs keep growing across quiet periods.
-// Both names sort after every latch node in Curator's ordering, so they never
-// take part in its election.
+// node's version, in the same multi), and a candidate that has lost its
+// node (its session expired) can never write one. An acknowledgement whose
+// candidate node is gone while its session lives on is stale, and the next
+// leader replaces it; one whose candidate is still there is waited for. The
+// epoch node stays behind when everyone has left, so epochs keep growing
+// across quiet periods. Both names sort after every latch node in Curator's
+// ordering, so they never take part in its election. Resign deletes the
+// acknowledgement and the candidate node in one multi (retire).
+
+// Election is leader election on a znode directory. Campaign returns a
+// Leadership only once this candidate is the acknowledged leader, whose
+// epoch is greater than every earlier leadership's, and never to a
+// candidate whose session has ended; at most one candidate is acknowledged
+// at a time. Candidates wait herd-free: a leader's departure wakes one
+// candidate. Candidate nodes are named as Curator's LeaderLatch names them
+// and carry the candidate's encoded payload, so Go and Curator candidates
+// can share one election. State, Leader and Observe read the acknowledged
+// leader.
 //
 // An Election handle stands for one candidate: Campaign on a handle that is
 // campaigning or leading returns ErrAlreadyHeld. After Resign it can campaign
@@ -50,17 +60,19 @@ type Election[T any] struct {
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
 
-	mu   sync.Mutex
-	busy bool // campaigning or leading
+	busy slot // campaigning or leading
 }
 
-// Leadership is one tenure of an elected leader.
+// Leadership is one tenure of an elected leader, held until Resign or until
+// it is lost: its session expired or was closed, or its candidate node was
+// deleted by someone else. Node is the candidate node; Lost and Context
+// report the end of the leadership, and context.Cause wraps
+// ErrLeadershipLost on loss, ErrNotHeld after Resign.
 type Leadership[T any] struct {
+	tenure
 	e       *Election[T]
-	h       *hold
 	epoch   int64
 	payload T
-	done    atomic.Bool // Resign called
 }
 
 // LeaderState is the acknowledged leader of an election as observed at one
@@ -136,22 +148,16 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 	if err != nil {
 		return nil, fmt.Errorf("election %s: encoding payload: %w", e.dir, err)
 	}
-	e.mu.Lock()
-	if e.busy {
-		e.mu.Unlock()
+	if !e.busy.take() {
 		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
 	}
-	e.busy = true
-	e.mu.Unlock()
 
 	h, epoch, err := e.campaign(ctx, data)
 	if err != nil {
-		e.mu.Lock()
-		e.busy = false
-		e.mu.Unlock()
+		e.busy.free()
 		return nil, err
 	}
-	return &Leadership[T]{e: e, h: h, epoch: epoch, payload: payload}, nil
+	return &Leadership[T]{tenure: tenure{s: e.s, h: h}, e: e, epoch: epoch, payload: payload}, nil
 }
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
@@ -159,54 +165,9 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	name := baseName(node)
-	var pre *ackReads // read with the children after a wake-up
-	for woke := false; ; woke = true {
-		var kids []string
-		if woke {
-			// Likely the leader now: read the acknowledgement and the
-			// epoch with the children, in one round trip (pipelined).
-			pre = &ackReads{}
-			parallel(2, 2, func(i int) {
-				if i == 0 {
-					kids, err = e.s.children(ctx, e.dir)
-				} else {
-					*pre = e.readAck(ctx)
-				}
-			})
-		} else {
-			kids, err = e.s.children(ctx, e.dir)
-		}
-		if err != nil {
-			return nil, 0, e.s.abandon(node, err)
-		}
-		cs := curatorLatch.sortContenders(kids)
-		i := indexOf(cs, name)
-		if i < 0 {
-			if err := e.s.check(); err != nil {
-				return nil, 0, err
-			}
-			return nil, 0, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
-		}
-		if i == 0 {
-			break
-		}
-		// Watch only the candidate just before ours. If it is already
-		// gone, read the children again (no lost wake-up).
-		pred, err := e.s.getW(ctx, joinPath(e.dir, cs[i-1].name))
-		if isNoNode(err) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, e.s.abandon(node, err)
-		}
-		select {
-		case <-pred.watch:
-		case <-ctx.Done():
-			return nil, 0, e.s.abandon(node, ctx.Err())
-		case <-e.s.done:
-			return nil, 0, e.s.Err()
-		}
+	pre, err := e.waitFirst(ctx, node)
+	if err != nil {
+		return nil, 0, err
 	}
 	h, err := e.s.startHoldAs(ctx, node, 0, false, ErrLeadershipLost)
 	if err != nil {
@@ -223,111 +184,201 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			}
 		}
 	}
-	// Not leader after all: stop the tenure and withdraw.
-	h.released.Store(true)
-	close(h.stop)
-	h.end(false)
-	if e.s.check() != nil {
-		return nil, 0, err
-	}
-	cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	if rerr := e.retire(cctx, node); rerr != nil && !isNoNode(rerr) {
-		e.s.log.Warn("could not withdraw candidate", "path", node, "err", rerr)
-	}
+	e.withdraw(h)
 	return nil, 0, err
 }
 
+// waitFirst blocks until the candidate node is the first of the election,
+// watching only the candidate just before it. It returns the
+// acknowledgement reads made with the children read that found it first,
+// if it had to wait: they serve acknowledge's first attempt.
+func (e *Election[T]) waitFirst(ctx context.Context, node string) (*ackReads, error) {
+	name := baseName(node)
+	for woke := false; ; woke = true {
+		kids, pre, err := e.readCandidates(ctx, woke)
+		if err != nil {
+			return nil, e.s.abandon(node, err)
+		}
+		cs := curatorLatch.sortContenders(kids)
+		i := indexOf(cs, name)
+		if i < 0 {
+			if err := e.s.check(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
+		}
+		if i == 0 {
+			return pre, nil
+		}
+		// Watch only the candidate just before ours. If it is already
+		// gone, read the children again (no lost wake-up).
+		pred, err := e.s.getW(ctx, joinPath(e.dir, cs[i-1].name))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, e.s.abandon(node, err)
+		}
+		select {
+		case <-pred.watch:
+		case <-ctx.Done():
+			return nil, e.s.abandon(node, ctx.Err())
+		case <-e.s.done:
+			return nil, e.s.Err()
+		}
+	}
+}
+
+// readCandidates lists the election's children. After a wake-up the
+// candidate is likely the leader now, so it also reads the acknowledgement
+// and the epoch, in the same round trip (pipelined).
+func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, *ackReads, error) {
+	if !woke {
+		kids, err := e.s.children(ctx, e.dir)
+		return kids, nil, err
+	}
+	var kids []string
+	var err error
+	pre := &ackReads{}
+	parallel(2, 2, func(i int) {
+		if i == 0 {
+			kids, err = e.s.children(ctx, e.dir)
+		} else {
+			*pre = e.readAck(ctx)
+		}
+	})
+	return kids, pre, err
+}
+
+// withdraw stops the tenure h of a candidate that turned out not to lead
+// and removes its node (and acknowledgement, if written).
+func (e *Election[T]) withdraw(h *hold) {
+	h.dismiss()
+	if e.s.check() != nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if rerr := e.retire(cctx, h.node); rerr != nil && !isNoNode(rerr) {
+		e.s.log.Warn("could not withdraw candidate", "path", h.node, "err", rerr)
+	}
+}
+
 // acknowledge writes the leader acknowledgement of the candidate holding h
-// and returns its epoch. See Election for the layout.
+// and returns its epoch, in retryUncertain: after a connection loss the
+// next attempt's reads tell whether the lost multi went through. See
+// Election for the layout.
 // pre, if not nil, holds reads made after the children read that found the
 // candidate first; they serve the first attempt.
 func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, pre *ackReads) (int64, error) {
+	var epoch int64
+	err := e.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: e.ackPath(),
+		attempt: func(int) (outcome, error) {
+			r := pre
+			if r == nil {
+				rr := e.readAck(ctx)
+				r = &rr
+			}
+			pre = nil
+			var o outcome
+			var err error
+			epoch, o, err = e.ackOnce(ctx, h, payload, r)
+			return o, err
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+// ackOnce is one attempt of acknowledge, from the reads r: one multi that
+// checks the candidate node, replaces a stale acknowledgement, moves the
+// epoch on and creates the acknowledgement.
+func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *ackReads) (int64, outcome, error) {
 	name := baseName(h.node)
-	ackPath, epochPath := e.ackPath(), e.epochPath()
-	for n := 1; ; n++ {
-		ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
+	ackPath := e.ackPath()
+	ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
+	switch data, st, err := r.ack, r.ackStat, r.ackErr; {
+	case err == nil:
+		hd, _, derr := decodeAck(data)
+		if derr == nil && hd.Candidate == name && st.EphemeralOwner == e.s.ID() {
+			// An earlier attempt went through; its reply was lost.
+			return hd.Epoch, outcomeKnown, nil
+		}
+		if derr == nil && hd.Candidate != "" {
+			gone, err := e.previousGone(ctx, hd.Candidate)
+			if err != nil {
+				return 0, outcomeKnown, err
+			}
+			if !gone {
+				return 0, outcomeResend, nil
+			}
+		}
+		ops = append(ops, &zk.DeleteRequest{Path: ackPath, Version: st.Version})
+	case isNoNode(err):
+	default:
+		return 0, outcomeKnown, err
+	}
+	next, epochOp, err := e.nextEpoch(r)
+	if err != nil {
+		return 0, outcomeKnown, err
+	}
+	hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
+	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.nodeACL(e.acl), Flags: zk.FlagEphemeral})
+	res, err := e.s.multi(ctx, ops...)
+	if err == nil {
+		return next, outcomeKnown, nil
+	}
+	switch i, opErr := failedOp(res); {
+	case i == 0 && isNoNode(opErr):
+		return 0, outcomeKnown, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), isNoNode(err):
+		return 0, outcomeResend, nil // raced with another writer: read again
+	}
+	o, err := afterSend("multi", ackPath, err)
+	return 0, o, err
+}
 
-		r := pre
-		if r == nil {
-			rr := e.readAck(ctx)
-			r = &rr
-		}
-		pre = nil
-		data, st, err := r.ack, r.ackStat, r.ackErr
-		switch {
-		case err == nil:
-			hd, _, derr := decodeAck(data)
-			if derr == nil && hd.Candidate == name && st.EphemeralOwner == e.s.ID() {
-				// An earlier attempt went through; its reply was lost.
-				return hd.Epoch, nil
-			}
-			if derr == nil && hd.Candidate != "" {
-				// The acknowledgement of a previous leader whose node
-				// is gone (deleted under it while its session lives on):
-				// stale, replaced below. If its node is still there, it
-				// is on its way out; wait for it.
-				prev, err := e.s.getW(ctx, joinPath(e.dir, hd.Candidate))
-				if err == nil {
-					select {
-					case <-prev.watch:
-						continue
-					case <-ctx.Done():
-						return 0, ctx.Err()
-					case <-e.s.done:
-						return 0, e.s.Err()
-					}
-				}
-				if !isNoNode(err) {
-					return 0, err
-				}
-			}
-			ops = append(ops, &zk.DeleteRequest{Path: ackPath, Version: st.Version})
-		case isNoNode(err):
-		default:
-			return 0, err
-		}
+// previousGone handles the acknowledgement of a previous leader, candidate:
+// if its node is gone (deleted under it while its session lives on) the
+// acknowledgement is stale, and is replaced (gone true). If its node is
+// still there, it is on its way out: previousGone waits for it and reports
+// false, to read again.
+func (e *Election[T]) previousGone(ctx context.Context, candidate string) (bool, error) {
+	prev, err := e.s.getW(ctx, joinPath(e.dir, candidate))
+	if isNoNode(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	select {
+	case <-prev.watch:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-e.s.done:
+		return false, e.s.Err()
+	}
+}
 
-		var next int64
-		data, st, err = r.epoch, r.epochStat, r.epochErr
-		switch {
-		case err == nil:
-			cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-			if perr != nil {
-				return 0, fmt.Errorf("election %s: epoch node holds %q: %w", epochPath, data, ErrDecode)
-			}
-			next = cur + 1
-			ops = append(ops, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version})
-		case isNoNode(err):
-			next = 1
-			ops = append(ops, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.nodeACL(e.acl)})
-		default:
-			return 0, err
+// nextEpoch returns the epoch after the one read in r and the op that
+// writes it (compare-and-set on the epoch node's version, or its creation).
+func (e *Election[T]) nextEpoch(r *ackReads) (int64, any, error) {
+	epochPath := e.epochPath()
+	switch data, st, err := r.epoch, r.epochStat, r.epochErr; {
+	case err == nil:
+		cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if perr != nil {
+			return 0, nil, fmt.Errorf("election %s: epoch node holds %q: %w", epochPath, data, ErrDecode)
 		}
-		hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
-		ops = append(ops, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.nodeACL(e.acl), Flags: zk.FlagEphemeral})
-
-		res, err := e.s.multi(ctx, ops...)
-		if err == nil {
-			return next, nil
-		}
-		i, opErr := failedOp(res)
-		switch {
-		case i == 0 && isNoNode(opErr):
-			return 0, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
-		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), isNoNode(err):
-			continue // raced with another writer: read again
-		case IsRecoverable(err):
-			// The multi may have gone through: the next read tells.
-			if n >= e.s.policy.attempts() {
-				return 0, opError("multi", ackPath, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-			}
-			if werr := e.s.sleep(ctx, e.s.policy.delay(n)); werr != nil {
-				return 0, werr
-			}
-		default:
-			return 0, opError("multi", ackPath, err)
-		}
+		next := cur + 1
+		return next, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version}, nil
+	case isNoNode(err):
+		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.nodeACL(e.acl)}, nil
+	default:
+		return 0, nil, err
 	}
 }
 
@@ -352,52 +403,56 @@ func (e *Election[T]) readAck(ctx context.Context) ackReads {
 }
 
 // retire deletes candidate node and, atomically with it, its
-// acknowledgement if it has one. A node found gone after a connection loss
-// counts as deleted (the lost attempt did it); found gone otherwise it
-// returns ErrNoNode.
+// acknowledgement if it has one, in retryUncertain. A node found gone after
+// a connection loss counts as deleted (the lost attempt did it); found gone
+// otherwise it returns ErrNoNode.
 func (e *Election[T]) retire(ctx context.Context, node string) error {
-	name := baseName(node)
 	retried := false
-	for n := 1; ; n++ {
-		data, st, err := e.s.get(ctx, e.ackPath())
-		if err != nil && !isNoNode(err) {
-			return err
-		}
-		hd, _, derr := decodeAck(data)
-		if err != nil || derr != nil || hd.Candidate != name {
-			err := e.s.delete(ctx, node, -1)
-			if isNoNode(err) && retried {
-				return nil
+	return e.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: node,
+		attempt: func(int) (outcome, error) {
+			o, err := e.retireOnce(ctx, node, retried)
+			if o == outcomeHidden {
+				retried = true
 			}
-			return err
-		}
-		res, err := e.s.multi(ctx,
-			&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
-			&zk.DeleteRequest{Path: node, Version: -1})
-		if err == nil {
-			return nil
-		}
-		i, opErr := failedOp(res)
-		switch {
-		case i == 1 && isNoNode(opErr):
-			if retried {
-				return nil
-			}
-			return opError("delete", node, opErr)
-		case IsRecoverable(err):
-			retried = true
-			if n >= e.s.policy.attempts() {
-				return opError("multi", node, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-			}
-			if werr := e.s.sleep(ctx, e.s.policy.delay(n)); werr != nil {
-				return werr
-			}
-		case i == 0:
-			continue // the acknowledgement changed under us: read again
-		default:
-			return opError("multi", node, err)
-		}
+			return o, err
+		},
+	})
+}
+
+// retireOnce is one attempt of retire; retried tells that an earlier one
+// lost its reply.
+func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool) (outcome, error) {
+	data, st, err := e.s.get(ctx, e.ackPath())
+	if err != nil && !isNoNode(err) {
+		return outcomeKnown, err
 	}
+	hd, _, derr := decodeAck(data)
+	if err != nil || derr != nil || hd.Candidate != baseName(node) {
+		err := e.s.delete(ctx, node, -1)
+		if isNoNode(err) && retried {
+			return outcomeKnown, nil
+		}
+		return outcomeKnown, err
+	}
+	res, err := e.s.multi(ctx,
+		&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
+		&zk.DeleteRequest{Path: node, Version: -1})
+	if err == nil {
+		return outcomeKnown, nil
+	}
+	i, opErr := failedOp(res)
+	switch {
+	case i == 1 && isNoNode(opErr):
+		if retried {
+			return outcomeKnown, nil
+		}
+		return outcomeKnown, opError("delete", node, opErr)
+	case IsRecoverable(err):
+		return outcomeHidden, err
+	case i == 0:
+		return outcomeResend, nil // the acknowledgement changed under us: read again
+	}
+	return outcomeKnown, opError("multi", node, err)
 }
 
 // Epoch returns the leadership's epoch, written in its acknowledgement:
@@ -408,20 +463,6 @@ func (l *Leadership[T]) Epoch() int64 { return l.epoch }
 // Payload returns the payload this leader campaigned with.
 func (l *Leadership[T]) Payload() T { return l.payload }
 
-// Node returns the path of the leader's candidate node.
-func (l *Leadership[T]) Node() string { return l.h.node }
-
-// Lost returns a channel closed when the leadership ends: lost (session
-// expired or closed, or the candidate node deleted by someone else) or
-// resigned. A brief connection loss does not end it; a disconnection for
-// most of the session timeout does (see WithSessionTimeout).
-func (l *Leadership[T]) Lost() <-chan struct{} { return l.h.lost }
-
-// Context returns a context cancelled when the leadership ends, so work done
-// as leader stops by itself when leadership is lost. context.Cause tells
-// why: an error wrapping ErrLeadershipLost, or ErrNotHeld after Resign.
-func (l *Leadership[T]) Context() context.Context { return l.h.ctx }
-
 // Resign ends the leadership: the acknowledgement and the candidate node are
 // deleted together (one multi), which wakes the next candidate. It returns
 // ErrLeadershipLost if the leadership had been lost (nothing is left in
@@ -430,37 +471,12 @@ func (l *Leadership[T]) Context() context.Context { return l.h.ctx }
 // Resign returns ctx's error. Either way the Election handle can campaign
 // again.
 func (l *Leadership[T]) Resign(ctx context.Context) error {
-	if !l.done.CompareAndSwap(false, true) {
+	if !l.giveUp() {
 		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)
 	}
-	e, h := l.e, l.h
-	defer func() {
-		e.mu.Lock()
-		e.busy = false
-		e.mu.Unlock()
-	}()
-	defer close(h.stop)
-	if h.wasLost.Load() {
-		return fmt.Errorf("election %s: %w", h.node, ErrLeadershipLost)
-	}
-	h.released.Store(true)
-	err := e.retire(ctx, h.node)
-	switch {
-	case err == nil:
-	case isNoNode(err), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
-		h.end(true)
-		return fmt.Errorf("election %s: %w (%w)", h.node, ErrLeadershipLost, err)
-	case ctx.Err() != nil && e.s.check() == nil:
-		go func() {
-			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			if err := e.retire(cctx, h.node); err != nil && !isNoNode(err) {
-				e.s.log.Warn("could not resign", "path", h.node, "err", err)
-			}
-		}()
-	}
-	h.end(false)
-	return err
+	e := l.e
+	defer e.busy.free()
+	return e.s.releaseAs(ctx, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
 }
 
 // State reads the acknowledged leader. It does not block beyond the reads.
@@ -543,3 +559,47 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 		return snap, nil
 	})
 }
+
+// Candidate is one candidate node of an election.
+type Candidate[T any] struct {
+	Node    string    // full znode path
+	Seq     int32     // sequence number
+	Created time.Time // creation time (server clock)
+	Payload T         // the candidate's payload
+}
+
+// Candidates returns the candidates in queue order: the first leads, or is
+// about to (see State for the acknowledged leader). Candidates that leave
+// while being read are left out; a missing directory gives none.
+func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	kids, err := e.s.children(ctx, e.dir)
+	if isNoNode(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Candidate[T]
+	for _, c := range curatorLatch.sortContenders(kids) {
+		p := joinPath(e.dir, c.name)
+		data, st, err := e.s.get(ctx, p)
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := e.codec.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("election %s: candidate payload: %w", p, err)
+		}
+		out = append(out, Candidate[T]{Node: p, Seq: c.seq, Created: time.UnixMilli(st.Ctime).UTC(), Payload: v})
+	}
+	return out, nil
+}
+
+// Curator's LeaderLatch: _c_<uuid>-latch-<seq>.
+var curatorLatch = &family{markers: []string{"latch-"}, blockedBy: [][]bool{{true}}}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -27,16 +25,18 @@ type Group[T any] struct {
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
 
-	mu   sync.Mutex
-	busy bool
+	busy slot // joining or a member
 }
 
-// Membership is one member's presence in a group.
+// Membership is one member's presence in a group, held until Leave or
+// until it is lost: its session expired or was closed, or its member node
+// was deleted by someone else. Node is the member node; Lost and Context
+// report the end of the membership, and context.Cause wraps
+// ErrMembershipLost on loss, ErrNotHeld after Leave.
 type Membership[T any] struct {
+	tenure
 	g      *Group[T]
-	h      *hold
 	member T
-	done   atomic.Bool
 }
 
 // NewGroup returns a member handle for the group at directory p, with
@@ -62,18 +62,12 @@ func (g *Group[T]) Join(ctx context.Context, member T) (*Membership[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("group %s: encoding member: %w", g.dir, err)
 	}
-	g.mu.Lock()
-	if g.busy {
-		g.mu.Unlock()
+	if !g.busy.take() {
 		return nil, fmt.Errorf("group %s: %w", g.dir, ErrAlreadyHeld)
 	}
-	g.busy = true
-	g.mu.Unlock()
 	m, err := g.join(ctx, member, data)
 	if err != nil {
-		g.mu.Lock()
-		g.busy = false
-		g.mu.Unlock()
+		g.busy.free()
 	}
 	return m, err
 }
@@ -87,22 +81,11 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, g.s.abandon(node, err)
 	}
-	return &Membership[T]{g: g, h: h, member: member}, nil
+	return &Membership[T]{tenure: tenure{s: g.s, h: h}, g: g, member: member}, nil
 }
 
 // Member returns the member this membership was joined with.
 func (m *Membership[T]) Member() T { return m.member }
-
-// Node returns the path of the member node.
-func (m *Membership[T]) Node() string { return m.h.node }
-
-// Lost returns a channel closed when the membership ends: lost (session
-// expired or closed, or the node deleted by someone else) or left.
-func (m *Membership[T]) Lost() <-chan struct{} { return m.h.lost }
-
-// Context returns a context cancelled when the membership ends;
-// context.Cause wraps ErrMembershipLost, or is ErrNotHeld after Leave.
-func (m *Membership[T]) Context() context.Context { return m.h.ctx }
 
 // Leave removes the member node. It returns ErrMembershipLost if the
 // membership had been lost (the node is gone already) and ErrNotMember on a
@@ -110,16 +93,12 @@ func (m *Membership[T]) Context() context.Context { return m.h.ctx }
 // carries on in the background (bounded) and Leave returns ctx's error.
 // Either way the Group handle can join again.
 func (m *Membership[T]) Leave(ctx context.Context) error {
-	if !m.done.CompareAndSwap(false, true) {
+	if !m.giveUp() {
 		return fmt.Errorf("group %s: %w", m.g.dir, ErrNotMember)
 	}
-	defer func() {
-		m.g.mu.Lock()
-		m.g.busy = false
-		m.g.mu.Unlock()
-	}()
+	defer m.g.busy.free()
 	err := m.g.s.release(ctx, m.h)
-	if errors.Is(err, ErrLockLost) {
+	if errors.Is(err, ErrMembershipLost) {
 		return fmt.Errorf("group %s: %w", m.h.node, ErrMembershipLost)
 	}
 	return err
@@ -226,3 +205,6 @@ func (g *Group[T]) Watch(ctx context.Context) <-chan []T {
 		return snapshot[[]T]{v: list, key: strings.Join(names, "/"), watch: r.watch}, nil
 	})
 }
+
+// Group members: _c_<uuid>-member-<seq> (nobody waits on anybody).
+var groupMembers = &family{markers: []string{"member-"}, blockedBy: [][]bool{{false}}}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,12 +11,33 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Lock is an exclusive lock on a znode directory — or one side (read or
-// write) of a read/write lock — following the ZooKeeper guide's recipe: each
-// contender creates an ephemeral sequential node; a contender holds the lock
-// when no node before its own blocks it; otherwise it watches only the
+const (
+	// LayoutCurator names nodes as Apache Curator does (the default).
+	LayoutCurator Layout = iota
+	// LayoutKazoo names nodes as Python's kazoo does:
+	// <uuid hex>__lock__<seq> and, for read locks, <uuid hex>__rlock__<seq>.
+	LayoutKazoo
+)
+
+// --- Lock protocol
+//
+// The ZooKeeper guide's recipe, for exclusive and read/write locks alike
+// (contend): each contender creates an ephemeral sequential node,
+// GUID-protected; a contender holds the lock when no node before its own
+// blocks it (family.blocker: every node blocks a writer or an exclusive
+// contender, write nodes block a reader); otherwise it watches only the
 // nearest node that blocks it, so a release wakes exactly the waiters it
-// unblocks (one, for an exclusive lock: no herd effect).
+// unblocks (one, for an exclusive lock). A blocker found gone when its
+// watch is set left between the children read and now: the contender reads
+// the children again rather than wait for an event that never comes. The
+// directory's pzxid in the children read that grants the lock is the
+// fencing token (see Token).
+
+// Lock is an exclusive lock on a znode directory — or one side (read or
+// write) of a read/write lock. A release wakes exactly the waiters it
+// unblocks (one, for an exclusive lock: no herd effect); a held lock is a
+// tenure, lost when its session ends or its node is deleted (see Lost),
+// with a fencing token that grows across holders (Token).
 //
 // Node names follow Curator by default (_c_<uuid>-lock-<seq>, and
 // _c_<uuid>-__READ__<seq> / _c_<uuid>-__WRIT__<seq> for read/write locks), so
@@ -45,14 +67,6 @@ type Lock struct {
 // library.
 type Layout int
 
-const (
-	// LayoutCurator names nodes as Apache Curator does (the default).
-	LayoutCurator Layout = iota
-	// LayoutKazoo names nodes as Python's kazoo does:
-	// <uuid hex>__lock__<seq> and, for read locks, <uuid hex>__rlock__<seq>.
-	LayoutKazoo
-)
-
 // LockOption configures a lock handle: WithLayout, WithRevocation,
 // WithNodeACL.
 type LockOption interface{ applyLock(*lockConfig) }
@@ -79,6 +93,14 @@ func WithLayout(l Layout) LockOption { return lockOptionFunc(func(c *lockConfig)
 func WithRevocation(forceAfter time.Duration) LockOption {
 	return lockOptionFunc(func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter })
 }
+
+// The exclusive lock's node families.
+var (
+	// Curator's InterProcessMutex: _c_<uuid>-lock-<seq>.
+	curatorMutex = &family{markers: []string{"lock-"}, blockedBy: [][]bool{{true}}}
+	// kazoo's Lock: <hex>__lock__<seq>.
+	kazooMutex = &family{markers: []string{"__lock__"}, blockedBy: [][]bool{{true}}, kazoo: true}
+)
 
 var (
 	// closedCh is returned by Lost when nothing is held.
@@ -325,4 +347,157 @@ func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		return nil, opError("multi", l.dir, err)
 	}
 	return res[1:], nil
+}
+
+// Revoked returns a channel closed when another contender has asked the
+// current holder to release the lock (RequestRevoke). Releasing is up to the
+// holder: it should finish or abandon its work and Unlock. For a lock that is
+// not revocable, or when nothing is held, the channel never closes.
+func (l *Lock) Revoked() <-chan struct{} {
+	if h := l.current(); h != nil && l.cfg.revocable {
+		return h.revoked
+	}
+	return neverCh
+}
+
+// RequestRevoke asks the current holder(s) of the lock — every node that
+// holds it, except this handle's own — to release it, by marking the
+// revocation request in their node's data (their Revoked channel closes).
+// Without force_after it returns once the requests are written. With
+// force_after it then waits until the holders have released, and deletes the
+// nodes of those that have not after force_after (their Lost fires); it
+// returns when every one is gone, or with ctx's error. It returns
+// ErrNotRevocable for a lock declared without revocation.
+func (l *Lock) RequestRevoke(ctx context.Context) error {
+	if l.err != nil {
+		return l.err
+	}
+	if !l.cfg.revocable {
+		return fmt.Errorf("lock %s: %w", l.dir, ErrNotRevocable)
+	}
+	hs, err := l.s.holders(ctx, l.dir, l.fam)
+	if err != nil {
+		return err
+	}
+	var own string
+	if h := l.current(); h != nil {
+		own = h.node
+	}
+	var targets []string
+	for _, h := range hs {
+		if h.Holds && h.Node != own {
+			if err := l.s.markRevoke(ctx, h.Node); err != nil {
+				return err
+			}
+			targets = append(targets, h.Node)
+		}
+	}
+	if l.cfg.forceAfter <= 0 || len(targets) == 0 {
+		return nil
+	}
+	deadline := time.NewTimer(l.cfg.forceAfter)
+	defer deadline.Stop()
+	forced := false
+	for _, node := range targets {
+		for !forced {
+			r, err := l.s.getW(ctx, node)
+			if errors.Is(err, zk.ErrNoNode) {
+				break // released
+			}
+			if err != nil {
+				return err
+			}
+			select {
+			case <-r.watch:
+				continue
+			case <-deadline.C:
+				forced = true
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-l.s.done:
+				return l.s.Err()
+			}
+		}
+		if forced {
+			if err := l.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			l.s.log.Warn("revocation forced: deleted holder's lock node", "path", node, "after", l.cfg.forceAfter)
+		}
+	}
+	return nil
+}
+
+// markRevoke records a revocation request in the data of node, keeping the
+// owner metadata (compare-and-set on the node's version).
+func (s *Session) markRevoke(ctx context.Context, node string) error {
+	for {
+		data, st, err := s.get(ctx, node)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil // released meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if revokeRequested(data) {
+			return nil
+		}
+		o, ok := parseOwner(data)
+		if !ok {
+			// A node of another library: write Curator's request.
+			data = []byte(curatorRevoke)
+		} else {
+			o.RevokeRequestedAt = time.Now().UTC().Truncate(time.Millisecond)
+			data, _ = json.Marshal(o)
+		}
+		err = s.retry(ctx, func() error {
+			_, err := await(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(node, data, st.Version) })
+			return err
+		})
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue // changed meanwhile (or our lost reply applied): look again
+		default:
+			return opError("set", node, err)
+		}
+	}
+}
+
+// curatorRevoke is the data Curator's Revoker writes into a lock node to ask
+// its holder to release; holders here honour it too.
+const curatorRevoke = "__REVOKE__"
+
+// revokeRequested reports whether lock node data carries a revocation
+// request: ours (owner metadata with revoke_requested_at) or Curator's.
+func revokeRequested(data []byte) bool {
+	if string(data) == curatorRevoke {
+		return true
+	}
+	o, ok := parseOwner(data)
+	return ok && !o.RevokeRequestedAt.IsZero()
+}
+
+// Holders returns the lock's holder(s) followed by its waiters, in queue
+// order, with their owner metadata (for a read/write lock, both sides).
+// Nodes that disappear while being read are left out. An absent directory
+// gives an empty list.
+func (l *Lock) Holders(ctx context.Context) ([]Holder, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.s.holders(ctx, l.dir, l.fam)
+}
+
+// Reap deletes the lock's contender nodes (holder or waiters) created more
+// than olderThan ago by the server's clock, as HBase's reapExpiredLocks does,
+// and returns what it removed. Use it to break locks left by stuck processes
+// whose sessions stay alive; a reaped holder's Lost fires. Ages compare the
+// server's creation time with this machine's clock, so allow for skew.
+func (l *Lock) Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.s.reap(ctx, l.dir, l.fam, olderThan)
 }

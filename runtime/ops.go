@@ -2,8 +2,13 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -130,6 +135,124 @@ func (s *Session) childrenW(ctx context.Context, path string) (getResult, error)
 	return r, opError("children", path, err)
 }
 
+// existsW reports whether path exists and leaves an exists watch on it,
+// which fires when it is created, changed or deleted. Unlike a data watch,
+// an exists watch on a missing node stays registered on the server until it
+// fires or the session ends: use it only to wait for a creation.
+func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		ok bool
+		st *zk.Stat
+		w  <-chan zk.Event
+	}
+	var got r
+	err := s.retry(ctx, func() error {
+		var err error
+		got, err = await(ctx, s, func() (r, error) {
+			ok, st, w, err := s.conn.ExistsW(path)
+			return r{ok, st, w}, err
+		})
+		return err
+	})
+	return got.ok, got.st, got.w, opError("exists", path, err)
+}
+
+// getOrExistsW reads path with a data watch or, when it is missing, leaves
+// an exists watch that fires on its creation. Either way the returned watch
+// fires on the next change of path. exists is false when path is missing.
+func (s *Session) getOrExistsW(ctx context.Context, path string) (r getResult, exists bool, err error) {
+	for {
+		r, err = s.getW(ctx, path)
+		if err == nil {
+			return r, true, nil
+		}
+		if !isNoNode(err) {
+			return r, false, err
+		}
+		ok, _, w, err := s.existsW(ctx, path)
+		if err != nil {
+			return getResult{}, false, err
+		}
+		if ok {
+			// Created between the two reads: read it again. The exists
+			// watch just set fires on its next change, harmlessly.
+			continue
+		}
+		return getResult{watch: w}, false, nil
+	}
+}
+
+// nodeACL returns the ACL for nodes created with handle ACL acl: acl
+// itself, or the session's default when empty.
+func (s *Session) nodeACL(acl []zk.ACL) []zk.ACL {
+	if len(acl) == 0 {
+		return s.acl
+	}
+	return acl
+}
+
+// errNoCredentials is returned, before any request is sent, for a create
+// whose ACL names the authenticated creator ("auth" scheme: CreatorAllACL,
+// WorldReadACL) on a session without credentials. ZooKeeper would refuse
+// it (with "invalid ACL"); what is missing is the caller's credentials, so
+// it is reported as ErrNoAuth.
+var errNoCredentials = fmt.Errorf("%w: the ACL grants the authenticated creator and this session has no credentials (see WithAuth)", zk.ErrNoAuth)
+
+// creatable reports errNoCredentials if ZooKeeper would refuse a node with
+// acl because the session has no credentials.
+func (s *Session) creatable(acl []zk.ACL) error {
+	if len(s.auth) > 0 {
+		return nil
+	}
+	for _, a := range acl {
+		if a.Scheme == "auth" {
+			return errNoCredentials
+		}
+	}
+	return nil
+}
+
+// create creates one node with the handle ACL acl (see nodeACL).
+func (s *Session) create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	acl = s.nodeACL(acl)
+	if err := s.creatable(acl); err != nil {
+		return "", err
+	}
+	return s.conn.Create(path, data, flags, acl)
+}
+
+// connMulti sends ops as one multi, unless one of its creates could not
+// succeed for want of credentials.
+func (s *Session) connMulti(ops ...any) ([]zk.MultiResponse, error) {
+	for _, op := range ops {
+		if c, ok := op.(*zk.CreateRequest); ok {
+			if err := s.creatable(c.Acl); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.conn.Multi(ops...)
+}
+
+// multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
+// session's end. A multi is not idempotent, so it is not retried here.
+func (s *Session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
+}
+
+// failedOp returns the index of the op of a failed multi that failed, and
+// its error; -1 when none did. The ops before it report no error and the ops
+// after it report "runtime inconsistency" (rolled back), so the first error
+// is the one.
+func failedOp(res []zk.MultiResponse) (int, error) {
+	for i, r := range res {
+		if r.Error != nil {
+			return i, r.Error
+		}
+	}
+	return -1, nil
+}
+
 // delete removes path at version (-1 for any), retrying recoverable errors.
 // ErrNoNode on a retry counts as success: the lost attempt did the work.
 func (s *Session) delete(ctx context.Context, path string, version int32) error {
@@ -225,37 +348,250 @@ func (s *Session) ensurePath(ctx context.Context, acl []zk.ACL, path string) err
 	return nil
 }
 
-// joinPath joins a directory and a child name.
-func joinPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
+// protectedPrefix marks nodes whose name carries a per-attempt GUID, in
+// Curator's layout: _c_<36-char uuid>-<name><sequence>.
+const protectedPrefix = "_c_"
+
+// cleanupTimeout bounds the background removal of a node created for a
+// request that was cancelled.
+const cleanupTimeout = 30 * time.Second
+
+// newGUID returns a random (version 4) UUID in its canonical 36-character
+// form, the form Curator's protected nodes carry.
+func newGUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("runtime: crypto/rand failed: " + err.Error())
 	}
-	return dir + "/" + name
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
 }
 
-// baseName returns the last segment of path.
-func baseName(path string) string {
-	return path[strings.LastIndexByte(path, '/')+1:]
+// createProtected creates an ephemeral sequential node dir/<prefix><seq>
+// with data and returns its full path; prefix carries a fresh GUID (see
+// family.prefix). The node and its missing parents are created with acl
+// (the session's default when empty).
+//
+// A create whose reply is lost (connection loss) may have happened on the
+// server. It is never blindly repeated: after the connection is back the
+// parent is listed and the node found by its GUID (and checked to belong to
+// this session); only if it is absent is the create sent again. So a
+// connection loss never leaves an orphan and never makes two nodes.
+//
+// If ctx ends first, createProtected returns ctx's error and, in the
+// background, removes the node if the create went through after all.
+func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
+	if ctx.Done() == nil {
+		// ctx can never be cancelled: no need for a detached goroutine.
+		return s.createByGUID(ctx, acl, dir, prefix, data)
+	}
+	ch := make(chan result[string], 1)
+	go func() {
+		// Detached from ctx so the outcome is always known and can be
+		// cleaned up; bounded by the session's life and the retry policy.
+		p, err := s.createByGUID(context.WithoutCancel(ctx), acl, dir, prefix, data)
+		ch <- result[string]{p, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		go func() {
+			r := <-ch
+			if r.err != nil {
+				return
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			if err := s.delete(cctx, r.v, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && s.check() == nil {
+				s.log.Warn("could not remove node of a cancelled request", "path", r.v, "err", err)
+			}
+		}()
+		return "", ctx.Err()
+	}
 }
 
-// existsW reports whether path exists and leaves an exists watch on it,
-// which fires when it is created, changed or deleted. Unlike a data watch,
-// an exists watch on a missing node stays registered on the server until it
-// fires or the session ends: use it only to wait for a creation.
-func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	type r struct {
-		ok bool
-		st *zk.Stat
-		w  <-chan zk.Event
+// createByGUID is createProtected's create, in retryUncertain: after a
+// connection loss, findByPrefix settles whether it happened.
+func (s *Session) createByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
+	acl = s.nodeACL(acl)
+	if err := s.creatable(acl); err != nil {
+		return "", opError("create", joinPath(dir, prefix), err)
 	}
-	var got r
-	err := s.retry(ctx, func() error {
-		var err error
-		got, err = await(ctx, s, func() (r, error) {
-			ok, st, w, err := s.conn.ExistsW(path)
-			return r{ok, st, w}, err
-		})
-		return err
+	path := joinPath(dir, prefix)
+	var created string
+	err := s.retryUncertain(ctx, uncertainWrite{op: "create", path: path,
+		attempt: func(int) (outcome, error) {
+			if err := s.check(); err != nil {
+				return outcomeKnown, err
+			}
+			var err error
+			created, err = s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl)
+			switch {
+			case err == nil:
+				return outcomeKnown, nil
+			case errors.Is(err, zk.ErrNoNode):
+				if err := s.ensurePath(ctx, acl, dir); err != nil {
+					return outcomeKnown, err
+				}
+				return outcomeResend, nil
+			case !IsRecoverable(err):
+				if err := s.check(); err != nil {
+					return outcomeKnown, err
+				}
+				return outcomeKnown, opError("create", path, err)
+			}
+			s.log.Debug("connection lost during create; looking for the node by GUID", "dir", dir, "guid", prefix)
+			return outcomeHidden, err
+		},
+		settle: func() (outcome, error) {
+			found, err := s.findByPrefix(ctx, dir, prefix)
+			if err != nil || found != "" {
+				created = found
+				return outcomeKnown, err
+			}
+			return outcomeResend, nil
+		},
 	})
-	return got.ok, got.st, got.w, opError("exists", path, err)
+	if err != nil {
+		return "", err
+	}
+	return created, nil
+}
+
+// findByPrefix returns the child of dir whose name starts with prefix and
+// whose ephemeral owner is this session, or "" when there is none. A sync
+// first makes sure the server we talk to has seen every write the session
+// made through any server before.
+func (s *Session) findByPrefix(ctx context.Context, dir, prefix string) (string, error) {
+	if err := s.sync(ctx, dir); err != nil {
+		return "", err
+	}
+	kids, err := s.children(ctx, dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		p := joinPath(dir, k)
+		_, st, err := s.get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.EphemeralOwner == s.ID() {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// addAuth sends the WithAuth credentials; Connect calls it once the session
+// is established.
+func (s *Session) addAuth(ctx context.Context) error {
+	for _, a := range s.auth {
+		_, err := await(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.AddAuth(a.scheme, a.auth) })
+		if err != nil {
+			return opError("addAuth", a.scheme, err)
+		}
+	}
+	return nil
+}
+
+// Children lists the names of path's children, in no particular order,
+// retrying recoverable errors. A missing path is an error wrapping
+// zk.ErrNoNode. It is a plain read for tools (zkgen inspect, provision):
+// recipes use their own handles.
+func (s *Session) Children(ctx context.Context, path string) ([]string, error) {
+	return s.children(ctx, path)
+}
+
+// Exists reports whether path exists, retrying recoverable errors. It sets
+// no watch.
+func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
+	_, _, err := s.get(ctx, path)
+	if isNoNode(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// CreatePersistent creates path and its missing ancestors as persistent
+// nodes (unlike the container nodes recipes create, they stay when empty),
+// with empty data and acl (the session's open ACL when none is given), and
+// returns the paths it created, shallowest first. Existing nodes are left as they are, so calling it again
+// creates nothing. (A create whose reply was lost and that is retried is
+// reported as already existing.)
+func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.ACL) ([]string, error) {
+	if len(acl) == 0 {
+		acl = s.acl
+	}
+	var created []string
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		p := path[:i]
+		made := false
+		err := s.retry(ctx, func() error {
+			_, err := await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, acl) })
+			if errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+			made = err == nil
+			return err
+		})
+		if err != nil {
+			return created, opError("create", p, err)
+		}
+		if made {
+			created = append(created, p)
+		}
+	}
+	return created, nil
+}
+
+// isNoNode reports whether err is ZooKeeper's no-node result.
+func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
+
+// parallel runs fn(0..n-1) on up to workers goroutines and waits.
+func parallel(n, workers int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(n, workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

@@ -101,3 +101,16 @@ func (p Path) Err() error {
 	}
 	return p.err
 }
+
+// joinPath joins a directory and a child name.
+func joinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// baseName returns the last segment of path.
+func baseName(path string) string {
+	return path[strings.LastIndexByte(path, '/')+1:]
+}

@@ -1,21 +1,23 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"slices"
+	"time"
+)
 
 // Queue is a distributed FIFO queue of T on a znode directory, following
 // the ZooKeeper guide's recipe, with at-most-once delivery: Take removes the
 // item from ZooKeeper before returning it.
 //
-// Items are persistent sequential nodes (they survive their producer),
-// encoded with the queue's codec, kept in buckets of WithBucketSize items so
-// that the queue can hold far more items than one getChildren reply allows
-// (see the layout in queue_layout.go). A consumer lists the current bucket
-// once, with a watch, and takes items lowest-first from that cached listing
-// without listing again until it is used up; an item another consumer took
-// first is skipped. Each Put is one multi carrying an ephemeral marker named
-// by a fresh GUID: after a connection loss the marker, not the items (which
-// may be consumed already), tells whether the put happened, so a retried put
-// never duplicates an item. Takes are protected the same way.
+// Items are persistent (they survive their producer), encoded with the
+// queue's codec, and served in the order they were put: an item is taken
+// only after every earlier one was. A put that returns nil happened exactly
+// once, a take removes each item it returns once, connection losses
+// included. Items are kept in buckets of WithBucketSize items, so the queue
+// can hold far more items than one getChildren reply allows, and a consumer
+// costs about one listing per bucket, not one per item (see the queue
+// protocol in queue_core.go).
 //
 // A Queue handle is one producer and one consumer: its Takes are served one
 // at a time (use several handles for parallel consumers); Puts may run
@@ -25,7 +27,7 @@ type Queue[T any] struct{ q *queue[T] }
 // NewQueue returns a FIFO queue handle at p whose items are encoded with
 // codec. It does no I/O; the directory is created on the first Put.
 func NewQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *Queue[T] {
-	return &Queue[T]{newQueue(s, p, codec, false, 0, false, opts)}
+	return &Queue[T]{newQueue(s, p, codec, queueConfig{}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -82,6 +84,10 @@ func (q *Queue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
 // no listing of items. It does not block beyond that.
 func (q *Queue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
 
+// Stats returns the number of items and the oldest item's age. It lists
+// every bucket once.
+func (q *Queue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
 // AckQueue is a FIFO queue like Queue with at-least-once delivery: Take
 // claims an item with an ephemeral claim node (<dir>/claims/<bucket>.<item>)
 // and hands it over as a Delivery; the item is deleted only by Delivery.Ack.
@@ -94,7 +100,7 @@ type AckQueue[T any] struct{ q *queue[T] }
 // NewAckQueue returns an at-least-once FIFO queue handle at p. It does no
 // I/O.
 func NewAckQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *AckQueue[T] {
-	return &AckQueue[T]{newQueue(s, p, codec, false, 0, true, opts)}
+	return &AckQueue[T]{newQueue(s, p, codec, queueConfig{ack: true}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -133,18 +139,20 @@ func (q *AckQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T], error) 
 // Len returns the number of items in the queue, claimed ones included.
 func (q *AckQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
 
+// Stats returns the number of items, claimed ones and the oldest item's
+// age. It lists every bucket once.
+func (q *AckQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
 // Priority is the priority of a queue item: the index of its level in the
 // spec's priorities list, 0 served first. Generated code declares one
 // constant per level.
 type Priority int
 
 // PriorityQueue is a distributed priority queue of T, the ZooKeeper guide's
-// variant of the queue recipe, with at-most-once delivery: item names carry
-// the priority as a fixed-width prefix (item-<pp>-<seq>), a lower priority
+// variant of the queue recipe, with at-most-once delivery: a lower priority
 // index is served first, and items of one priority are served in FIFO
-// order. A consumer takes from its cached listing but lists again as soon as
-// the listing's child watch fires, so a newly put urgent item overtakes older
-// lower-priority ones.
+// order. A newly put urgent item overtakes older lower-priority ones not yet
+// taken.
 //
 // All items live in one directory (ordering across priorities needs one
 // listing), so a priority queue holds at most what one getChildren reply
@@ -156,7 +164,7 @@ type PriorityQueue[T any] struct{ q *queue[T] }
 // priorities (1 to 100). It does no I/O. opts: WithNodeACL (WithBucketSize
 // is ignored).
 func NewPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *PriorityQueue[T] {
-	return &PriorityQueue[T]{newQueue(s, p, codec, true, levels, false, opts)}
+	return &PriorityQueue[T]{newQueue(s, p, codec, queueConfig{priority: true, levels: levels}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -198,6 +206,9 @@ func (q *PriorityQueue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
 // Len returns the number of items in the queue.
 func (q *PriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
 
+// Stats returns the number of items per priority and the oldest item's age.
+func (q *PriorityQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
 // AckPriorityQueue is a PriorityQueue with at-least-once delivery; see
 // AckQueue.
 type AckPriorityQueue[T any] struct{ q *queue[T] }
@@ -206,7 +217,7 @@ type AckPriorityQueue[T any] struct{ q *queue[T] }
 // with levels priorities. It does no I/O. opts: WithNodeACL (WithBucketSize
 // is ignored).
 func NewAckPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *AckPriorityQueue[T] {
-	return &AckPriorityQueue[T]{newQueue(s, p, codec, true, levels, true, opts)}
+	return &AckPriorityQueue[T]{newQueue(s, p, codec, queueConfig{priority: true, levels: levels, ack: true}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -239,3 +250,106 @@ func (q *AckPriorityQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T],
 
 // Len returns the number of items in the queue, claimed ones included.
 func (q *AckPriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
+
+// Stats returns the number of items per priority, claimed ones and the
+// oldest item's age.
+func (q *AckPriorityQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
+// QueueOption configures a queue handle: WithBucketSize, WithNodeACL.
+type QueueOption interface{ applyQueue(*queueConfig) }
+
+type queueOptionFunc func(*queueConfig)
+
+func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
+
+// queueConfig is what a queue handle is built with: its kind, set by its
+// constructor, and its options.
+type queueConfig struct {
+	handleConfig
+	bucketSize int  // items per bucket; 0: one bucket, never sealed (priority queues)
+	priority   bool // priority-prefixed names in one bucket, re-listed on watch
+	levels     int  // number of priorities (priority queues)
+	ack        bool // at-least-once: claim, then delete on Ack
+}
+
+// WithBucketSize sets how many items a FIFO queue puts in one bucket before
+// it starts the next (default DefaultBucketSize). Every producer and
+// consumer of a queue should use the same size; a mismatch only changes
+// where buckets roll over, never the order or the count. The size also
+// bounds which items ride in their node names (so that a take needs no
+// read, and a full bucket's listing stays under 512 KiB): items encoded in
+// up to 21 bytes with the default size, up to 192 with 1,000 or fewer.
+// Priority queues ignore it: they keep all items in one bucket.
+func WithBucketSize(n int) QueueOption {
+	return queueOptionFunc(func(c *queueConfig) { c.bucketSize = n })
+}
+
+// QueueStats is a snapshot of a queue.
+type QueueStats struct {
+	Len        int       // items, claimed ones included
+	ByPriority []int     // priority queues: items per priority index (0 first); nil for FIFO queues
+	Oldest     time.Time // creation time (server clock) of the oldest item; zero when empty
+	Claimed    int       // at-least-once queues: items claimed by a consumer and not yet acked
+}
+
+// stats lists the queue's items (each bucket once) and reads the oldest
+// item's creation time.
+func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
+	var st QueueStats
+	if q.err != nil {
+		return st, q.err
+	}
+	if q.priority {
+		st.ByPriority = make([]int, q.levels)
+	}
+	bs, err := q.buckets(ctx)
+	if err != nil {
+		return st, err
+	}
+	var oldest []string // candidate item paths, oldest first
+	for _, b := range bs {
+		kids, err := q.s.children(ctx, q.bucketPath(b))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		items := sortItems(kids)
+		st.Len += len(items)
+		if q.priority {
+			for _, it := range items {
+				if it.prio < len(st.ByPriority) {
+					st.ByPriority[it.prio]++
+				}
+			}
+			// The oldest item is the one with the lowest sequence
+			// number, whatever its priority.
+			slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
+		}
+		if oldest == nil {
+			for _, it := range items {
+				oldest = append(oldest, joinPath(q.bucketPath(b), it.name))
+			}
+		}
+	}
+	for _, p := range oldest {
+		_, s, err := q.s.get(ctx, p)
+		if isNoNode(err) {
+			continue // taken meanwhile: the next one is the oldest
+		}
+		if err != nil {
+			return st, err
+		}
+		st.Oldest = time.UnixMilli(s.Ctime).UTC()
+		break
+	}
+	if q.ack {
+		kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+		if err != nil && !isNoNode(err) {
+			return st, err
+		}
+		st.Claimed = len(kids)
+	}
+	return st, nil
+}

@@ -165,31 +165,15 @@ func sortItems(kids []string) []qitem {
 		}
 	}
 	slices.SortFunc(out, func(a, b qitem) int {
-		switch {
-		case a.prio != b.prio:
+		if a.prio != b.prio {
 			return a.prio - b.prio
-		case a.seq == b.seq:
-			return strings.Compare(a.name, b.name)
-		case seqBefore(a.seq, b.seq):
-			return -1
-		default:
-			return 1
 		}
+		if c := seqCompare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
 	})
 	return out
-}
-
-// parseSeqText parses a ZooKeeper sequence suffix (10 digits, or a minus
-// sign and 10 digits past the int32 wrap).
-func parseSeqText(s string) (int32, bool) {
-	if len(s) < 10 || len(s) > 11 || s[0] == '+' {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s, 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int32(v), true
 }
 
 // seqOf returns the sequence number of a created item path.

@@ -56,7 +56,7 @@ func (s *Session) retry(ctx context.Context, op func() error) error {
 			return err
 		}
 		if n >= s.policy.attempts() {
-			return fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err)
+			return exhausted(n, err)
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
 		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
@@ -88,4 +88,108 @@ func pause(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	case <-stop:
 		return false
 	}
+}
+
+// --- Writes whose outcome a connection loss can hide
+//
+// A write that is not idempotent (a sequential create, a multi, a
+// compare-and-set) cannot be sent again blindly when its reply is lost to a
+// connection loss: it may have taken effect. Every such write of the
+// runtime runs in retryUncertain, one loop of one shape. Each attempt sends
+// the write and says what it learnt (an outcome):
+//
+//   - outcomeKnown: the result, success or a definite failure, is final;
+//   - outcomeResend: send again at once (the write raced with another
+//     writer, or a missing parent was just created);
+//   - outcomeHidden: a connection loss hid whether the write took effect.
+//
+// After a hidden outcome the loop backs off (the retry policy's delay).
+// Then a write that has a way to learn whether it took effect — its marker
+// node, its GUID, the node's version or content — settles: the outcome is
+// known, or the write certainly did not happen and is sent again. A write
+// without a settle step learns it from the read that begins its next
+// attempt. The policy gives up (ErrRetriesExhausted, wrapping the error that
+// hid the outcome) once its attempts are used up and the outcome is still
+// not known: a write with a settle step always settles first.
+
+// outcome is what one attempt of a write tells retryUncertain.
+type outcome int
+
+const (
+	outcomeKnown  outcome = iota // the attempt's result is final
+	outcomeResend                // send again at once
+	outcomeHidden                // a connection loss hid the result
+)
+
+// uncertainWrite is a write for retryUncertain.
+type uncertainWrite struct {
+	// op and path name the write in the error returned when the policy
+	// gives up.
+	op, path string
+	// attempt sends the write once; n counts attempts from 1. With
+	// outcomeHidden it returns the recoverable error that hid the result.
+	attempt func(n int) (outcome, error)
+	// settle learns, after the back-off, whether an attempt whose outcome
+	// was hidden took effect: outcomeKnown with the result, or
+	// outcomeResend when it did not. nil: the next attempt's own read
+	// tells.
+	settle func() (outcome, error)
+	// interrupted wraps the error that cuts the back-off short (the end of
+	// ctx or of the session); nil returns it as is.
+	interrupted func(error) error
+}
+
+// retryUncertain runs w until its outcome is known, or the retry policy
+// gives up (see above).
+func (s *Session) retryUncertain(ctx context.Context, w uncertainWrite) error {
+	for n := 1; ; n++ {
+		o, err := w.attempt(n)
+		switch o {
+		case outcomeKnown:
+			return err
+		case outcomeResend:
+			continue
+		}
+		last := n >= s.policy.attempts()
+		if last && w.settle == nil {
+			return w.giveUp(n, err)
+		}
+		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
+			if w.interrupted != nil {
+				return w.interrupted(werr)
+			}
+			return werr
+		}
+		if w.settle == nil {
+			continue
+		}
+		if o, serr := w.settle(); o == outcomeKnown {
+			return serr
+		}
+		if last {
+			return w.giveUp(n, err)
+		}
+	}
+}
+
+// giveUp is the error of a write whose outcome stayed hidden after n
+// attempts; cause is the error that hid it.
+func (w uncertainWrite) giveUp(n int, cause error) error {
+	return opError(w.op, w.path, exhausted(n, cause))
+}
+
+// exhausted is the error of a retry policy that gave up after n attempts,
+// the last of which failed with cause.
+func exhausted(n int, cause error) error {
+	return fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, cause)
+}
+
+// afterSend classifies the error of a write that was sent and failed in a
+// way the recipe does not handle itself: a recoverable error hid the
+// outcome; any other is final, wrapped with op and path.
+func afterSend(op, path string, err error) (outcome, error) {
+	if IsRecoverable(err) {
+		return outcomeHidden, err
+	}
+	return outcomeKnown, opError(op, path, err)
 }

@@ -4,14 +4,14 @@ package runtime
 // guide's shared-lock recipe. Read and Write give the two sides, each a Lock
 // with the lock methods:
 //
-//   - a reader holds the lock when no write node precedes its node, and
-//     otherwise watches only the nearest write node before it: readers share
+//   - a reader holds the lock when no writer came before it: readers share
 //     the lock, and any number of them run together;
-//   - a writer holds the lock when its node is first, and otherwise watches
-//     only the node just before it.
+//   - a writer holds the lock alone, once everyone who came before it has
+//     released it.
 //
-// Nodes are queued in arrival order, so a waiting writer is not starved by
-// readers that arrive after it: they queue behind it.
+// Contenders are queued in arrival order, so a waiting writer is not
+// starved by readers that arrive after it: they queue behind it. A release
+// wakes only the contenders it unblocks (see the lock protocol in lock.go).
 //
 // Node names are Curator's InterProcessReadWriteLock names
 // (_c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>) or, with
@@ -46,3 +46,17 @@ func (rw *RWLock) side(kind int) *Lock {
 	l.kind = kind
 	return l
 }
+
+// Node kinds of the read/write families.
+const (
+	kindRead  = 0
+	kindWrite = 1
+)
+
+// The read/write lock's node families.
+var (
+	// Curator's InterProcessReadWriteLock: _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>.
+	curatorRW = &family{markers: []string{"__READ__", "__WRIT__"}, blockedBy: [][]bool{{false, true}, {true, true}}}
+	// kazoo's ReadLock/WriteLock: <hex>__rlock__<seq>, <hex>__lock__<seq>.
+	kazooRW = &family{markers: []string{"__rlock__", "__lock__"}, blockedBy: [][]bool{{false, true}, {true, true}}, kazoo: true}
+)

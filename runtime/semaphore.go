@@ -9,9 +9,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Semaphore is a counting semaphore on a znode directory: at most a fixed
-// number of leases are held at once. It follows Curator's
-// InterProcessSemaphoreV2, and uses its layout, so the two share a path:
+// --- Semaphore protocol
+//
+// Curator's InterProcessSemaphoreV2, in its layout:
 //
 //	<dir>/locks/_c_<uuid>-lock-<seq>    an exclusive lock serialising acquirers
 //	<dir>/leases/_c_<uuid>-lease-<seq>  one ephemeral node per lease
@@ -19,9 +19,13 @@ import (
 // An acquirer takes the internal lock (herd-free: it waits for its
 // predecessor only), creates its lease node, and while there are more lease
 // nodes than leases it waits on a children watch of the leases directory —
-// only it, the internal lock's holder, watches there, so a release wakes one
-// client. Then it releases the internal lock. Leases are ephemeral: they do
-// not survive their session.
+// only it, the internal lock's holder, watches there, so a release wakes
+// one client. Then it releases the internal lock.
+
+// Semaphore is a counting semaphore on a znode directory: at most a fixed
+// number of leases are held at once, and a released lease wakes one waiting
+// participant. It uses Curator's InterProcessSemaphoreV2 layout, so the two
+// share a path. Leases are ephemeral: they do not survive their session.
 //
 // A Semaphore handle stands for one participant: it holds at most one lease
 // at a time (Acquire while holding returns ErrAlreadyHeld).
@@ -39,10 +43,14 @@ type Semaphore struct {
 	purpose string
 }
 
-// Lease is one held lease of a semaphore.
+// Lease is one held lease of a semaphore, held until Release or until it is
+// lost: its session ended, or its lease node was deleted by someone else —
+// noticed once Lost or Context has been called, see Lock.Lost. Node is the
+// lease node; Lost and Context report the end of the lease, and
+// context.Cause wraps ErrLockLost on loss, ErrNotHeld after Release.
 type Lease struct {
+	tenure
 	sem *Semaphore
-	h   *hold
 }
 
 // NewSemaphore returns a handle on a semaphore of the given number of leases
@@ -94,7 +102,7 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 		m.busy = false
 		return nil, err
 	}
-	m.lease = &Lease{sem: m, h: h}
+	m.lease = &Lease{tenure: tenure{s: m.s, h: h}, sem: m}
 	return m.lease, nil
 }
 
@@ -207,24 +215,9 @@ func (le *Lease) Release(ctx context.Context) error {
 	return m.s.release(ctx, le.h)
 }
 
-// Lost returns a channel closed when the lease ends: lost (session ended, or
-// node deleted by someone else — noticed once Lost or Context has been
-// called, see Lock.Lost) or released.
-func (le *Lease) Lost() <-chan struct{} {
-	le.sem.s.arm(le.h)
-	return le.h.lost
-}
-
-// Context returns a context cancelled when the lease ends; context.Cause
-// wraps ErrLockLost on loss, ErrNotHeld after Release.
-func (le *Lease) Context() context.Context {
-	le.sem.s.arm(le.h)
-	return le.h.ctx
-}
-
 // Token returns the leases directory's pzxid when the lease was granted
 // (see Lock.Token).
 func (le *Lease) Token() int64 { return le.h.token }
 
-// Node returns the lease node's path.
-func (le *Lease) Node() string { return le.h.node }
+// Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
+var curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}

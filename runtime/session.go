@@ -51,31 +51,6 @@ type Session struct {
 	estOnce     sync.Once
 }
 
-// Option configures Connect.
-type Option func(*Session)
-
-// WithSessionTimeout sets the session timeout asked of the server (which
-// clamps it to its own min/max). Default 10s. It also bounds how long the
-// client tolerates being disconnected: once 80% of the granted timeout has
-// passed since it last heard from the server, the session is treated as
-// expired locally, before the server can expire it and grant another client
-// what this one held.
-func WithSessionTimeout(d time.Duration) Option {
-	return func(s *Session) { s.timeout = d }
-}
-
-// WithRetry sets the retry policy for recoverable errors of idempotent
-// operations. Default DefaultRetry.
-func WithRetry(p RetryPolicy) Option {
-	return func(s *Session) { s.policy = p }
-}
-
-// WithLogger sets the logger. Default slog.Default(). Session state changes
-// are logged at info/warn, the client library's own chatter at debug.
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Session) { s.log = l }
-}
-
 // Connect opens a ZooKeeper session to one of servers ("host:port") and
 // blocks until the session is established or ctx ends (then it gives up and
 // returns ctx's error; nothing is left behind).
@@ -94,22 +69,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	for _, o := range opts {
 		o(s)
 	}
-	dialer := func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		if s.ended.Load() {
-			// Never reconnect once the session is over: go-zookeeper would
-			// otherwise silently open a new session.
-			return nil, errors.New("runtime: session ended")
-		}
-		c, err := net.DialTimeout(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &liveConn{Conn: c, s: s, zxid: newZxidGuard(s)}, nil
-	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
 		zk.WithEventCallback(s.onEvent),
-		zk.WithDialer(dialer),
+		zk.WithDialer(s.dial),
 		zk.WithLogInfo(false),
 	)
 	if err != nil {
@@ -141,6 +104,21 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		go conn.Close()
 		return nil, fmt.Errorf("runtime: Connect to %v: %w", servers, ctx.Err())
 	}
+}
+
+// dial is go-zookeeper's dialer: it connects to a server, through a
+// liveConn, for as long as the session is not over.
+func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	if s.ended.Load() {
+		// Never reconnect once the session is over: go-zookeeper would
+		// otherwise silently open a new session.
+		return nil, errors.New("runtime: session ended")
+	}
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &liveConn{Conn: c, s: s, zxid: newZxidGuard(s)}, nil
 }
 
 // onEvent runs on go-zookeeper's event loop; it must not block.
@@ -248,3 +226,14 @@ func (s *Session) Conn() *zk.Conn { return s.conn }
 
 // check returns the session's end reason, or nil while it is alive.
 func (s *Session) check() error { return s.Err() }
+
+// zkLogger adapts go-zookeeper's Printf logger to slog at debug level: the
+// client library logs every reconnect attempt, which is noise at info level.
+// The session logs the state changes that matter itself.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	if z.l.Enabled(context.Background(), slog.LevelDebug) {
+		z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+	}
+}

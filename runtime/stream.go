@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -75,50 +74,3 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 	}()
 	return out
 }
-
-// getOrExistsW reads path with a data watch or, when it is missing, leaves
-// an exists watch that fires on its creation. Either way the returned watch
-// fires on the next change of path. exists is false when path is missing.
-func (s *Session) getOrExistsW(ctx context.Context, path string) (r getResult, exists bool, err error) {
-	for {
-		r, err = s.getW(ctx, path)
-		if err == nil {
-			return r, true, nil
-		}
-		if !isNoNode(err) {
-			return r, false, err
-		}
-		ok, _, w, err := s.existsW(ctx, path)
-		if err != nil {
-			return getResult{}, false, err
-		}
-		if ok {
-			// Created between the two reads: read it again. The exists
-			// watch just set fires on its next change, harmlessly.
-			continue
-		}
-		return getResult{watch: w}, false, nil
-	}
-}
-
-// multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
-// session's end. A multi is not idempotent, so it is not retried here.
-func (s *Session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
-}
-
-// failedOp returns the index of the op of a failed multi that failed, and
-// its error; -1 when none did. The ops before it report no error and the ops
-// after it report "runtime inconsistency" (rolled back), so the first error
-// is the one.
-func failedOp(res []zk.MultiResponse) (int, error) {
-	for i, r := range res {
-		if r.Error != nil {
-			return i, r.Error
-		}
-	}
-	return -1, nil
-}
-
-// isNoNode reports whether err is ZooKeeper's no-node result.
-func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }

@@ -71,8 +71,9 @@ const (
 	txJoined      = "joined"
 )
 
-// TwoPhaseCommit is the ZooKeeper guide's two-phased commit on one
-// transaction node:
+// --- Two-phase commit protocol
+//
+// The ZooKeeper guide's two-phased commit on one transaction node:
 //
 //	<tx>                    persistent; the transaction payload
 //	<tx>/<participant>      persistent, created empty by the coordinator;
@@ -87,24 +88,36 @@ const (
 // participant may Join: it marks its vote node "joined" and creates its
 // ephemeral presence node, in one multi, so if its session ends before it
 // votes the transaction aborts (the guide's second drawback, solved as it
-// suggests). Vote writes the participant's node once,
-// atomically with a check that its presence still exists (and removes it).
+// suggests). Vote writes the participant's node once, atomically with a
+// check that its presence still exists (and removes it).
 //
-// Outcome decides: abort as soon as any participant voted abort or lost its
-// presence before voting, commit when all committed. The decision is
-// written once, durably, with a create: the first decider's create wins
-// and every caller of Outcome returns the decision node's content, so every
-// observer sees the same outcome and it never changes. (Abort and commit
-// evidence also exclude each other: votes are written once, and a
-// participant whose presence is gone can no longer vote.)
+// Deciding (evaluate, decide): abort as soon as any participant voted abort
+// or lost its presence before voting, commit when all committed. The
+// decision is written once, durably, with a create: the first decider's
+// create wins and every caller of Outcome returns the decision node's
+// content. Abort and commit evidence also exclude each other: votes are
+// written once, and a participant whose presence is gone can no longer
+// vote.
+//
+// With notify "all" every caller of Outcome watches the votes (O(n²)
+// notifications for n participants); with WithCoordinatorNotify only the
+// coordinator does, and everyone else watches only the decision node
+// (O(n)).
+
+// TwoPhaseCommit is a two-phase commit on one transaction node: a
+// coordinator proposes, participants vote commit or abort, and Outcome
+// returns the decision — Abort as soon as any participant voted abort or,
+// having joined, lost its session before voting; Commit once all
+// committed. Every observer sees the same decision, and it never changes.
+// Participants that Join make the transaction abort if they crash before
+// voting.
 //
 // With notify "all" (the default) every caller of Outcome watches the
-// votes (O(n²) notifications for n participants). With
-// WithCoordinatorNotify, only the coordinator watches the votes and
-// publishes the decision; everyone else watches only the decision node
-// (O(n)). The coordinator is the handle that called Propose (or any handle
-// calling Coordinate); it must call Outcome or Coordinate for anyone to
-// learn the outcome.
+// votes and can decide. With WithCoordinatorNotify only the coordinator
+// does, and publishes the decision; everyone else watches only the
+// decision. The coordinator is the handle that called Propose (or any
+// handle calling Coordinate); it must call Outcome or Coordinate for anyone
+// to learn the outcome.
 //
 // Methods are safe for concurrent use.
 type TwoPhaseCommit[T any] struct {
@@ -221,53 +234,56 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
 	}
 	marker := joinPath(t.dir, txCoordinator)
 	ops = append(ops, &zk.CreateRequest{Path: marker, Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
-	for n := 1; ; n++ {
-		res, err := t.s.multi(ctx, ops...)
-		i, opErr := failedOp(res)
-		switch {
-		case err == nil:
-			t.mu.Lock()
-			t.proposed = true
-			t.mu.Unlock()
-			return nil
-		case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
-			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
-		case i == 0 && isNoNode(opErr):
-			if err := t.s.ensurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
-				return err
+	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.dir,
+		attempt: func(int) (outcome, error) {
+			res, err := t.s.multi(ctx, ops...)
+			i, opErr := failedOp(res)
+			switch {
+			case err == nil:
+				t.setProposed()
+				return outcomeKnown, nil
+			case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
+				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+			case i == 0 && isNoNode(opErr):
+				if err := t.s.ensurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
+					return outcomeKnown, err
+				}
+				return outcomeResend, nil
 			}
-			continue
-		case !IsRecoverable(err):
-			return opError("multi", t.dir, err)
-		}
-		if n >= t.s.policy.attempts() {
-			return opError("multi", t.dir, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-			return werr
-		}
-		// The multi is all or nothing: our marker, owned by our (living)
-		// session, says it went through; a transaction without it is
-		// someone else's.
-		if err := t.s.sync(ctx, t.dir); err != nil {
-			return err
-		}
-		_, st, gerr := t.s.get(ctx, marker)
-		switch {
-		case gerr == nil && st.EphemeralOwner == t.s.ID():
-			t.mu.Lock()
-			t.proposed = true
-			t.mu.Unlock()
-			return nil
-		case gerr != nil && !isNoNode(gerr):
-			return gerr
-		}
-		if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
-			return fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
-		} else if !isNoNode(gerr) {
-			return gerr
-		}
+			return afterSend("multi", t.dir, err)
+		},
+		settle: func() (outcome, error) { return t.proposalSettled(ctx, marker) },
+	})
+}
+
+// proposalSettled learns whether a proposal whose reply was lost went
+// through. The multi is all or nothing: our marker, owned by our (living)
+// session, says it did; a transaction without it is someone else's.
+func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) (outcome, error) {
+	if err := t.s.sync(ctx, t.dir); err != nil {
+		return outcomeKnown, err
 	}
+	_, st, gerr := t.s.get(ctx, marker)
+	switch {
+	case gerr == nil && st.EphemeralOwner == t.s.ID():
+		t.setProposed()
+		return outcomeKnown, nil
+	case gerr != nil && !isNoNode(gerr):
+		return outcomeKnown, gerr
+	}
+	if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
+		return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+	} else if !isNoNode(gerr) {
+		return outcomeKnown, gerr
+	}
+	return outcomeResend, nil
+}
+
+// setProposed records that this handle created the transaction.
+func (t *TwoPhaseCommit[T]) setProposed() {
+	t.mu.Lock()
+	t.proposed = true
+	t.mu.Unlock()
 }
 
 // Payload reads the transaction's payload. A transaction not proposed yet
@@ -317,44 +333,48 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) error {
 	if err := t.check(p); err != nil {
 		return err
 	}
-	for n := 1; ; n++ {
-		r, err := t.waitExists(ctx, t.votePath(p))
-		if err != nil {
-			return err
-		}
-		if r.stat.Version != 0 {
-			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
-		}
-		_, err = t.s.multi(ctx,
-			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
-			&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
-		switch {
-		case err == nil:
-			t.mu.Lock()
-			t.joined[p] = t.presencePath(p)
-			t.mu.Unlock()
-			return nil
-		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
-			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
-		case isNoNode(err):
-			continue // removed and proposed again meanwhile
-		case !IsRecoverable(err):
-			return opError("multi", t.votePath(p), err)
-		}
-		if n >= t.s.policy.attempts() {
-			return opError("multi", t.votePath(p), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-			return werr
-		}
-		// Did it go through? Our presence node says so.
-		if _, st, gerr := t.s.get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
-			t.mu.Lock()
-			t.joined[p] = t.presencePath(p)
-			t.mu.Unlock()
-			return nil
-		}
+	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
+		attempt: func(int) (outcome, error) { return t.joinOnce(ctx, p) },
+		settle: func() (outcome, error) {
+			// Did it go through? Our presence node says so.
+			if _, st, gerr := t.s.get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
+				t.setJoined(p)
+				return outcomeKnown, nil
+			}
+			return outcomeResend, nil
+		},
+	})
+}
+
+// joinOnce is one attempt of Join.
+func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (outcome, error) {
+	r, err := t.waitExists(ctx, t.votePath(p))
+	if err != nil {
+		return outcomeKnown, err
 	}
+	if r.stat.Version != 0 {
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+	}
+	_, err = t.s.multi(ctx,
+		&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
+		&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
+	switch {
+	case err == nil:
+		t.setJoined(p)
+		return outcomeKnown, nil
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+	case isNoNode(err):
+		return outcomeResend, nil // removed and proposed again meanwhile
+	}
+	return afterSend("multi", t.votePath(p), err)
+}
+
+// setJoined records that this handle created p's presence node.
+func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
+	t.mu.Lock()
+	t.joined[p] = t.presencePath(p)
+	t.mu.Unlock()
 }
 
 // Vote casts participant p's vote, once. If this handle joined p, the vote
@@ -375,48 +395,48 @@ func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision)
 	t.mu.Lock()
 	presence := t.joined[p]
 	t.mu.Unlock()
-	for n := 1; ; n++ {
-		r, err := t.waitExists(ctx, t.votePath(p))
-		if err != nil {
-			return err
-		}
-		var ops []any
-		switch cur, voted := parseDecision(r.data); {
-		case voted && cur == d:
-			return nil
-		case voted:
-			return fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
-		case string(r.data) == txJoined && presence == "":
-			return fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
-		case string(r.data) == txJoined:
-			ops = []any{
-				&zk.CheckVersionRequest{Path: presence, Version: -1},
-				&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version},
-				&zk.DeleteRequest{Path: presence, Version: -1},
-			}
-		default:
-			ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
-		}
-		res, err := t.s.multi(ctx, ops...)
-		i, opErr := failedOp(res)
-		switch {
-		case err == nil:
-			return nil
-		case len(ops) == 3 && i == 0 && isNoNode(opErr):
-			return fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
-		case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
-			continue // changed meanwhile: read again
-		case !IsRecoverable(err):
-			return opError("multi", t.votePath(p), err)
-		}
-		// Connection loss: the next read tells whether the vote is in.
-		if n >= t.s.policy.attempts() {
-			return opError("multi", t.votePath(p), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-		}
-		if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-			return werr
-		}
+	// After a connection loss, the next attempt's read tells whether the
+	// vote is in.
+	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
+		attempt: func(int) (outcome, error) { return t.voteOnce(ctx, p, d, presence) },
+	})
+}
+
+// voteOnce is one attempt of Vote; presence is p's presence node if this
+// handle joined p.
+func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decision, presence string) (outcome, error) {
+	r, err := t.waitExists(ctx, t.votePath(p))
+	if err != nil {
+		return outcomeKnown, err
 	}
+	var ops []any
+	switch cur, voted := parseDecision(r.data); {
+	case voted && cur == d:
+		return outcomeKnown, nil
+	case voted:
+		return outcomeKnown, fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
+	case string(r.data) == txJoined && presence == "":
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
+	case string(r.data) == txJoined:
+		ops = []any{
+			&zk.CheckVersionRequest{Path: presence, Version: -1},
+			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version},
+			&zk.DeleteRequest{Path: presence, Version: -1},
+		}
+	default:
+		ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
+	}
+	res, err := t.s.multi(ctx, ops...)
+	i, opErr := failedOp(res)
+	switch {
+	case err == nil:
+		return outcomeKnown, nil
+	case len(ops) == 3 && i == 0 && isNoNode(opErr):
+		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
+	case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
+		return outcomeResend, nil // changed meanwhile: read again
+	}
+	return afterSend("multi", t.votePath(p), err)
 }
 
 // Outcome blocks until the transaction is decided and returns the decision:
@@ -533,26 +553,11 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 		case v == Commit:
 		case string(r.data) == txJoined:
 			all = false
-			// Read the presence after the "joined" vote, then the vote
-			// again: "joined", then no presence, then still "joined"
-			// means the participant's session ended before it voted, and
-			// it never can vote now (a vote needs its presence, and it
-			// cannot join twice).
-			pr, err := t.s.getW(ctx, t.presencePath(p))
-			if err == nil {
-				forward(pr.watch)
-				continue
-			}
-			if !isNoNode(err) {
+			lost, err := t.presenceLost(ctx, p, forward)
+			if err != nil {
 				return 0, false, err
 			}
-			again, _, err := t.s.get(ctx, t.votePath(p))
-			if err != nil && !isNoNode(err) {
-				return 0, false, err
-			}
-			if v, _ := parseDecision(again); string(again) == txJoined || v == Abort {
-				abort = true
-			}
+			abort = abort || lost
 		default:
 			all = false
 		}
@@ -566,43 +571,82 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 	return 0, false, nil
 }
 
+// presenceLost reports whether participant p, which joined and has not
+// voted, lost its presence before voting (then the transaction aborts),
+// leaving a watch (handed to forward) on its presence node while it has
+// one. It reads the presence after the "joined" vote, then the vote again:
+// "joined", then no presence, then still "joined" means the participant's
+// session ended before it voted, and it never can vote now (a vote needs
+// its presence, and it cannot join twice). An abort vote read then counts
+// the same.
+func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, forward func(<-chan zk.Event)) (bool, error) {
+	pr, err := t.s.getW(ctx, t.presencePath(p))
+	if err == nil {
+		forward(pr.watch)
+		return false, nil
+	}
+	if !isNoNode(err) {
+		return false, err
+	}
+	again, _, err := t.s.get(ctx, t.votePath(p))
+	if err != nil && !isNoNode(err) {
+		return false, err
+	}
+	v, _ := parseDecision(again)
+	return string(again) == txJoined || v == Abort, nil
+}
+
 // decide writes decision d unless one exists, and returns the decision that
 // stands.
 func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, error) {
-	for n := 1; ; n++ {
-		_, err := await(ctx, t.s, func() (string, error) {
-			return t.s.create(t.decisionPath(), []byte(d.String()), 0, t.acl)
-		})
-		switch {
-		case err == nil:
-			return d, nil
-		case isNoNode(err):
-			return 0, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
-		case errors.Is(err, zk.ErrNodeExists):
-		case !IsRecoverable(err):
-			return 0, opError("create", t.decisionPath(), err)
-		default:
-			if n >= t.s.policy.attempts() {
-				return 0, opError("create", t.decisionPath(), fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, err))
-			}
-			if werr := t.s.sleep(ctx, t.s.policy.delay(n)); werr != nil {
-				return 0, werr
-			}
-		}
-		// Exists (ours after a lost reply, or someone else's): it stands.
-		data, _, gerr := t.s.get(ctx, t.decisionPath())
-		if isNoNode(gerr) {
-			continue
-		}
-		if gerr != nil {
-			return 0, gerr
-		}
-		got, ok := parseDecision(data)
-		if !ok {
-			return 0, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
-		}
-		return got, nil
+	var got Decision
+	// The decision node, once it exists (ours after a lost reply, or
+	// someone else's), stands.
+	standing := func() (outcome, error) {
+		var o outcome
+		var err error
+		got, o, err = t.standingDecision(ctx)
+		return o, err
 	}
+	err := t.s.retryUncertain(ctx, uncertainWrite{op: "create", path: t.decisionPath(),
+		attempt: func(int) (outcome, error) {
+			_, err := await(ctx, t.s, func() (string, error) {
+				return t.s.create(t.decisionPath(), []byte(d.String()), 0, t.acl)
+			})
+			switch {
+			case err == nil:
+				got = d
+				return outcomeKnown, nil
+			case isNoNode(err):
+				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
+			case errors.Is(err, zk.ErrNodeExists):
+				return standing()
+			}
+			return afterSend("create", t.decisionPath(), err)
+		},
+		settle: standing,
+	})
+	if err != nil {
+		return 0, err
+	}
+	return got, nil
+}
+
+// standingDecision reads the decision node: outcomeResend when it is
+// missing.
+func (t *TwoPhaseCommit[T]) standingDecision(ctx context.Context) (Decision, outcome, error) {
+	data, _, err := t.s.get(ctx, t.decisionPath())
+	if isNoNode(err) {
+		return 0, outcomeResend, nil
+	}
+	if err != nil {
+		return 0, outcomeKnown, err
+	}
+	got, ok := parseDecision(data)
+	if !ok {
+		return 0, outcomeKnown, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
+	}
+	return got, outcomeKnown, nil
 }
 
 // ForceAbort decides Abort now unless the transaction is decided already,
@@ -644,4 +688,60 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// TxStatus is a snapshot of a two-phase commit transaction.
+type TxStatus struct {
+	Proposed bool         // the transaction node exists
+	Votes    []VoteStatus // one per participant, in the handle's order
+	Decision Decision     // 0 while undecided
+}
+
+// VoteStatus is one participant's state in a transaction.
+type VoteStatus struct {
+	Participant Participant
+	Vote        Decision // 0 while it has not voted
+	Joined      bool     // it joined (announced itself) and has not voted yet
+	Present     bool     // its presence node exists: joined, alive, not voted yet
+}
+
+// Status reads the transaction's votes and decision without deciding
+// anything (unlike Outcome). A transaction not proposed yet has Proposed
+// false.
+func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
+	var st TxStatus
+	if t.err != nil {
+		return st, t.err
+	}
+	ok, err := t.s.Exists(ctx, t.dir)
+	if err != nil || !ok {
+		return st, err
+	}
+	st.Proposed = true
+	for _, p := range t.parts {
+		v := VoteStatus{Participant: p}
+		data, _, err := t.s.get(ctx, t.votePath(p))
+		switch {
+		case isNoNode(err):
+		case err != nil:
+			return st, err
+		case string(data) == txJoined:
+			v.Joined = true
+		default:
+			v.Vote, _ = parseDecision(data)
+		}
+		if v.Present, err = t.s.Exists(ctx, t.presencePath(p)); err != nil {
+			return st, err
+		}
+		st.Votes = append(st.Votes, v)
+	}
+	data, _, err := t.s.get(ctx, t.decisionPath())
+	switch {
+	case isNoNode(err):
+	case err != nil:
+		return st, err
+	default:
+		st.Decision, _ = parseDecision(data)
+	}
+	return st, nil
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// hold is one tenure of a lock or a semaphore lease: the node that holds,
-// its fencing token, and the signals of its end.
+// hold is the state of one tenure — a lock held, a semaphore lease, a
+// leadership, a group membership: the node that holds, its fencing token,
+// and the signals of its end.
 type hold struct {
 	node     string
 	token    int64
@@ -177,26 +178,53 @@ func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
 	}
 }
 
-// release ends the tenure h by deleting its node. It returns ErrLockLost if
-// the tenure had been lost. If ctx ends before the delete is confirmed, the
-// delete carries on in the background (bounded) and ctx's error is returned.
+// release ends the tenure h by deleting its node; see releaseAs.
 func (s *Session) release(ctx context.Context, h *hold) error {
+	return s.releaseAs(ctx, h, "", func(ctx context.Context) error { return s.delete(ctx, h.node, -1) })
+}
+
+// releaseAs ends the tenure h with remove, which deletes its node (and
+// what goes with it). It returns an error wrapping the tenure's loss error
+// if the tenure had been lost, or turns out lost (the node gone, the
+// session ended). If ctx ends before the removal is confirmed, the removal
+// carries on in the background (bounded) and ctx's error is returned.
+// label, if not empty, comes before the node's path in errors.
+func (s *Session) releaseAs(ctx context.Context, h *hold, label string, remove func(context.Context) error) error {
 	defer close(h.stop)
+	where := h.node
+	if label != "" {
+		where = label + " " + h.node
+	}
 	if h.wasLost.Load() {
-		return fmt.Errorf("%s: %w", h.node, ErrLockLost)
+		return fmt.Errorf("%s: %w", where, h.lostSentinel())
 	}
 	h.released.Store(true)
-	err := s.delete(ctx, h.node, -1)
+	err := remove(ctx)
 	switch {
 	case err == nil:
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
 		h.end(true)
-		return fmt.Errorf("%s: %w (%w)", h.node, ErrLockLost, err)
+		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
 	case ctx.Err() != nil && s.check() == nil:
-		go s.abandon(h.node, nil)
+		go func() {
+			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			if err := remove(cctx); err != nil && !errors.Is(err, zk.ErrNoNode) && s.check() == nil {
+				s.log.Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
+			}
+		}()
 	}
 	h.end(false)
 	return err
+}
+
+// dismiss ends a tenure that was started but never handed out (an
+// election candidate that turned out not to lead), its node being removed
+// by the caller.
+func (h *hold) dismiss() {
+	h.released.Store(true)
+	close(h.stop)
+	h.end(false)
 }
 
 // abandon removes a contender node with a fresh, bounded context and returns
@@ -223,4 +251,70 @@ func lostIfNoNode(err error, node string) error {
 		return fmt.Errorf("%s: node vanished: %w", node, ErrLockLost)
 	}
 	return err
+}
+
+// --- Tenures handed out
+//
+// A Leadership, a Membership and a Lease are each one tenure of a node,
+// handed to the application. They embed tenure, whose methods are theirs:
+// Node, Lost and Context. The loss they report wraps the recipe's own error
+// (ErrLeadershipLost, ErrMembershipLost, ErrLockLost), set when the tenure
+// starts (startHoldAs).
+
+// tenure is what a Leadership, a Membership and a Lease have in common.
+type tenure struct {
+	s     *Session
+	h     *hold
+	ended atomic.Bool // given up: Resign or Leave called
+}
+
+// Node returns the path of the node that holds the tenure.
+func (t *tenure) Node() string { return t.h.node }
+
+// Lost returns a channel closed when the tenure ends: lost (the session
+// expired or was closed, or the node was deleted by someone else) or given
+// up (Resign, Leave, Release). A brief connection loss does not end it; a
+// disconnection for most of the session timeout does (see
+// WithSessionTimeout).
+func (t *tenure) Lost() <-chan struct{} {
+	t.s.arm(t.h)
+	return t.h.lost
+}
+
+// Context returns a context cancelled when the tenure ends, so work done
+// under it stops by itself when it is lost. context.Cause tells why: an
+// error wrapping the recipe's loss error (ErrLeadershipLost,
+// ErrMembershipLost, ErrLockLost), or ErrNotHeld once given up.
+func (t *tenure) Context() context.Context {
+	t.s.arm(t.h)
+	return t.h.ctx
+}
+
+// giveUp marks the tenure given up; it reports false when it was already.
+func (t *tenure) giveUp() bool { return t.ended.CompareAndSwap(false, true) }
+
+// slot is the flag of a handle that has one tenure at a time (an election
+// candidate, a group member): set from the start of an attempt until the
+// attempt fails or the tenure is given up.
+type slot struct {
+	mu   sync.Mutex
+	busy bool
+}
+
+// take sets the flag; it reports false when it was set already.
+func (o *slot) take() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.busy {
+		return false
+	}
+	o.busy = true
+	return true
+}
+
+// free clears the flag.
+func (o *slot) free() {
+	o.mu.Lock()
+	o.busy = false
+	o.mu.Unlock()
 }

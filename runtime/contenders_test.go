@@ -68,12 +68,15 @@ func TestSortContendersPlain(t *testing.T) {
 	}
 }
 
-func TestSeqBefore(t *testing.T) {
-	if !seqBefore(1, 2) || seqBefore(2, 1) || seqBefore(5, 5) {
+func TestSeqCompare(t *testing.T) {
+	if seqCompare(1, 2) != -1 || seqCompare(2, 1) != 1 || seqCompare(5, 5) != 0 {
 		t.Fatal("plain order")
 	}
-	if !seqBefore(math.MaxInt32, math.MinInt32) || seqBefore(math.MinInt32, math.MaxInt32) {
+	if seqCompare(math.MaxInt32, math.MinInt32) != -1 || seqCompare(math.MinInt32, math.MaxInt32) != 1 {
 		t.Fatal("wrap order")
+	}
+	if seqCompare(-1, 0) != -1 || seqCompare(0, -1) != 1 {
+		t.Fatal("order across zero")
 	}
 }
 

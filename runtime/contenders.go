@@ -1,0 +1,256 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// family describes the contender nodes that share one lock directory: the
+// name marker of each kind of node and which kinds make which wait.
+type family struct {
+	markers   []string // node-name marker of each kind, just before the sequence
+	blockedBy [][]bool // blockedBy[k][j]: a node of kind k waits for lower nodes of kind j
+	kazoo     bool     // kazoo naming: <uuid hex><marker><seq>, else Curator's _c_<uuid>-<marker><seq>
+}
+
+// contender is one sequential child of a recipe directory.
+type contender struct {
+	name string // child name
+	seq  int32  // ZooKeeper sequence number (may be negative past the wrap)
+	kind int    // index of its marker in the family
+}
+
+// prefix returns a fresh, GUID-carrying name prefix for a node of kind k.
+func (f *family) prefix(k int) string {
+	if f.kazoo {
+		return strings.ReplaceAll(newGUID(), "-", "") + f.markers[k]
+	}
+	return protectedPrefix + newGUID() + "-" + f.markers[k]
+}
+
+// sortContenders keeps the children that are nodes of f, in queue order.
+func (f *family) sortContenders(children []string) []contender {
+	out := make([]contender, 0, len(children))
+	for _, c := range children {
+		for k, m := range f.markers {
+			if seq, ok := parseSeq(c, m); ok {
+				out = append(out, contender{c, seq, k})
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b contender) int {
+		if c := seqCompare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out
+}
+
+// blocker returns the index of the nearest node before cs[i] that cs[i]
+// must wait for, or -1 when cs[i] holds.
+func (f *family) blocker(cs []contender, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if f.blockedBy[cs[i].kind][cs[j].kind] {
+			return j
+		}
+	}
+	return -1
+}
+
+// indexOf returns the position of name in cs, or -1.
+func indexOf(cs []contender, name string) int {
+	for i, c := range cs {
+		if c.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// --- Sequence numbers
+//
+// A sequential node's name ends in its parent's counter, ten digits (a
+// minus sign and ten digits past the wrap). The counter is a signed 32-bit
+// int that wraps from 2147483647 to -2147483648, so nodes are ordered in
+// serial-number arithmetic (RFC 1982), by seqCompare, everywhere: lock,
+// election, group, semaphore and barrier contenders, and queue items.
+
+// parseSeq returns the sequence suffix that directly follows marker at the
+// end of name. ok is false for children that are not such nodes (foreign
+// children are ignored by every recipe).
+func parseSeq(name, marker string) (seq int32, ok bool) {
+	i := strings.LastIndex(name, marker)
+	if i < 0 {
+		return 0, false
+	}
+	return parseSeqText(name[i+len(marker):])
+}
+
+// parseSeqText parses a ZooKeeper sequence suffix (10 digits, or a minus
+// sign and 10 digits past the int32 wrap).
+func parseSeqText(s string) (int32, bool) {
+	if len(s) < 10 || len(s) > 11 || s[0] == '+' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// seqCompare orders sequence numbers a and b (-1, 0 or +1) in serial-number
+// arithmetic: a is before b when b is less than 2^31 steps after a. Live
+// nodes always span far less than that, so this is a total order on them
+// and stays correct across the wrap, where plain integer order breaks.
+func seqCompare(a, b int32) int {
+	switch d := int32(uint32(a) - uint32(b)); {
+	case d < 0:
+		return -1
+	case d > 0:
+		return 1
+	}
+	return 0
+}
+
+// Holder describes one contender node of a lock: the holder(s) first, then
+// the waiters in queue order.
+type Holder struct {
+	Node    string    // full znode path
+	Seq     int32     // sequence number
+	Token   int64     // creation zxid: the fencing token if it holds
+	Created time.Time // creation time (server clock)
+	Holds   bool      // true for the current holder(s)
+	Read    bool      // a read-lock node (read/write locks only)
+	Owner   Owner     // metadata written by the contender
+	Known   bool      // false when the node carries no zkgen metadata (e.g. Curator's)
+}
+
+// holders lists the contenders of dir in queue order; those that no earlier
+// node blocks hold.
+func (s *Session) holders(ctx context.Context, dir string, fam *family) ([]Holder, error) {
+	kids, err := s.children(ctx, dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cs := fam.sortContenders(kids)
+	out := make([]Holder, len(cs))
+	ok := make([]bool, len(cs))
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16) // bound the requests in flight
+	for i, c := range cs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p := joinPath(dir, c.name)
+			data, st, err := s.get(ctx, p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			o, known := parseOwner(data)
+			out[i] = Holder{Node: p, Seq: c.seq, Token: st.Czxid, Created: time.UnixMilli(st.Ctime).UTC(), Owner: o, Known: known,
+				Holds: fam.blocker(cs, i) < 0, Read: len(fam.markers) == 2 && c.kind == kindRead}
+			ok[i] = true
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res := out[:0]
+	for i := range out {
+		if ok[i] {
+			res = append(res, out[i])
+		}
+	}
+	return res, nil
+}
+
+func (s *Session) reap(ctx context.Context, dir string, fam *family, olderThan time.Duration) ([]Holder, error) {
+	hs, err := s.holders(ctx, dir, fam)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := time.Now().Add(-olderThan)
+	var removed []Holder
+	for _, h := range hs {
+		if !h.Created.Before(cutoff) {
+			continue
+		}
+		err := s.delete(ctx, h.Node, -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("reap %s: %w", dir, err)
+		}
+		s.log.Info("reaped lock node", "path", h.Node, "owner", h.Owner.Host, "created", h.Created)
+		removed = append(removed, h)
+	}
+	return removed, nil
+}
+
+// Owner is the metadata every lock and lease node carries as JSON data, so
+// operators (and Holders) can see who holds and who waits.
+type Owner struct {
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Session string    `json:"session"`           // ZooKeeper session id, 0x-hex
+	Since   time.Time `json:"since"`             // when the node was created (client clock)
+	Purpose string    `json:"purpose,omitempty"` // set with SetPurpose
+
+	// RevokeRequestedAt is set by RequestRevoke (requester's clock).
+	RevokeRequestedAt time.Time `json:"revoke_requested_at,omitzero"`
+}
+
+var hostname = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+})
+
+func (s *Session) owner(purpose string) []byte {
+	b, _ := json.Marshal(Owner{
+		Host:    hostname(),
+		PID:     os.Getpid(),
+		Session: fmt.Sprintf("0x%x", s.ID()),
+		Since:   time.Now().UTC().Truncate(time.Millisecond),
+		Purpose: purpose,
+	})
+	return b
+}
+
+// parseOwner decodes node data written by this package. Nodes written by
+// other libraries (Curator writes nothing or an address) give ok == false.
+func parseOwner(data []byte) (o Owner, ok bool) {
+	if len(data) == 0 || data[0] != '{' {
+		return Owner{}, false
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return Owner{}, false
+	}
+	return o, true
+}
