@@ -44,7 +44,7 @@ func TestPartitionQueues(t *testing.T) {
 		backlog = 20 // items put and not yet consumed, per queue
 		bucket  = 8  // small buckets: sealing and moving on happen during the faults
 	)
-	run := &queueRun{t: t, ctx: ctx, progress: make(chan struct{}, 1<<16), stop: make(chan struct{})}
+	run := &queueRun{fleet: newFleet(t, ctx), progress: make(chan struct{}, 1<<16), stop: make(chan struct{})}
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	codec := runtime.StringCodec()
@@ -60,11 +60,11 @@ func TestPartitionQueues(t *testing.T) {
 		run.ledgers = append(run.ledgers, l)
 		p := runtime.At(root).Lit(name)
 		for m := range e.Size() {
-			pw := run.worker(fmt.Sprintf("%s-p%d", name, m), memberAddrs(e, m), m)
+			pw := run.client(fmt.Sprintf("%s-p%d", name, m), e, m)
 			pwg.Add(1)
 			go func() {
 				defer pwg.Done()
-				pw.produce(l, func(s *runtime.Session) func(context.Context, string) error {
+				produce(run, pw, l, func(s *runtime.Session) func(context.Context, string) error {
 					if ack {
 						return runtime.NewAckQueue(s, p, codec, qopt).Put
 					}
@@ -73,18 +73,14 @@ func TestPartitionQueues(t *testing.T) {
 			}()
 		}
 		for m := -1; m < e.Size(); m++ {
-			servers := e.Servers()
-			if m >= 0 {
-				servers = memberAddrs(e, m)
-			}
-			cw := run.worker(fmt.Sprintf("%s-c%d", name, m), servers, m)
+			cw := run.client(fmt.Sprintf("%s-c%d", name, m), e, m)
 			cwg.Add(1)
 			go func() {
 				defer cwg.Done()
 				if ack {
-					cw.consumeAck(cctx, l, func(s *runtime.Session) *runtime.AckQueue[string] { return runtime.NewAckQueue(s, p, codec, qopt) })
+					consumeAck(cctx, cw, l, func(s *runtime.Session) *runtime.AckQueue[string] { return runtime.NewAckQueue(s, p, codec, qopt) })
 				} else {
-					cw.consume(cctx, l, func(s *runtime.Session) *runtime.Queue[string] { return runtime.NewQueue(s, p, codec, qopt) })
+					consume(cctx, cw, l, func(s *runtime.Session) *runtime.Queue[string] { return runtime.NewQueue(s, p, codec, qopt) })
 				}
 			}()
 		}
@@ -118,17 +114,11 @@ func TestPartitionQueues(t *testing.T) {
 			}
 		}
 		prev = x
-		pinned := run.sessionsPinnedTo(x)
+		pinned := run.pinnedTo(x)
 		newLeader := isolate(t, e, x)
 		t.Logf("%s %d cut off with %d pinned sessions; member %d leads the majority", side, x, len(pinned), newLeader)
 		wait(phase, fmt.Sprintf("member %d cut off", x))
-		for _, s := range pinned {
-			select {
-			case <-s.Done():
-			case <-ctx.Done():
-				t.Fatalf("a session pinned to member %d, cut off, never ended", x)
-			}
-		}
+		run.awaitEnd(pinned, fmt.Sprintf("pinned to member %d, cut off", x))
 		healed := heal(t, e)
 		t.Logf("healed; member %d leads", healed)
 		wait(phase, fmt.Sprintf("after member %d rejoined", x))
@@ -152,7 +142,7 @@ func TestPartitionQueues(t *testing.T) {
 	for _, l := range run.ledgers {
 		l.final()
 	}
-	t.Logf("%d items consumed during the run; %d sessions opened, %d ended before the end", consumed, run.opened(), run.ended())
+	t.Logf("%d items consumed during the run; %d sessions opened, %d of them expired", consumed, run.opened(), run.expired())
 	if t.Failed() {
 		return
 	}
@@ -173,136 +163,20 @@ func TestPartitionQueues(t *testing.T) {
 
 // queueRun is the shared state of the queue workers.
 type queueRun struct {
-	t        *testing.T
-	ctx      context.Context
+	*fleet
 	ledgers  []*itemLedger
 	progress chan struct{} // one per item consumed for the first time
 	stop     chan struct{} // closed: producers stop
-
-	mu      sync.Mutex
-	workers []*queueWorker
-	all     []*runtime.Session
 }
 
-// queueWorker is one producer or consumer: a server list and its current
-// session, replaced when it ends.
-type queueWorker struct {
-	run     *queueRun
-	name    string
-	servers []string
-	member  int // the member it is pinned to; -1: any
-
-	mu    sync.Mutex
-	cur   *runtime.Session
-	gen   int
-	fresh chan struct{} // closed when a new session is established
-}
-
-func (r *queueRun) worker(name string, servers []string, member int) *queueWorker {
-	w := &queueWorker{run: r, name: name, servers: servers, member: member, fresh: make(chan struct{})}
-	r.mu.Lock()
-	r.workers = append(r.workers, w)
-	r.mu.Unlock()
-	return w
-}
-
-// sessionsPinnedTo waits until every worker pinned to member m has a live
-// session, and returns them.
-func (r *queueRun) sessionsPinnedTo(m int) []*runtime.Session {
-	r.mu.Lock()
-	ws := slices.Clone(r.workers)
-	r.mu.Unlock()
-	var out []*runtime.Session
-	for _, w := range ws {
-		if w.member != m {
-			continue
-		}
-		for {
-			w.mu.Lock()
-			cur, fresh := w.cur, w.fresh
-			w.mu.Unlock()
-			if cur != nil && cur.Err() == nil {
-				out = append(out, cur)
-				break
-			}
-			select {
-			case <-fresh:
-			case <-r.ctx.Done():
-				r.t.Fatalf("%s: no live session on member %d", w.name, m)
-			}
-		}
-	}
-	return out
-}
-
-func (r *queueRun) closeAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.all {
-		s.Close()
-	}
-}
-
-func (r *queueRun) opened() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.all)
-}
-
-// ended counts the sessions that ended otherwise than by Close.
-func (r *queueRun) ended() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, s := range r.all {
-		if errors.Is(s.Err(), runtime.ErrSessionExpired) {
-			n++
-		}
-	}
-	return n
-}
-
-// session returns the worker's live session, opening a new one if there is
-// none (blocking while its servers do not serve). It returns nil when ctx
-// ends first.
-func (w *queueWorker) session(ctx context.Context) *runtime.Session {
-	w.mu.Lock()
-	cur := w.cur
-	w.mu.Unlock()
-	if cur != nil && cur.Err() == nil {
-		return cur
-	}
-	timeout := minorityTimeout
-	if w.member < 0 {
-		timeout = survivorTimeout
-	}
-	for ctx.Err() == nil {
-		s, err := runtime.Connect(ctx, w.servers, runtime.WithSessionTimeout(timeout))
-		if err != nil {
-			continue // ctx's end, or the session ended at once: again
-		}
-		w.run.mu.Lock()
-		w.run.all = append(w.run.all, s)
-		w.run.mu.Unlock()
-		w.mu.Lock()
-		w.cur = s
-		w.gen++
-		close(w.fresh)
-		w.fresh = make(chan struct{})
-		w.mu.Unlock()
-		return s
-	}
-	return nil
-}
-
-func (w *queueWorker) produce(l *itemLedger, newPut func(*runtime.Session) func(context.Context, string) error) {
-	ctx := w.run.ctx
+func produce(run *queueRun, w *fleetClient, l *itemLedger, newPut func(*runtime.Session) func(context.Context, string) error) {
+	ctx := run.ctx
 	var s *runtime.Session
 	var put func(context.Context, string) error
 	for k := 0; ; k++ {
 		select {
 		case l.slots <- struct{}{}:
-		case <-w.run.stop:
+		case <-run.stop:
 			return
 		}
 		if cur := w.session(ctx); cur == nil {
@@ -310,13 +184,13 @@ func (w *queueWorker) produce(l *itemLedger, newPut func(*runtime.Session) func(
 		} else if cur != s {
 			s, put = cur, newPut(cur)
 		}
-		item := fmt.Sprintf("%s.%d-%04d", w.name, w.gen, k)
+		item := fmt.Sprintf("%s.%d-%04d", w.name, w.generation(), k)
 		l.putting(item)
 		l.putDone(item, put(ctx, item))
 	}
 }
 
-func (w *queueWorker) consume(ctx context.Context, l *itemLedger, newQueue func(*runtime.Session) *runtime.Queue[string]) {
+func consume(ctx context.Context, w *fleetClient, l *itemLedger, newQueue func(*runtime.Session) *runtime.Queue[string]) {
 	var s *runtime.Session
 	var q *runtime.Queue[string]
 	for ctx.Err() == nil {
@@ -335,7 +209,7 @@ func (w *queueWorker) consume(ctx context.Context, l *itemLedger, newQueue func(
 	}
 }
 
-func (w *queueWorker) consumeAck(ctx context.Context, l *itemLedger, newQueue func(*runtime.Session) *runtime.AckQueue[string]) {
+func consumeAck(ctx context.Context, w *fleetClient, l *itemLedger, newQueue func(*runtime.Session) *runtime.AckQueue[string]) {
 	var s *runtime.Session
 	var q *runtime.AckQueue[string]
 	for ctx.Err() == nil {
@@ -351,7 +225,7 @@ func (w *queueWorker) consumeAck(ctx context.Context, l *itemLedger, newQueue fu
 			l.delivered(w.name, s, d.Value)
 			// Acked at once, on the run's context: a stopping consumer
 			// finishes what it holds.
-			l.settled(s, d.Value, d.Ack(w.run.ctx))
+			l.settled(s, d.Value, d.Ack(w.f.ctx))
 		}
 		l.takeErr(err)
 	}

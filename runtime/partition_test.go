@@ -1,9 +1,14 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -115,4 +120,154 @@ func requireEmptyEverywhere(t *testing.T, e *zktest.Ensemble, dir string) {
 		}
 		s.Close()
 	}
+}
+
+// fleet is a set of clients of an ensemble, each with its server list and
+// a session that it replaces when it ends.
+type fleet struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu      sync.Mutex
+	clients []*fleetClient
+	all     []*runtime.Session
+}
+
+// fleetClient is one client: a server list, either one member's (pinned:
+// cut off with it, with a short session timeout) or every member's.
+type fleetClient struct {
+	f       *fleet
+	name    string
+	servers []string
+	member  int // the member it is pinned to; -1: any
+
+	mu    sync.Mutex
+	cur   *runtime.Session
+	gen   int
+	fresh chan struct{} // closed when a new session is established
+}
+
+func newFleet(t *testing.T, ctx context.Context) *fleet { return &fleet{t: t, ctx: ctx} }
+
+// client adds a client pinned to member m, or to any member if m < 0.
+func (f *fleet) client(name string, e *zktest.Ensemble, m int) *fleetClient {
+	servers := e.Servers()
+	if m >= 0 {
+		servers = memberAddrs(e, m)
+	}
+	c := &fleetClient{f: f, name: name, servers: servers, member: m, fresh: make(chan struct{})}
+	f.mu.Lock()
+	f.clients = append(f.clients, c)
+	f.mu.Unlock()
+	return c
+}
+
+// pinnedTo waits until every client pinned to member m has a live session,
+// and returns those sessions.
+func (f *fleet) pinnedTo(m int) []*runtime.Session {
+	f.mu.Lock()
+	cs := slices.Clone(f.clients)
+	f.mu.Unlock()
+	var out []*runtime.Session
+	for _, c := range cs {
+		if c.member != m {
+			continue
+		}
+		for {
+			c.mu.Lock()
+			cur, fresh := c.cur, c.fresh
+			c.mu.Unlock()
+			if cur != nil && cur.Err() == nil {
+				out = append(out, cur)
+				break
+			}
+			select {
+			case <-fresh:
+			case <-f.ctx.Done():
+				f.t.Fatalf("%s: no live session on member %d", c.name, m)
+			}
+		}
+	}
+	return out
+}
+
+// awaitEnd waits until every session in ss has ended.
+func (f *fleet) awaitEnd(ss []*runtime.Session, why string) {
+	f.t.Helper()
+	for _, s := range ss {
+		select {
+		case <-s.Done():
+		case <-f.ctx.Done():
+			f.t.Fatalf("a session never ended: %s", why)
+		}
+	}
+}
+
+// closeAll closes every session the clients opened.
+func (f *fleet) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.all {
+		s.Close()
+	}
+}
+
+// opened counts the sessions opened.
+func (f *fleet) opened() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.all)
+}
+
+// expired counts the sessions that ended otherwise than by Close.
+func (f *fleet) expired() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, s := range f.all {
+		if errors.Is(s.Err(), runtime.ErrSessionExpired) {
+			n++
+		}
+	}
+	return n
+}
+
+// session returns the client's live session, opening a new one if there is
+// none (blocking while its servers do not serve). It returns nil when ctx
+// ends first.
+func (c *fleetClient) session(ctx context.Context) *runtime.Session {
+	c.mu.Lock()
+	cur := c.cur
+	c.mu.Unlock()
+	if cur != nil && cur.Err() == nil {
+		return cur
+	}
+	timeout := minorityTimeout
+	if c.member < 0 {
+		timeout = survivorTimeout
+	}
+	for ctx.Err() == nil {
+		s, err := runtime.Connect(ctx, c.servers, runtime.WithSessionTimeout(timeout))
+		if err != nil {
+			continue // ctx's end, or the session ended at once: again
+		}
+		c.f.mu.Lock()
+		c.f.all = append(c.f.all, s)
+		c.f.mu.Unlock()
+		c.mu.Lock()
+		c.cur = s
+		c.gen++
+		close(c.fresh)
+		c.fresh = make(chan struct{})
+		c.mu.Unlock()
+		return s
+	}
+	return nil
+}
+
+// generation numbers the client's sessions from 1.
+func (c *fleetClient) generation() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
 }
