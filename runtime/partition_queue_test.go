@@ -148,15 +148,21 @@ func TestPartitionQueues(t *testing.T) {
 	}
 	check := connect(t, e.Servers())
 	for _, l := range run.ledgers {
-		dir := root + "/" + l.name
-		for _, k := range childrenOf(t, check, dir) {
-			if k != "marks" && k != "claims" && !strings.HasPrefix(k, "b-") {
-				t.Errorf("unexpected node %s/%s", dir, k)
-				continue
-			}
-			if kids := childrenOf(t, check, dir+"/"+k); len(kids) != 0 {
-				t.Errorf("left behind in %s/%s: %v", dir, k, kids)
-			}
+		requireQueueEmpty(t, check, root+"/"+l.name)
+	}
+}
+
+// requireQueueEmpty fails the test unless the queue at dir holds only its
+// persistent directories (buckets, marks, claims), all empty.
+func requireQueueEmpty(t *testing.T, s *runtime.Session, dir string) {
+	t.Helper()
+	for _, k := range childrenOf(t, s, dir) {
+		if k != "marks" && k != "claims" && !strings.HasPrefix(k, "b-") {
+			t.Errorf("unexpected node %s/%s", dir, k)
+			continue
+		}
+		if kids := childrenOf(t, s, dir+"/"+k); len(kids) != 0 {
+			t.Errorf("left behind in %s/%s: %v", dir, k, kids)
 		}
 	}
 }
@@ -459,4 +465,26 @@ func (l *itemLedger) final() {
 	}
 	t := l.t
 	t.Logf("%s: puts %v; %d redeliveries; errors %v", l.name, count, redelivered, l.errs)
+}
+
+// exactlyOnce fails the test unless every put succeeded and every item was
+// consumed exactly once, with no operation of uncertain outcome: what a run
+// whose sessions all survive must give.
+func (l *itemLedger) exactlyOnce() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for item, st := range l.put {
+		if st != "ok" {
+			l.t.Errorf("%s: put of %q: %s", l.name, item, st)
+		}
+		if n := l.taken[item]; n != 1 {
+			l.t.Errorf("%s: %q delivered %d times", l.name, item, n)
+		}
+		if l.ack && l.acked[item] != 1 {
+			l.t.Errorf("%s: %q acked %d times", l.name, item, l.acked[item])
+		}
+	}
+	if l.budget > 0 || l.maybe > 0 || len(l.ackUnknown) > 0 {
+		l.t.Errorf("%s: %d uncertain takes, %d takes that may have removed items, %d acks of unknown outcome", l.name, l.budget, l.maybe, len(l.ackUnknown))
+	}
 }

@@ -3,8 +3,11 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,6 +130,10 @@ func requireEmptyEverywhere(t *testing.T, e *zktest.Ensemble, dir string) {
 type fleet struct {
 	t   *testing.T
 	ctx context.Context
+	// anyTimeout is the session timeout of clients that may use any
+	// member (survivorTimeout by default); pinned clients get
+	// minorityTimeout.
+	anyTimeout time.Duration
 
 	mu      sync.Mutex
 	clients []*fleetClient
@@ -141,13 +148,17 @@ type fleetClient struct {
 	servers []string
 	member  int // the member it is pinned to; -1: any
 
+	drops disconnects // lost connections, all sessions together
+
 	mu    sync.Mutex
 	cur   *runtime.Session
 	gen   int
 	fresh chan struct{} // closed when a new session is established
 }
 
-func newFleet(t *testing.T, ctx context.Context) *fleet { return &fleet{t: t, ctx: ctx} }
+func newFleet(t *testing.T, ctx context.Context) *fleet {
+	return &fleet{t: t, ctx: ctx, anyTimeout: survivorTimeout}
+}
 
 // client adds a client pinned to member m, or to any member if m < 0.
 func (f *fleet) client(name string, e *zktest.Ensemble, m int) *fleetClient {
@@ -155,7 +166,7 @@ func (f *fleet) client(name string, e *zktest.Ensemble, m int) *fleetClient {
 	if m >= 0 {
 		servers = memberAddrs(e, m)
 	}
-	c := &fleetClient{f: f, name: name, servers: servers, member: m, fresh: make(chan struct{})}
+	c := &fleetClient{f: f, name: name, servers: servers, member: m, drops: newDisconnects(), fresh: make(chan struct{})}
 	f.mu.Lock()
 	f.clients = append(f.clients, c)
 	f.mu.Unlock()
@@ -212,6 +223,20 @@ func (f *fleet) closeAll() {
 	}
 }
 
+// fewestDrops returns the fewest lost connections of any client, and the
+// client's name.
+func (f *fleet) fewestDrops() (int64, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	least, who := int64(-1), ""
+	for _, c := range f.clients {
+		if n := c.drops.count(); least < 0 || n < least {
+			least, who = n, c.name
+		}
+	}
+	return least, who
+}
+
 // opened counts the sessions opened.
 func (f *fleet) opened() int {
 	f.mu.Lock()
@@ -244,10 +269,10 @@ func (c *fleetClient) session(ctx context.Context) *runtime.Session {
 	}
 	timeout := minorityTimeout
 	if c.member < 0 {
-		timeout = survivorTimeout
+		timeout = c.f.anyTimeout
 	}
 	for ctx.Err() == nil {
-		s, err := runtime.Connect(ctx, c.servers, runtime.WithSessionTimeout(timeout))
+		s, err := runtime.Connect(ctx, c.servers, runtime.WithSessionTimeout(timeout), c.drops.option())
 		if err != nil {
 			continue // ctx's end, or the session ended at once: again
 		}
@@ -271,3 +296,38 @@ func (c *fleetClient) generation() int {
 	defer c.mu.Unlock()
 	return c.gen
 }
+
+// disconnects is a log handler that counts a session's lost connections
+// (the session logs each one) and passes every record on to the default
+// logger.
+type disconnects struct {
+	n    *atomic.Int64
+	next slog.Handler
+}
+
+func newDisconnects() disconnects {
+	return disconnects{n: new(atomic.Int64), next: slog.Default().Handler()}
+}
+
+func (d disconnects) Enabled(ctx context.Context, l slog.Level) bool { return d.next.Enabled(ctx, l) }
+
+func (d disconnects) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "connection lost") {
+		d.n.Add(1)
+	}
+	return d.next.Handle(ctx, r)
+}
+
+func (d disconnects) WithAttrs(as []slog.Attr) slog.Handler {
+	return disconnects{n: d.n, next: d.next.WithAttrs(as)}
+}
+
+func (d disconnects) WithGroup(g string) slog.Handler {
+	return disconnects{n: d.n, next: d.next.WithGroup(g)}
+}
+
+// count returns how many lost connections were logged.
+func (d disconnects) count() int64 { return d.n.Load() }
+
+// option returns the Connect option that logs through d.
+func (d disconnects) option() runtime.Option { return runtime.WithLogger(slog.New(d)) }
