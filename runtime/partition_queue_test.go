@@ -138,7 +138,14 @@ func TestPartitionQueues(t *testing.T) {
 			t.Fatalf("%s: drain: %v", l.name, err)
 		}
 	}
+	drainID := drain.ID()
 	drain.Close()
+	owner := func(id int64) string {
+		if id == drainID {
+			return "the drain's"
+		}
+		return run.owner(id)
+	}
 	for _, l := range run.ledgers {
 		l.final()
 	}
@@ -148,21 +155,31 @@ func TestPartitionQueues(t *testing.T) {
 	}
 	check := connect(t, e.Servers())
 	for _, l := range run.ledgers {
-		requireQueueEmpty(t, check, root+"/"+l.name)
+		requireQueueEmpty(t, check, root+"/"+l.name, owner)
 	}
 }
 
 // requireQueueEmpty fails the test unless the queue at dir holds only its
-// persistent directories (buckets, marks, claims), all empty.
-func requireQueueEmpty(t *testing.T, s *runtime.Session, dir string) {
+// persistent directories (buckets, marks, claims), all empty. owner names
+// the session that owns a node left behind.
+func requireQueueEmpty(t *testing.T, s *runtime.Session, dir string, owner func(int64) string) {
 	t.Helper()
 	for _, k := range childrenOf(t, s, dir) {
 		if k != "marks" && k != "claims" && !strings.HasPrefix(k, "b-") {
 			t.Errorf("unexpected node %s/%s", dir, k)
 			continue
 		}
-		if kids := childrenOf(t, s, dir+"/"+k); len(kids) != 0 {
-			t.Errorf("left behind in %s/%s: %v", dir, k, kids)
+		for _, kid := range childrenOf(t, s, dir+"/"+k) {
+			p := dir + "/" + k + "/" + kid
+			_, st, err := s.Conn().Get(p)
+			switch {
+			case err != nil:
+				t.Errorf("left behind: %s (%v)", p, err)
+			case st.EphemeralOwner != 0:
+				t.Errorf("left behind: %s, ephemeral, owned by session 0x%x: %s", p, st.EphemeralOwner, owner(st.EphemeralOwner))
+			default:
+				t.Errorf("left behind: %s", p)
+			}
 		}
 	}
 }

@@ -230,7 +230,14 @@ func TestRollingRestartLockAndQueues(t *testing.T) {
 			t.Fatalf("%s: drain: %v", l.name, err)
 		}
 	}
+	drainID := drain.ID()
 	drain.Close()
+	owner := func(id int64) string {
+		if id == drainID {
+			return "the drain's"
+		}
+		return run.owner(id)
+	}
 	for _, l := range run.ledgers {
 		l.final()
 		l.exactlyOnce()
@@ -246,6 +253,6 @@ func TestRollingRestartLockAndQueues(t *testing.T) {
 		t.Errorf("left in the lock's directory: %v", kids)
 	}
 	for _, l := range run.ledgers {
-		requireQueueEmpty(t, check, root+"/"+l.name)
+		requireQueueEmpty(t, check, root+"/"+l.name, owner)
 	}
 }

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -150,10 +151,11 @@ type fleetClient struct {
 
 	drops disconnects // lost connections, all sessions together
 
-	mu    sync.Mutex
-	cur   *runtime.Session
-	gen   int
-	fresh chan struct{} // closed when a new session is established
+	mu       sync.Mutex
+	cur      *runtime.Session
+	sessions []*runtime.Session // every one, in order
+	gen      int
+	fresh    chan struct{} // closed when a new session is established
 }
 
 func newFleet(t *testing.T, ctx context.Context) *fleet {
@@ -237,6 +239,24 @@ func (f *fleet) fewestDrops() (int64, string) {
 	return least, who
 }
 
+// owner names the client whose session has the given id, with the
+// session's state as its client sees it.
+func (f *fleet) owner(id int64) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.clients {
+		c.mu.Lock()
+		ss := slices.Clone(c.sessions)
+		c.mu.Unlock()
+		for i, s := range ss {
+			if s.ID() == id {
+				return fmt.Sprintf("%s's session %d of %d (Err: %v)", c.name, i+1, len(ss), s.Err())
+			}
+		}
+	}
+	return "no client's"
+}
+
 // opened counts the sessions opened.
 func (f *fleet) opened() int {
 	f.mu.Lock()
@@ -281,6 +301,7 @@ func (c *fleetClient) session(ctx context.Context) *runtime.Session {
 		c.f.mu.Unlock()
 		c.mu.Lock()
 		c.cur = s
+		c.sessions = append(c.sessions, s)
 		c.gen++
 		close(c.fresh)
 		c.fresh = make(chan struct{})
