@@ -30,9 +30,10 @@ func TestLockEnsembleFailover(t *testing.T) {
 
 	sessions := make([]*runtime.Session, clients)
 	for i := range sessions {
-		// 30 s: a leader election after a kill can take well over ten seconds
-		// on a loaded machine, and the sessions must outlive it.
-		sessions[i] = connect(t, ens.Servers(), runtime.WithSessionTimeout(30*time.Second))
+		// 60 s (given up at 35%: 21 s): a leader election after a kill can
+		// take well over ten seconds on a loaded machine, and the sessions
+		// must outlive it.
+		sessions[i] = connect(t, ens.Servers(), runtime.WithSessionTimeout(60*time.Second))
 	}
 	var inside, overlaps atomic.Int32
 	var mu sync.Mutex
@@ -170,7 +171,7 @@ func queueFailover(t *testing.T, ack bool) {
 	codec := runtime.StringCodec()
 	// A leader election after a kill sometimes takes ZooKeeper 3.8 well over
 	// ten seconds on a loaded machine; the sessions must outlive it.
-	const sessionTimeout = 30 * time.Second
+	const sessionTimeout = 60 * time.Second // given up at 35%: 21s, longer than a slow leader election
 
 	var mu sync.Mutex
 	put := map[string]bool{}      // Put returned nil

@@ -201,7 +201,7 @@ func lockHistory(t *testing.T, clients, cycles, cutsEach, losses int) *history {
 	dir := testRoot(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	// The cut-off client's session timeout: it is told of the loss at 80%
+	// The cut-off client's session timeout: it is told of the loss at 35%
 	// of it, the server hands the lock on after all of it.
 	const lossTimeout = 4 * time.Second
 	h := newHistory()

@@ -13,10 +13,13 @@ type Option func(*Session)
 
 // WithSessionTimeout sets the session timeout asked of the server (which
 // clamps it to its own min/max). Default 10s. It also bounds how long the
-// client tolerates being disconnected: once 80% of the granted timeout has
+// client tolerates being disconnected: once 35% of the granted timeout has
 // passed since it last heard from the server, the session is treated as
 // expired locally, before the server can expire it and grant another client
-// what this one held.
+// what this one held (see liveness.go for why 35%: a client on a follower
+// may be known to the ensemble's leader only up to a ping interval and half
+// a tick before its last reply). Choose the timeout for the longest
+// disconnection to ride out: about three times it.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(s *Session) { s.timeout = d }
 }

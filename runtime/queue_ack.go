@@ -29,18 +29,27 @@ type Delivery[T any] struct {
 func (d *Delivery[T]) Node() string { return d.node }
 
 // Ack deletes the item and its claim in one multi: the item is consumed.
-// It returns ErrClaimLost when the claim is gone (the session ended, so the
-// item may be redelivered to another consumer) and ErrNotHeld when the
-// delivery was acked or released already. Connection losses are retried; if
-// ctx ends first, ctx's error is returned and the item may or may not be
-// deleted (it stays claimed until the session ends).
+// It returns ErrClaimLost when the claim is gone (the session ended before
+// the Ack was sent, so nothing changed and the item will be delivered again)
+// and ErrNotHeld when the delivery was acked or released already.
+// Connection losses are retried. If the session ends while an attempt's
+// outcome is unknown (sent, and its reply lost), the session's error
+// (ErrSessionExpired, ErrClosed) is returned without ErrClaimLost: the item
+// was consumed or will be delivered again. If ctx ends first, ctx's error is
+// returned and the item may or may not be deleted (it stays claimed until
+// the session ends).
 func (d *Delivery[T]) Ack(ctx context.Context) error {
 	if err := d.finish(); err != nil {
 		return err
 	}
 	s := d.q.s
 	retried := false
+	sent := false // an attempt may have reached the server
 	err := s.retry(ctx, func() error {
+		if err := s.check(); err != nil {
+			return err
+		}
+		sent = true
 		_, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.conn.Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1})
 		})
@@ -57,7 +66,13 @@ func (d *Delivery[T]) Ack(ctx context.Context) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
+	case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
+		if sent {
+			// The multi may have gone through before the session ended.
+			return fmt.Errorf("queue %s: ack outcome unknown: %w", d.node, err)
+		}
 		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
 	}
 	return opError("ack", d.node, err)

@@ -191,14 +191,15 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 // One the client gave up on by its own clock lives on in the server until
 // the timeout after the server last heard from it (which is no later than
 // when the client last heard from the server), rounded up to the server's
-// tick; the margin covers the tick.
+// tick, which is at most half the timeout (the server grants no timeout
+// under two ticks); the margin covers the closing of the session.
 func (s *Session) overBy() time.Time {
 	if !s.gaveUp.Load() {
 		return time.Time{}
 	}
 	last := time.Unix(0, s.lastRecv.Load())
 	timeout := s.sessionTimeout()
-	return last.Add(timeout + timeout/10 + 100*time.Millisecond)
+	return last.Add(timeout + timeout/2 + 100*time.Millisecond)
 }
 
 // track registers a tenure starting on the session; false means the session
