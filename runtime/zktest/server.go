@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -440,15 +441,46 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	lo, hi := quietPorts()
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if hi > lo && tries < 50*n {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo)))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: try another
+			}
 			return nil, fmt.Errorf("zktest: finding a free port: %w", err)
 		}
 		lns = append(lns, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// quietPorts returns a range of ports outside the kernel's ephemeral range,
+// where free ports are picked: a port the kernel may hand out as the local
+// end of any outgoing connection can be taken between the moment it is
+// found free and the moment a server binds it — and an ensemble member
+// binds its quorum port only once it leads, long after the start (seen:
+// "Leader failed to initialize any of the following sockets", and no
+// quorum for a minute). Empty (lo == hi) when the range is unknown.
+func quietPorts() (lo, hi int) {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	eph, err := strconv.Atoi(f[0])
+	if err != nil || eph <= 12000 {
+		return 0, 0
+	}
+	return 10000, eph
 }
 
 // tailFile returns the last n lines of the file at path.

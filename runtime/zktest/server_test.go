@@ -198,3 +198,4 @@ func TestStartFailureQuotesLog(t *testing.T) {
 	}
 	t.Logf("deadline: %.300s", err)
 }
+
