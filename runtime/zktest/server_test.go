@@ -198,4 +198,3 @@ func TestStartFailureQuotesLog(t *testing.T) {
 	}
 	t.Logf("deadline: %.300s", err)
 }
-
