@@ -155,7 +155,9 @@ func TestPartitionQueues(t *testing.T) {
 	}
 	check := connect(t, e.Servers())
 	for _, l := range run.ledgers {
-		requireQueueEmpty(t, check, root+"/"+l.name, owner)
+		dir := root + "/" + l.name
+		awaitExpired(t, ctx, check, run.gaveUp, 3*minorityTimeout, dir+"/marks", dir+"/claims")
+		requireQueueEmpty(t, check, dir, owner)
 	}
 }
 

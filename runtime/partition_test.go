@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
@@ -239,6 +241,59 @@ func (f *fleet) fewestDrops() (int64, string) {
 		}
 	}
 	return least, who
+}
+
+// gaveUp reports whether id is a session of the fleet that ended otherwise
+// than by Close: its client gave it up (or the server expired it), and the
+// server may hold it, and its ephemeral nodes, until its timeout.
+func (f *fleet) gaveUp(id int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.all {
+		if s.ID() == id {
+			return errors.Is(s.Err(), runtime.ErrSessionExpired)
+		}
+	}
+	return false
+}
+
+// awaitExpired waits, with child watches, until no child of the dirs is an
+// ephemeral node of a session its client gave up on (gaveUp): the server
+// expires such a session only at its timeout after it last heard from it,
+// well after the client gave up (35% of it). It fails the test if that
+// takes longer than bound.
+func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, gaveUp func(int64) bool, bound time.Duration, dirs ...string) {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for _, dir := range dirs {
+		for {
+			kids, _, w, err := s.Conn().ChildrenW(dir)
+			if errors.Is(err, zk.ErrNoNode) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("children %s: %v", dir, err)
+			}
+			waiting := ""
+			for _, k := range kids {
+				if _, st, err := s.Conn().Get(dir + "/" + k); err == nil && st.EphemeralOwner != 0 && gaveUp(st.EphemeralOwner) {
+					waiting = k
+					break
+				}
+			}
+			if waiting == "" {
+				break
+			}
+			select {
+			case <-w:
+			case <-deadline.C:
+				t.Fatalf("%s/%s: the server did not expire its session within %v", dir, waiting, bound)
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
+		}
+	}
 }
 
 // owner names the client whose session has the given id, with the
