@@ -3,6 +3,7 @@ package breaking
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -409,6 +410,9 @@ func TestRulesTable(t *testing.T) {
 		seen[key] = true
 		if r.Breaks == "" && r.Safe == "" {
 			t.Errorf("rule %q says nothing", key)
+		}
+		if !r.TopLevel && !slices.Contains(commonFields, r.Field) && len(r.Kinds) == 0 {
+			t.Errorf("rule %q is about a field no kind has", key)
 		}
 		if r.TopLevel && (r.check != nil || r.Kinds != nil) {
 			t.Errorf("top-level rule %q has a check or kinds", key)

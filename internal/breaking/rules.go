@@ -22,8 +22,11 @@ type Rule struct {
 	Field string
 	// TopLevel marks a rule about the spec's top-level keys.
 	TopLevel bool
-	// Kinds are the kinds whose field it is; nil for the fields every kind
-	// has (kind, path, doc, acl) and for top-level keys.
+	// Kinds are the kinds whose field it is, from the kinds table: every
+	// kind with a field of that name (a rule is about a field, whatever
+	// kind has it), or, for the row without a field, every kind with no
+	// fields of its own; nil for the fields every kind has (kind, path,
+	// doc, acl) and for top-level keys.
 	Kinds []spec.Kind
 	// Breaks says which changes are reported as breaking; "" when none is.
 	Breaks string
@@ -43,6 +46,26 @@ func (r Rule) appliesTo(k spec.Kind) bool {
 // Rules returns the rules table, in the order README.md shows it.
 func Rules() []Rule { return slices.Clone(rules) }
 
+// commonFields are the fields every kind has.
+var commonFields = []string{"kind", "path", "doc", "acl"}
+
+// withKinds fills each resource rule's Kinds from the kinds table, so that a
+// new kind whose fields have rules already needs none of its own.
+func withKinds(rs []Rule) []Rule {
+	for i, r := range rs {
+		if r.TopLevel || slices.Contains(commonFields, r.Field) {
+			continue
+		}
+		for _, k := range spec.Kinds {
+			info, _ := k.Info()
+			if r.Field == "" && len(info.Fields) == 0 || r.Field != "" && slices.Contains(info.Fields, r.Field) {
+				rs[i].Kinds = append(rs[i].Kinds, k)
+			}
+		}
+	}
+	return rs
+}
+
 // The texts of the payload rules, shared by every payload field.
 const (
 	payloadBreaks = "another type: a field removed, renamed or retyped (also in nested declared types; `[]T` against `T`), " +
@@ -51,7 +74,7 @@ const (
 		"`bytes`, `string` and not set (all stored raw)"
 )
 
-var rules = []Rule{
+var rules = withKinds([]Rule{
 	{Field: "root", TopLevel: true,
 		Breaks: "any change that moves the nodes of a resource both versions declare",
 		Safe:   "moving segments between `root` and the resource paths so that every full path stays the same"},
@@ -75,37 +98,37 @@ var rules = []Rule{
 			"so old processes would be refused on the nodes new ones create; a change between the creator and " +
 			"digest users (zkgen cannot tell who the creator is)",
 		Safe: "widened or unchanged grants (also through the top-level `acl` a resource inherits)"},
-	{Field: "revocable", Kinds: []spec.Kind{spec.KindLock, spec.KindRWLock}, check: checkRevocable,
+	{Field: "revocable", check: checkRevocable,
 		Breaks: "one version forces revocation (`force_after`) and the other is not revocable: a non-revocable " +
 			"holder never sees the request, yet the forcing process deletes its node",
 		Safe: "changing `force_after`; turning revocation without `force_after` on or off (a request is advisory)"},
-	{Field: "layout", Kinds: []spec.Kind{spec.KindLock, spec.KindRWLock}, check: checkLayout,
+	{Field: "layout", check: checkLayout,
 		Breaks: "any change (curator and kazoo name lock nodes differently and ignore each other's)"},
-	{Field: "leases", Kinds: []spec.Kind{spec.KindSemaphore}, check: checkLeases,
+	{Field: "leases", check: checkLeases,
 		Breaks: "any change (each process admits its own count of holders)"},
-	{Field: "item", Kinds: []spec.Kind{spec.KindQueue, spec.KindPriorityQueue}, check: payload("item", itemOf),
+	{Field: "item", check: payload("item", itemOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
-	{Field: "delivery", Kinds: []spec.Kind{spec.KindQueue, spec.KindPriorityQueue}, check: checkDelivery,
+	{Field: "delivery", check: checkDelivery,
 		Breaks: "any change (at-most-once consumers ignore at-least-once claims and take claimed items)"},
-	{Field: "priorities", Kinds: []spec.Kind{spec.KindPriorityQueue}, check: checkPriorities,
+	{Field: "priorities", check: checkPriorities,
 		Breaks: "a level removed, inserted or moved (an item carries its level's number)",
 		Safe:   "appending a lowest level; renaming a level in place"},
-	{Field: "size", Kinds: []spec.Kind{spec.KindDoubleBarrier}, check: checkSize,
+	{Field: "size", check: checkSize,
 		Breaks: "any change (each process waits for its own count)"},
-	{Field: "participants", Kinds: []spec.Kind{spec.KindTwoPhaseCommit}, check: checkParticipants,
+	{Field: "participants", check: checkParticipants,
 		Breaks: "a participant added, removed or renamed (vote nodes are named after them; every process must list the same ones)",
 		Safe:   "reordering them"},
-	{Field: "payload", Kinds: []spec.Kind{spec.KindTwoPhaseCommit, spec.KindElection}, check: payload("payload", payloadOf),
+	{Field: "payload", check: payload("payload", payloadOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
-	{Field: "notify", Kinds: []spec.Kind{spec.KindTwoPhaseCommit}, check: checkNotify,
+	{Field: "notify", check: checkNotify,
 		Breaks: "any change (with `coordinator` only the proposer publishes the decision; with `all` nobody waits for it to)"},
-	{Field: "member", Kinds: []spec.Kind{spec.KindGroup}, check: payload("member", memberOf),
+	{Field: "member", check: payload("member", memberOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
-	{Field: "value", Kinds: []spec.Kind{spec.KindConfig}, check: payload("value", valueOf),
+	{Field: "value", check: payload("value", valueOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
-	{Field: "", Kinds: []spec.Kind{spec.KindBarrier, spec.KindCounter},
+	{Field: "",
 		Safe: "no fields of their own: only the rules of `kind`, `path`, `doc` and `acl` apply"},
-}
+})
 
 func checkLayout(c *comparison, o, n *spec.Resource) {
 	if o.Layout != n.Layout {
