@@ -166,7 +166,7 @@ zkgen.yaml:6:31: types.Job.fields.b: unknown type "Jb"; use bytes, string, int, 
 	{"kind missing", res("  a: {path: /a}"), `zkgen.yaml:4:3: resources.a: missing required field "kind" (one of ` + kindList() + `)`},
 	{"kind unknown", res("  a: {kind: lok, path: /a}"), `zkgen.yaml:4:13: resources.a.kind: unknown kind "lok"; known kinds are ` + kindList() + `; did you mean "lock"?`},
 	{"kind unknown without suggestion", res("  a: {kind: mutex, path: /a}"), `zkgen.yaml:4:13: resources.a.kind: unknown kind "mutex"; known kinds are ` + kindList()},
-	{"field of another kind", res("  a: {kind: lock, path: /a, leases: 3}"), `zkgen.yaml:4:29: resources.a: field "leases" is not valid for kind lock (only for semaphore)`},
+	{"field of another kind", res("  a: {kind: lock, path: /a, leases: 3}"), `zkgen.yaml:4:29: resources.a: field "leases" is not valid for kind lock (only for ` + kindsTaking("leases") + `)`},
 	{"unknown resource field", res("  a: {kind: semaphore, path: /a, leasse: 3}"), `zkgen.yaml:4:34: resources.a: unknown field "leasse"; did you mean "leases"?`},
 	{"unknown resource field without suggestion", res("  a: {kind: semaphore, path: /a, xyz: 3}"), `zkgen.yaml:4:3: resources.a: missing required field "leases" for kind semaphore
 zkgen.yaml:4:34: resources.a: unknown field "xyz"; valid fields are kind, path, doc, acl, leases`},
@@ -179,7 +179,7 @@ zkgen.yaml:4:34: resources.a: unknown field "xyz"; valid fields are kind, path, 
 zkgen.yaml:4:3: resources.a: missing required field "priorities" for kind priority_queue`},
 	{"double barrier without size", res("  a: {kind: double_barrier, path: /a}"), `zkgen.yaml:4:3: resources.a: missing required field "size" for kind double_barrier`},
 	{"two phase commit without participants", res("  a: {kind: two_phase_commit, path: /a}"), `zkgen.yaml:4:3: resources.a: missing required field "participants" for kind two_phase_commit`},
-	{"counter takes no value", res("  a: {kind: counter, path: /a, value: int}"), `zkgen.yaml:4:32: resources.a: field "value" is not valid for kind counter (only for config)`},
+	{"counter takes no value", res("  a: {kind: counter, path: /a, value: int}"), `zkgen.yaml:4:32: resources.a: field "value" is not valid for kind counter (only for ` + kindsTaking("value") + `)`},
 	{"doc not a string", res("  a: {kind: counter, path: /a, doc: [x]}"), `zkgen.yaml:4:37: resources.a.doc: must be a string, got a list`},
 
 	// lock options

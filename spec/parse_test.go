@@ -274,7 +274,7 @@ zkgen.yaml:5:42: resources.b.leases: must be >= 1, got 0
 zkgen.yaml:6:13: resources.a.kind: unknown kind "lok"; known kinds are ` + kindList() + `; did you mean "lock"?
 zkgen.yaml:6:24: resources.a.path: overlaps resources.b (/x)
 zkgen.yaml:7:25: resources.c.path: overlaps resources.b (/x)
-zkgen.yaml:7:40: resources.c: field "size" is not valid for kind lock (only for double_barrier)
+zkgen.yaml:7:40: resources.c: field "size" is not valid for kind lock (only for ` + kindsTaking("size") + `)
 zkgen.yaml:9:19: types.T.fields.a: unknown type "Nope"; use bytes, string, int, bool, float, duration, time, a name under types:, or []T of those`
 	if got := err.Error(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
