@@ -183,7 +183,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	if d.Node() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
-	if err := d.s.ensurePath(ctx, d.acl, d.dir); err != nil {
+	if err := d.s.guardSpec(ctx, d.dir, d.acl, specRecord{Kind: "double_barrier", Size: d.size}); err != nil {
 		return err
 	}
 	// Watch for ready before registering, so its creation cannot be missed.

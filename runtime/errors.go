@@ -72,6 +72,13 @@ var (
 	// ErrDecode means a node's data could not be decoded as the payload
 	// type. The node is left in place.
 	ErrDecode = errors.New("payload: cannot decode")
+	// ErrSpecMismatch means a handle's spec parameters (a semaphore's
+	// leases, a double barrier's size, a queue's delivery or priority
+	// levels, a lock's layout, the kind) do not fit those recorded in the
+	// resource's directory by the process that created it: two versions of
+	// the spec would run different protocols on one path. The handle took no
+	// part; see `zkgen breaking`.
+	ErrSpecMismatch = errors.New("spec: parameters differ from those recorded by another process")
 	// ErrPutUncertain means the session ended while a queue put was in
 	// flight, so whether its items were put cannot be known any more (the
 	// marker that would tell was ephemeral). Nothing else is uncertain: a

@@ -186,7 +186,22 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 
 // contend runs the lock protocol. It returns a hold when the lock is taken,
 // nil with a nil error when wait is false and the lock is taken by another.
+// record is the spec record of the lock's directory (specguard.go).
+func (l *Lock) record() specRecord {
+	r := specRecord{Kind: "lock", Layout: "curator"}
+	if l.fam == curatorRW || l.fam == kazooRW {
+		r.Kind = "rwlock"
+	}
+	if l.cfg.layout == LayoutKazoo {
+		r.Layout = "kazoo"
+	}
+	return r
+}
+
 func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, error) {
+	if err := l.s.guardSpec(ctx, l.dir, l.cfg.acl, l.record()); err != nil {
+		return nil, err
+	}
 	node, err := l.s.createProtected(ctx, l.cfg.acl, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose))
 	if err != nil {
 		return nil, err

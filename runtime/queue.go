@@ -264,6 +264,18 @@ func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 
 // queueConfig is what a queue handle is built with: its kind, set by its
 // constructor, and its options.
+// record is the spec record of the queue's directory (specguard.go).
+func (c queueConfig) record() specRecord {
+	r := specRecord{Kind: "queue", Delivery: "at_most_once"}
+	if c.priority {
+		r.Kind, r.Levels = "priority_queue", c.levels
+	}
+	if c.ack {
+		r.Delivery = "at_least_once"
+	}
+	return r
+}
+
 type queueConfig struct {
 	handleConfig
 	bucketSize int  // items per bucket; 0: one bucket, never sealed (priority queues)

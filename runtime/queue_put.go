@@ -17,6 +17,9 @@ func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
 	if q.priority && (prio < 0 || prio >= q.levels) {
 		return 0, fmt.Errorf("queue %s: %w: %d (have %d)", q.dir, ErrPriorityRange, prio, q.levels)
 	}
+	if err := q.s.guardSpec(ctx, q.dir, q.acl, q.record()); err != nil {
+		return 0, err
+	}
 	datas := make([][]byte, len(items))
 	for i, it := range items {
 		d, err := q.codec.Encode(it)

@@ -20,6 +20,9 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", q.dir, n)
 	}
+	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
+		return nil, err
+	}
 	if err := q.lock(ctx, &q.cons.side); err != nil {
 		return nil, err
 	}

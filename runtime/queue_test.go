@@ -667,7 +667,14 @@ func TestQueueInlineAndLargeItems(t *testing.T) {
 	const N = 60
 	for _, ack := range []bool{false, true} {
 		dir := testRoot(t)
-		put := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.StringCodec())
+		// The producer uses the consumers' delivery mode: the directory
+		// records it, and a handle of the other mode is refused.
+		var put interface {
+			Put(context.Context, string) error
+		} = runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.StringCodec())
+		if ack {
+			put = runtime.NewAckQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.StringCodec())
+		}
 		for i := 0; i < N; i++ {
 			if err := put.Put(ctx, item(i)); err != nil {
 				t.Fatal(err)
@@ -748,9 +755,20 @@ func TestQueueInlineAndLargeItems(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		lone := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.StringCodec())
+		ls := connect(t, srv.Servers())
+		lone := runtime.NewQueue(ls, runtime.At(dir), runtime.StringCodec())
+		alone := runtime.NewAckQueue(ls, runtime.At(dir), runtime.StringCodec())
 		for i := 0; i < N; i++ {
-			v, err := lone.Take(ctx)
+			var v string
+			var err error
+			if ack {
+				var d *runtime.Delivery[string]
+				if d, err = alone.Take(ctx); err == nil {
+					v, err = d.Value, d.Ack(ctx)
+				}
+			} else {
+				v, err = lone.Take(ctx)
+			}
 			if err != nil || v != item(i) {
 				t.Fatalf("ack=%v: lone Take %d = %.10q, %v; want %.10q", ack, i, v, err, item(i))
 			}

@@ -107,6 +107,9 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 }
 
 func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) {
+	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
+		return nil, err
+	}
 	if err := m.mutex.Lock(ctx); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,8 @@ type Session struct {
 
 	onSupervised func(SessionEvent) // WithSessionEvents
 
+	specs specChecks // directories whose spec record fits (specguard.go)
+
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	negotiated atomic.Int64 // session timeout granted by the server
 

@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A recipe whose protocol depends on parameters of the spec — a semaphore's
+// leases, a double barrier's size, a queue's delivery and priority levels, a
+// lock's layout — records them in its directory node when it creates it,
+// and a handle whose parameters do not fit the record refuses to take part
+// (ErrSpecMismatch) instead of silently running another protocol beside the
+// processes that wrote it: during a rolling deploy, old and new binaries run
+// side by side, each with the topology it was generated from. The rules are
+// zkgen breaking's: the kind, leases, size, delivery and layout must be
+// equal; a priority queue may have more levels than recorded (a lowest level
+// appended), not fewer. A directory created without a record (by an older
+// zkgen, or by a peer library sharing a lock) is accepted as it is.
+//
+// The record lives as long as the directory, a container node that the
+// server removes once empty, and is written again with it. It costs one read
+// per directory and session, never one per operation.
+
+// specRecord is the data of a recipe directory.
+type specRecord struct {
+	Zkgen    int    `json:"zkgen"` // format version: 1
+	Kind     string `json:"kind"`
+	Leases   int    `json:"leases,omitempty"`
+	Size     int    `json:"size,omitempty"`
+	Levels   int    `json:"levels,omitempty"`
+	Delivery string `json:"delivery,omitempty"`
+	Layout   string `json:"layout,omitempty"`
+}
+
+// mismatch returns the first parameter of want that does not fit have.
+func (want specRecord) mismatch(have specRecord) (field, had, wants string, bad bool) {
+	switch {
+	case have.Kind != want.Kind:
+		return "kind", have.Kind, want.Kind, true
+	case have.Leases != want.Leases:
+		return "leases", fmt.Sprint(have.Leases), fmt.Sprint(want.Leases), true
+	case have.Size != want.Size:
+		return "size", fmt.Sprint(have.Size), fmt.Sprint(want.Size), true
+	case want.Levels < have.Levels:
+		return "priority levels", fmt.Sprint(have.Levels), fmt.Sprint(want.Levels), true
+	case have.Delivery != want.Delivery:
+		return "delivery", have.Delivery, want.Delivery, true
+	case have.Layout != want.Layout:
+		return "layout", have.Layout, want.Layout, true
+	}
+	return "", "", "", false
+}
+
+// specChecks caches, per session, the directories whose record fits.
+type specChecks struct{ ok sync.Map }
+
+// guardSpec makes sure dir's record fits want, creating dir (and its
+// missing parents, as containers) with want as its record when it does not
+// exist. It is called before a handle first takes part in dir, and reads
+// ZooKeeper once per directory and session.
+func (s *Session) guardSpec(ctx context.Context, dir string, acl []zk.ACL, want specRecord) error {
+	return s.guard(ctx, dir, acl, want, true)
+}
+
+// checkSpec is guardSpec for a handle that creates nothing (a consumer): a
+// missing directory passes, and is looked at again next time.
+func (s *Session) checkSpec(ctx context.Context, dir string, want specRecord) error {
+	return s.guard(ctx, dir, nil, want, false)
+}
+
+func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want specRecord, create bool) error {
+	if _, ok := s.specs.ok.Load(dir); ok {
+		return nil
+	}
+	want.Zkgen = 1
+	for {
+		data, _, err := s.get(ctx, dir)
+		if errors.Is(err, zk.ErrNoNode) && !create {
+			return nil
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			created, err := s.createRecorded(ctx, dir, acl, want)
+			if err != nil {
+				return err
+			}
+			if !created {
+				continue // created meanwhile by another process: read its record
+			}
+			s.specs.ok.Store(dir, struct{}{})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var have specRecord
+		if len(data) > 0 && json.Unmarshal(data, &have) == nil && have.Zkgen > 0 {
+			if field, had, wants, bad := want.mismatch(have); bad {
+				return fmt.Errorf("%s: %w: the directory records %s %s, this handle has %s (a process generated from another version of the spec uses it)",
+					dir, ErrSpecMismatch, field, had, wants)
+			}
+		}
+		s.specs.ok.Store(dir, struct{}{})
+		return nil
+	}
+}
+
+// createRecorded creates dir as a container holding rec, after its missing
+// parents; it reports false when dir exists already.
+func (s *Session) createRecorded(ctx context.Context, dir string, acl []zk.ACL, rec specRecord) (bool, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	if parent := path.Dir(dir); parent != "/" {
+		if err := s.ensurePath(ctx, acl, parent); err != nil {
+			return false, err
+		}
+	}
+	acl = s.nodeACL(acl)
+	if err := s.creatable(acl); err != nil {
+		return false, opError("create", dir, err)
+	}
+	exists := false
+	err = s.retry(ctx, func() error {
+		_, err := await(ctx, s, func() (string, error) { return s.conn.CreateContainer(dir, data, zk.FlagContainer, acl) })
+		if errors.Is(err, zk.ErrNodeExists) {
+			exists = true
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, opError("create", dir, err)
+	}
+	return !exists, nil
+}
