@@ -268,7 +268,7 @@ func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 func (c queueConfig) record() specRecord {
 	r := specRecord{Kind: "queue", Delivery: "at_most_once"}
 	if c.priority {
-		r.Kind, r.Levels = "priority_queue", c.levels
+		r.Kind, r.Levels, r.Priorities = "priority_queue", c.levels, c.names
 	}
 	if c.ack {
 		r.Delivery = "at_least_once"
@@ -278,10 +278,11 @@ func (c queueConfig) record() specRecord {
 
 type queueConfig struct {
 	handleConfig
-	bucketSize int  // items per bucket; 0: one bucket, never sealed (priority queues)
-	priority   bool // priority-prefixed names in one bucket, re-listed on watch
-	levels     int  // number of priorities (priority queues)
-	ack        bool // at-least-once: claim, then delete on Ack
+	bucketSize int      // items per bucket; 0: one bucket, never sealed (priority queues)
+	priority   bool     // priority-prefixed names in one bucket, re-listed on watch
+	levels     int      // number of priorities (priority queues)
+	ack        bool     // at-least-once: claim, then delete on Ack
+	names      []string // priority names (WithPriorityNames), for the spec record
 }
 
 // WithBucketSize sets how many items a FIFO queue puts in one bucket before
@@ -294,6 +295,16 @@ type queueConfig struct {
 // Priority queues ignore it: they keep all items in one bucket.
 func WithBucketSize(n int) QueueOption {
 	return queueOptionFunc(func(c *queueConfig) { c.bucketSize = n })
+}
+
+// WithPriorityNames names a priority queue's levels, most urgent first (the
+// spec's priorities; generated handles pass them). They are recorded in the
+// queue's directory, and a handle whose names do not start with the
+// recorded ones — a level removed, renamed or moved — is refused with
+// ErrSpecMismatch; appending a lowest level is accepted. Without names only
+// the number of levels is checked.
+func WithPriorityNames(names ...string) QueueOption {
+	return queueOptionFunc(func(c *queueConfig) { c.names = slices.Clone(names) })
 }
 
 // QueueStats is a snapshot of a queue.

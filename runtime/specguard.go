@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -29,13 +30,15 @@ import (
 
 // specRecord is the data of a recipe directory.
 type specRecord struct {
-	Zkgen    int    `json:"zkgen"` // format version: 1
-	Kind     string `json:"kind"`
-	Leases   int    `json:"leases,omitempty"`
-	Size     int    `json:"size,omitempty"`
-	Levels   int    `json:"levels,omitempty"`
-	Delivery string `json:"delivery,omitempty"`
-	Layout   string `json:"layout,omitempty"`
+	Zkgen  int    `json:"zkgen"` // format version: 1
+	Kind   string `json:"kind"`
+	Leases int    `json:"leases,omitempty"`
+	Size   int    `json:"size,omitempty"`
+	Levels int    `json:"levels,omitempty"`
+	// Priorities are the level names, when the handle knows them.
+	Priorities []string `json:"priorities,omitempty"`
+	Delivery   string   `json:"delivery,omitempty"`
+	Layout     string   `json:"layout,omitempty"`
 }
 
 // mismatch returns the first parameter of want that does not fit have.
@@ -49,6 +52,9 @@ func (want specRecord) mismatch(have specRecord) (field, had, wants string, bad 
 		return "size", fmt.Sprint(have.Size), fmt.Sprint(want.Size), true
 	case want.Levels < have.Levels:
 		return "priority levels", fmt.Sprint(have.Levels), fmt.Sprint(want.Levels), true
+	case len(have.Priorities) > 0 && len(want.Priorities) > 0 &&
+		!slices.Equal(want.Priorities[:min(len(have.Priorities), len(want.Priorities))], have.Priorities):
+		return "priorities", fmt.Sprint(have.Priorities), fmt.Sprint(want.Priorities), true
 	case have.Delivery != want.Delivery:
 		return "delivery", have.Delivery, want.Delivery, true
 	case have.Layout != want.Layout:

@@ -81,6 +81,13 @@ func TestSpecGuardRules(t *testing.T) {
 	_, err = runtime.NewAckPriorityQueue(connect(t, srv.Servers()), pq, codec, 3).Take(ctx)
 	mismatch("Take, at-least-once on an at-most-once queue", err)
 
+	named := runtime.At(testRoot(t))
+	names := func(ns ...string) runtime.QueueOption { return runtime.WithPriorityNames(ns...) }
+	ok("Put, urgent > normal > bulk", runtime.NewPriorityQueue(a, named, codec, 3, names("urgent", "normal", "bulk")).Put(ctx, 0, "x"))
+	ok("Put, a lowest level appended", runtime.NewPriorityQueue(b, named, codec, 4, names("urgent", "normal", "bulk", "idle")).Put(ctx, 3, "y"))
+	mismatch("Put, two levels swapped", runtime.NewPriorityQueue(connect(t, srv.Servers()), named, codec, 3, names("urgent", "bulk", "normal")).Put(ctx, 0, "z"))
+	mismatch("Put, a level inserted", runtime.NewPriorityQueue(connect(t, srv.Servers()), named, codec, 4, names("urgent", "high", "normal", "bulk")).Put(ctx, 0, "z"))
+
 	q := runtime.At(testRoot(t))
 	ok("Put, at-most-once", runtime.NewQueue(a, q, codec).Put(ctx, "x"))
 	mismatch("Put, at-least-once", runtime.NewAckQueue(b, q, codec).Put(ctx, "y"))

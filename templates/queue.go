@@ -22,7 +22,11 @@ func init() {
 	register(spec.KindPriorityQueue, descriptor{
 		handle: queueHandle("PriorityQueue"),
 		args: func(r *spec.Resource) []jen.Code {
-			return []jen.Code{codecExpr(r.Item), jen.Lit(len(r.Priorities))}
+			names := make([]jen.Code, len(r.Priorities))
+			for i, p := range r.Priorities {
+				names[i] = jen.Lit(p.Name)
+			}
+			return []jen.Code{codecExpr(r.Item), jen.Lit(len(r.Priorities)), jen.Qual(runtimePkg, "WithPriorityNames").Call(names...)}
 		},
 		decls: priorityConsts,
 		summary: func(r *spec.Resource) []string {

@@ -112,7 +112,7 @@ const (
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Tasks() TasksHandle {
-	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3)
+	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"))
 }
 
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.

@@ -106,7 +106,7 @@ const (
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Alerts() AlertsHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2)
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"))
 }
 
 // Priorities of the priority queue fulfilment, most urgent first.
@@ -133,7 +133,7 @@ const (
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Fulfilment(region string) FulfilmentHandle {
-	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4)
+	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4, runtime.WithPriorityNames("express", "standard", "economy", "backfill"))
 }
 
 // Priorities of the priority queue counts, most urgent first.
@@ -149,7 +149,7 @@ const (
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Counts() CountsHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1)
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1, runtime.WithPriorityNames("only"))
 }
 
 // Maintenance returns a handle on the barrier maintenance, up while the node /pipeline/barriers/maintenance exists.

@@ -118,7 +118,7 @@ const (
 //
 // Nodes it creates are open to everyone (acl: world_all).
 func (c *Client) Alerts() AlertsHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/alerts"), runtime.StringCodec(), 2, runtime.WithNodeACL(runtime.WorldAllACL()))
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithNodeACL(runtime.WorldAllACL()))
 }
 
 // MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.
