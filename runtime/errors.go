@@ -13,7 +13,7 @@ import (
 // them with the znode path they concern.
 var (
 	// ErrSessionExpired means ZooKeeper expired the session (or the client
-	// was cut off for most of the session timeout and gave it up before the
+	// was cut off for over a third of the session timeout and gave it up before the
 	// server could expire it, see WithSessionTimeout). It is fatal: every
 	// ephemeral node of the session is gone, every handle built on the session
 	// reports lost, and the session is not reopened behind your back.

@@ -146,7 +146,7 @@ func (s *Session) onEvent(ev zk.Event) {
 			d := s.giveUpIn()
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
 			s.expiryTimer = time.AfterFunc(d, func() {
-				s.log.Warn("zookeeper unreachable for most of the session timeout: session treated as expired")
+				s.log.Warn("zookeeper unreachable for over a third of the session timeout: session treated as expired")
 				s.gaveUp.Store(true)
 				s.expire()
 			})

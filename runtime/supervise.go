@@ -17,7 +17,7 @@ import (
 //   - one session at a time: the next session is opened only once the
 //     previous one is over on the server too. A session the server expired
 //     or that was closed is over at once; one the client gave up on by its
-//     own clock (cut off for most of the timeout, see WithSessionTimeout)
+//     own clock (cut off for over a third of the timeout, see WithSessionTimeout)
 //     lives on in the server until the timeout, so Supervise waits that out
 //     before it connects again;
 //   - one run of the work at a time: fn's context is cancelled, and fn

@@ -274,7 +274,7 @@ func (t *tenure) Node() string { return t.h.node }
 // Lost returns a channel closed when the tenure ends: lost (the session
 // expired or was closed, or the node was deleted by someone else) or given
 // up (Resign, Leave, Release). A brief connection loss does not end it; a
-// disconnection for most of the session timeout does (see
+// disconnection for over a third of the session timeout does (see
 // WithSessionTimeout).
 func (t *tenure) Lost() <-chan struct{} {
 	t.s.arm(t.h)
