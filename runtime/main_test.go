@@ -15,8 +15,8 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
-// One ZooKeeper for the package's integration tests; each test works under
-// its own root path.
+// One ZooKeeper for the package's integration tests and examples; each test
+// works under its own root path, the examples under exampleRoot.
 var (
 	shared    *zktest.Server
 	sharedErr error
@@ -24,6 +24,7 @@ var (
 
 func TestMain(m *testing.M) {
 	shared, sharedErr = zktest.StartProcess()
+	zktest.ExamplesNeedServer(sharedErr) // the examples use shared too
 	code := m.Run()
 	if shared != nil {
 		shared.Close()
