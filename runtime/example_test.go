@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkgen/zkgen/runtime"
 )
 
@@ -79,6 +81,19 @@ func ExampleSupervise() {
 	// done: <nil>
 }
 
+// A Path is built from a base and typed segments; a string parameter that
+// could escape its place in the tree makes the path invalid, and every
+// handle built on it returns the error without sending anything.
+func ExamplePath_Str() {
+	p := runtime.At("/app/locks/tables").Str("table", "users")
+	fmt.Println(p)
+	bad := runtime.At("/app/locks/tables").Str("table", "../etc")
+	fmt.Println(bad.Err())
+	// Output:
+	// /app/locks/tables/users
+	// path: invalid parameter: table "../etc" under /app/locks/tables: contains "/"
+}
+
 // Two contenders for one lock, each on its own session (in two processes,
 // typically): while a holds the lock, b cannot take it; after a's Unlock it
 // can, with a greater fencing token.
@@ -126,6 +141,32 @@ func ExampleLock_Do() {
 	// Output:
 	// holding it, token true
 	// released: <nil>
+}
+
+// Guarded writes only while the lock is held, atomically with a check of
+// the holder's node: a holder that lost the lock without noticing yet
+// cannot write.
+func ExampleLock_Guarded() {
+	ctx := context.Background()
+	sess := session()
+	defer sess.Close()
+	if _, err := sess.CreatePersistent(ctx, app+"/ledger"); err != nil {
+		log.Fatal(err)
+	}
+	l := runtime.NewLock(sess, runtime.At(app+"/locks/ledger"))
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	entry := &zk.CreateRequest{Path: app + "/ledger/entry-1", Data: []byte("42"), Acl: runtime.WorldAllACL()}
+	_, err := l.Guarded(ctx, entry)
+	fmt.Println("while held:", err)
+
+	l.Unlock(ctx)
+	_, err = l.Guarded(ctx, &zk.SetDataRequest{Path: entry.Path, Data: []byte("43"), Version: -1})
+	fmt.Println("after Unlock:", errors.Is(err, runtime.ErrNotHeld))
+	// Output:
+	// while held: <nil>
+	// after Unlock: true
 }
 
 // Readers share a read/write lock; a writer excludes them and is excluded
@@ -505,6 +546,38 @@ func ExampleConfig() {
 	// before any Set: true
 	// stale: true
 	// {DarkMode:true MaxBatch:20} <nil>
+}
+
+// A config as a name service: Watch delivers the node's state now and
+// after every change, deletion included; a slow reader gets the newest
+// state.
+func ExampleConfig_Watch() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop() // ends the watch
+	sess := session()
+	defer sess.Close()
+	billing := runtime.NewConfig(sess, runtime.At(app+"/services").Str("name", "billing"), runtime.StringCodec())
+
+	w := billing.Watch(ctx)
+	fmt.Println("registered:", (<-w).Exists)
+	billing.Set(ctx, "10.0.0.7:9000")
+	for v := range w {
+		if v.Exists {
+			fmt.Println("billing is at", v.Value)
+			break
+		}
+	}
+	billing.Delete(ctx)
+	for v := range w {
+		if !v.Exists {
+			fmt.Println("billing is gone")
+			break
+		}
+	}
+	// Output:
+	// registered: false
+	// billing is at 10.0.0.7:9000
+	// billing is gone
 }
 
 // A counter is a shared int64 (Curator's DistributedAtomicLong format).
