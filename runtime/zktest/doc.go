@@ -41,6 +41,7 @@
 //
 //	func TestMain(m *testing.M) {
 //		srv, srvErr = zktest.StartProcess()
+//		zktest.ExamplesNeedServer(srvErr) // if the package's examples use srv
 //		code := m.Run()
 //		if srv != nil {
 //			srv.Close()
@@ -52,6 +53,11 @@
 //		s := zktest.Shared(t, srv, srvErr)
 //		// ... tests share the server: give each its own znode paths ...
 //	}
+//
+// Examples have no testing.TB, so Shared cannot skip them: an example with
+// an Output comment that uses srv would fail without ZooKeeper.
+// ExamplesNeedServer makes m.Run skip the package's examples where Shared
+// would skip its tests (ZooKeeper missing outside CI), and under -short.
 //
 // TestMain must reach Close: a test binary killed before that leaves no
 // process behind on Linux (servers die with the test binary), but its

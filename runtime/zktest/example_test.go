@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -109,4 +110,19 @@ func ExampleEnsemble_Isolate() {
 	}
 	mode, _ := zktest.Mode(e.Server(old).Addr(), time.Second)
 	fmt.Println(mode)
+}
+
+// The body of a TestMain whose package has examples with an Output comment
+// that use the shared server: without ZooKeeper (outside CI) or under
+// -short, m.Run skips them, as Shared skips the tests.
+func ExampleExamplesNeedServer() {
+	var m *testing.M // TestMain's argument
+
+	srv, err := zktest.StartProcess()
+	zktest.ExamplesNeedServer(err)
+	code := m.Run()
+	if srv != nil {
+		srv.Close()
+	}
+	os.Exit(code)
 }
