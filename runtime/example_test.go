@@ -134,12 +134,12 @@ func ExampleLock_Do() {
 	l := runtime.NewLock(sess, runtime.At(app+"/locks/reports"))
 
 	err := l.Do(context.Background(), func(ctx context.Context) error {
-		fmt.Println("holding it, token", l.Token() > 0)
+		fmt.Println("held, with a fencing token:", l.Token() > 0)
 		return nil // pass l.Token() to the storage written to, to fence it
 	})
 	fmt.Println("released:", err)
 	// Output:
-	// holding it, token true
+	// held, with a fencing token: true
 	// released: <nil>
 }
 
@@ -484,8 +484,8 @@ func ExampleElection_Run() {
 	// stopped: <nil>
 }
 
-// Members join a group with a payload; Members lists them in join order,
-// Watch streams the list.
+// Members join a group with a payload, and Members lists them in join
+// order (Watch would stream the list after every change).
 func ExampleGroup() {
 	type member struct {
 		Host string `json:"host"`
