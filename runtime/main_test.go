@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Close()
 	}
+	closeTLSServer()
 	os.Exit(code)
 }
 
