@@ -206,11 +206,14 @@ func (h *hostList) Init(servers []string) error {
 			return err
 		}
 		for _, ip := range ips {
+			// A repeated address stays repeated, as in go-zookeeper's
+			// provider: after a lost connection the next entry is tried
+			// at once, while a round's end waits a second.
 			a := net.JoinHostPort(ip, port)
 			if _, dup := h.host[a]; !dup {
 				h.host[a] = host
-				h.addrs = append(h.addrs, a)
 			}
+			h.addrs = append(h.addrs, a)
 		}
 	}
 	if len(h.addrs) == 0 {
