@@ -65,3 +65,21 @@ func TestTLSPortClientAuth(t *testing.T) {
 		t.Fatalf("ruok on the plain port = %q, %v", out, err)
 	}
 }
+
+// WithTLS is checked before anything starts: a client authentication mode
+// ZooKeeper does not know, or an ensemble, is refused.
+func TestTLSOptionRefused(t *testing.T) {
+	certs := zktest.TLSCertsFor(t)
+	if s, err := zktest.StartProcess(zktest.WithTLS(certs, "required")); err == nil {
+		s.Close()
+		if !s.External() {
+			t.Fatal("StartProcess accepted client auth \"required\"")
+		}
+	} else if !strings.Contains(err.Error(), "none, want, need") {
+		t.Fatalf("error %q does not list the modes", err)
+	}
+	if e, err := zktest.StartEnsembleProcess(3, zktest.WithTLS(certs, zktest.ClientAuthNone)); err == nil {
+		e.Close()
+		t.Fatal("StartEnsembleProcess accepted WithTLS")
+	}
+}
