@@ -2,11 +2,14 @@ package zktest_test
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
@@ -42,28 +45,98 @@ func handshake(t *testing.T, addr string, cfg *tls.Config) error {
 
 func TestTLSPortClientAuth(t *testing.T) {
 	certs := zktest.TLSCertsFor(t)
-	s := zktest.Start(t, zktest.WithTLS(certs, zktest.ClientAuthNeed))
-	s.RequireLocal(t)
-	if !strings.HasPrefix(s.TLSAddr(), "127.0.0.1:") || s.TLSAddr() == s.Addr() {
-		t.Fatalf("TLSAddr() = %q, Addr() = %q", s.TLSAddr(), s.Addr())
+	for _, c := range []struct {
+		auth         zktest.ClientAuth
+		noCert       bool // a client without a certificate is accepted
+		untrusted    bool // a client with an untrusted certificate is accepted
+		trustedIdent bool // the trusted client's session has its subject as x509 identity
+	}{
+		{zktest.ClientAuthNeed, false, false, true},
+		// Observed (ZooKeeper 3.8, OpenJDK 17): a wanted certificate that
+		// does not verify is dropped, and the client goes on without an
+		// identity, as one without a certificate.
+		{zktest.ClientAuthWant, true, true, true},
+		{zktest.ClientAuthNone, true, true, false}, // no certificate is asked for
+	} {
+		t.Run(string(c.auth), func(t *testing.T) {
+			s := zktest.Start(t, zktest.WithTLS(certs, c.auth))
+			s.RequireLocal(t)
+			if !strings.HasPrefix(s.TLSAddr(), "127.0.0.1:") || s.TLSAddr() == s.Addr() {
+				t.Fatalf("TLSAddr() = %q, Addr() = %q", s.TLSAddr(), s.Addr())
+			}
+			if err := handshake(t, s.TLSAddr(), certs.ClientConfig()); err != nil {
+				t.Fatalf("trusted client: %v", err)
+			}
+			if err := handshake(t, s.TLSAddr(), certs.ClientConfigNoCert()); (err == nil) != c.noCert {
+				t.Fatalf("client without a certificate: %v; want accepted = %v", err, c.noCert)
+			}
+			if err := handshake(t, s.TLSAddr(), certs.UntrustedClientConfig()); (err == nil) != c.untrusted {
+				t.Fatalf("untrusted client: %v; want accepted = %v", err, c.untrusted)
+			}
+			// A node only the two subjects may read, made on the plain port
+			// (which still serves four-letter words).
+			if out, err := zktest.FourLetter(s.Addr(), "ruok", 5*time.Second); err != nil || out != "imok" {
+				t.Fatalf("ruok on the plain port = %q, %v", out, err)
+			}
+			plain := connect(t, s.Servers(), 5*time.Second)
+			node := uniquePath(t)
+			acl := []zk.ACL{{Perms: zk.PermRead, Scheme: "x509", ID: zktest.ClientSubject}, {Perms: zk.PermRead, Scheme: "x509", ID: zktest.UntrustedSubject}}
+			if _, err := plain.Create(node, []byte("x"), 0, acl); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := plain.Get(node); !errors.Is(err, zk.ErrNoAuth) {
+				t.Fatalf("plain read = %v, want no auth", err)
+			}
+			if _, _, err := tlsConnect(t, s.TLSAddr(), certs.ClientConfig()).Get(node); (err == nil) != c.trustedIdent {
+				t.Fatalf("trusted client's read = %v; want it allowed = %v", err, c.trustedIdent)
+			}
+			if c.untrusted {
+				if _, _, err := tlsConnect(t, s.TLSAddr(), certs.UntrustedClientConfig()).Get(node); !errors.Is(err, zk.ErrNoAuth) {
+					t.Fatalf("untrusted client's read = %v; want no auth (no identity)", err)
+				}
+			}
+		})
 	}
-	if err := handshake(t, s.TLSAddr(), certs.ClientConfig()); err != nil {
-		t.Fatalf("trusted client: %v", err)
+}
+
+// tlsConnect opens a go-zookeeper session over TLS to addr and waits for
+// it.
+func tlsConnect(t *testing.T, addr string, cfg *tls.Config) *zk.Conn {
+	t.Helper()
+	cfg = cfg.Clone()
+	cfg.ServerName = "127.0.0.1"
+	dial := func(network, a string, timeout time.Duration) (net.Conn, error) {
+		raw, err := net.DialTimeout(network, a, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c := tls.Client(raw, cfg)
+		if err := c.Handshake(); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return c, nil
 	}
-	if err := handshake(t, s.TLSAddr(), certs.UntrustedClientConfig()); err == nil {
-		t.Fatal("untrusted client accepted")
-	} else {
-		t.Logf("untrusted client: %v", err)
+	events := make(chan zk.Event, 16)
+	c, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithDialer(dial), zk.WithLogInfo(false),
+		zk.WithEventCallback(func(e zk.Event) {
+			if e.State == zk.StateHasSession {
+				select {
+				case events <- e:
+				default:
+				}
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := handshake(t, s.TLSAddr(), certs.ClientConfigNoCert()); err == nil {
-		t.Fatal("client without a certificate accepted")
-	} else {
-		t.Logf("no certificate: %v", err)
+	t.Cleanup(c.Close)
+	select {
+	case <-events:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no session over TLS to %s", addr)
 	}
-	// The plain port still serves four-letter words.
-	if out, err := zktest.FourLetter(s.Addr(), "ruok", 5*time.Second); err != nil || out != "imok" {
-		t.Fatalf("ruok on the plain port = %q, %v", out, err)
-	}
+	return c
 }
 
 // WithTLS is checked before anything starts: a client authentication mode
