@@ -82,10 +82,14 @@ func (s *Session) dialConn(network, addr string, timeout time.Duration) (net.Con
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(hctx); err != nil {
 		c.Close()
-		if transient(err) {
-			return nil, err // a slow or closing server, not a disagreement
+		if !transient(err) {
+			return nil, s.tlsFailed(addr, host, err)
 		}
-		return nil, s.tlsFailed(addr, host, err)
+		var ne net.Error
+		if !(errors.As(err, &ne) && ne.Timeout()) && !s.isEstablished() && s.speaksPlain(addr) {
+			return nil, s.tlsFailed(addr, host, fmt.Errorf("the server closed the connection during the handshake (%w), and its port answers in plain text: it does not speak TLS (ZooKeeper serves TLS on its secureClientPort)", err))
+		}
+		return nil, err // a slow or closing server, not a disagreement
 	}
 	return tc, nil
 }
@@ -120,6 +124,32 @@ func (s *Session) speaksTLS(addr string) bool {
 	err = tc.HandshakeContext(ctx)
 	var oe *net.OpError
 	return err == nil || errors.As(err, &oe) && oe.Op == "remote error"
+}
+
+// speaksPlain reports whether the server at addr answers a plain
+// four-letter word ("srvr", with its statistics or a refusal, both plain
+// text): a TLS client that a server drops during the handshake asks it,
+// before the session is established. A TLS port drops the word unanswered
+// (or answers with a TLS alert).
+func (s *Session) speaksPlain(addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	c, err := s.rawDial(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		if err := c.SetDeadline(dl); err != nil {
+			return false
+		}
+	}
+	if _, err := io.WriteString(c, "srvr"); err != nil {
+		return false
+	}
+	var got [2]byte
+	n, _ := io.ReadFull(c, got[:])
+	return n > 0 && got != tlsAlertPrefix
 }
 
 // tlsFailed reports a connection that failed over TLS: before the session

@@ -243,6 +243,8 @@ func TestTLSMismatchFailsFast(t *testing.T) {
 		want    string // in the error
 	}{
 		{"plain client on the TLS port", srv.TLSServers(), nil, "speaks TLS"},
+		{"TLS client on a plain Netty port", srv.Servers(), []runtime.Option{runtime.WithTLS(certs.ClientConfig())}, "does not speak TLS"},
+		{"TLS client on a plain NIO port", server(t).Servers(), []runtime.Option{runtime.WithTLS(certs.ClientConfig())}, "does not speak TLS"},
 		{"untrusted client certificate", srv.TLSServers(), []runtime.Option{runtime.WithTLS(certs.UntrustedClientConfig())}, "bad certificate"},
 		{"no client certificate", srv.TLSServers(), []runtime.Option{runtime.WithTLS(certs.ClientConfigNoCert())}, "bad certificate"},
 		{"server certificate not trusted", srv.TLSServers(), []runtime.Option{runtime.WithTLS(&tls.Config{RootCAs: x509.NewCertPool()})}, "certificate"},
