@@ -50,9 +50,9 @@ func WithDialer(dial DialFunc) Option {
 // for that server (not the IP address it resolved to). cfg is cloned; a nil
 // cfg means no TLS.
 //
-// A handshake that fails, or a server that refuses the client's
-// certificate, makes Connect fail at once with ErrTLSHandshake instead of
-// retrying until its context ends. The handshake is bounded by the session
+// A handshake that fails, a server that refuses the client's certificate,
+// or a port that does not speak TLS makes Connect fail at once with
+// ErrTLSHandshake instead of retrying until its context ends. The handshake is bounded by the session
 // timeout. Runtime bookkeeping (liveness, zxids) sees the plaintext.
 func WithTLS(cfg *tls.Config) Option {
 	return func(s *Session) {
@@ -104,7 +104,7 @@ func (s *Session) rawDial(ctx context.Context, network, addr string) (net.Conn, 
 	return d.DialContext(ctx, network, addr)
 }
 
-// probeTimeout bounds speaksTLS.
+// probeTimeout bounds speaksTLS and speaksPlain.
 const probeTimeout = 2 * time.Second
 
 // speaksTLS reports whether the server at addr answers a TLS handshake. A
