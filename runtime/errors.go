@@ -146,6 +146,8 @@ func Classify(err error) Class {
 		errors.Is(err, zk.ErrBadVersion),
 		errors.Is(err, zk.ErrNoChildrenForEphemerals):
 		return Normal
+	case errors.Is(err, ErrTLSHandshake):
+		return Fatal // it wraps a net.Error, but retrying does not help
 	case errors.Is(err, zk.ErrConnectionClosed),
 		errors.Is(err, zk.ErrNoServer),
 		errors.Is(err, zk.ErrSessionMoved),

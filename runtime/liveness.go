@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net"
 	"time"
 )
@@ -41,6 +43,7 @@ const lostFraction = 0.35
 type liveConn struct {
 	net.Conn
 	s    *Session
+	addr string // the server's address, for errors
 	hdr  [12]byte
 	hdrN int
 	zxid *zxidGuard
@@ -53,6 +56,11 @@ func (c *liveConn) Write(p []byte) (int, error) {
 
 func (c *liveConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if c.hdrN < len(tlsAlertPrefix) {
+		if ferr := c.firstReply(p[:n], err); ferr != nil {
+			return 0, ferr
+		}
+	}
 	if n > 0 {
 		c.s.lastRecv.Store(time.Now().UnixNano())
 		c.zxid.read(p[:n])
@@ -66,6 +74,32 @@ func (c *liveConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// firstReply checks the start of the server's first reply, p (or the
+// error met reading it), for a disagreement on TLS (ErrTLSHandshake): a
+// server that refused the client's certificate after the handshake, or a
+// TLS port answering a plain client with an alert or (ZooKeeper's Netty
+// port) closing the connection without a reply, which speaksTLS then tells
+// from other reasons to close.
+func (c *liveConn) firstReply(p []byte, err error) error {
+	host := c.s.hosts.serverName(c.addr)
+	if c.s.tlsConf != nil {
+		if err != nil && tlsRefusal(err) {
+			return c.s.tlsFailed(c.addr, host, err)
+		}
+		return nil
+	}
+	var got [2]byte
+	k := copy(got[:], c.hdr[:c.hdrN])
+	copy(got[k:], p)
+	if c.hdrN+len(p) >= len(got) && got == tlsAlertPrefix {
+		return c.s.tlsFailed(c.addr, host, errors.New("the server answered with a TLS alert: its port speaks TLS (see WithTLS)"))
+	}
+	if c.hdrN+len(p) == 0 && err != nil && !c.s.isEstablished() && c.s.speaksTLS(c.addr) {
+		return c.s.tlsFailed(c.addr, host, fmt.Errorf("the server closed the connection without a reply (%w), and its port answers a TLS handshake: it speaks TLS (see WithTLS)", err))
+	}
+	return nil
 }
 
 // sessionTimeout returns the timeout the server granted, or the one asked.

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Close()
 	}
+	closeTLSServer()
 	os.Exit(code)
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +26,10 @@ type Session struct {
 	policy  RetryPolicy
 	timeout time.Duration
 	acl     []zk.ACL
-	auth    []authInfo // WithAuth credentials
+	auth    []authInfo  // WithAuth credentials
+	dialer  DialFunc    // WithDialer; nil: net.Dialer
+	tlsConf *tls.Config // WithTLS; nil: plain
+	hosts   *hostList   // go-zookeeper's host provider
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -67,6 +71,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		acl:         zk.WorldACL(zk.PermAll),
 		done:        make(chan struct{}),
 		established: make(chan struct{}),
+		hosts:       &hostList{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -74,6 +79,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
 		zk.WithEventCallback(s.onEvent),
+		zk.WithHostProvider(s.hosts),
 		zk.WithDialer(s.dial),
 		zk.WithLogInfo(false),
 	)
@@ -108,19 +114,20 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 }
 
-// dial is go-zookeeper's dialer: it connects to a server, through a
-// liveConn, for as long as the session is not over.
+// dial is go-zookeeper's dialer: it connects to a server (over WithDialer's
+// dialer and WithTLS's TLS, see dialConn), through a liveConn that sees the
+// plaintext, for as long as the session is not over.
 func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	if s.ended.Load() {
 		// Never reconnect once the session is over: go-zookeeper would
 		// otherwise silently open a new session.
 		return nil, errors.New("runtime: session ended")
 	}
-	c, err := net.DialTimeout(network, addr, timeout)
+	c, err := s.dialConn(network, addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return &liveConn{Conn: c, s: s, zxid: newZxidGuard(s)}, nil
+	return &liveConn{Conn: c, s: s, addr: addr, zxid: newZxidGuard(s)}, nil
 }
 
 // onEvent runs on go-zookeeper's event loop; it must not block.

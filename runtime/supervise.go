@@ -68,7 +68,10 @@ const connectAttempt = 5 * time.Second
 // It returns nil when ctx ends (after cancelling fn's context and waiting
 // for fn) or when fn returns nil while its session lives: the work is done.
 // It returns fn's error when fn fails for another reason than the end of its
-// session. opts are Connect's, plus WithSessionEvents.
+// session, and an ErrTLSHandshake error when a connection fails over TLS
+// (WithTLS) before a session is established: a certificate problem that
+// retrying does not mend. opts are Connect's (WithTLS, WithDialer, ...),
+// plus WithSessionEvents.
 //
 // Each new session is logged (at info) and reported to WithSessionEvents.
 // See the guarantees above.
@@ -80,6 +83,9 @@ func Supervise(ctx context.Context, servers []string, fn func(ctx context.Contex
 	var prev *Session
 	for gen := 1; ; gen++ {
 		s, err := superviseConnect(ctx, servers, prev, probe.log, opts)
+		if errors.Is(err, ErrTLSHandshake) {
+			return err
+		}
 		if err != nil {
 			return nil // ctx ended
 		}
@@ -159,7 +165,7 @@ func sessionEnd(err error, ended bool) bool {
 
 // superviseConnect opens the next session: it waits until the previous one
 // is surely over on the server, then connects, retrying with backoff. It
-// fails only when ctx ends.
+// fails only when ctx ends, or with ErrTLSHandshake.
 func superviseConnect(ctx context.Context, servers []string, prev *Session, log *slog.Logger, opts []Option) (*Session, error) {
 	if prev != nil {
 		// A short random wait too, so that a fleet whose sessions ended
@@ -175,6 +181,9 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 		cancel()
 		if err == nil {
 			return s, nil
+		}
+		if errors.Is(err, ErrTLSHandshake) {
+			return nil, err // retrying does not help
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
@@ -23,7 +25,18 @@ type liveFlags struct {
 	servers  string
 	timeout  time.Duration
 	auth     []string
+	tlsCA    string // --tls-ca, ZK_TLS_CA
+	tlsCert  string // --tls-cert, ZK_TLS_CERT
+	tlsKey   string // --tls-key, ZK_TLS_KEY
 }
+
+// The environment variables beside ZK_SERVERS that give the TLS flags'
+// defaults.
+const (
+	envTLSCA   = "ZK_TLS_CA"
+	envTLSCert = "ZK_TLS_CERT"
+	envTLSKey  = "ZK_TLS_KEY"
+)
 
 // defaultServers is ZK_SERVERS, else 127.0.0.1:2181.
 func defaultServers() string {
@@ -38,6 +51,42 @@ func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.servers, "servers", defaultServers(), "ZooKeeper servers, host:port,... (default from ZK_SERVERS)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "give up connecting after this long")
 	cmd.Flags().StringArrayVar(&f.auth, "auth", nil, "digest credentials user:password (repeatable)")
+	cmd.Flags().StringVar(&f.tlsCA, "tls-ca", os.Getenv(envTLSCA), "PEM file of the CA certificates that sign the servers' (turns TLS on; default from "+envTLSCA+")")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", os.Getenv(envTLSCert), "PEM client certificate to present over TLS, with --tls-key (turns TLS on; default from "+envTLSCert+")")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", os.Getenv(envTLSKey), "PEM private key of --tls-cert (default from "+envTLSKey+")")
+}
+
+// tlsConfig builds the TLS configuration of the flags: nil (plain) when
+// none is set. Without --tls-ca the system's CAs verify the servers.
+func (f *liveFlags) tlsConfig() (*tls.Config, error) {
+	if f.tlsCA == "" && f.tlsCert == "" && f.tlsKey == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.tlsCA != "" {
+		data, err := os.ReadFile(f.tlsCA)
+		if err != nil {
+			return nil, userErrorf("--tls-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(data) {
+			return nil, userErrorf("--tls-ca %s: no PEM certificate in it", f.tlsCA)
+		}
+		cfg.RootCAs = pool
+	}
+	switch {
+	case f.tlsCert != "" && f.tlsKey != "":
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return nil, userErrorf("--tls-cert/--tls-key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	case f.tlsCert != "":
+		return nil, userErrorf("--tls-cert needs --tls-key (or %s)", envTLSKey)
+	case f.tlsKey != "":
+		return nil, userErrorf("--tls-key needs --tls-cert (or %s)", envTLSCert)
+	}
+	return cfg, nil
 }
 
 // connect parses the spec and opens a session. Both errors are failures:
@@ -67,6 +116,13 @@ func (a *app) connect(ctx context.Context, f *liveFlags) (*spec.Spec, *runtime.S
 			return nil, nil, userErrorf("--auth %q: want user:password", cred)
 		}
 		opts = append(opts, runtime.WithAuth("digest", []byte(cred)))
+	}
+	tlsConf, err := f.tlsConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	if tlsConf != nil {
+		opts = append(opts, runtime.WithTLS(tlsConf))
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()

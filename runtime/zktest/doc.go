@@ -100,6 +100,21 @@
 // syncLimit. RollingRestart restarts every member in turn, the leader last,
 // waiting each time for the restarted member to serve again.
 //
+// # TLS
+//
+// WithTLS gives a standalone server a TLS client port (ZooKeeper's
+// secureClientPort, served by Netty) besides its plain one, with
+// certificates made at test time by NewTLSCerts (or TLSCertsFor): a CA, a
+// server certificate for 127.0.0.1 and localhost, a trusted and an
+// untrusted client certificate, as PEM files and as tls.Configs. The client
+// authentication mode is ClientAuthNone, ClientAuthWant or ClientAuthNeed,
+// and the x509 authentication provider is on, so a client certificate's
+// subject (ClientSubject) can be named in x509 ACLs:
+//
+//	certs := zktest.TLSCertsFor(t)
+//	srv := zktest.Start(t, zktest.WithTLS(certs, zktest.ClientAuthNeed))
+//	s, err := runtime.Connect(ctx, srv.TLSServers(), runtime.WithTLS(certs.ClientConfig()))
+//
 // # Environment
 //
 //   - ZK_SERVERS=host:port[,host:port...]: Start and StartProcess start

@@ -75,6 +75,9 @@ func StartEnsembleProcess(n int, opts ...Option) (*Ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.tls != nil {
+		return nil, errors.New("zktest: WithTLS is for a standalone server (Start, StartProcess), not an ensemble")
+	}
 	inst, err := findInstall()
 	if err != nil {
 		return nil, err

@@ -40,6 +40,14 @@ var slf4jBindings = []string{
 	"/usr/share/java/slf4j-nop.jar",
 }
 
+// debianNetty are Debian jars the Netty connection factory (a TLS client
+// port, WithTLS) needs but zookeeper.jar's manifest does not name; they are
+// added to the classpath when present.
+var debianNetty = []string{
+	"/usr/share/java/netty-codec.jar",
+	"/usr/share/java/netty-resolver.jar",
+}
+
 // installHint tells a reader how to get a usable ZooKeeper.
 const installHint = "install it with `apt-get install -y zookeeper` (Debian/Ubuntu; needs a JRE), " +
 	"or set " + EnvHome + " / " + EnvClasspath + " to a ZooKeeper release, " +
@@ -110,6 +118,11 @@ func findInstall() (install, error) {
 			if isFile(b) {
 				cp = append(cp, b)
 				break
+			}
+		}
+		for _, j := range debianNetty {
+			if isFile(j) {
+				cp = append(cp, j)
 			}
 		}
 		in.classpath = strings.Join(cp, string(os.PathListSeparator))

@@ -26,6 +26,8 @@ type config struct {
 	jvmArgs      []string
 	extra        [][2]string
 	quorumFaults bool
+	tls          *TLSCerts  // WithTLS
+	clientAuth   ClientAuth // WithTLS
 }
 
 func defaultConfig() config {
@@ -53,7 +55,7 @@ func buildConfig(opts []Option) (config, error) {
 	case c.startTimeout <= 0:
 		return c, fmt.Errorf("zktest: start timeout %v must be positive", c.startTimeout)
 	}
-	return c, nil
+	return c, checkTLSConfig(c)
 }
 
 // Option configures a server or ensemble started by this package.

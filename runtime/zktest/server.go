@@ -49,6 +49,7 @@ type Server struct {
 	external   bool
 	addrs      []string
 	port       int
+	tlsPort    int    // WithTLS's secureClientPort; 0 without
 	dir        string // zoo.cfg, zookeeper.log and data/ live here
 	ownDir     bool   // remove dir on Close
 	mainClass  string
@@ -124,12 +125,19 @@ func StartProcess(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(1)
+		n := 1
+		if cfg.tls != nil {
+			n = 2
+		}
+		ports, err := freePorts(n)
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 		s.setPort(ports[0])
+		if cfg.tls != nil {
+			s.tlsPort = ports[1]
+		}
 		if err := s.writeConfig(nil); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
@@ -168,6 +176,7 @@ func (s *Server) writeConfig(quorum []string) error {
 		"preAllocSize=1024",
 	}
 	lines = append(lines, quorum...)
+	lines = append(lines, s.tlsConfigLines()...)
 	for _, kv := range s.cfg.extra {
 		lines = append(lines, kv[0]+"="+kv[1])
 	}
@@ -414,6 +423,9 @@ func (s *Server) ready() (bool, string) {
 	mode, err := Mode(s.Addr(), time.Second)
 	if err != nil {
 		return false, "srvr: " + err.Error()
+	}
+	if mode == "standalone" && !s.tlsReady() {
+		return false, "TLS client port " + s.TLSAddr() + " not open"
 	}
 	return mode == "standalone", "mode " + mode
 }
