@@ -44,6 +44,9 @@ type SemaphoreHandle interface {
 	Path() string
 	SetPurpose(purpose string)
 	Acquire(ctx context.Context) (*Lease, error)
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Lost() <-chan struct{}
 	Holders(ctx context.Context) ([]Holder, error)
 	Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error)
 	Do(ctx context.Context, fn func(ctx context.Context) error) error
@@ -174,4 +177,6 @@ var (
 	_ ConfigHandle[int]            = (*Config[int])(nil)
 	_ CounterHandle                = (*Counter)(nil)
 	_ TwoPhaseCommitHandle[[]byte] = (*TwoPhaseCommit[[]byte])(nil)
+	_ Locker                       = LockHandle(nil)
+	_ Locker                       = SemaphoreHandle(nil)
 )
