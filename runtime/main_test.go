@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Close()
 	}
+	if ttlShared != nil {
+		ttlShared.Close()
+	}
 	os.Exit(code)
 }
 
