@@ -52,6 +52,14 @@ type SemaphoreHandle interface {
 	Do(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
+// TTLLeasesHandle is the method set of *TTLLeases.
+type TTLLeasesHandle interface {
+	Path() string
+	TTL() time.Duration
+	Acquire(ctx context.Context, holder string) (*TTLLease, error)
+	Holders(ctx context.Context) ([]LeaseHolder, error)
+}
+
 // QueueHandle is the method set of *Queue[T].
 type QueueHandle[T any] interface {
 	Path() string
@@ -166,6 +174,7 @@ var (
 	_ LockHandle                   = (*Lock)(nil)
 	_ RWLockHandle                 = (*RWLock)(nil)
 	_ SemaphoreHandle              = (*Semaphore)(nil)
+	_ TTLLeasesHandle              = (*TTLLeases)(nil)
 	_ QueueHandle[int]             = (*Queue[int])(nil)
 	_ AckQueueHandle[int]          = (*AckQueue[int])(nil)
 	_ PriorityQueueHandle[int]     = (*PriorityQueue[int])(nil)

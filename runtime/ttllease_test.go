@@ -238,6 +238,8 @@ func TestTTLLeaseOutlivesSessionAndExpires(t *testing.T) {
 	waitGone(t, ctx, obs, le.Node())
 	if now := time.Now(); now.Before(le.Expires()) {
 		t.Fatalf("the server removed the lease %v before its holder's deadline", le.Expires().Sub(now))
+	} else {
+		t.Logf("removed %v after the holder's deadline (TTL %v, check interval %v)", now.Sub(le.Expires()), ttl, ttlCheckInterval)
 	}
 	if err := <-got; err != nil {
 		t.Fatal(err)
