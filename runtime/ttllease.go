@@ -212,15 +212,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (*TTLLease, erro
 	data, _ := json.Marshal(leaseData{Holder: holder, Host: hostname(), PID: os.Getpid(),
 		Acquired: time.Now().UTC().Truncate(time.Millisecond)})
 	for {
-		r, err := m.s.childrenW(ctx, m.dir)
-		if errors.Is(err, zk.ErrNoNode) {
-			// The directory, a container, was removed once empty.
-			m.s.specs.ok.Delete(m.dir)
-			if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
-				return nil, err
-			}
-			continue
-		}
+		r, err := m.scan(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -258,6 +250,21 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (*TTLLease, erro
 			return nil, ctx.Err()
 		case <-m.s.done:
 			return nil, m.s.Err()
+		}
+	}
+}
+
+// scan lists the slots with a children watch on the directory, creating
+// the directory again if the server removed it (a container, once empty).
+func (m *TTLLeases) scan(ctx context.Context) (getResult, error) {
+	for {
+		r, err := m.s.childrenW(ctx, m.dir)
+		if !errors.Is(err, zk.ErrNoNode) {
+			return r, err
+		}
+		m.s.specs.ok.Delete(m.dir)
+		if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
+			return getResult{}, err
 		}
 	}
 }
@@ -420,8 +427,8 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 		return fmt.Errorf("lease %s: %w (at %v)", l.node, ErrLeaseExpired, l.deadline.Format(time.RFC3339Nano))
 	}
 	var st *zk.Stat
+	var err error
 	for n := 1; ; n++ {
-		var err error
 		st, err = await(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(l.node, l.data, l.version) })
 		if err == nil {
 			break
@@ -434,28 +441,19 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 		}
 		// A connection loss, or a version conflict after one: did the
 		// lost write apply?
-		_, cur, gerr := s.get(ctx, l.node)
-		switch {
-		case errors.Is(gerr, zk.ErrNoNode):
-			return fmt.Errorf("lease %s: %w (node gone)", l.node, ErrLeaseExpired)
-		case gerr != nil:
-			return opError("get", l.node, gerr)
-		case cur.Czxid != l.czxid:
-			return fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
-		case cur.Version == l.version+1:
-			st = cur // the lost write applied
-		case cur.Version != l.version:
-			return fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
-		}
-		if st != nil {
+		lost := err
+		if st, err = l.settleSet(ctx); st != nil || err != nil {
 			break
 		}
 		if n >= s.policy.attempts() {
-			return exhausted(n, err)
+			return exhausted(n, lost)
 		}
 		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
 			return werr
 		}
+	}
+	if err != nil {
+		return err
 	}
 	if st.Czxid != l.czxid {
 		s.log.Warn("lease: renewal wrote a node that is not ours", "path", l.node)
@@ -466,11 +464,30 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 		// write: give it up.
 		l.version, l.mtime = st.Version, st.Mtime
 		l.released = true
-		l.deleteOurs(ctx)
+		_ = l.deleteOurs(ctx) // if it fails, the server removes it after the TTL
 		return fmt.Errorf("lease %s: %w (renewed %v after the previous write, TTL %v)", l.node, ErrLeaseExpired, gap, m.ttl)
 	}
 	l.version, l.mtime, l.deadline = st.Version, st.Mtime, m.deadline(start)
 	return nil
+}
+
+// settleSet finds out whether a renewal whose reply was lost applied: the
+// node's stat when it did, nil and nil when it did not (send it again).
+func (l *TTLLease) settleSet(ctx context.Context) (*zk.Stat, error) {
+	_, cur, err := l.m.s.get(ctx, l.node)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, fmt.Errorf("lease %s: %w (node gone)", l.node, ErrLeaseExpired)
+	case err != nil:
+		return nil, opError("get", l.node, err)
+	case cur.Czxid != l.czxid:
+		return nil, fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
+	case cur.Version == l.version+1:
+		return cur, nil // the lost write applied
+	case cur.Version != l.version:
+		return nil, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
+	}
+	return nil, nil
 }
 
 // Release gives the lease back by deleting its node, so another holder can
