@@ -423,3 +423,43 @@ func TestTTLLeaseFaultMatrix(t *testing.T) {
 		}
 	}
 }
+
+// An Acquire waiting for a slot and cancelled leaves nothing: once the
+// holder releases, the directory is empty.
+func TestTTLLeaseAcquireCancelled(t *testing.T) {
+	srv := ttlServer(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	obs := connect(t, srv.Servers())
+	a, err := runtime.NewTTLLeases(connect(t, srv.Servers()), runtime.At(dir), 1, time.Minute).Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := zktest.NewProxy(t, srv.Addr())
+	b := runtime.NewTTLLeases(connect(t, viaProxy(p)), runtime.At(dir), 1, time.Minute)
+	cctx, cancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(cctx, "b")
+		got <- err
+	}()
+	// b waits once it has listed the taken slots (the proxy's count is the
+	// only view of that: polled with the test's deadline).
+	for p.Requests(zktest.OpGetChildren2) == 0 && p.Requests(zktest.OpGetChildren) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("b never listed the slots")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Acquire = %v, want context.Canceled", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kids := childrenOf(t, obs, dir); len(kids) != 0 {
+		t.Fatalf("left after a cancelled Acquire: %v", kids)
+	}
+}
