@@ -106,7 +106,8 @@ func TestTTLLeaseAtMostN(t *testing.T) {
 	if a.Node() == b.Node() {
 		t.Fatalf("two holders on %s", a.Node())
 	}
-	hc := handle()
+	p := zktest.NewProxy(t, srv.Addr())
+	hc := runtime.NewTTLLeases(connect(t, viaProxy(p)), runtime.At(dir), 2, time.Minute)
 	got := make(chan *runtime.TTLLease, 1)
 	go func() {
 		le, err := hc.Acquire(ctx, "c")
@@ -115,6 +116,18 @@ func TestTTLLeaseAtMostN(t *testing.T) {
 		}
 		got <- le
 	}()
+	// c has listed the two taken slots (polled: the proxy's count is the
+	// only view of it) and holds none.
+	for p.Requests(zktest.OpGetChildren2) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("c never listed the slots")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if kids := childrenOf(t, obs, dir); len(kids) != 2 {
+		t.Fatalf("slots %v while two hold", kids)
+	}
 	select {
 	case <-got:
 		t.Fatal("a third holder got a lease while two hold both")
@@ -461,5 +474,34 @@ func TestTTLLeaseAcquireCancelled(t *testing.T) {
 	}
 	if kids := childrenOf(t, obs, dir); len(kids) != 0 {
 		t.Fatalf("left after a cancelled Acquire: %v", kids)
+	}
+}
+
+// Holders that crash (never renew nor release) one after another on one
+// slot: each next holder gets the slot only after the previous lease's end
+// by its holder's clock, and the server removes each node by itself.
+func TestTTLLeaseSuccessionAfterExpiry(t *testing.T) {
+	srv := ttlServer(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	const ttl, rounds = 300 * time.Millisecond, 5
+	m := runtime.NewTTLLeases(connect(t, srv.Servers()), runtime.At(dir), 1, ttl)
+	var prev *runtime.TTLLease
+	for r := range rounds {
+		le, err := m.Acquire(ctx, fmt.Sprintf("crashing-%d", r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev != nil {
+			if now := time.Now(); now.Before(prev.Expires()) {
+				t.Fatalf("round %d: the slot was handed on %v before the previous lease's end", r, prev.Expires().Sub(now))
+			}
+		}
+		prev = le
+	}
+	obs := connect(t, srv.Servers())
+	waitGone(t, ctx, obs, prev.Node())
+	if kids := childrenOf(t, obs, dir); len(kids) != 0 {
+		t.Fatalf("left: %v", kids)
 	}
 }
