@@ -90,6 +90,7 @@ type TTLLease struct {
 	mtime    int64     // its mtime after our last write (server ms)
 	deadline time.Time // the end of the lease by the holder's clock
 	released bool
+	unsure   bool // a write of ours may have applied unseen (see settle)
 }
 
 // leaseData is the data of a slot node.
@@ -421,42 +422,20 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 	if l.released {
 		return fmt.Errorf("lease %s: %w", l.node, ErrNotHeld)
 	}
-	s, m := l.m.s, l.m
 	start := time.Now()
 	if checkDeadline && !start.Before(l.deadline) {
 		return fmt.Errorf("lease %s: %w (at %v)", l.node, ErrLeaseExpired, l.deadline.Format(time.RFC3339Nano))
 	}
-	var st *zk.Stat
-	var err error
-	for n := 1; ; n++ {
-		st, err = await(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(l.node, l.data, l.version) })
-		if err == nil {
-			break
-		}
-		switch {
-		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion) && n == 1:
-			return fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
-		case !IsRecoverable(err) && !errors.Is(err, zk.ErrBadVersion):
-			return opError("set", l.node, err)
-		}
-		// A connection loss, or a version conflict after one: did the
-		// lost write apply?
-		lost := err
-		if st, err = l.settleSet(ctx); st != nil || err != nil {
-			break
-		}
-		if n >= s.policy.attempts() {
-			return exhausted(n, lost)
-		}
-		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
-			return werr
-		}
+	if err := l.settle(ctx); err != nil {
+		return err
 	}
+	st, err := l.set(ctx)
 	if err != nil {
 		return err
 	}
+	m := l.m
 	if st.Czxid != l.czxid {
-		s.log.Warn("lease: renewal wrote a node that is not ours", "path", l.node)
+		m.s.log.Warn("lease: renewal wrote a node that is not ours", "path", l.node)
 		return fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
 	}
 	if gap := time.Duration(st.Mtime-l.mtime) * time.Millisecond; gap > m.ttl-m.ttl/10 {
@@ -471,9 +450,60 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 	return nil
 }
 
-// settleSet finds out whether a renewal whose reply was lost applied: the
-// node's stat when it did, nil and nil when it did not (send it again).
-func (l *TTLLease) settleSet(ctx context.Context) (*zk.Stat, error) {
+// set sends the renewal's setData at our version until its outcome is
+// known, and returns the node's stat after it. A write whose reply is lost
+// is looked for before it is sent again; if ctx ends first, the lease is
+// marked unsure (see settle).
+func (l *TTLLease) set(ctx context.Context) (*zk.Stat, error) {
+	s := l.m.s
+	for n := 1; ; n++ {
+		st, err := await(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(l.node, l.data, l.version) })
+		switch {
+		case err == nil:
+			return st, nil
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
+			return nil, fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
+		case !IsRecoverable(err):
+			l.unsure = true // the write may apply after all
+			return nil, opError("set", l.node, err)
+		}
+		cur, lerr := l.look(ctx)
+		switch {
+		case lerr != nil:
+			l.unsure = true
+			return nil, lerr
+		case cur.Version == l.version+1:
+			return cur, nil // the lost write applied (sent after start)
+		case cur.Version != l.version:
+			return nil, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
+		}
+		if n >= s.policy.attempts() {
+			return nil, exhausted(n, err)
+		}
+		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
+			return nil, werr
+		}
+	}
+}
+
+// settle brings an unsure lease (a write of ours whose outcome was never
+// seen: ctx ended, or the session did) up to date with its node: version
+// and mtime, but not the deadline, which that write cannot extend.
+func (l *TTLLease) settle(ctx context.Context) error {
+	if !l.unsure {
+		return nil
+	}
+	cur, err := l.look(ctx)
+	if err != nil {
+		return err
+	}
+	l.version, l.mtime, l.unsure = cur.Version, cur.Mtime, false
+	return nil
+}
+
+// look reads the node's stat; ErrLeaseExpired when it is gone or is
+// another holder's.
+func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
 	_, cur, err := l.m.s.get(ctx, l.node)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -482,12 +512,8 @@ func (l *TTLLease) settleSet(ctx context.Context) (*zk.Stat, error) {
 		return nil, opError("get", l.node, err)
 	case cur.Czxid != l.czxid:
 		return nil, fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
-	case cur.Version == l.version+1:
-		return cur, nil // the lost write applied
-	case cur.Version != l.version:
-		return nil, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
 	}
-	return nil, nil
+	return cur, nil
 }
 
 // Release gives the lease back by deleting its node, so another holder can
@@ -517,6 +543,12 @@ func (l *TTLLease) Release(ctx context.Context) error {
 // deletes again, so it never deletes a node another holder created since.
 func (l *TTLLease) deleteOurs(ctx context.Context) error {
 	s := l.m.s
+	if err := l.settle(ctx); err != nil {
+		if errors.Is(err, ErrLeaseExpired) {
+			return nil // gone, or another's: nothing of ours to delete
+		}
+		return err
+	}
 	version := l.version
 	for n := 1; ; n++ {
 		_, err := await(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(l.node, version) })

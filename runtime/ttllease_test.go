@@ -505,3 +505,46 @@ func TestTTLLeaseSuccessionAfterExpiry(t *testing.T) {
 		t.Fatalf("left: %v", kids)
 	}
 }
+
+// A renewal whose ctx ends after its write reached the server (the reply is
+// never seen) leaves the lease unsure, not broken: the next Renew finds the
+// write applied and carries on, and Release removes the node.
+func TestTTLLeaseRenewCancelledInFlight(t *testing.T) {
+	srv := ttlServer(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	obs := connect(t, srv.Servers())
+	p := zktest.NewProxy(t, srv.Addr())
+	le, err := runtime.NewTTLLeases(connect(t, viaProxy(p)), runtime.At(dir), 1, time.Minute).Acquire(ctx, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Pause(true) // hold the reconnection
+	fired := p.CutAfterRequest(zktest.OpSetData)
+	cctx, cancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() { got <- le.Renew(cctx) }()
+	select {
+	case <-fired:
+	case <-ctx.Done():
+		t.Fatal("the renewal never passed the proxy")
+	}
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Renew with its ctx cancelled in flight = %v, want context.Canceled", err)
+	}
+	p.Pause(false)
+	_, st, err := obs.Conn().Get(le.Node())
+	if err != nil || st.Version != 1 {
+		t.Fatalf("the cancelled renewal did not apply (version %d): %v", st.Version, err)
+	}
+	if err := le.Renew(ctx); err != nil {
+		t.Fatalf("Renew after a cancelled one: %v", err)
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kids := childrenOf(t, obs, dir); len(kids) != 0 {
+		t.Fatalf("left: %v", kids)
+	}
+}
