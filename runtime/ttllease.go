@@ -519,21 +519,38 @@ func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
 // Release gives the lease back by deleting its node, so another holder can
 // take the slot at once. It returns ErrNotHeld when released already, and
 // an error wrapping ErrLeaseExpired when the lease had expired (its node, if
-// still ours, is deleted all the same).
+// still ours, is deleted all the same). If ctx ends before the delete is
+// confirmed, the delete carries on in the background (bounded) and Release
+// returns ctx's error; a node left anyway goes when its TTL runs out.
 func (l *TTLLease) Release(ctx context.Context) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.released {
+		l.mu.Unlock()
 		return fmt.Errorf("lease %s: %w", l.node, ErrNotHeld)
 	}
 	l.released = true
-	expired := !time.Now().Before(l.deadline)
-	err := l.deleteOurs(ctx)
+	deadline := l.deadline
+	l.mu.Unlock()
+	expired := !time.Now().Before(deadline)
+	done := make(chan error, 1)
+	go func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		done <- l.deleteOurs(dctx)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	switch {
 	case err != nil:
 		return err
 	case expired:
-		return fmt.Errorf("lease %s: %w (at %v)", l.node, ErrLeaseExpired, l.deadline.Format(time.RFC3339Nano))
+		return fmt.Errorf("lease %s: %w (at %v)", l.node, ErrLeaseExpired, deadline.Format(time.RFC3339Nano))
 	}
 	return nil
 }
