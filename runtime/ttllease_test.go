@@ -548,3 +548,58 @@ func TestTTLLeaseRenewCancelledInFlight(t *testing.T) {
 		t.Fatalf("left: %v", kids)
 	}
 }
+
+// An acquirer waiting for a slot across a connection cut still gets the slot
+// when it frees; one whose session expires while waiting returns
+// ErrSessionExpired and leaves nothing.
+func TestTTLLeaseWaitAcrossFaults(t *testing.T) {
+	srv := ttlServer(t)
+	for _, expire := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expire=%v", expire), func(t *testing.T) {
+			dir := testRoot(t)
+			ctx := testCtx(t, time.Minute)
+			obs := connect(t, srv.Servers())
+			holder, err := runtime.NewTTLLeases(obs, runtime.At(dir), 1, time.Minute).Acquire(ctx, "holder")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFaulty(t, srv)
+			got := make(chan error, 1)
+			var le *runtime.TTLLease
+			go func() {
+				var err error
+				le, err = runtime.NewTTLLeases(f.s, runtime.At(dir), 1, time.Minute).Acquire(ctx, "waiter")
+				got <- err
+			}()
+			for f.p.Requests(zktest.OpGetChildren2) == 0 { // polled: the proxy's count is the only view
+				select {
+				case <-ctx.Done():
+					t.Fatal("the waiter never listed the slots")
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			if expire {
+				f.expire(t, srv)
+				if err := <-got; !errors.Is(err, runtime.ErrSessionExpired) {
+					t.Fatalf("Acquire across an expiry = %v, want ErrSessionExpired", err)
+				}
+			} else {
+				f.p.CutAll()
+			}
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !expire {
+				if err := <-got; err != nil {
+					t.Fatalf("Acquire across a cut: %v", err)
+				}
+				if err := le.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if kids := childrenOf(t, obs, dir); len(kids) != 0 {
+				t.Fatalf("left: %v", kids)
+			}
+		})
+	}
+}
