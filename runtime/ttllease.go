@@ -403,7 +403,9 @@ func (l *TTLLease) Expires() time.Time {
 	return l.deadline
 }
 
-// Renew extends the lease by a full TTL from now. It returns an error
+// Renew extends the lease by a full TTL from now. Renew well before
+// Expires (every third of the TTL, say): a renewal that reaches the server
+// more than 90% of the TTL after the previous write is refused (see below). It returns an error
 // wrapping ErrLeaseExpired, and sends nothing, when the lease has expired
 // by Expires; it also returns ErrLeaseExpired when the node turns out
 // removed or taken over, or renewed too late to be sure the server had
