@@ -403,15 +403,14 @@ func (l *TTLLease) Expires() time.Time {
 	return l.deadline
 }
 
-// Renew extends the lease by a full TTL from now. Renew well before
-// Expires (every third of the TTL, say): a renewal that reaches the server
-// more than 90% of the TTL after the previous write is refused (see below). It returns an error
+// Renew extends the lease by a full TTL from now. It returns an error
 // wrapping ErrLeaseExpired, and sends nothing, when the lease has expired
 // by Expires; it also returns ErrLeaseExpired when the node turns out
-// removed or taken over, or renewed too late to be sure the server had
-// not picked it for removal (the node is then deleted). ErrNotHeld after
-// Release. Other errors (connection, ctx) leave the lease as it was:
-// Expires says how long it lasts.
+// removed or taken over, or when the renewal reached the server more than
+// 90% of the TTL after the previous write (the server may have picked the
+// node for removal already; the node is then deleted) — so renew well
+// before Expires, every third of the TTL, say. ErrNotHeld after Release.
+// Other errors (connection, ctx) leave Expires as it was.
 func (l *TTLLease) Renew(ctx context.Context) error {
 	return l.renew(ctx, true)
 }
