@@ -13,6 +13,13 @@
 //     Holders and Reap for operators. RWLock: a shared read/write lock whose
 //     Read and Write sides are locks.
 //   - Semaphore: a counting semaphore handing out Leases.
+//   - LockAll: several locks, read/write sides and semaphores taken all or
+//     none, in path order (no deadlock between callers passing them in
+//     different orders), as one LockGroup.
+//   - TTLLeases: N leases that are not tied to a session (TTL nodes, kind
+//     lease): Acquire by holder id (re-attaching after a restart), Renew,
+//     Release, Expires by the holder's own clock. The server must allow TTL
+//     nodes (ErrTTLDisabled).
 //   - Queue and PriorityQueue (at-most-once), AckQueue and AckPriorityQueue
 //     (at-least-once: Delivery.Ack).
 //   - Barrier and DoubleBarrier.

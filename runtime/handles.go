@@ -44,9 +44,20 @@ type SemaphoreHandle interface {
 	Path() string
 	SetPurpose(purpose string)
 	Acquire(ctx context.Context) (*Lease, error)
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Lost() <-chan struct{}
 	Holders(ctx context.Context) ([]Holder, error)
 	Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error)
 	Do(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// TTLLeasesHandle is the method set of *TTLLeases.
+type TTLLeasesHandle interface {
+	Path() string
+	TTL() time.Duration
+	Acquire(ctx context.Context, holder string) (*TTLLease, error)
+	Holders(ctx context.Context) ([]LeaseHolder, error)
 }
 
 // QueueHandle is the method set of *Queue[T].
@@ -163,6 +174,7 @@ var (
 	_ LockHandle                   = (*Lock)(nil)
 	_ RWLockHandle                 = (*RWLock)(nil)
 	_ SemaphoreHandle              = (*Semaphore)(nil)
+	_ TTLLeasesHandle              = (*TTLLeases)(nil)
 	_ QueueHandle[int]             = (*Queue[int])(nil)
 	_ AckQueueHandle[int]          = (*AckQueue[int])(nil)
 	_ PriorityQueueHandle[int]     = (*PriorityQueue[int])(nil)
@@ -174,4 +186,6 @@ var (
 	_ ConfigHandle[int]            = (*Config[int])(nil)
 	_ CounterHandle                = (*Counter)(nil)
 	_ TwoPhaseCommitHandle[[]byte] = (*TwoPhaseCommit[[]byte])(nil)
+	_ Locker                       = LockHandle(nil)
+	_ Locker                       = SemaphoreHandle(nil)
 )

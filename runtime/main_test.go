@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		shared.Close()
 	}
 	closeTLSServer()
+	if ttlShared != nil {
+		ttlShared.Close()
+	}
 	os.Exit(code)
 }
 

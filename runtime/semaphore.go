@@ -224,3 +224,35 @@ func (le *Lease) Token() int64 { return le.h.token }
 
 // Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
 var curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}
+
+// Lock takes a lease like Acquire and keeps it in the handle, for use as a
+// member of a multi-lock (LockAll); Unlock gives it back and Lost reports
+// its end.
+func (m *Semaphore) Lock(ctx context.Context) error {
+	_, err := m.Acquire(ctx)
+	return err
+}
+
+// Unlock releases the lease this handle holds (see Lease.Release). It
+// returns ErrNotHeld when it holds none.
+func (m *Semaphore) Unlock(ctx context.Context) error {
+	m.mu.Lock()
+	le := m.lease
+	m.mu.Unlock()
+	if le == nil {
+		return fmt.Errorf("semaphore %s: %w", m.dir, ErrNotHeld)
+	}
+	return le.Release(ctx)
+}
+
+// Lost returns the Lost channel of the lease this handle holds, or a closed
+// channel when it holds none.
+func (m *Semaphore) Lost() <-chan struct{} {
+	m.mu.Lock()
+	le := m.lease
+	m.mu.Unlock()
+	if le == nil {
+		return closedCh
+	}
+	return le.Lost()
+}

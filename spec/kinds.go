@@ -24,6 +24,7 @@ const (
 	KindLock           Kind = "lock"
 	KindRWLock         Kind = "rwlock"
 	KindSemaphore      Kind = "semaphore"
+	KindLease          Kind = "lease"
 	KindQueue          Kind = "queue"
 	KindPriorityQueue  Kind = "priority_queue"
 	KindBarrier        Kind = "barrier"
@@ -91,8 +92,11 @@ type Resource struct {
 	ForceAfter time.Duration // 0 when revocable without forcing
 	Layout     Layout        // LayoutCurator (default) or LayoutKazoo
 
-	// semaphore
+	// semaphore, lease
 	Leases int
+
+	// lease
+	TTL time.Duration // how long a lease lasts unless renewed
 
 	// queue, priority_queue
 	Item       *TypeRef
@@ -170,6 +174,16 @@ var kindTable = []KindInfo{
 		Fields:   []string{"leases"},
 		Required: []string{"leases"},
 		Settings: func(r *Resource) []string { return []string{fmt.Sprintf("leases: %d", r.Leases)} },
+	},
+	{
+		Kind:     KindLease,
+		Doc:      "leases not tied to a session, ended by a TTL",
+		Example:  `leases: {kind: lease, path: /leases/workers, ttl: 30s, leases: 2}`,
+		Fields:   []string{"ttl", "leases"},
+		Required: []string{"ttl", "leases"},
+		Settings: func(r *Resource) []string {
+			return []string{fmt.Sprintf("leases: %d", r.Leases), "ttl: " + r.TTL.String()}
+		},
 	},
 	{
 		Kind:     KindQueue,
@@ -251,6 +265,7 @@ var kindFieldTable = []struct {
 	{"revocable", (*parser).revocable},
 	{"layout", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Layout, _ = enum(p, n, field, Layouts) }},
 	{"leases", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Leases, _ = p.count(n, field) }},
+	{"ttl", (*parser).ttl},
 	{"item", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Item = p.valueRef(n, field) }},
 	{"delivery", func(p *parser, r *Resource, n *yaml.Node, field string) {
 		r.Delivery, _ = enum(p, n, field, Deliveries)

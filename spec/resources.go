@@ -200,6 +200,24 @@ func (p *parser) revocable(r *Resource, n *yaml.Node, field string) {
 	}
 }
 
+// MaxTTL is the longest lease TTL ZooKeeper takes: 2^40-1 milliseconds.
+const MaxTTL = (1<<40 - 1) * time.Millisecond
+
+// ttl decodes a lease's TTL: a positive whole number of milliseconds, at
+// most MaxTTL (ZooKeeper keeps TTLs in milliseconds).
+func (p *parser) ttl(r *Resource, n *yaml.Node, field string) {
+	d, ok := p.duration(n, field)
+	switch {
+	case !ok:
+	case d%time.Millisecond != 0:
+		p.errorf(n, field, "must be a whole number of milliseconds, got %s", quote(deref(n).Value))
+	case d > MaxTTL:
+		p.errorf(n, field, "must be at most %v (ZooKeeper's largest TTL), got %s", MaxTTL, quote(deref(n).Value))
+	default:
+		r.TTL = d
+	}
+}
+
 // duration decodes a positive duration in time.ParseDuration syntax.
 func (p *parser) duration(n *yaml.Node, field string) (time.Duration, bool) {
 	const help = "a duration such as 5s, 500ms or 1m30s"

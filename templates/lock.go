@@ -31,6 +31,24 @@ func init() {
 			return []string{"Acquire blocks until a lease is granted and returns it; Release gives it back."}
 		},
 	})
+	register(spec.KindLease, descriptor{
+		handle: func(*spec.Resource) (string, []jen.Code) { return "TTLLeases", nil },
+		args: func(r *spec.Resource) []jen.Code {
+			return []jen.Code{jen.Lit(r.Leases), durationExpr(r.TTL)}
+		},
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a handle on the lease set %s at %s: at most %d %s at once, each lasting %v unless renewed.",
+				r.GoName, r.Name, layout(r), r.Leases, plural(r.Leases, "holder", "holders"), r.TTL)}
+		},
+		usage: func(*spec.Resource) []string {
+			return []string{
+				"A lease is a TTL node, not tied to the session: Acquire(ctx, holderID) blocks until",
+				"a lease is granted (or takes back the one holderID already holds, after a restart);",
+				"Renew extends it by the TTL, Release gives it back, and Expires says when it ends",
+				"by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).",
+			}
+		},
+	})
 }
 
 // lockDescriptor describes a lock kind whose handle is runtime.<typ>: its

@@ -85,6 +85,16 @@ func (c *Client) Slots() SlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
 }
 
+// Leases returns a handle on the lease set leases at /zkgen-example/leases/workers: at most 2 holders at once, each lasting 5s unless renewed.
+//
+// A lease is a TTL node, not tied to the session: Acquire(ctx, holderID) blocks until
+// a lease is granted (or takes back the one holderID already holds, after a restart);
+// Renew extends it by the TTL, Release gives it back, and Expires says when it ends
+// by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
+func (c *Client) Leases() LeasesHandle {
+	return runtime.NewTTLLeases(c.sess, runtime.At("/zkgen-example/leases/workers"), 2, 5*time.Second)
+}
+
 // Jobs returns a handle on the FIFO queue jobs at /zkgen-example/queues/jobs, of Job (JSON) items, delivered at most once.
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
@@ -192,6 +202,9 @@ type TableLockHandle = runtime.RWLockHandle
 // SlotsHandle is the interface of the handle Slots returns (runtime.SemaphoreHandle), for fakes in tests.
 type SlotsHandle = runtime.SemaphoreHandle
 
+// LeasesHandle is the interface of the handle Leases returns (runtime.TTLLeasesHandle), for fakes in tests.
+type LeasesHandle = runtime.TTLLeasesHandle
+
 // JobsHandle is the interface of the handle Jobs returns (runtime.QueueHandle), for fakes in tests.
 type JobsHandle = runtime.QueueHandle[Job]
 
@@ -222,6 +235,7 @@ type API interface {
 	OrderLock(shard int) OrderLockHandle
 	TableLock(table string) TableLockHandle
 	Slots() SlotsHandle
+	Leases() LeasesHandle
 	Jobs() JobsHandle
 	Tasks() TasksHandle
 	Start(run string) StartHandle

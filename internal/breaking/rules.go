@@ -106,6 +106,10 @@ var rules = withKinds([]Rule{
 		Breaks: "any change (curator and kazoo name lock nodes differently and ignore each other's)"},
 	{Field: "leases", check: checkLeases,
 		Breaks: "any change (each process admits its own count of holders)"},
+	{Field: "ttl", check: checkTTL,
+		Breaks: "lengthened (a new process that takes back a lease created by an old one counts the longer TTL, " +
+			"while the server removes the node after the shorter one it was created with)",
+		Safe: "shortened (every holder then counts a TTL no longer than its node's)"},
 	{Field: "item", check: payload("item", itemOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "delivery", check: checkDelivery,
@@ -141,6 +145,13 @@ func checkLeases(c *comparison, o, n *spec.Resource) {
 	if o.Leases != n.Leases {
 		c.changed(o, n, "leases", strconv.Itoa(o.Leases), strconv.Itoa(n.Leases),
 			"old and new processes would admit different numbers of holders at once")
+	}
+}
+
+func checkTTL(c *comparison, o, n *spec.Resource) {
+	if n.TTL > o.TTL {
+		c.changed(o, n, "ttl", o.TTL.String(), n.TTL.String(),
+			"a new holder taking back an old holder's lease would count the longer TTL while the server removes the node after the shorter")
 	}
 }
 

@@ -462,3 +462,46 @@ func TestProvisionACL(t *testing.T) {
 		t.Fatalf("ACL of a world_all node: %+v, %v", acl, err)
 	}
 }
+
+// zkgen inspect shows a lease's holders (a server with TTL nodes).
+func TestLiveLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t, zktest.WithTTLNodes(100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	chdirTemp(t)
+	root := fmt.Sprintf("/zkgen-cli-%d-%d", os.Getpid(), liveSeq.Add(1))
+	writeFile(t, "zkgen.yaml", "version: 1\npackage: coord\nroot: "+root+"\nresources:\n"+
+		"  leases: {kind: lease, path: /leases/workers, ttl: 30s, leases: 2}\n")
+	servers := "--servers=" + strings.Join(srv.Servers(), ",")
+	s := liveConnect(t, srv)
+	le, err := runtime.NewTTLLeases(s, runtime.At(root+"/leases/workers"), 2, 30*time.Second).Acquire(ctx, "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := zkgen(t, "inspect", servers, "--json")
+	r.want(t, ExitOK, nil, empty)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	var snap inspect.Snapshot
+	if err := dec.Decode(&snap); err != nil {
+		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
+	}
+	if len(snap.Resources) != 1 || snap.Resources[0].Lease == nil {
+		t.Fatalf("resources %+v", snap.Resources)
+	}
+	l := snap.Resources[0].Lease
+	if l.Leases != 2 || l.TTLSeconds != 30 || len(l.Holders) != 1 || l.Holders[0].Holder != "worker-a" ||
+		l.Holders[0].Node != le.Node() || l.Holders[0].PID != os.Getpid() || !l.Holders[0].Expires.Equal(l.Holders[0].Renewed.Add(30*time.Second)) {
+		t.Errorf("lease section %+v", l)
+	}
+	text := zkgen(t, "inspect", servers)
+	if !strings.Contains(text.stdout, "1/2 held, ttl 30s") || !strings.Contains(text.stdout, "worker-a") {
+		t.Errorf("inspect text:\n%s", text.stdout)
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -37,6 +37,7 @@ type Resource struct {
 	Error  string  `json:"error,omitempty"`  // why the state could not be read
 
 	Lock          *LockState          `json:"lock,omitempty"`           // lock, rwlock, semaphore
+	Lease         *LeaseState         `json:"lease,omitempty"`          // lease
 	Queue         *QueueState         `json:"queue,omitempty"`          // queue, priority_queue
 	Barrier       *BarrierState       `json:"barrier,omitempty"`        // barrier
 	DoubleBarrier *DoubleBarrierState `json:"double_barrier,omitempty"` // double_barrier
@@ -62,6 +63,8 @@ func (r *Resource) section() section {
 	switch {
 	case r.Lock != nil:
 		return r.Lock
+	case r.Lease != nil:
+		return r.Lease
 	case r.Queue != nil:
 		return r.Queue
 	case r.Barrier != nil:

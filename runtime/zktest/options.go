@@ -123,3 +123,14 @@ func WithQuorumFaults() Option {
 func rejoinInterval(tick time.Duration) time.Duration {
 	return max(5*tick, time.Second)
 }
+
+// WithTTLNodes lets the server create TTL nodes (the system property
+// zookeeper.extendedTypesEnabled=true; without it CreateTTL is refused with
+// error -6) and sets how often it looks for expired TTL nodes and empty
+// containers (znode.container.checkIntervalMs, ZooKeeper's default one
+// minute): a TTL node is removed within checkInterval after its TTL has
+// passed. Tests use a short interval, such as 100ms.
+func WithTTLNodes(checkInterval time.Duration) Option {
+	return WithJVMArgs("-Dzookeeper.extendedTypesEnabled=true",
+		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", max(checkInterval.Milliseconds(), 1)))
+}
