@@ -11,8 +11,12 @@ type Spec struct {
 	Version int
 	Package string
 	Output  string // relative to the spec file; defaults to <package>_zkgen.go
-	Root    string // absolute ZooKeeper path, no trailing slash ("" means /)
-	ACL     *ACL   // default ACL, nil when not set
+	// OutputPos is the position of the output value, the zero Pos when
+	// output is not set. Tools that refuse an output outside the spec's
+	// directory (OutputOutside) report it there.
+	OutputPos Pos
+	Root      string // absolute ZooKeeper path, no trailing slash ("" means /)
+	ACL       *ACL   // default ACL, nil when not set
 	// EmitInterfaces (default true) makes the Client return one interface
 	// per handle (<Resource>Handle) and satisfy the aggregate interface API,
 	// so application tests can fake coordination.

@@ -174,6 +174,7 @@ func (p *parser) parseSpec(root *yaml.Node) {
 	s.Output = s.Package + "_zkgen.go"
 	if e, ok := m["output"]; ok {
 		s.Output = p.output(e)
+		s.OutputPos = posOf(e.val)
 	}
 	rootOK := true
 	if e, ok := m["root"]; ok {

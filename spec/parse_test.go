@@ -42,6 +42,7 @@ func TestParseExample(t *testing.T) {
 		Version:        1,
 		Package:        "coord",
 		Output:         "coord/coord_zkgen.go",
+		OutputPos:      Pos{3, 9},
 		Root:           "/zkgen-example",
 		ACL:            acl,
 		EmitInterfaces: true,
