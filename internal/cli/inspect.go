@@ -19,6 +19,7 @@ func (a *app) inspectCommand() *cobra.Command {
 	var f liveFlags
 	var asJSON bool
 	var watch time.Duration
+	var resources []string
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "Show the live state of every declared resource",
@@ -30,7 +31,13 @@ barriers up or down, double-barrier participants, the acknowledged election
 leader (epoch, payload) and the candidates, group members, config values and
 versions, counters, and two-phase commit transactions with their votes and
 decision. Path parameters are expanded by listing the tree: one line per
-existing instance (an int parameter matches only integer children).
+existing instance (an int parameter matches only integer children); a
+resource none of whose instances exists is listed as "no instances".
+--resource NAME (repeatable) shows only the resources named.
+
+When the spec's root does not exist on the servers, inspect says so and
+exits 1: the servers are not the ones the spec runs on, or nothing has run
+there yet.
 
 Ages compare the server's node creation times with this machine's clock.
 Payloads are shown as JSON when they are JSON, as quoted text when they are
@@ -53,6 +60,12 @@ An unreachable server is exit status 1 after --timeout.`,
 				return err
 			}
 			defer sess.Close()
+			if s, err = inspect.Select(s, resources); err != nil {
+				return userErrorf("--resource: %v", err)
+			}
+			if err := checkRoot(ctx, sess, s, f.servers); err != nil {
+				return err
+			}
 			for {
 				snap, err := inspect.Gather(ctx, sess, s)
 				if err != nil {
@@ -94,6 +107,7 @@ An unreachable server is exit status 1 after --timeout.`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringArrayVar(&resources, "resource", nil, "show only this resource (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON document instead of the table")
 	cmd.Flags().DurationVar(&watch, "watch", 0, "refresh every interval until interrupted (--watch alone: 2s)")
 	cmd.Flags().Lookup("watch").NoOptDefVal = "2s"

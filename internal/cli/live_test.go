@@ -207,10 +207,17 @@ func TestLiveCommands(t *testing.T) {
 			byPath[strings.TrimPrefix(res.Path, root)] = res
 			paths = append(paths, strings.TrimPrefix(res.Path, root))
 		}
-		wantPaths := []string{"/locks/orders/7", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/barriers/start/run-1",
+		wantPaths := []string{"/locks/orders/7", "/locks/tables/{table:string}", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/barriers/start/run-1",
 			"/barriers/epoch/4", "/tx/deploy/tx-1", "/election/scheduler", "/groups/workers", "/config/flags", "/counters/hits"}
 		if !slices.Equal(paths, wantPaths) {
 			t.Fatalf("instances %v, want %v", paths, wantPaths)
+		}
+		// A parameterised resource without a live instance is listed, not hidden.
+		if tl := byPath["/locks/tables/{table:string}"]; !tl.NoInstances || tl.Name != "table_lock" || tl.Lock != nil {
+			t.Errorf("table_lock %+v", tl)
+		}
+		if byPath["/locks/orders/7"].NoInstances {
+			t.Errorf("order_lock has an instance")
 		}
 		l := byPath["/locks/orders/7"].Lock
 		if len(l.Holders) != 1 || l.Holders[0].Purpose != "reindex" || l.Holders[0].PID != os.Getpid() || l.Holders[0].Host == "" {
@@ -263,6 +270,7 @@ func TestLiveCommands(t *testing.T) {
 			"1/3 leases held", "3 items, oldest", "3 items (urgent 1, normal 0, bulk 2)", "up", "1/3 entered",
 			`leader epoch 1: {"host":"alpha","port":1}, 2 candidates`, "2 members", `version 0: {"dark_mode":true,"max_batch":10}`,
 			"voting", "database", "commit", "joined", "pending",
+			"table_lock  rwlock            " + root + "/locks/tables/{table:string}  no instances",
 		} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("table lacks %q:\n%s", want, r.stdout)
@@ -272,6 +280,39 @@ func TestLiveCommands(t *testing.T) {
 			t.Errorf("a non-integer child was taken for an int parameter:\n%s", r.stdout)
 		}
 		t.Logf("\n%s", r.stdout)
+	})
+
+	t.Run("resource", func(t *testing.T) {
+		r := zkgen(t, "inspect", servers, "--json", "--resource", "jobs", "--resource=order_lock")
+		r.want(t, ExitOK, nil, empty)
+		var snap inspect.Snapshot
+		if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, res := range snap.Resources {
+			names = append(names, res.Name)
+		}
+		if !slices.Equal(names, []string{"order_lock", "jobs"}) { // spec order
+			t.Errorf("resources %v, want order_lock, jobs", names)
+		}
+		r = zkgen(t, "inspect", servers, "--resource", "job")
+		r.want(t, ExitFailure, empty, nil)
+		if !strings.HasPrefix(r.stderr, `zkgen: --resource: no resource "job" in zkgen.yaml; it declares: order_lock, table_lock, slots,`) {
+			t.Errorf("stderr %q", r.stderr)
+		}
+	})
+
+	t.Run("root missing", func(t *testing.T) {
+		// The same spec under a root that was never created: the wrong
+		// cluster, or nothing ran there. Not an idle system.
+		missing := root + "-never"
+		writeFile(t, "missing.yaml", strings.Replace(src, "root: "+root, "root: "+missing, 1))
+		want := "zkgen: the spec's root " + missing + " does not exist on " + strings.Join(srv.Servers(), ",") +
+			": wrong servers, or nothing of this spec has run there yet ('zkgen provision' creates it)\n"
+		for _, args := range [][]string{{"inspect"}, {"inspect", "--json"}, {"reap", "--older-than=1m"}} {
+			zkgen(t, append(args, servers, "-f", "missing.yaml")...).want(t, ExitFailure, empty, str(want))
+		}
 	})
 
 	t.Run("watch", func(t *testing.T) {

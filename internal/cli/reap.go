@@ -37,6 +37,9 @@ node creation times with this machine's clock, so allow for skew.`,
 				return err
 			}
 			defer sess.Close()
+			if err := checkRoot(ctx, sess, s, f.servers); err != nil {
+				return err
+			}
 			rs, rerr := inspect.Reap(ctx, sess, s, olderThan, !yes)
 			verb := "would remove"
 			if yes {
