@@ -370,6 +370,28 @@ func TestLiveCommands(t *testing.T) {
 		if n := strings.Count(r.stdout, "would remove "); n != 4 || !strings.Contains(r.stdout, "4 node(s) older than -1m0s; run again with --yes") {
 			t.Errorf("dry run:\n%s", r.stdout)
 		}
+		// --resource and --path narrow it.
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--resource", "slots")
+		r.want(t, ExitOK, nil, empty)
+		if n := strings.Count(r.stdout, "would remove "+leases+"/"); n != 1 || strings.Count(r.stdout, "would remove ") != 1 {
+			t.Errorf("--resource slots:\n%s", r.stdout)
+		}
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--path", lockDir)
+		r.want(t, ExitOK, nil, empty)
+		if n := strings.Count(r.stdout, "would remove "+lockDir+"/"); n != 3 || strings.Count(r.stdout, "would remove ") != 3 {
+			t.Errorf("--path %s:\n%s", lockDir, r.stdout)
+		}
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--path", lockDir+"/"+locks[0])
+		r.want(t, ExitOK, nil, empty)
+		if strings.Count(r.stdout, "would remove "+lockDir+"/"+locks[0]+" ") != 1 || strings.Count(r.stdout, "would remove ") != 1 {
+			t.Errorf("--path one node:\n%s", r.stdout)
+		}
+		zkgen(t, "reap", servers, "--older-than=-1m", "--path", root+"/locks/orders/70").
+			want(t, ExitOK, str("no lock node older than -1m0s\n"), empty)
+		zkgen(t, "reap", servers, "--older-than=1m", "--resource", "jobs").
+			want(t, ExitFailure, empty, str("zkgen: --resource jobs: a queue; reap breaks only lock, rwlock and semaphore nodes\n"))
+		zkgen(t, "reap", servers, "--older-than=1m", "--path", "locks").
+			want(t, ExitFailure, empty, str(`zkgen: --path "locks": want an absolute znode path, like `+root+"/locks\n"))
 		if !slices.Equal(before(lockDir), locks) || !slices.Equal(before(leases), lease) {
 			t.Fatal("a dry run removed nodes")
 		}

@@ -15,17 +15,17 @@ func init() {
 	register(spec.KindLock, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			l := runtime.NewLock(sess, p, bind.LockOptions(r)...)
-			return lockView{holders: l.Holders, reap: l.Reap}
+			return lockView{holders: l.Holders}
 		}})
 	register(spec.KindRWLock, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			l := runtime.NewRWLock(sess, p, bind.LockOptions(r)...).Write()
-			return lockView{holders: l.Holders, reap: l.Reap, modes: true}
+			return lockView{holders: l.Holders, modes: true}
 		}})
 	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			m := runtime.NewSemaphore(sess, p, r.Leases)
-			return lockView{holders: m.Holders, reap: m.Reap, leases: r.Leases}
+			return lockView{holders: m.Holders, leases: r.Leases}
 		}})
 }
 
