@@ -455,7 +455,7 @@ func TestProvision(t *testing.T) {
 	if ok, err := s.Exists(ctx, root); ok || err != nil {
 		t.Fatalf("a dry run created the root: %v %v", ok, err)
 	}
-	zkgen(t, "provision", servers).want(t, ExitOK, str(wet.String()), empty)
+	zkgen(t, "provision", servers, "--strict").want(t, ExitOK, str(wet.String()), empty) // nothing unknown
 	for _, p := range want {
 		if ok, err := s.Exists(ctx, p); !ok || err != nil {
 			t.Errorf("%s not created: %v", p, err)
@@ -470,6 +470,10 @@ func TestProvision(t *testing.T) {
 	again := fmt.Sprintf("all %d parent nodes exist\nunknown %s/locks/orders/abc\nunknown %s/locks/other\nunknown %s/stray\n", len(want), root, root, root)
 	zkgen(t, "provision", servers).want(t, ExitOK, str(again), empty)
 	zkgen(t, "provision", servers, "--dry-run").want(t, ExitOK, str(again), empty)
+	// --strict lists them just the same, and fails.
+	strictErr := "zkgen: 3 node(s) under " + root + " that the spec does not declare (--strict)\n"
+	zkgen(t, "provision", servers, "--strict").want(t, ExitFailure, str(again), str(strictErr))
+	zkgen(t, "provision", servers, "--strict", "--dry-run").want(t, ExitFailure, str(again), str(strictErr))
 }
 
 // compactJSON is raw without insignificant space (--json indents payloads
