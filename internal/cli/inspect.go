@@ -3,17 +3,26 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/zkgen/zkgen/internal/inspect"
 )
 
 // clearScreen moves the cursor home and clears the terminal (ANSI).
 const clearScreen = "\x1b[H\x1b[2J"
+
+// isTerminal reports whether w is a terminal (a file whose descriptor is
+// one), the only place --watch writes escape codes to.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 func (a *app) inspectCommand() *cobra.Command {
 	var f liveFlags
@@ -44,8 +53,9 @@ Payloads are shown as JSON when they are JSON, as quoted text when they are
 printable, else as base64.
 
 --json prints the snapshot as a JSON document (see the README for its
-structure). --watch refreshes the table in place every interval (default 2s;
-give another as --watch=5s) until interrupted.
+structure). --watch refreshes the table every interval (default 2s; give
+another as --watch=5s) until interrupted: in place on a terminal; written to
+a file or a pipe, each table follows the last, without escape codes.
 
 An unreachable server is exit status 1 after --timeout.`,
 		Example: `  zkgen inspect --servers zk1:2181,zk2:2181
@@ -66,6 +76,7 @@ An unreachable server is exit status 1 after --timeout.`,
 			if err := checkRoot(ctx, sess, s, f.servers); err != nil {
 				return err
 			}
+			tty, frames := isTerminal(a.stdout), 0
 			for {
 				snap, err := inspect.Gather(ctx, sess, s)
 				if err != nil {
@@ -76,7 +87,14 @@ An unreachable server is exit status 1 after --timeout.`,
 				}
 				var buf bytes.Buffer
 				if watch > 0 && !asJSON {
-					buf.WriteString(clearScreen)
+					// Redraw in place on a terminal; a file or a pipe gets
+					// the frames one after the other, without escape codes.
+					if tty {
+						buf.WriteString(clearScreen)
+					} else if frames > 0 {
+						buf.WriteString("\n")
+					}
+					frames++
 					buf.WriteString("zkgen inspect " + f.servers + "  " + snap.Taken.Format(time.TimeOnly) + "  (every " + watch.String() + ", Ctrl-C to stop)\n\n")
 				}
 				if asJSON {

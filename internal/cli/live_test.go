@@ -316,32 +316,41 @@ func TestLiveCommands(t *testing.T) {
 	})
 
 	t.Run("watch", func(t *testing.T) {
+		// Into a file or a pipe: frames one after the other, no escape codes.
 		w := &writes{ch: make(chan string, 16)}
-		code := make(chan int, 1)
-		go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, w, io.Discard, templates.Generate) }()
-		for range 2 { // two refreshes, each redrawn in place
-			if frame := <-w.ch; !strings.HasPrefix(frame, clearScreen) || !strings.Contains(frame, "held, 2 waiting") {
-				t.Fatalf("frame:\n%q", frame)
-			}
+		out := watchUntil(t, servers, w, w.ch, func(all string) bool { return strings.Count(all, "held, 2 waiting") >= 2 })
+		if strings.Contains(out, "\x1b") {
+			t.Errorf("escape codes written to a non-terminal:\n%q", out)
 		}
-		// Interrupted, --watch stops with success (signal.NotifyContext
-		// holds SIGINT while inspect runs, so the test process lives on).
-		self, err := os.FindProcess(os.Getpid())
-		if err == nil {
-			err = self.Signal(os.Interrupt)
+		if n := strings.Count(out, "\nNAME "); n < 2 || !strings.HasPrefix(out, "zkgen inspect ") {
+			t.Errorf("want frames one after the other, each with its header:\n%s", out)
 		}
-		if err != nil {
-			t.Fatalf("interrupt: %v", err)
-		}
-		for {
-			select {
-			case c := <-code:
-				if c != ExitOK {
-					t.Fatalf("exit %d", c)
+	})
+
+	t.Run("watch terminal", func(t *testing.T) {
+		// On a terminal: redrawn in place.
+		ptm, tty := openPTY(t)
+		chunks := make(chan string, 16)
+		go func() {
+			buf := make([]byte, 4096)
+			for {
+				n, err := ptm.Read(buf)
+				if err != nil {
+					close(chunks)
+					return
 				}
-				return
-			case <-w.ch:
+				chunks <- string(buf[:n])
 			}
+		}()
+		out := watchUntil(t, servers, tty, chunks, func(all string) bool {
+			return strings.Count(all, clearScreen) >= 2 && strings.Count(all, "held, 2 waiting") >= 2
+		})
+		if !strings.HasPrefix(out, clearScreen) {
+			t.Errorf("first frame does not clear the screen:\n%q", out)
+		}
+		tty.Close()
+		ptm.Close()
+		for range chunks { // the reader ends
 		}
 	})
 
@@ -488,6 +497,46 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 }
 
 // writes is a writer that hands every write to ch.
+// watchUntil runs inspect --watch=10ms writing to out, whose output arrives
+// on chunks, until done accepts everything read so far; then it interrupts
+// inspect, requires exit status 0, and returns what was read. chunks is
+// drained until inspect has returned, so that it never blocks writing.
+func watchUntil(t *testing.T, servers string, out io.Writer, chunks <-chan string, done func(all string) bool) string {
+	t.Helper()
+	code := make(chan int, 1)
+	go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, out, io.Discard, templates.Generate) }()
+	var all strings.Builder
+	for !done(all.String()) {
+		c, ok := <-chunks
+		if !ok {
+			t.Fatalf("output ended early:\n%q", all.String())
+		}
+		all.WriteString(c)
+	}
+	// Interrupted, --watch stops with success (signal.NotifyContext holds
+	// SIGINT while inspect runs, so the test process lives on).
+	self, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = self.Signal(os.Interrupt)
+	}
+	if err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	for {
+		select {
+		case c := <-code:
+			if c != ExitOK {
+				t.Fatalf("exit %d", c)
+			}
+			return all.String()
+		case _, ok := <-chunks:
+			if !ok {
+				chunks = nil
+			}
+		}
+	}
+}
+
 type writes struct{ ch chan string }
 
 func (w *writes) Write(p []byte) (int, error) {
