@@ -202,7 +202,10 @@ zkgen.yaml:4:41: resources.a.revocable: unknown field "after"; valid fields are 
 	{"leases string", res("  slots: {kind: semaphore, path: /a, leases: three}"), `zkgen.yaml:4:46: resources.slots.leases: must be an integer >= 1, got string "three"`},
 	{"leases quoted", res("  slots: {kind: semaphore, path: /a, leases: \"3\"}"), `zkgen.yaml:4:46: resources.slots.leases: must be an integer >= 1, got string "3"`},
 	{"size huge", res("  a: {kind: double_barrier, path: /a, size: 3000000000}"), `zkgen.yaml:4:45: resources.a.size: must be <= 2147483647, got 3000000000`},
-	{"size beyond int64", res("  a: {kind: double_barrier, path: /a, size: 99999999999999999999}"), `zkgen.yaml:4:45: resources.a.size: must be an integer >= 1, got number 99999999999999999999`},
+	{"size beyond int64", res("  a: {kind: double_barrier, path: /a, size: 99999999999999999999}"), `zkgen.yaml:4:45: resources.a.size: must be <= 2147483647, got 99999999999999999999`},
+	{"size beyond int32", res("  a: {kind: double_barrier, path: /a, size: 2147483648}"), `zkgen.yaml:4:45: resources.a.size: must be <= 2147483647, got 2147483648`},
+	{"leases beyond int64, negative", res("  a: {kind: semaphore, path: /a, leases: -99999999999999999999}"), `zkgen.yaml:4:42: resources.a.leases: must be >= 1, got -99999999999999999999`},
+	{"size a real number", res("  a: {kind: double_barrier, path: /a, size: 1.5e30}"), `zkgen.yaml:4:45: resources.a.size: must be an integer >= 1, got number 1.5e30`},
 
 	// payload types
 	{"item unknown type", ok + "types:\n  Job: {fields: {a: int}}\nresources:\n  a: {kind: queue, path: /a, item: Jbo}\n", `zkgen.yaml:6:36: resources.a.item: unknown type "Jbo"; use bytes, string, int, bool, float or a name under types:; did you mean "Job"?`},
