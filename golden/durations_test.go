@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	nanos "github.com/zkgen/zkgen/golden/durations_nanoseconds"
 	"github.com/zkgen/zkgen/golden/payload_types"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
@@ -68,17 +69,7 @@ func TestDurationJSON(t *testing.T) {
 // written by an old process (integer nanoseconds) reads through the new
 // generated handle, and what the new handle writes is a duration string.
 func TestDurationRollingDeploy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs ZooKeeper")
-	}
-	srv := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	ctx, sess := zkSession(t)
 	c := payloads.New(sess).ShardConfig(7)
 	raw := runtime.NewConfig(sess, runtime.At("/payloads/config/7"), runtime.JSONCodec[oldShard]())
 	rawBytes := runtime.NewConfig(sess, runtime.At("/payloads/config/7"), runtime.BytesCodec())
@@ -109,4 +100,57 @@ func TestDurationRollingDeploy(t *testing.T) {
 	if _, _, err := raw.Get(ctx); err == nil {
 		t.Errorf("an old process decoded a duration string")
 	}
+}
+
+// oldLease is durations_nanoseconds' Lease as zkgen generated it before
+// durations were strings: it reads integers only.
+type oldLease struct {
+	TTL   time.Duration   `json:"ttl"`
+	Steps []time.Duration `json:"steps"`
+}
+
+// TestDurationUpgradeSteps: the two steps of the README's upgrade, through
+// ZooKeeper. Step 1 (durations: nanoseconds) writes integers that a process
+// of the old zkgen reads, and reads the strings step 2 writes.
+func TestDurationUpgradeSteps(t *testing.T) {
+	ctx, sess := zkSession(t)
+	step1 := nanos.New(sess).Lease()
+	old := runtime.NewConfig(sess, runtime.At("/nanos/lease"), runtime.JSONCodec[oldLease]())
+	raw := runtime.NewConfig(sess, runtime.At("/nanos/lease"), runtime.BytesCodec())
+
+	want := nanos.Lease{TTL: 90 * time.Second, Steps: []time.Duration{time.Second, 2 * time.Second}}
+	if _, err := step1.Set(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := raw.Get(ctx); err != nil || string(data) != `{"ttl":90000000000,"steps":[1000000000,2000000000]}` {
+		t.Fatalf("step 1 wrote %s, %v; want integers", data, err)
+	}
+	if got, _, err := old.Get(ctx); err != nil || got.TTL != want.TTL || !slices.Equal(got.Steps, want.Steps) {
+		t.Fatalf("an old process read %+v, %v", got, err)
+	}
+	// What a step-2 process writes, step 1 reads.
+	if _, err := raw.Set(ctx, []byte(`{"ttl":"1m30s","steps":["1s",2000000000]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := step1.Get(ctx); err != nil || got.TTL != want.TTL || !slices.Equal(got.Steps, want.Steps) {
+		t.Fatalf("step 1 read %+v, %v", got, err)
+	}
+}
+
+// zkSession starts a ZooKeeper server and opens a session to it, both ended
+// with the test; integration tests are skipped with -short.
+func zkSession(t *testing.T) (context.Context, *runtime.Session) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	sess, err := runtime.Connect(ctx, srv.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return ctx, sess
 }

@@ -21,8 +21,13 @@ type Spec struct {
 	// per handle (<Resource>Handle) and satisfy the aggregate interface API,
 	// so application tests can fake coordination.
 	EmitInterfaces bool
-	Types          []*Type
-	Resources      []*Resource
+	// Durations is how generated payload types store their duration
+	// fields: DurationsString (default) writes Go duration strings,
+	// DurationsNanoseconds integer nanoseconds as zkgen did before; both
+	// read either, for the two steps of a rolling upgrade.
+	Durations DurationFormat
+	Types     []*Type
+	Resources []*Resource
 }
 
 // ACL is an access-control setting: one of the named policies, or digest users.
@@ -80,3 +85,15 @@ type Segment struct {
 	Literal string // set when Param is nil
 	Param   *Param
 }
+
+// DurationFormat is how payload durations are stored (top-level durations).
+type DurationFormat string
+
+// The duration formats.
+const (
+	DurationsString      DurationFormat = "string"      // "1m30s"
+	DurationsNanoseconds DurationFormat = "nanoseconds" // 90000000000
+)
+
+// Durations lists the valid duration formats, the default first.
+var Durations = []DurationFormat{DurationsString, DurationsNanoseconds}

@@ -46,6 +46,7 @@ func TestParseExample(t *testing.T) {
 		Root:           "/zkgen-example",
 		ACL:            acl,
 		EmitInterfaces: true,
+		Durations:      DurationsString,
 		Types:          []*Type{job, member, flags},
 		Resources: []*Resource{
 			{Pos: Pos{12, 3}, KindPos: Pos{12, 22}, Name: "order_lock", GoName: "OrderLock", Kind: KindLock,

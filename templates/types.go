@@ -23,7 +23,7 @@ func emitTypes(f *jen.File, s *spec.Spec) {
 			fields[i] = jen.Id(fd.GoName).Add(goType(&fd.Type)).Tag(map[string]string{"json": fd.Name})
 		}
 		f.Type().Id(t.GoName).Struct(fields...)
-		emitDurationJSON(f, t)
+		emitDurationJSON(f, t, s.Durations)
 	}
 }
 
@@ -33,7 +33,11 @@ func emitTypes(f *jen.File, s *spec.Spec) {
 // time.Duration: the methods shadow them, in an anonymous struct that embeds
 // the type's fields, with pointers converted to runtime.JSONDuration (or
 // JSONDurations for []duration), so every other field is encoded as before.
-func emitDurationJSON(f *jen.File, t *spec.Type) {
+//
+// With durations: nanoseconds only UnmarshalJSON is emitted: the type writes
+// integer nanoseconds, which zkgen's earlier generated code reads, and reads
+// both (the first step of an upgrade; see the README).
+func emitDurationJSON(f *jen.File, t *spec.Type, format spec.DurationFormat) {
 	var shadows []jen.Code
 	var ptrs []jen.Code
 	for _, fd := range t.Fields {
@@ -54,11 +58,13 @@ func emitDurationJSON(f *jen.File, t *spec.Type) {
 		return jen.Op("&").Struct(append([]jen.Code{jen.Op("*").Id("fields")}, shadows...)...).
 			Values(append([]jen.Code{jen.Parens(jen.Op("*").Id("fields")).Parens(self)}, ptrs...)...)
 	}
-	f.Comment(fmt.Sprintf("MarshalJSON stores %s as JSON, its durations as Go duration strings (\"1m30s\").", t.GoName))
-	f.Func().Params(jen.Id("v").Id(t.GoName)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Type().Id("fields").Id(t.GoName),
-		jen.Return(jen.Qual("encoding/json", "Marshal").Call(aux(jen.Op("&").Id("v")))),
-	)
+	if format == spec.DurationsString {
+		f.Comment(fmt.Sprintf("MarshalJSON stores %s as JSON, its durations as Go duration strings (\"1m30s\").", t.GoName))
+		f.Func().Params(jen.Id("v").Id(t.GoName)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
+			jen.Type().Id("fields").Id(t.GoName),
+			jen.Return(jen.Qual("encoding/json", "Marshal").Call(aux(jen.Op("&").Id("v")))),
+		)
+	}
 	f.Comment(fmt.Sprintf("UnmarshalJSON reads %s from JSON; a duration may be a Go duration string or, as", t.GoName))
 	f.Comment("zkgen stored durations before, integer nanoseconds.")
 	f.Func().Params(jen.Id("v").Op("*").Id(t.GoName)).Id("UnmarshalJSON").Params(jen.Id("data").Index().Byte()).Error().Block(
