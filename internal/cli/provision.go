@@ -26,9 +26,12 @@ resource explains (the top of each unknown subtree).
 
 --dry-run creates nothing and prints what would be created. --strict exits
 1 when there are unknown nodes, so CI fails on them (they are still listed;
-without --strict they are reported and the exit status is 0). The spec's acl
-settings are not applied by this version: nodes get the open ACL.`,
+without --strict they are reported and the exit status is 0). New nodes get
+the declared acl (a resource's own for nodes only it uses, the top-level one
+for shared nodes; the open ACL when none is declared); existing nodes keep
+theirs.`,
 		Example: `  zkgen provision --dry-run
+  zkgen provision --strict --dry-run   # in CI: fail on nodes the spec does not know
   zkgen provision --servers zk1:2181`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
