@@ -45,8 +45,11 @@ const (
 // instance: holders then waiters.
 type lockView struct {
 	holders func(context.Context) ([]runtime.Holder, error)
-	leases  int  // a semaphore's lease count, else 0
-	modes   bool // an rwlock: contenders are readers or writers
+	// reapable lists the nodes reap may remove, when that is more than
+	// holders (a semaphore's internal lock); nil: holders.
+	reapable func(context.Context) ([]runtime.Holder, error)
+	leases   int  // a semaphore's lease count, else 0
+	modes    bool // an rwlock: contenders are readers or writers
 }
 
 // kinds holds the registered kinds.

@@ -61,7 +61,11 @@ func Reap(ctx context.Context, sess *runtime.Session, s *spec.Spec, o ReapOption
 				continue
 			}
 			v := open(sess, r, runtime.At(in.Path))
-			all, err := v.holders(ctx)
+			list := v.holders
+			if v.reapable != nil {
+				list = v.reapable
+			}
+			all, err := list(ctx)
 			if err != nil {
 				return out, err
 			}
