@@ -137,13 +137,13 @@ func TestGeneratedElectionGroupConfigDeploy(t *testing.T) {
 	}
 }
 
-func waitHosts(t *testing.T, ctx context.Context, w <-chan []coord.Member, want ...string) {
+func waitHosts(t *testing.T, ctx context.Context, w <-chan runtime.MemberList[coord.Member], want ...string) {
 	t.Helper()
 	for {
 		select {
 		case ms := <-w:
 			var got []string
-			for _, m := range ms {
+			for _, m := range ms.Members {
 				got = append(got, m.Host)
 			}
 			if slices.Equal(got, want) {

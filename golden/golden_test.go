@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -258,5 +259,16 @@ func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	if err := os.WriteFile(to, []byte(readFile(t, from)), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEdgeNamesCompile builds the generated package of edge_names, whose
+// resources are named like the generated package's own identifiers (new,
+// api, client, run, sess, client_handle): the proof that they cannot collide
+// is that the Go compiler accepts it.
+func TestEdgeNamesCompile(t *testing.T) {
+	out, err := exec.Command("go", "build", "-o", os.DevNull, "./edge_names").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ./golden/edge_names: %v\n%s", err, out)
 	}
 }

@@ -82,3 +82,29 @@ func readmeBlock(t *testing.T, path, begin, end, want, what string) {
 	}
 	t.Errorf("the README's %s is stale (go test ./golden -update rewrites it):\ngot:\n%s\nwant:\n%s", what, got, want)
 }
+
+// The README's excerpt of the generated example: every line but the "..."
+// ones is in the generated file, in the same order.
+func TestReadmeGeneratedCode(t *testing.T) {
+	const begin, end = "<!-- generated_example/coord/coord_zkgen.go excerpt: begin -->\n", "<!-- generated_example/coord/coord_zkgen.go excerpt: end -->\n"
+	readme := readFile(t, filepath.Join("..", "README.md"))
+	i, j := strings.Index(readme, begin), strings.Index(readme, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the excerpt between %q and %q", begin, end)
+	}
+	block := strings.TrimSuffix(strings.TrimPrefix(readme[i+len(begin):j], "```go\n"), "```\n")
+	gen := strings.Split(readFile(t, filepath.Join("..", "generated_example", "coord", "coord_zkgen.go")), "\n")
+	at := 0
+	for _, line := range strings.Split(strings.TrimSuffix(block, "\n"), "\n") {
+		if strings.TrimSpace(line) == "// ..." || line == "" {
+			continue
+		}
+		for at < len(gen) && gen[at] != line {
+			at++
+		}
+		if at == len(gen) {
+			t.Fatalf("README excerpt line %q is not in the generated file (after the lines before it)", line)
+		}
+		at++
+	}
+}

@@ -28,6 +28,11 @@ type Versioned[T any] struct {
 	Version Version
 	// Exists is false when the node does not exist (never set, or deleted).
 	Exists bool
+	// Err is set by Watch only: it wraps ErrDecode when the value could not
+	// be decoded (Value is zero; Exists and Version are the node's; the
+	// stream goes on), and is ErrSessionExpired or ErrClosed on the last
+	// state before the channel closes because the session ended.
+	Err error
 }
 
 // Config is a single typed value in one persistent znode: configuration or,
@@ -250,14 +255,15 @@ func (c *Config[T]) Delete(ctx context.Context) error {
 // missed; a consumer slower than the changes receives the newest state
 // (intermediate values may be skipped), and the final state is always
 // delivered. A value that cannot be decoded is delivered with Exists true,
-// its Version and a zero Value, and logged. The channel is closed when ctx
-// or the session ends; an exists watch on a missing node may stay
-// registered on the server until the node is created.
+// its Version, a zero Value and Err wrapping ErrDecode, and logged. The
+// channel is closed when ctx or the session ends; when the session ends, the
+// newest state is delivered once more with Err set to why (ErrSessionExpired
+// or ErrClosed) before it closes. A handle that cannot work (a bad path)
+// gives one state with Err set, then the close. An exists watch on a
+// missing node may stay registered on the server until the node is created.
 func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 	if c.err != nil {
-		ch := make(chan Versioned[T])
-		close(ch)
-		return ch
+		return failedStream(ctx, Versioned[T]{Version: NoVersion, Err: c.err})
 	}
 	return stream(ctx, c.s, "config "+c.path, func(ctx context.Context) (snapshot[Versioned[T]], error) {
 		r, ok, err := c.s.getOrExistsW(ctx, c.path)
@@ -270,7 +276,14 @@ func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 		out := Versioned[T]{Version: Version(r.stat.Version), Exists: true}
 		if out.Value, err = c.codec.Decode(r.data); err != nil {
 			c.s.log.Warn("config: undecodable value", "path", c.path, "err", err)
+			out.Err = fmt.Errorf("config %s: %w", c.path, err)
 		}
 		return snapshot[Versioned[T]]{v: out, key: fmt.Sprint(r.stat.Mzxid), watch: r.watch}, nil
+	}, func(last Versioned[T], err error) Versioned[T] {
+		if !last.Exists {
+			last.Version = NoVersion
+		}
+		last.Err = err
+		return last
 	})
 }

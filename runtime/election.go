@@ -88,6 +88,11 @@ type LeaderState[T any] struct {
 	Epoch int64
 	// Candidate is the name of the leader's candidate node.
 	Candidate string
+	// Err is set by Observe only: it wraps ErrDecode when the leader's
+	// acknowledgement or payload could not be decoded (the stream goes
+	// on), and is ErrSessionExpired or ErrClosed on the last state before
+	// the channel closes because the session ended.
+	Err error
 }
 
 const (
@@ -527,14 +532,17 @@ func (e *Election[T]) Leader(ctx context.Context) (T, error) {
 // every change — a new leader (higher epoch) or no leader (Elected false).
 // It watches only the acknowledgement node, never the candidates. A
 // consumer slower than the changes receives the newest state (states in
-// between may be skipped; epochs show it), never a stale one last. The
-// channel is closed when ctx or the session ends. An exists watch may remain
-// registered on the server until the next change of the acknowledgement.
+// between may be skipped; epochs show it), never a stale one last. An
+// acknowledgement or payload that cannot be decoded is delivered with Err
+// wrapping ErrDecode, and the stream goes on. The channel is closed when
+// ctx or the session ends; when the session ends, the newest state is
+// delivered once more with Err set to why (ErrSessionExpired or ErrClosed)
+// before it closes. A handle that cannot work (a bad path) gives one state
+// with Err set, then the close. An exists watch may remain registered on
+// the server until the next change of the acknowledgement.
 func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 	if e.err != nil {
-		ch := make(chan LeaderState[T])
-		close(ch)
-		return ch
+		return failedStream(ctx, LeaderState[T]{Err: e.err})
 	}
 	return stream(ctx, e.s, "election "+e.dir, func(ctx context.Context) (snapshot[LeaderState[T]], error) {
 		r, ok, err := e.s.getOrExistsW(ctx, e.ackPath())
@@ -551,12 +559,16 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 		}
 		if err != nil {
 			e.s.log.Warn("election: undecodable leader acknowledgement", "path", e.ackPath(), "err", err)
+			st.Err = err
 		}
 		snap.v = st
 		if st.Elected {
 			snap.key = fmt.Sprintf("%d/%s", st.Epoch, st.Candidate)
 		}
 		return snap, nil
+	}, func(last LeaderState[T], err error) LeaderState[T] {
+		last.Err = err
+		return last
 	})
 }
 

@@ -141,69 +141,98 @@ func (g *Group[T]) Members(ctx context.Context) ([]T, error) {
 // is missed; a consumer slower than the changes receives the newest list
 // (intermediate lists may be skipped), and the final list is always
 // delivered. Member data is read once per member node. A member whose data
-// cannot be decoded is left out (and logged). The channel is closed when ctx
-// or the session ends. While the group directory does not exist an exists
+// cannot be decoded is left out of Members and named in Err (wrapping
+// ErrDecode); the stream goes on. The channel is closed when ctx or the
+// session ends; when the session ends, the last list is delivered once more
+// with Err set to why (ErrSessionExpired or ErrClosed) before it closes. A
+// handle that cannot work (a bad path) gives one MemberList with Err set,
+// then the close. While the group directory does not exist an exists
 // watch waits for it, and may stay registered on the server after ctx ends
 // until the directory is created.
-func (g *Group[T]) Watch(ctx context.Context) <-chan []T {
+func (g *Group[T]) Watch(ctx context.Context) <-chan MemberList[T] {
 	if g.err != nil {
-		ch := make(chan []T)
-		close(ch)
-		return ch
+		return failedStream(ctx, MemberList[T]{Members: []T{}, Err: g.err})
 	}
 	cache := map[string]T{} // member node name -> member; used by the stream goroutine only
-	return stream(ctx, g.s, "group "+g.dir, func(ctx context.Context) (snapshot[[]T], error) {
-		var r getResult
-		for {
-			var err error
-			r, err = g.s.childrenW(ctx, g.dir)
-			if err == nil {
-				break
-			}
-			if !isNoNode(err) {
-				return snapshot[[]T]{}, err
-			}
-			ok, _, w, err := g.s.existsW(ctx, g.dir)
-			if err != nil {
-				return snapshot[[]T]{}, err
-			}
-			if !ok {
-				clear(cache)
-				return snapshot[[]T]{v: []T{}, key: "", watch: w}, nil
-			}
-			// Created between the two reads: list it.
+	return stream(ctx, g.s, "group "+g.dir, func(ctx context.Context) (snapshot[MemberList[T]], error) {
+		return g.readList(ctx, cache)
+	}, func(last MemberList[T], err error) MemberList[T] {
+		if last.Members == nil {
+			last.Members = []T{}
 		}
-		cs := groupMembers.sortContenders(r.kids)
-		list := make([]T, 0, len(cs))
-		names := make([]string, 0, len(cs))
-		live := make(map[string]bool, len(cs))
-		for _, c := range cs {
-			live[c.name] = true
-			v, ok := cache[c.name]
-			if !ok {
-				data, _, err := g.s.get(ctx, joinPath(g.dir, c.name))
-				if isNoNode(err) {
-					continue // left meanwhile; the watch has fired
-				}
-				if err != nil {
-					return snapshot[[]T]{}, err
-				}
-				if v, err = g.codec.Decode(data); err != nil {
-					g.s.log.Warn("group: undecodable member", "path", joinPath(g.dir, c.name), "err", err)
-					continue
-				}
-				cache[c.name] = v
-			}
-			list = append(list, v)
-			names = append(names, c.name)
-		}
-		for k := range cache {
-			if !live[k] {
-				delete(cache, k)
-			}
-		}
-		return snapshot[[]T]{v: list, key: strings.Join(names, "/"), watch: r.watch}, nil
+		last.Err = err
+		return last
 	})
+}
+
+// readList reads the member list for Watch and leaves a child watch (an
+// exists watch while the directory is missing). cache holds the members
+// decoded before, by node name; readList keeps it to the live members.
+func (g *Group[T]) readList(ctx context.Context, cache map[string]T) (snapshot[MemberList[T]], error) {
+	var r getResult
+	for {
+		var err error
+		r, err = g.s.childrenW(ctx, g.dir)
+		if err == nil {
+			break
+		}
+		if !isNoNode(err) {
+			return snapshot[MemberList[T]]{}, err
+		}
+		ok, _, w, err := g.s.existsW(ctx, g.dir)
+		if err != nil {
+			return snapshot[MemberList[T]]{}, err
+		}
+		if !ok {
+			clear(cache)
+			return snapshot[MemberList[T]]{v: MemberList[T]{Members: []T{}}, key: "", watch: w}, nil
+		}
+		// Created between the two reads: list it.
+	}
+	cs := groupMembers.sortContenders(r.kids)
+	list := make([]T, 0, len(cs))
+	names := make([]string, 0, len(cs))
+	live := make(map[string]bool, len(cs))
+	var bad []error
+	for _, c := range cs {
+		live[c.name] = true
+		v, ok := cache[c.name]
+		if !ok {
+			data, _, err := g.s.get(ctx, joinPath(g.dir, c.name))
+			if isNoNode(err) {
+				continue // left meanwhile; the watch has fired
+			}
+			if err != nil {
+				return snapshot[MemberList[T]]{}, err
+			}
+			if v, err = g.codec.Decode(data); err != nil {
+				g.s.log.Warn("group: undecodable member", "path", joinPath(g.dir, c.name), "err", err)
+				bad = append(bad, fmt.Errorf("group member %s: %w", joinPath(g.dir, c.name), err))
+				names = append(names, "!"+c.name) // a list with a new bad member is a new state
+				continue
+			}
+			cache[c.name] = v
+		}
+		list = append(list, v)
+		names = append(names, c.name)
+	}
+	for k := range cache {
+		if !live[k] {
+			delete(cache, k)
+		}
+	}
+	return snapshot[MemberList[T]]{v: MemberList[T]{Members: list, Err: errors.Join(bad...)}, key: strings.Join(names, "/"), watch: r.watch}, nil
+}
+
+// MemberList is one state of a group that Group.Watch delivers.
+type MemberList[T any] struct {
+	// Members are the members in join order (never nil).
+	Members []T
+	// Err is nil for a plain list. It wraps ErrDecode when a member's data
+	// could not be decoded (that member is left out of Members; the stream
+	// goes on), and is ErrSessionExpired or ErrClosed on the last list
+	// before the channel closes because the session ended.
+	Err error
 }
 
 // Group members: _c_<uuid>-member-<seq> (nobody waits on anybody).

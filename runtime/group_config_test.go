@@ -28,7 +28,7 @@ func hosts(ms []member) []string {
 
 // waitMembers reads the group watch until it delivers exactly want (in
 // join order).
-func waitMembers(t *testing.T, ctx context.Context, w <-chan []member, want ...string) {
+func waitMembers(t *testing.T, ctx context.Context, w <-chan runtime.MemberList[member], want ...string) {
 	t.Helper()
 	var last []string
 	for {
@@ -37,7 +37,10 @@ func waitMembers(t *testing.T, ctx context.Context, w <-chan []member, want ...s
 			if !ok {
 				t.Fatal("Watch closed")
 			}
-			last = hosts(ms)
+			if ms.Err != nil {
+				t.Fatalf("watch: %v", ms.Err)
+			}
+			last = hosts(ms.Members)
 			if slices.Equal(last, want) || (len(want) == 0 && len(last) == 0) {
 				return
 			}

@@ -29,7 +29,7 @@ func TestGroupFaultMatrix(t *testing.T) {
 		dir     string
 		b       faultyClient // member b's client
 		w       faultyClient // the watcher's client
-		watch   <-chan []member
+		watch   <-chan runtime.MemberList[member]
 		last    *[]string       // the watcher's newest list
 		members func() []string // Members, read without faults
 	}
@@ -52,7 +52,10 @@ func TestGroupFaultMatrix(t *testing.T) {
 				if !ok {
 					t.Fatal("Watch closed")
 				}
-				*e.last = hosts(ms)
+				if ms.Err != nil {
+					t.Fatalf("watch: %v", ms.Err)
+				}
+				*e.last = hosts(ms.Members)
 			case <-e.ctx.Done():
 				t.Fatalf("watch never delivered %v (last %v)", want, *e.last)
 			}

@@ -134,7 +134,7 @@ type GroupHandle[T any] interface {
 	Join(ctx context.Context, member T) (*Membership[T], error)
 	Stay(ctx context.Context, member T) error
 	Members(ctx context.Context) ([]T, error)
-	Watch(ctx context.Context) <-chan []T
+	Watch(ctx context.Context) <-chan MemberList[T]
 }
 
 // ConfigHandle is the method set of *Config[T].

@@ -534,6 +534,15 @@ func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
 	return err == nil, err
 }
 
+// Delete removes path, whatever its version, retrying recoverable errors.
+// It is a plain delete for tools (zkgen reap): recipes use their own
+// handles. A path missing at the first attempt is an error wrapping
+// zk.ErrNoNode; missing on a retry after a connection loss, it counts as
+// deleted by the lost attempt.
+func (s *Session) Delete(ctx context.Context, path string) error {
+	return s.delete(ctx, path, -1)
+}
+
 // CreatePersistent creates path and its missing ancestors as persistent
 // nodes (unlike the container nodes recipes create, they stay when empty),
 // with empty data and acl (the session's open ACL when none is given), and

@@ -24,9 +24,12 @@ type snapshot[T any] struct {
 // channel holds at most one undelivered state, and a newer state replaces
 // it. The final state is always delivered.
 //
-// A read error other than the end of ctx or of the session is logged and
-// the read retried after the retry policy's backoff.
-func stream[T any](ctx context.Context, s *Session, what string, read func(context.Context) (snapshot[T], error)) <-chan T {
+// When the session ends, one last state is delivered before the channel
+// closes: ended(newest state, the session's error), so that the consumer
+// learns why the stream stopped (unless ctx ends first: the caller knows
+// why then). A read error other than the end of ctx or of the session is
+// logged and the read retried after the retry policy's backoff.
+func stream[T any](ctx context.Context, s *Session, what string, read func(context.Context) (snapshot[T], error), ended func(last T, err error) T) <-chan T {
 	out := make(chan T)
 	go func() {
 		defer close(out)
@@ -37,15 +40,21 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 			anyState bool
 			failures int
 		)
+		finish := func() { deliverEnd(ctx, out, ended(pending, s.Err())) }
 		for {
 			snap, err := read(ctx)
 			if err != nil {
-				if ctx.Err() != nil || s.check() != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if s.check() != nil {
+					finish()
 					return
 				}
 				failures++
 				s.log.Warn("watch: read failed; retrying", "what", what, "err", err)
 				if s.sleep(ctx, s.policy.delay(min(failures, 10))) != nil {
+					finish() // the session ended, or ctx: then nothing is sent
 					return
 				}
 				continue
@@ -67,10 +76,34 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 				case <-ctx.Done():
 					return
 				case <-s.done:
+					finish()
 					return
 				}
 			}
 		}
+	}()
+	return out
+}
+
+// deliverEnd sends a stream's last state, the one that says why it ends,
+// unless ctx ends first (the caller knows why then).
+func deliverEnd[T any](ctx context.Context, out chan<- T, last T) {
+	if ctx.Err() != nil {
+		return
+	}
+	select {
+	case out <- last:
+	case <-ctx.Done():
+	}
+}
+
+// failedStream is the stream of a handle that cannot work: v (whose Err
+// says why), then the close; the close alone if ctx ends first.
+func failedStream[T any](ctx context.Context, v T) <-chan T {
+	out := make(chan T)
+	go func() {
+		defer close(out)
+		deliverEnd(ctx, out, v)
 	}()
 	return out
 }

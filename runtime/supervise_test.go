@@ -194,7 +194,7 @@ func TestSuperviseExpiryStayAndLost(t *testing.T) {
 		for {
 			select {
 			case ms := <-members:
-				if slices.Equal(ms, want) {
+				if slices.Equal(ms.Members, want) {
 					return
 				}
 			case <-ctx.Done():

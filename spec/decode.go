@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -295,11 +296,25 @@ func stringsOf[T ~string](ts []T) []string {
 	return ss
 }
 
+// bigIntegerRE matches decimal integers written without a fraction or an
+// exponent, as YAML writes them (1_000 included).
+var bigIntegerRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
 // count decodes an integer in [1, MaxInt32] (sizes and leases).
 func (p *parser) count(n *yaml.Node, field string) (int, bool) {
 	const maxCount = 1<<31 - 1
 	n = deref(n)
 	var v int64
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && bigIntegerRE.MatchString(n.Value) {
+		// An integer too large for int64, which YAML reads as a float:
+		// the same message as any other integer out of range.
+		if strings.HasPrefix(n.Value, "-") {
+			p.errorf(n, field, "must be >= 1, got %s", n.Value)
+		} else {
+			p.errorf(n, field, "must be <= %d, got %s", maxCount, n.Value)
+		}
+		return 0, false
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 		p.errorf(n, field, "must be an integer >= 1, got %s", describe(n))
 		return 0, false

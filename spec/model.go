@@ -11,14 +11,23 @@ type Spec struct {
 	Version int
 	Package string
 	Output  string // relative to the spec file; defaults to <package>_zkgen.go
-	Root    string // absolute ZooKeeper path, no trailing slash ("" means /)
-	ACL     *ACL   // default ACL, nil when not set
+	// OutputPos is the position of the output value, the zero Pos when
+	// output is not set. Tools that refuse an output outside the spec's
+	// directory (OutputOutside) report it there.
+	OutputPos Pos
+	Root      string // absolute ZooKeeper path, no trailing slash ("" means /)
+	ACL       *ACL   // default ACL, nil when not set
 	// EmitInterfaces (default true) makes the Client return one interface
 	// per handle (<Resource>Handle) and satisfy the aggregate interface API,
 	// so application tests can fake coordination.
 	EmitInterfaces bool
-	Types          []*Type
-	Resources      []*Resource
+	// Durations is how generated payload types store their duration
+	// fields: DurationsString (default) writes Go duration strings,
+	// DurationsNanoseconds integer nanoseconds as zkgen did before; both
+	// read either, for the two steps of a rolling upgrade.
+	Durations DurationFormat
+	Types     []*Type
+	Resources []*Resource
 }
 
 // ACL is an access-control setting: one of the named policies, or digest users.
@@ -76,3 +85,15 @@ type Segment struct {
 	Literal string // set when Param is nil
 	Param   *Param
 }
+
+// DurationFormat is how payload durations are stored (top-level durations).
+type DurationFormat string
+
+// The duration formats.
+const (
+	DurationsString      DurationFormat = "string"      // "1m30s"
+	DurationsNanoseconds DurationFormat = "nanoseconds" // 90000000000
+)
+
+// Durations lists the valid duration formats, the default first.
+var Durations = []DurationFormat{DurationsString, DurationsNanoseconds}

@@ -21,7 +21,7 @@ import (
 const knownVersion = 1
 
 // topFields are the keys of the spec document, in documentation order.
-var topFields = []string{"version", "package", "output", "root", "acl", "emit_interfaces", "types", "resources"}
+var topFields = []string{"version", "package", "output", "root", "acl", "emit_interfaces", "durations", "types", "resources"}
 
 // Parse parses and validates a spec. name is used in messages (e.g.
 // "zkgen.yaml" or the path given by the user). On failure the error is an
@@ -174,6 +174,7 @@ func (p *parser) parseSpec(root *yaml.Node) {
 	s.Output = s.Package + "_zkgen.go"
 	if e, ok := m["output"]; ok {
 		s.Output = p.output(e)
+		s.OutputPos = posOf(e.val)
 	}
 	rootOK := true
 	if e, ok := m["root"]; ok {
@@ -186,6 +187,12 @@ func (p *parser) parseSpec(root *yaml.Node) {
 	if e, ok := m["emit_interfaces"]; ok {
 		if v, ok := p.boolean(e.val, "emit_interfaces"); ok {
 			s.EmitInterfaces = v
+		}
+	}
+	s.Durations = Durations[0]
+	if e, ok := m["durations"]; ok {
+		if v, ok := enum(p, e.val, "durations", Durations); ok {
+			s.Durations = v
 		}
 	}
 	if e, ok := m["types"]; ok {

@@ -85,7 +85,7 @@ var errorCases = []struct {
 	{"misspelled required top-level key", ok + "resorces:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:3:1: unknown field "resorces"; did you mean "resources"?`},
 	{"misspelled package", "version: 1\npakage: p\nresources:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:2:1: unknown field "pakage"; did you mean "package"?`},
 	{"misspelled version", "verison: 1\npackage: p\nresources:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:1:1: unknown field "verison"; did you mean "version"?`},
-	{"unknown top-level key", res("  a: {kind: lock, path: /a}") + "extra: 1\n", `zkgen.yaml:5:1: unknown field "extra"; valid fields are version, package, output, root, acl, emit_interfaces, types, resources`},
+	{"unknown top-level key", res("  a: {kind: lock, path: /a}") + "extra: 1\n", `zkgen.yaml:5:1: unknown field "extra"; valid fields are version, package, output, root, acl, emit_interfaces, durations, types, resources`},
 	{"duplicate key", res("  a: {kind: lock, path: /a}") + "package: q\n", `zkgen.yaml:5:1: duplicate key "package" (first defined at line 2)`},
 	{"duplicate resource", res("  a: {kind: lock, path: /a}", "  a: {kind: lock, path: /b}"), `zkgen.yaml:5:3: resources: duplicate key "a" (first defined at line 4)`},
 	{"list where a mapping is expected", ok + "resources: [a, b]\n", `zkgen.yaml:3:12: resources: must be a mapping, got a list`},
@@ -202,7 +202,11 @@ zkgen.yaml:4:41: resources.a.revocable: unknown field "after"; valid fields are 
 	{"leases string", res("  slots: {kind: semaphore, path: /a, leases: three}"), `zkgen.yaml:4:46: resources.slots.leases: must be an integer >= 1, got string "three"`},
 	{"leases quoted", res("  slots: {kind: semaphore, path: /a, leases: \"3\"}"), `zkgen.yaml:4:46: resources.slots.leases: must be an integer >= 1, got string "3"`},
 	{"size huge", res("  a: {kind: double_barrier, path: /a, size: 3000000000}"), `zkgen.yaml:4:45: resources.a.size: must be <= 2147483647, got 3000000000`},
-	{"size beyond int64", res("  a: {kind: double_barrier, path: /a, size: 99999999999999999999}"), `zkgen.yaml:4:45: resources.a.size: must be an integer >= 1, got number 99999999999999999999`},
+	{"size beyond int64", res("  a: {kind: double_barrier, path: /a, size: 99999999999999999999}"), `zkgen.yaml:4:45: resources.a.size: must be <= 2147483647, got 99999999999999999999`},
+	{"durations unknown", "version: 1\npackage: p\ndurations: seconds\nresources:\n  a: {kind: lock, path: /a}\n", `zkgen.yaml:3:12: durations: must be one of string, nanoseconds, got "seconds"`},
+	{"size beyond int32", res("  a: {kind: double_barrier, path: /a, size: 2147483648}"), `zkgen.yaml:4:45: resources.a.size: must be <= 2147483647, got 2147483648`},
+	{"leases beyond int64, negative", res("  a: {kind: semaphore, path: /a, leases: -99999999999999999999}"), `zkgen.yaml:4:42: resources.a.leases: must be >= 1, got -99999999999999999999`},
+	{"size a real number", res("  a: {kind: double_barrier, path: /a, size: 1.5e30}"), `zkgen.yaml:4:45: resources.a.size: must be an integer >= 1, got number 1.5e30`},
 
 	// payload types
 	{"item unknown type", ok + "types:\n  Job: {fields: {a: int}}\nresources:\n  a: {kind: queue, path: /a, item: Jbo}\n", `zkgen.yaml:6:36: resources.a.item: unknown type "Jbo"; use bytes, string, int, bool, float or a name under types:; did you mean "Job"?`},
@@ -244,7 +248,7 @@ zkgen.yaml:4:29: resources."é".path: parameter "{id}" must be {name:int} or {na
 	{"path parameter after a quoted quote", res("  a: {kind: lock, path: '/it''s/{id}'}"), `zkgen.yaml:4:25: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
 	{"path parameter on two lines", ok + "resources:\n  a:\n    kind: lock\n    path: \"/a/\n      {id}\"\n", `zkgen.yaml:6:11: resources.a.path: segment " {id}": a parameter must be a whole segment like {name:int} or {name:string}`},
 	{"path parameter through an alias", res("  a: {kind: lock, path: &p '/a/{id:int}'}", "  b: {kind: lock, path: *p}"), `zkgen.yaml:5:25: resources.b.path: overlaps resources.a (/a/{id:int})`},
-	{"path parameter error through an alias", ok + "x: &p '/a/{id}'\nresources:\n  a: {kind: lock, path: *p}\n", `zkgen.yaml:3:1: unknown field "x"; valid fields are version, package, output, root, acl, emit_interfaces, types, resources
+	{"path parameter error through an alias", ok + "x: &p '/a/{id}'\nresources:\n  a: {kind: lock, path: *p}\n", `zkgen.yaml:3:1: unknown field "x"; valid fields are version, package, output, root, acl, emit_interfaces, durations, types, resources
 zkgen.yaml:5:25: resources.a.path: parameter "{id}" must be {name:int} or {name:string}`},
 	{"path parameter repeated", res("  a: {kind: lock, path: '/a/{id:int}/{id:string}'}"), `zkgen.yaml:4:38: resources.a.path: parameter "id" appears twice; parameter names must be distinct`},
 	{"path parameters collide", res("  a: {kind: lock, path: '/a/{a_1:int}/{a1:string}'}"), `zkgen.yaml:4:39: resources.a.path: parameters "a_1" and "a1" both become Go argument a1`},

@@ -42,9 +42,11 @@ func TestParseExample(t *testing.T) {
 		Version:        1,
 		Package:        "coord",
 		Output:         "coord/coord_zkgen.go",
+		OutputPos:      Pos{3, 9},
 		Root:           "/zkgen-example",
 		ACL:            acl,
 		EmitInterfaces: true,
+		Durations:      DurationsString,
 		Types:          []*Type{job, member, flags},
 		Resources: []*Resource{
 			{Pos: Pos{12, 3}, KindPos: Pos{12, 22}, Name: "order_lock", GoName: "OrderLock", Kind: KindLock,

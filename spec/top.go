@@ -58,6 +58,14 @@ func (p *parser) output(e entry) string {
 	return ""
 }
 
+// OutputOutside reports whether the spec's output path leaves the spec's
+// directory (it starts with "../"). Parse accepts such a path; zkgen
+// refuses it unless told to allow it (--allow-outside), so that a spec
+// cannot write elsewhere without the person running zkgen saying so.
+func (s *Spec) OutputOutside() bool {
+	return s.Output == ".." || strings.HasPrefix(s.Output, "../")
+}
+
 var goosArch = setOf("aix", "android", "darwin", "dragonfly", "freebsd",
 	"hurd", "illumos", "ios", "js", "linux", "nacl", "netbsd", "openbsd",
 	"plan9", "solaris", "wasip1", "windows", "zos", "386", "amd64",

@@ -23,7 +23,54 @@ func emitTypes(f *jen.File, s *spec.Spec) {
 			fields[i] = jen.Id(fd.GoName).Add(goType(&fd.Type)).Tag(map[string]string{"json": fd.Name})
 		}
 		f.Type().Id(t.GoName).Struct(fields...)
+		emitDurationJSON(f, t, s.Durations)
 	}
+}
+
+// emitDurationJSON gives a declared type with duration fields JSON methods
+// that store those fields as Go duration strings ("1m30s") instead of
+// encoding/json's integer nanoseconds, and read either. The fields stay
+// time.Duration: the methods shadow them, in an anonymous struct that embeds
+// the type's fields, with pointers converted to runtime.JSONDuration (or
+// JSONDurations for []duration), so every other field is encoded as before.
+//
+// With durations: nanoseconds only UnmarshalJSON is emitted: the type writes
+// integer nanoseconds, which zkgen's earlier generated code reads, and reads
+// both (the first step of an upgrade; see the README).
+func emitDurationJSON(f *jen.File, t *spec.Type, format spec.DurationFormat) {
+	var shadows []jen.Code
+	var ptrs []jen.Code
+	for _, fd := range t.Fields {
+		if fd.Type.Decl != nil || fd.Type.Name != "duration" {
+			continue
+		}
+		wrapper := "JSONDuration"
+		if fd.Type.Slice {
+			wrapper = "JSONDurations"
+		}
+		shadows = append(shadows, jen.Id(fd.GoName).Op("*").Qual(runtimePkg, wrapper).Tag(map[string]string{"json": fd.Name}))
+		ptrs = append(ptrs, jen.Parens(jen.Op("*").Qual(runtimePkg, wrapper)).Parens(jen.Op("&").Id("v").Dot(fd.GoName)))
+	}
+	if len(shadows) == 0 {
+		return
+	}
+	aux := func(self jen.Code) *jen.Statement {
+		return jen.Op("&").Struct(append([]jen.Code{jen.Op("*").Id("fields")}, shadows...)...).
+			Values(append([]jen.Code{jen.Parens(jen.Op("*").Id("fields")).Parens(self)}, ptrs...)...)
+	}
+	if format == spec.DurationsString {
+		f.Comment(fmt.Sprintf("MarshalJSON stores %s as JSON, its durations as Go duration strings (\"1m30s\").", t.GoName))
+		f.Func().Params(jen.Id("v").Id(t.GoName)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
+			jen.Type().Id("fields").Id(t.GoName),
+			jen.Return(jen.Qual("encoding/json", "Marshal").Call(aux(jen.Op("&").Id("v")))),
+		)
+	}
+	f.Comment(fmt.Sprintf("UnmarshalJSON reads %s from JSON; a duration may be a Go duration string or, as", t.GoName))
+	f.Comment("zkgen stored durations before, integer nanoseconds.")
+	f.Func().Params(jen.Id("v").Op("*").Id(t.GoName)).Id("UnmarshalJSON").Params(jen.Id("data").Index().Byte()).Error().Block(
+		jen.Type().Id("fields").Id(t.GoName),
+		jen.Return(jen.Qual("encoding/json", "Unmarshal").Call(jen.Id("data"), aux(jen.Id("v")))),
+	)
 }
 
 // goType returns the Go type of a type reference. A nil reference (a

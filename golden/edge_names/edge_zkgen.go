@@ -113,6 +113,42 @@ func (c *Client) New() NewHandle {
 	return runtime.NewLock(c.sess, runtime.At("/new"))
 }
 
+// API returns a contender for the exclusive lock api at /api.
+//
+// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
+func (c *Client) API() APIHandle {
+	return runtime.NewLock(c.sess, runtime.At("/api"))
+}
+
+// Run returns a contender for the exclusive lock run at /run.
+//
+// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
+func (c *Client) Run() RunHandle {
+	return runtime.NewLock(c.sess, runtime.At("/run"))
+}
+
+// Sess returns a contender for the exclusive lock sess at /sess.
+//
+// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
+func (c *Client) Sess() SessHandle {
+	return runtime.NewLock(c.sess, runtime.At("/sess"))
+}
+
+// ClientHandle returns a contender for the exclusive lock client_handle at /client_handle.
+//
+// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
+// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
+// Guarded runs ZooKeeper writes only while the lock is held.
+func (c *Client) ClientHandle() ClientHandleHandle {
+	return runtime.NewLock(c.sess, runtime.At("/client_handle"))
+}
+
 // A1Handle is the interface of the handle A1 returns (runtime.LockHandle), for fakes in tests.
 type A1Handle = runtime.LockHandle
 
@@ -137,6 +173,18 @@ type ClientHandle = runtime.LockHandle
 // NewHandle is the interface of the handle New returns (runtime.LockHandle), for fakes in tests.
 type NewHandle = runtime.LockHandle
 
+// APIHandle is the interface of the handle API returns (runtime.LockHandle), for fakes in tests.
+type APIHandle = runtime.LockHandle
+
+// RunHandle is the interface of the handle Run returns (runtime.LockHandle), for fakes in tests.
+type RunHandle = runtime.LockHandle
+
+// SessHandle is the interface of the handle Sess returns (runtime.LockHandle), for fakes in tests.
+type SessHandle = runtime.LockHandle
+
+// ClientHandleHandle is the interface of the handle ClientHandle returns (runtime.LockHandle), for fakes in tests.
+type ClientHandleHandle = runtime.LockHandle
+
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
@@ -148,6 +196,10 @@ type API interface {
 	IPTTL(ip string) IPTTLHandle
 	Client() ClientHandle
 	New() NewHandle
+	API() APIHandle
+	Run() RunHandle
+	Sess() SessHandle
+	ClientHandle() ClientHandleHandle
 }
 
 var _ API = (*Client)(nil)

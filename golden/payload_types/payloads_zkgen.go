@@ -6,6 +6,7 @@ package payloads
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/zkgen/zkgen/runtime"
 	"net/netip"
 	"time"
@@ -46,15 +47,37 @@ type Endpoint struct {
 
 // Shard is the payload type Shard declared in the spec; it is stored as JSON.
 type Shard struct {
-	ID        int           `json:"id"`
-	Weight    float64       `json:"weight"`
-	Enabled   bool          `json:"enabled"`
-	Blob      []byte        `json:"blob"`
-	Lease     time.Duration `json:"lease"`
-	CreatedAt time.Time     `json:"created_at"`
-	Endpoints []Endpoint    `json:"endpoints"`
-	Tags      []string      `json:"tags"`
-	Children  []Shard       `json:"children"`
+	ID        int             `json:"id"`
+	Weight    float64         `json:"weight"`
+	Enabled   bool            `json:"enabled"`
+	Blob      []byte          `json:"blob"`
+	Lease     time.Duration   `json:"lease"`
+	Timeouts  []time.Duration `json:"timeouts"`
+	CreatedAt time.Time       `json:"created_at"`
+	Endpoints []Endpoint      `json:"endpoints"`
+	Tags      []string        `json:"tags"`
+	Children  []Shard         `json:"children"`
+}
+
+// MarshalJSON stores Shard as JSON, its durations as Go duration strings ("1m30s").
+func (v Shard) MarshalJSON() ([]byte, error) {
+	type fields Shard
+	return json.Marshal(&struct {
+		*fields
+		Lease    *runtime.JSONDuration  `json:"lease"`
+		Timeouts *runtime.JSONDurations `json:"timeouts"`
+	}{(*fields)(&v), (*runtime.JSONDuration)(&v.Lease), (*runtime.JSONDurations)(&v.Timeouts)})
+}
+
+// UnmarshalJSON reads Shard from JSON; a duration may be a Go duration string or, as
+// zkgen stored durations before, integer nanoseconds.
+func (v *Shard) UnmarshalJSON(data []byte) error {
+	type fields Shard
+	return json.Unmarshal(data, &struct {
+		*fields
+		Lease    *runtime.JSONDuration  `json:"lease"`
+		Timeouts *runtime.JSONDurations `json:"timeouts"`
+	}{(*fields)(v), (*runtime.JSONDuration)(&v.Lease), (*runtime.JSONDurations)(&v.Timeouts)})
 }
 
 // ShardLock returns a contender for the exclusive lock shard_lock at /payloads/locks/{shard_id:int}.
@@ -66,13 +89,26 @@ func (c *Client) ShardLock(shardID int) ShardLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID))
 }
 
+// ShardConfig returns the name-service entry shard_config at /payloads/config/{shard_id:int}.
+//
+// Get reads the value and its version; Set writes it; CompareAndSet writes only
+// at the given version (else runtime.ErrVersionConflict); Delete removes it;
+// Watch follows creation, changes and deletion (Exists false).
+func (c *Client) ShardConfig(shardID int) ShardConfigHandle {
+	return runtime.NewConfig(c.sess, runtime.At("/payloads/config").Int("shard_id", shardID), runtime.JSONCodec[Shard]())
+}
+
 // ShardLockHandle is the interface of the handle ShardLock returns (runtime.LockHandle), for fakes in tests.
 type ShardLockHandle = runtime.LockHandle
+
+// ShardConfigHandle is the interface of the handle ShardConfig returns (runtime.ConfigHandle), for fakes in tests.
+type ShardConfigHandle = runtime.ConfigHandle[Shard]
 
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
 	ShardLock(shardID int) ShardLockHandle
+	ShardConfig(shardID int) ShardConfigHandle
 }
 
 var _ API = (*Client)(nil)

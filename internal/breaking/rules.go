@@ -80,6 +80,8 @@ var rules = withKinds([]Rule{
 		Safe:   "moving segments between `root` and the resource paths so that every full path stays the same"},
 	{Field: "package, output, emit_interfaces", TopLevel: true,
 		Safe: "any change: they shape the generated Go code only"},
+	{Field: "durations", TopLevel: true,
+		Safe: "any change: code generated with either setting reads both formats (only code generated before zkgen stored durations as strings reads integers alone)"},
 	{Field: "types", TopLevel: true,
 		Breaks: "through the payload fields of the resources that use a type (`item`, `payload`, `member`, `value`)",
 		Safe:   "changing a type no resource uses"},

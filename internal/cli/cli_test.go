@@ -345,11 +345,46 @@ func TestGenerateRejectsBadPaths(t *testing.T) {
 func TestGenerateBesideSpecDir(t *testing.T) {
 	dir := chdirTemp(t)
 	writeFile(t, "specs/zkgen.yaml", validSpec)
+	before := tree(t, dir)
 	gen := fakeGenerator(map[string]string{"../coord/x.go": "// x\n"})
-	zkgenWith(t, gen, "generate", "-f", "specs/zkgen.yaml").want(t, ExitOK, empty, empty)
+	// Without --allow-outside a generator writing outside is a bug.
+	r := zkgenWith(t, gen, "generate", "-f", "specs/zkgen.yaml")
+	r.want(t, ExitInternal, empty, nil)
+	if !strings.Contains(r.stderr, "bad generated file path") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	sameTree(t, tree(t, dir), before)
+	zkgenWith(t, gen, "generate", "--allow-outside", "-f", "specs/zkgen.yaml").want(t, ExitOK, empty, empty)
 	if got := readFile(t, filepath.Join(dir, "coord", "x.go")); got != "// x\n" {
 		t.Errorf("got %q", got)
 	}
+}
+
+// TestOutputOutsideSpecDir: an output path that leaves the spec's directory
+// is refused, at its position, by every command that reads the output,
+// unless --allow-outside is given.
+func TestOutputOutsideSpecDir(t *testing.T) {
+	dir := chdirTemp(t)
+	src := strings.Replace(validSpec, "output: coord/coord_zkgen.go", "output: ../../x.go", 1)
+	writeFile(t, "a/b/zkgen.yaml", src)
+	before := tree(t, dir)
+	name := filepath.Join("a", "b", "zkgen.yaml")
+	want := name + `:3:9: output: "../../x.go" is outside the spec's directory; zkgen writes there only with --allow-outside` + "\n"
+	for _, cmd := range []string{"generate", "validate", "diff"} {
+		zkgen(t, cmd, "-f", name).want(t, ExitFailure, empty, str(want))
+	}
+	sameTree(t, tree(t, dir), before)
+
+	zkgen(t, "validate", "--allow-outside", "-f", name).want(t, ExitOK, empty, empty)
+	zkgen(t, "generate", "--allow-outside", "-f", name).want(t, ExitOK, empty, empty)
+	if got := readFile(t, filepath.Join(dir, "x.go")); !strings.Contains(got, "package coord") {
+		t.Errorf("x.go:\n%s", got)
+	}
+	zkgen(t, "diff", "--allow-outside", "-f", name).want(t, ExitOK, empty, empty)
+
+	// A directory whose name starts with ".." is no escape.
+	writeFile(t, "c/zkgen.yaml", strings.Replace(validSpec, "output: coord/coord_zkgen.go", "output: ..sub/x.go", 1))
+	zkgen(t, "validate", "-f", filepath.Join("c", "zkgen.yaml")).want(t, ExitOK, empty, empty)
 }
 
 func TestGeneratorErrors(t *testing.T) {

@@ -16,6 +16,7 @@ const diffContext = 3
 
 func (a *app) diffCommand() *cobra.Command {
 	var specPath string
+	var allowOutside bool
 	cmd := &cobra.Command{
 		Use:   "diff",
 		Short: "Compare the generated files on disk with the spec",
@@ -33,7 +34,7 @@ Files on disk that the spec no longer generates are not reported.`,
   zkgen diff -f svc/zkgen.yaml   # in CI: fails when svc/ needs zkgen generate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := a.load(specPath)
+			o, err := a.load(specPath, allowOutside)
 			if err != nil {
 				return err
 			}
@@ -63,5 +64,6 @@ Files on disk that the spec no longer generates are not reported.`,
 		},
 	}
 	cmd.Flags().StringVarP(&specPath, "file", "f", defaultSpec, "spec file to read")
+	allowOutsideFlag(cmd, &allowOutside)
 	return cmd
 }

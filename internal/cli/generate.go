@@ -13,13 +13,16 @@ import (
 
 func (a *app) generateCommand() *cobra.Command {
 	var specPath string
+	var allowOutside bool
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "generate",
 		Short: "Write the Go code for the spec",
 		Long: `Parse and validate the spec, then write every generated Go file at its
 path relative to the directory of the spec file (the spec's output setting,
-default <package>_zkgen.go), creating missing directories.
+default <package>_zkgen.go), creating missing directories. An output path
+that leaves the spec's directory (../) is refused unless --allow-outside is
+given (validate and diff take the same flag).
 
 Writing is all or nothing: when the spec has errors, nothing is written and
 every error is printed as file:line:col: field: message. Files are written to
@@ -37,7 +40,7 @@ Nothing is printed on success unless -v is given.`,
   //go:generate go tool zkgen generate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := a.load(specPath)
+			o, err := a.load(specPath, allowOutside)
 			if err != nil {
 				return err
 			}
@@ -58,6 +61,7 @@ Nothing is printed on success unless -v is given.`,
 		},
 	}
 	cmd.Flags().StringVarP(&specPath, "file", "f", defaultSpec, "spec file to read")
+	allowOutsideFlag(cmd, &allowOutside)
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print one line per generated file (wrote or unchanged)")
 	return cmd
 }

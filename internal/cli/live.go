@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkgen/zkgen/internal/inspect"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
@@ -134,6 +135,28 @@ func (a *app) connect(ctx context.Context, f *liveFlags) (*spec.Spec, *runtime.S
 		return nil, nil, userErrorf("cannot connect to ZooKeeper at %s: %v", strings.Join(servers, ","), err)
 	}
 	return s, sess, nil
+}
+
+// checkRoot fails (exit 1) when the spec's root does not exist on the
+// servers: a live command pointed at the wrong cluster must not report an
+// idle system.
+func checkRoot(ctx context.Context, sess *runtime.Session, s *spec.Spec, servers string) error {
+	err := inspect.CheckRoot(ctx, sess, s)
+	if errors.Is(err, inspect.ErrRootMissing) {
+		return userErrorf("the spec's root %s does not exist on %s: wrong servers, or nothing of this spec has run there yet ('zkgen provision' creates it)", rootOf(s), servers)
+	}
+	if err != nil {
+		return zkFailure("read root", err)
+	}
+	return nil
+}
+
+// rootOf is the spec's root as a znode path.
+func rootOf(s *spec.Spec) string {
+	if s.Root == "" {
+		return "/"
+	}
+	return s.Root
 }
 
 // zkFailure turns an error met while talking to ZooKeeper into a failure.

@@ -207,10 +207,17 @@ func TestLiveCommands(t *testing.T) {
 			byPath[strings.TrimPrefix(res.Path, root)] = res
 			paths = append(paths, strings.TrimPrefix(res.Path, root))
 		}
-		wantPaths := []string{"/locks/orders/7", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/barriers/start/run-1",
+		wantPaths := []string{"/locks/orders/7", "/locks/tables/{table:string}", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/barriers/start/run-1",
 			"/barriers/epoch/4", "/tx/deploy/tx-1", "/election/scheduler", "/groups/workers", "/config/flags", "/counters/hits"}
 		if !slices.Equal(paths, wantPaths) {
 			t.Fatalf("instances %v, want %v", paths, wantPaths)
+		}
+		// A parameterised resource without a live instance is listed, not hidden.
+		if tl := byPath["/locks/tables/{table:string}"]; !tl.NoInstances || tl.Name != "table_lock" || tl.Lock != nil {
+			t.Errorf("table_lock %+v", tl)
+		}
+		if byPath["/locks/orders/7"].NoInstances {
+			t.Errorf("order_lock has an instance")
 		}
 		l := byPath["/locks/orders/7"].Lock
 		if len(l.Holders) != 1 || l.Holders[0].Purpose != "reindex" || l.Holders[0].PID != os.Getpid() || l.Holders[0].Host == "" {
@@ -263,6 +270,7 @@ func TestLiveCommands(t *testing.T) {
 			"1/3 leases held", "3 items, oldest", "3 items (urgent 1, normal 0, bulk 2)", "up", "1/3 entered",
 			`leader epoch 1: {"host":"alpha","port":1}, 2 candidates`, "2 members", `version 0: {"dark_mode":true,"max_batch":10}`,
 			"voting", "database", "commit", "joined", "pending",
+			"table_lock  rwlock            " + root + "/locks/tables/{table:string}  no instances",
 		} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("table lacks %q:\n%s", want, r.stdout)
@@ -274,33 +282,75 @@ func TestLiveCommands(t *testing.T) {
 		t.Logf("\n%s", r.stdout)
 	})
 
+	t.Run("resource", func(t *testing.T) {
+		r := zkgen(t, "inspect", servers, "--json", "--resource", "jobs", "--resource=order_lock")
+		r.want(t, ExitOK, nil, empty)
+		var snap inspect.Snapshot
+		if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, res := range snap.Resources {
+			names = append(names, res.Name)
+		}
+		if !slices.Equal(names, []string{"order_lock", "jobs"}) { // spec order
+			t.Errorf("resources %v, want order_lock, jobs", names)
+		}
+		r = zkgen(t, "inspect", servers, "--resource", "job")
+		r.want(t, ExitFailure, empty, nil)
+		if !strings.HasPrefix(r.stderr, `zkgen: --resource: no resource "job" in zkgen.yaml; it declares: order_lock, table_lock, slots,`) {
+			t.Errorf("stderr %q", r.stderr)
+		}
+	})
+
+	t.Run("root missing", func(t *testing.T) {
+		// The same spec under a root that was never created: the wrong
+		// cluster, or nothing ran there. Not an idle system.
+		missing := root + "-never"
+		writeFile(t, "missing.yaml", strings.Replace(src, "root: "+root, "root: "+missing, 1))
+		want := "zkgen: the spec's root " + missing + " does not exist on " + strings.Join(srv.Servers(), ",") +
+			": wrong servers, or nothing of this spec has run there yet ('zkgen provision' creates it)\n"
+		for _, args := range [][]string{{"inspect"}, {"inspect", "--json"}, {"reap", "--older-than=1m"}} {
+			zkgen(t, append(args, servers, "-f", "missing.yaml")...).want(t, ExitFailure, empty, str(want))
+		}
+	})
+
 	t.Run("watch", func(t *testing.T) {
+		// Into a file or a pipe: frames one after the other, no escape codes.
 		w := &writes{ch: make(chan string, 16)}
-		code := make(chan int, 1)
-		go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, w, io.Discard, templates.Generate) }()
-		for range 2 { // two refreshes, each redrawn in place
-			if frame := <-w.ch; !strings.HasPrefix(frame, clearScreen) || !strings.Contains(frame, "held, 2 waiting") {
-				t.Fatalf("frame:\n%q", frame)
-			}
+		out := watchUntil(t, servers, w, w.ch, func(all string) bool { return strings.Count(all, "held, 2 waiting") >= 2 })
+		if strings.Contains(out, "\x1b") {
+			t.Errorf("escape codes written to a non-terminal:\n%q", out)
 		}
-		// Interrupted, --watch stops with success (signal.NotifyContext
-		// holds SIGINT while inspect runs, so the test process lives on).
-		self, err := os.FindProcess(os.Getpid())
-		if err == nil {
-			err = self.Signal(os.Interrupt)
+		if n := strings.Count(out, "\nNAME "); n < 2 || !strings.HasPrefix(out, "zkgen inspect ") {
+			t.Errorf("want frames one after the other, each with its header:\n%s", out)
 		}
-		if err != nil {
-			t.Fatalf("interrupt: %v", err)
-		}
-		for {
-			select {
-			case c := <-code:
-				if c != ExitOK {
-					t.Fatalf("exit %d", c)
+	})
+
+	t.Run("watch terminal", func(t *testing.T) {
+		// On a terminal: redrawn in place.
+		ptm, tty := openPTY(t)
+		chunks := make(chan string, 16)
+		go func() {
+			buf := make([]byte, 4096)
+			for {
+				n, err := ptm.Read(buf)
+				if err != nil {
+					close(chunks)
+					return
 				}
-				return
-			case <-w.ch:
+				chunks <- string(buf[:n])
 			}
+		}()
+		out := watchUntil(t, servers, tty, chunks, func(all string) bool {
+			return strings.Count(all, clearScreen) >= 2 && strings.Count(all, "held, 2 waiting") >= 2
+		})
+		if !strings.HasPrefix(out, clearScreen) {
+			t.Errorf("first frame does not clear the screen:\n%q", out)
+		}
+		tty.Close()
+		ptm.Close()
+		for range chunks { // the reader ends
 		}
 	})
 
@@ -329,6 +379,28 @@ func TestLiveCommands(t *testing.T) {
 		if n := strings.Count(r.stdout, "would remove "); n != 4 || !strings.Contains(r.stdout, "4 node(s) older than -1m0s; run again with --yes") {
 			t.Errorf("dry run:\n%s", r.stdout)
 		}
+		// --resource and --path narrow it.
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--resource", "slots")
+		r.want(t, ExitOK, nil, empty)
+		if n := strings.Count(r.stdout, "would remove "+leases+"/"); n != 1 || strings.Count(r.stdout, "would remove ") != 1 {
+			t.Errorf("--resource slots:\n%s", r.stdout)
+		}
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--path", lockDir)
+		r.want(t, ExitOK, nil, empty)
+		if n := strings.Count(r.stdout, "would remove "+lockDir+"/"); n != 3 || strings.Count(r.stdout, "would remove ") != 3 {
+			t.Errorf("--path %s:\n%s", lockDir, r.stdout)
+		}
+		r = zkgen(t, "reap", servers, "--older-than=-1m", "--path", lockDir+"/"+locks[0])
+		r.want(t, ExitOK, nil, empty)
+		if strings.Count(r.stdout, "would remove "+lockDir+"/"+locks[0]+" ") != 1 || strings.Count(r.stdout, "would remove ") != 1 {
+			t.Errorf("--path one node:\n%s", r.stdout)
+		}
+		zkgen(t, "reap", servers, "--older-than=-1m", "--path", root+"/locks/orders/70").
+			want(t, ExitOK, str("no lock node older than -1m0s\n"), empty)
+		zkgen(t, "reap", servers, "--older-than=1m", "--resource", "jobs").
+			want(t, ExitFailure, empty, str("zkgen: --resource jobs: a queue; reap breaks only lock, rwlock and semaphore nodes\n"))
+		zkgen(t, "reap", servers, "--older-than=1m", "--path", "locks").
+			want(t, ExitFailure, empty, str(`zkgen: --path "locks": want an absolute znode path, like `+root+"/locks\n"))
 		if !slices.Equal(before(lockDir), locks) || !slices.Equal(before(leases), lease) {
 			t.Fatal("a dry run removed nodes")
 		}
@@ -392,7 +464,7 @@ func TestProvision(t *testing.T) {
 	if ok, err := s.Exists(ctx, root); ok || err != nil {
 		t.Fatalf("a dry run created the root: %v %v", ok, err)
 	}
-	zkgen(t, "provision", servers).want(t, ExitOK, str(wet.String()), empty)
+	zkgen(t, "provision", servers, "--strict").want(t, ExitOK, str(wet.String()), empty) // nothing unknown
 	for _, p := range want {
 		if ok, err := s.Exists(ctx, p); !ok || err != nil {
 			t.Errorf("%s not created: %v", p, err)
@@ -407,6 +479,10 @@ func TestProvision(t *testing.T) {
 	again := fmt.Sprintf("all %d parent nodes exist\nunknown %s/locks/orders/abc\nunknown %s/locks/other\nunknown %s/stray\n", len(want), root, root, root)
 	zkgen(t, "provision", servers).want(t, ExitOK, str(again), empty)
 	zkgen(t, "provision", servers, "--dry-run").want(t, ExitOK, str(again), empty)
+	// --strict lists them just the same, and fails.
+	strictErr := "zkgen: 3 node(s) under " + root + " that the spec does not declare (--strict)\n"
+	zkgen(t, "provision", servers, "--strict").want(t, ExitFailure, str(again), str(strictErr))
+	zkgen(t, "provision", servers, "--strict", "--dry-run").want(t, ExitFailure, str(again), str(strictErr))
 }
 
 // compactJSON is raw without insignificant space (--json indents payloads
@@ -421,6 +497,46 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 }
 
 // writes is a writer that hands every write to ch.
+// watchUntil runs inspect --watch=10ms writing to out, whose output arrives
+// on chunks, until done accepts everything read so far; then it interrupts
+// inspect, requires exit status 0, and returns what was read. chunks is
+// drained until inspect has returned, so that it never blocks writing.
+func watchUntil(t *testing.T, servers string, out io.Writer, chunks <-chan string, done func(all string) bool) string {
+	t.Helper()
+	code := make(chan int, 1)
+	go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, out, io.Discard, templates.Generate) }()
+	var all strings.Builder
+	for !done(all.String()) {
+		c, ok := <-chunks
+		if !ok {
+			t.Fatalf("output ended early:\n%q", all.String())
+		}
+		all.WriteString(c)
+	}
+	// Interrupted, --watch stops with success (signal.NotifyContext holds
+	// SIGINT while inspect runs, so the test process lives on).
+	self, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = self.Signal(os.Interrupt)
+	}
+	if err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	for {
+		select {
+		case c := <-code:
+			if c != ExitOK {
+				t.Fatalf("exit %d", c)
+			}
+			return all.String()
+		case _, ok := <-chunks:
+			if !ok {
+				chunks = nil
+			}
+		}
+	}
+}
+
 type writes struct{ ch chan string }
 
 func (w *writes) Write(p []byte) (int, error) {

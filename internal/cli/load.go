@@ -2,12 +2,15 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkgen/zkgen/spec"
 )
@@ -26,14 +29,25 @@ func (o *output) target(name string) string {
 	return filepath.Join(o.dir, filepath.FromSlash(name))
 }
 
+// allowOutsideFlag registers --allow-outside, the consent load needs for
+// an output path outside the spec's directory.
+func allowOutsideFlag(cmd *cobra.Command, allow *bool) {
+	cmd.Flags().BoolVar(allow, "allow-outside", false, "allow the spec's output path to leave the spec's directory (../)")
+}
+
 // load reads and parses the spec at specPath and generates its files. The
 // error is a *failure: ExitFailure for a missing or unreadable spec and for
-// spec errors (from Parse or Generate), ExitInternal otherwise.
-func (a *app) load(specPath string) (*output, error) {
+// spec errors (from Parse or Generate), ExitInternal otherwise. An output
+// path outside the spec's directory is a spec error unless allowOutside.
+func (a *app) load(specPath string, allowOutside bool) (*output, error) {
 	specPath = filepath.Clean(specPath)
 	s, err := parseSpec(specPath)
 	if err != nil {
 		return nil, err
+	}
+	if s.OutputOutside() && !allowOutside {
+		return nil, specFailure(spec.Errors{{File: specPath, Pos: s.OutputPos, Field: "output",
+			Msg: fmt.Sprintf("%q is outside the spec's directory; zkgen writes there only with --allow-outside", s.Output)}})
 	}
 
 	// The generated code names its source spec: give the generator the
@@ -64,7 +78,7 @@ func (a *app) load(specPath string) (*output, error) {
 	for name := range files {
 		// The spec validates its output setting; this only guards against
 		// a generator bug writing somewhere unexpected.
-		if !validName(name) {
+		if !validName(name) || !allowOutside && (name == ".." || strings.HasPrefix(name, "../")) {
 			return nil, internalErrorf("generate %s: bad generated file path %q; want a clean slash-separated path relative to the spec", specPath, name)
 		}
 		o.names = append(o.names, name)
@@ -106,8 +120,8 @@ func readSpec(specPath string) ([]byte, error) {
 }
 
 // validName reports whether name is a clean, relative, slash-separated file
-// path. It may start with "../": the spec may put its output beside its own
-// directory.
+// path. It may start with "../" (the spec may put its output beside its own
+// directory); load allows that only with --allow-outside.
 func validName(name string) bool {
 	return name != "" && path.Clean(name) == name && !path.IsAbs(name) &&
 		!filepath.IsAbs(filepath.FromSlash(name)) && filepath.VolumeName(filepath.FromSlash(name)) == "" &&

@@ -13,6 +13,7 @@ import (
 func (a *app) provisionCommand() *cobra.Command {
 	var f liveFlags
 	var dryRun bool
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "provision",
 		Short: "Create the spec's persistent parent nodes; report nodes the spec does not know",
@@ -23,9 +24,14 @@ only its parent). Existing nodes are left alone, so provision is idempotent.
 Then walk the tree under the root and report the nodes no declared
 resource explains (the top of each unknown subtree).
 
---dry-run creates nothing and prints what would be created. The spec's acl
-settings are not applied by this version: nodes get the open ACL.`,
+--dry-run creates nothing and prints what would be created. --strict exits
+1 when there are unknown nodes, so CI fails on them (they are still listed;
+without --strict they are reported and the exit status is 0). New nodes get
+the declared acl (a resource's own for nodes only it uses, the top-level one
+for shared nodes; the open ACL when none is declared); existing nodes keep
+theirs.`,
 		Example: `  zkgen provision --dry-run
+  zkgen provision --strict --dry-run   # in CI: fail on nodes the spec does not know
   zkgen provision --servers zk1:2181`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,10 +64,14 @@ settings are not applied by this version: nodes get the open ACL.`,
 			if perr != nil {
 				return zkFailure("provision", perr)
 			}
+			if strict && len(pl.Unknown) > 0 {
+				return userErrorf("%d node(s) under %s that the spec does not declare (--strict)", len(pl.Unknown), rootOf(s))
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when there are nodes the spec does not declare (for CI)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "create nothing; print what would be created")
 	return cmd
 }

@@ -4,6 +4,7 @@ import "github.com/spf13/cobra"
 
 func (a *app) validateCommand() *cobra.Command {
 	var specPath string
+	var allowOutside bool
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the spec and print every error",
@@ -18,10 +19,11 @@ and exits 1.`,
   zkgen validate -f svc/zkgen.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := a.load(specPath)
+			_, err := a.load(specPath, allowOutside)
 			return err
 		},
 	}
 	cmd.Flags().StringVarP(&specPath, "file", "f", defaultSpec, "spec file to read")
+	allowOutsideFlag(cmd, &allowOutside)
 	return cmd
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -35,6 +37,10 @@ type Resource struct {
 	Path   string  `json:"path"`             // the instance's znode path
 	Params []Param `json:"params,omitempty"` // path parameter values
 	Error  string  `json:"error,omitempty"`  // why the state could not be read
+	// NoInstances is set on the one entry of a resource with path
+	// parameters none of whose instances exists; Path is then the
+	// declared path, parameters and all, and no section is set.
+	NoInstances bool `json:"no_instances,omitempty"`
 
 	Lock          *LockState          `json:"lock,omitempty"`           // lock, rwlock, semaphore
 	Lease         *LeaseState         `json:"lease,omitempty"`          // lease
@@ -134,10 +140,61 @@ func printable(data []byte) bool {
 	return true
 }
 
+// ErrRootMissing is the error of CheckRoot when the spec's root node does
+// not exist: nothing of the spec has ever run against these servers.
+var ErrRootMissing = errors.New("root does not exist")
+
+// CheckRoot returns an error wrapping ErrRootMissing when the root of s
+// does not exist in the tree sess reads, and any error reading it.
+func CheckRoot(ctx context.Context, sess *runtime.Session, s *spec.Spec) error {
+	root := rootPath(s)
+	ok, err := sess.Exists(ctx, root)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: %w", root, ErrRootMissing)
+	}
+	return nil
+}
+
+// Select returns a copy of s holding only the resources named in names, in
+// spec order, or an error naming the first name s does not declare. No
+// names selects every resource.
+func Select(s *spec.Spec, names []string) (*spec.Spec, error) {
+	if len(names) == 0 {
+		return s, nil
+	}
+	known := map[string]bool{}
+	for _, r := range s.Resources {
+		known[r.Name] = true
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		if !known[n] {
+			declared := make([]string, len(s.Resources))
+			for i, r := range s.Resources {
+				declared[i] = r.Name
+			}
+			return nil, fmt.Errorf("no resource %q in %s; it declares: %s", n, s.File, strings.Join(declared, ", "))
+		}
+		want[n] = true
+	}
+	c := *s
+	c.Resources = nil
+	for _, r := range s.Resources {
+		if want[r.Name] {
+			c.Resources = append(c.Resources, r)
+		}
+	}
+	return &c, nil
+}
+
 // Gather reads the state of every declared resource of s through sess.
 // Problems with one resource (a node that cannot be decoded, a permission
 // error) are reported in its Error field; the error returned is for a
-// failure of the session itself or ctx.
+// failure of the session itself or ctx. A resource with path parameters
+// none of whose instances exists gets one entry with NoInstances set.
 func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot, error) {
 	snap := &Snapshot{Spec: s.File, Root: rootPath(s), Resources: []Resource{}}
 	now := time.Now()
@@ -148,6 +205,10 @@ func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot
 				return nil, err
 			}
 			snap.Resources = append(snap.Resources, Resource{Name: r.Name, Kind: string(r.Kind), Path: r.FullPath, Error: err.Error()})
+			continue
+		}
+		if len(ins) == 0 {
+			snap.Resources = append(snap.Resources, Resource{Name: r.Name, Kind: string(r.Kind), Path: r.FullPath, NoInstances: true})
 			continue
 		}
 		for _, in := range ins {

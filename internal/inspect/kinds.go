@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
@@ -43,12 +42,14 @@ const (
 )
 
 // lockView is the contender view of one lock, rwlock or semaphore
-// instance: holders then waiters, and breaking stale ones.
+// instance: holders then waiters.
 type lockView struct {
 	holders func(context.Context) ([]runtime.Holder, error)
-	reap    func(context.Context, time.Duration) ([]runtime.Holder, error)
-	leases  int  // a semaphore's lease count, else 0
-	modes   bool // an rwlock: contenders are readers or writers
+	// reapable lists the nodes reap may remove, when that is more than
+	// holders (a semaphore's internal lock); nil: holders.
+	reapable func(context.Context) ([]runtime.Holder, error)
+	leases   int  // a semaphore's lease count, else 0
+	modes    bool // an rwlock: contenders are readers or writers
 }
 
 // kinds holds the registered kinds.

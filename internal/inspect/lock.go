@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,17 +16,20 @@ func init() {
 	register(spec.KindLock, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			l := runtime.NewLock(sess, p, bind.LockOptions(r)...)
-			return lockView{holders: l.Holders, reap: l.Reap}
+			return lockView{holders: l.Holders}
 		}})
 	register(spec.KindRWLock, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			l := runtime.NewRWLock(sess, p, bind.LockOptions(r)...).Write()
-			return lockView{holders: l.Holders, reap: l.Reap, modes: true}
+			return lockView{holders: l.Holders, modes: true}
 		}})
 	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			m := runtime.NewSemaphore(sess, p, r.Leases)
-			return lockView{holders: m.Holders, reap: m.Reap, leases: r.Leases}
+			mutex := runtime.NewLock(sess, p.Lit("locks")) // the semaphore's internal lock, as runtime.NewSemaphore lays it out
+			return lockView{holders: m.Holders, leases: r.Leases, reapable: func(ctx context.Context) ([]runtime.Holder, error) {
+				return union(ctx, m.Holders, mutex.Holders)
+			}}
 		}})
 }
 
@@ -128,4 +132,24 @@ func (l *LockState) setAges(age func(time.Time) float64) {
 	for j := range l.Waiters {
 		l.Waiters[j].AgeSeconds = age(l.Waiters[j].Created)
 	}
+}
+
+// union lists the holders of a and then those of b that a did not list: a
+// semaphore's leases and waiters, and the holder of its internal lock, which
+// Holders shows through its lease once it has one.
+func union(ctx context.Context, a, b func(context.Context) ([]runtime.Holder, error)) ([]runtime.Holder, error) {
+	hs, err := a(ctx)
+	if err != nil {
+		return nil, err
+	}
+	more, err := b(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range more {
+		if !slices.ContainsFunc(hs, func(x runtime.Holder) bool { return x.Node == h.Node }) {
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
 }

@@ -42,6 +42,9 @@ func summary(r Resource) string {
 	if r.Error != "" {
 		return "error: " + oneLine(r.Error)
 	}
+	if r.NoInstances {
+		return "no instances"
+	}
 	if sec := r.section(); sec != nil {
 		return sec.summary()
 	}
