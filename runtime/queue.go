@@ -154,17 +154,18 @@ type Priority int
 // order. A newly put urgent item overtakes older lower-priority ones not yet
 // taken.
 //
-// All items live in one directory (ordering across priorities needs one
-// listing), so a priority queue holds at most what one getChildren reply
-// allows (about 50,000 items with the default jute.maxbuffer). Puts are
-// protected against duplicates like Queue's.
-type PriorityQueue[T any] struct{ q *queue[T] }
+// Each priority has its own directory, bucketed like a FIFO queue, so a
+// priority queue holds any number of items, and a consumer is notified only
+// when a more urgent priority it found empty gets an item (see the
+// priority queue protocol in queue_prio.go). Puts are protected against
+// duplicates like Queue's.
+type PriorityQueue[T any] struct{ q *prioQueue[T] }
 
 // NewPriorityQueue returns a priority queue handle at p with levels
-// priorities (1 to 100). It does no I/O. opts: WithNodeACL (WithBucketSize
-// is ignored).
+// priorities (1 to 100). It does no I/O. opts: WithNodeACL, WithBucketSize
+// (per priority), WithPriorityNames.
 func NewPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *PriorityQueue[T] {
-	return &PriorityQueue[T]{newQueue(s, p, codec, queueConfig{priority: true, levels: levels}, opts)}
+	return &PriorityQueue[T]{newPrioQueue(s, p, codec, queueConfig{priority: true, levels: levels}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -211,13 +212,12 @@ func (q *PriorityQueue[T]) Stats(ctx context.Context) (QueueStats, error) { retu
 
 // AckPriorityQueue is a PriorityQueue with at-least-once delivery; see
 // AckQueue.
-type AckPriorityQueue[T any] struct{ q *queue[T] }
+type AckPriorityQueue[T any] struct{ q *prioQueue[T] }
 
 // NewAckPriorityQueue returns an at-least-once priority queue handle at p
-// with levels priorities. It does no I/O. opts: WithNodeACL (WithBucketSize
-// is ignored).
+// with levels priorities. It does no I/O. opts: as NewPriorityQueue's.
 func NewAckPriorityQueue[T any](s *Session, p Path, codec Codec[T], levels int, opts ...QueueOption) *AckPriorityQueue[T] {
-	return &AckPriorityQueue[T]{newQueue(s, p, codec, queueConfig{priority: true, levels: levels, ack: true}, opts)}
+	return &AckPriorityQueue[T]{newPrioQueue(s, p, codec, queueConfig{priority: true, levels: levels, ack: true}, opts)}
 }
 
 // Path returns the queue's directory.
@@ -268,7 +268,7 @@ func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 func (c queueConfig) record() specRecord {
 	r := specRecord{Kind: "queue", Delivery: "at_most_once"}
 	if c.priority {
-		r.Kind, r.Levels, r.Priorities = "priority_queue", c.levels, c.names
+		r.Kind, r.Levels, r.Priorities, r.Layout = "priority_queue", c.levels, c.names, prioLayout
 	}
 	if c.ack {
 		r.Delivery = "at_least_once"
@@ -278,8 +278,8 @@ func (c queueConfig) record() specRecord {
 
 type queueConfig struct {
 	handleConfig
-	bucketSize int      // items per bucket; 0: one bucket, never sealed (priority queues)
-	priority   bool     // priority-prefixed names in one bucket, re-listed on watch
+	bucketSize int      // items per bucket (per level of a priority queue)
+	priority   bool     // a priority queue (one FIFO queue per level)
 	levels     int      // number of priorities (priority queues)
 	ack        bool     // at-least-once: claim, then delete on Ack
 	names      []string // priority names (WithPriorityNames), for the spec record
@@ -292,7 +292,7 @@ type queueConfig struct {
 // bounds which items ride in their node names (so that a take needs no
 // read, and a full bucket's listing stays under 512 KiB): items encoded in
 // up to 21 bytes with the default size, up to 192 with 1,000 or fewer.
-// Priority queues ignore it: they keep all items in one bucket.
+// A priority queue applies it to each priority's directory.
 func WithBucketSize(n int) QueueOption {
 	return queueOptionFunc(func(c *queueConfig) { c.bucketSize = n })
 }

@@ -73,12 +73,14 @@ type consumer struct {
 	sealed      bool            // the cached listing is of a sealed bucket
 	dw          <-chan zk.Event // data watch on dwBucket, set while waiting on it
 	dwBucket    string
-	poison      map[string]bool // undecodable items, skipped by this handle
-	busy        map[string]bool // items claimed by others (at-least-once)
-	pendingDrop map[string]bool // sealed buckets left with claimed items (at-least-once)
-	stale       int             // items of the cached listing found taken by others
-	walked      string          // buckets seen when the walk last restarted from the lowest (healBuckets)
-	released    atomic.Bool     // a Delivery of this handle was released
+	poison      map[string]bool   // undecodable items, skipped by this handle
+	busy        map[string]bool   // items claimed by others (at-least-once)
+	pendingDrop map[string]bool   // sealed buckets left with claimed items (at-least-once)
+	stale       int               // items of the cached listing found taken by others
+	walked      string            // buckets seen when the walk last restarted from the lowest (healBuckets)
+	released    atomic.Bool       // a Delivery of this handle was released
+	noWait      bool              // a priority queue's level: return errLevelEmpty instead of waiting
+	waits       []<-chan zk.Event // noWait: what the last take would have waited on
 }
 
 // newQueue returns the machinery of a queue handle of the kind cfg says
@@ -90,9 +92,6 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 			o.applyQueue(&cfg)
 		}
 	}
-	if cfg.priority {
-		cfg.bucketSize = 0
-	}
 	q := &queue[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, queueConfig: cfg,
 		prod: producer{side: side{mu: make(chan struct{}, 1)}},
 		cons: consumer{side: side{mu: make(chan struct{}, 1)},
@@ -102,11 +101,8 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 	if q.inline == 0 {
 		q.inline = -1
 	}
-	if q.err == nil && !q.priority && q.bucketSize < 1 {
+	if q.err == nil && q.bucketSize < 1 {
 		q.err = fmt.Errorf("queue %s: bucket size must be >= 1, got %d", q.dir, q.bucketSize)
-	}
-	if q.err == nil && q.priority && (q.levels < 1 || q.levels > 100) {
-		q.err = fmt.Errorf("queue %s: priorities must be 1..100, got %d", q.dir, q.levels)
 	}
 	return q
 }

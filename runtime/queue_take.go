@@ -27,6 +27,11 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 		return nil, err
 	}
 	defer q.unlock(&q.cons.side)
+	if q.cons.noWait {
+		// The caller (a priority queue) may have received the data
+		// watch's event: set it again if waiting is due.
+		q.cons.waits, q.cons.dw, q.cons.dwBucket = nil, nil, ""
+	}
 	for {
 		q.checkCache()
 		if q.cons.pos >= len(q.cons.cache) || q.staleCache() {
@@ -55,32 +60,13 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 	}
 }
 
-// checkCache drops the cached listing when it must be listed again before
-// it is served: an item this handle had was given back (walk again from
-// the lowest bucket so it is served in its turn), or, for a priority
-// queue, the listing changed and an urgent item may have arrived.
+// checkCache drops the cached listing when an item this handle had was
+// given back: the walk starts again from the lowest bucket so that the item
+// is served in its turn.
 func (q *queue[T]) checkCache() {
 	c := &q.cons
 	if c.released.Swap(false) {
 		c.cache, c.pos, c.watch, c.bucket = nil, 0, nil, ""
-	}
-	if !q.priority || c.pos >= len(c.cache) {
-		return
-	}
-	changed := c.watch == nil // fired before, while serving the first priority
-	if !changed {
-		select {
-		case <-c.watch: // something changed: an urgent item may have arrived
-			changed = true
-		default:
-		}
-	}
-	if changed && c.cache[c.pos].prio == 0 {
-		// Nothing overtakes an item of the first priority: keep serving
-		// the listing; list again once past them.
-		c.watch = nil
-	} else if changed {
-		c.cache, c.pos, c.watch = nil, 0, nil
 	}
 }
 
@@ -270,6 +256,9 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 	if again || err != nil {
 		return err
 	}
+	if c.noWait {
+		return q.noWait(listWatch, c.dw, claimsW)
+	}
 	select {
 	case <-listWatch:
 	case <-c.dw:
@@ -341,6 +330,9 @@ func (q *queue[T]) waitDir(ctx context.Context) error {
 	default:
 		w = r.watch
 	}
+	if q.cons.noWait {
+		return q.noWait(w)
+	}
 	select {
 	case <-w:
 		return nil
@@ -349,6 +341,17 @@ func (q *queue[T]) waitDir(ctx context.Context) error {
 	case <-q.s.done:
 		return q.s.Err()
 	}
+}
+
+// noWait ends a take in noWait mode (a priority queue's level) where it
+// would wait on ws: it keeps them in cons.waits and returns errLevelEmpty.
+func (q *queue[T]) noWait(ws ...<-chan zk.Event) error {
+	for _, w := range ws {
+		if w != nil {
+			q.cons.waits = append(q.cons.waits, w)
+		}
+	}
+	return errLevelEmpty
 }
 
 // advance moves the consumer to the bucket after the current one, or back

@@ -1,0 +1,322 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// --- Priority queue protocol
+//
+// A priority queue of L levels is L FIFO queues, one directory per level
+// under the queue's directory, each bucketed like a FIFO queue (so a level
+// holds any number of items):
+//
+//	<dir>/p-00/b-0000000000/item-0000000000   the most urgent level
+//	<dir>/p-01/...
+//
+// A put is a put into its level's FIFO queue (one multi, marker-protected).
+// A consumer serves the most urgent level that has an item for it. When it
+// finds a level empty, it keeps the watches that level's FIFO consumer
+// would have waited on (the child watch of its open bucket, the bucket's
+// data watch for sealing, the claims watch) and does not look at that level
+// again until one of them fires or a Delivery of it is released. So before
+// each take, a consumer serving level k only checks, without a request,
+// whether a watch of a level above k fired: an urgent item overtakes older
+// less urgent ones, and a consumer pays a notification only when an empty
+// level it watches gets an item, never per item of the level it serves.
+//
+// Layout "levels" is recorded in <dir>'s spec record. A directory recorded
+// by an earlier zkgen (all levels in one bucket, no layout) is taken over
+// when its bucket is empty, and refused with ErrSpecMismatch while it holds
+// items (upgradeLegacy).
+
+// prioLayout is the spec record layout of a priority queue with one
+// directory per level.
+const prioLayout = "levels"
+
+// errLevelEmpty is returned by a level's take in noWait mode when the level
+// has nothing for this consumer; its watches are in cons.waits.
+var errLevelEmpty = errors.New("queue: level empty")
+
+// prioQueue is the machinery shared by the priority queue handles: a FIFO
+// queue per level and the consumer's view of which levels are empty.
+type prioQueue[T any] struct {
+	s   *Session
+	dir string
+	err error
+	cfg queueConfig
+	lvl []*queue[T]
+	mu  chan struct{} // serves the handle's takes one at a time
+	// armed holds, per level, the watches set when the level was last
+	// found empty; nil when the level is not known to be empty.
+	armed [][]<-chan zk.Event
+}
+
+// levelName is the directory of priority level i.
+func levelName(i int) string { return fmt.Sprintf("p-%02d", i) }
+
+// newPrioQueue returns the machinery of a priority queue handle with cfg's
+// levels, configured further by opts (WithBucketSize applies per level).
+func newPrioQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts []QueueOption) *prioQueue[T] {
+	for _, o := range opts {
+		if o != nil {
+			o.applyQueue(&cfg)
+		}
+	}
+	pq := &prioQueue[T]{s: s, dir: p.String(), err: p.Err(), cfg: cfg, mu: make(chan struct{}, 1)}
+	if pq.err == nil && (cfg.levels < 1 || cfg.levels > 100) {
+		pq.err = fmt.Errorf("queue %s: priorities must be 1..100, got %d", pq.dir, cfg.levels)
+	}
+	if pq.err != nil {
+		return pq
+	}
+	sub := queueConfig{handleConfig: cfg.handleConfig, ack: cfg.ack}
+	for i := 0; i < cfg.levels; i++ {
+		lq := newQueue(s, Path{s: joinPath(pq.dir, levelName(i))}, codec, sub, opts)
+		lq.cons.noWait = true
+		pq.lvl = append(pq.lvl, lq)
+	}
+	pq.armed = make([][]<-chan zk.Event, cfg.levels)
+	if err := pq.lvl[0].err; err != nil {
+		pq.err = err
+	}
+	return pq
+}
+
+// guard checks the spec record of the queue's directory (creating it when
+// create is set), taking over an empty directory of the earlier layout.
+func (pq *prioQueue[T]) guard(ctx context.Context, create bool) error {
+	if pq.err != nil {
+		return pq.err
+	}
+	want := pq.cfg.record()
+	for range 3 {
+		var err error
+		if create {
+			err = pq.s.guardSpec(ctx, pq.dir, pq.cfg.acl, want)
+		} else {
+			err = pq.s.checkSpec(ctx, pq.dir, want)
+		}
+		if !errors.Is(err, ErrSpecMismatch) {
+			return err
+		}
+		if again, uerr := pq.upgradeLegacy(ctx); uerr != nil || !again {
+			return errors.Join(err, uerr)
+		}
+	}
+	return fmt.Errorf("queue %s: %w: the directory's record keeps changing", pq.dir, ErrSpecMismatch)
+}
+
+// upgradeLegacy takes over a directory recorded by an earlier zkgen, whose
+// priority queue kept every level in one bucket (b-...). When those buckets
+// are empty it deletes them and records layout "levels", in one multi that
+// checks the record's version, and reports true (look at the record again).
+// When they hold items it refuses with ErrSpecMismatch: they must be
+// drained by the earlier version first. It reports false for a record that
+// is not of the earlier layout (the mismatch is another one).
+func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
+	data, st, err := pq.s.get(ctx, pq.dir)
+	if err != nil {
+		return false, err
+	}
+	var have specRecord
+	if json.Unmarshal(data, &have) != nil || have.Kind != "priority_queue" || have.Layout != "" {
+		return false, nil
+	}
+	kids, err := pq.s.children(ctx, pq.dir)
+	if err != nil {
+		return false, err
+	}
+	have.Layout = prioLayout
+	rec, err := json.Marshal(have)
+	if err != nil {
+		return false, err
+	}
+	var ops []any
+	items := 0
+	for _, b := range sortBuckets(kids) {
+		_, bst, err := pq.s.get(ctx, joinPath(pq.dir, b))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		items += int(bst.NumChildren)
+		ops = append(ops, &zk.DeleteRequest{Path: joinPath(pq.dir, b), Version: -1})
+	}
+	if items > 0 {
+		return false, fmt.Errorf("queue %s: %w: it holds %d items in the single-directory priority queue layout of an earlier zkgen; "+
+			"drain them with that version and stop its processes before a handle of this version uses the queue", pq.dir, ErrSpecMismatch, items)
+	}
+	ops = append(ops, &zk.SetDataRequest{Path: pq.dir, Data: rec, Version: st.Version})
+	err = pq.s.retry(ctx, func() error {
+		_, err := await(ctx, pq.s, func() ([]zk.MultiResponse, error) { return pq.s.connMulti(ops...) })
+		return err
+	})
+	switch {
+	case err == nil:
+		pq.s.log.Info("priority queue directory taken over from the single-directory layout", "path", pq.dir)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNotEmpty):
+		// Changed meanwhile (taken over by another handle, or an item put
+		// by an earlier producer): look again.
+	default:
+		return false, opError("multi", pq.dir, err)
+	}
+	return true, nil
+}
+
+// put puts items at level prio.
+func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
+	if pq.err != nil {
+		return 0, pq.err
+	}
+	if prio < 0 || prio >= len(pq.lvl) {
+		return 0, fmt.Errorf("queue %s: %w: %d (have %d)", pq.dir, ErrPriorityRange, prio, len(pq.lvl))
+	}
+	if err := pq.guard(ctx, true); err != nil {
+		return 0, err
+	}
+	return pq.lvl[prio].put(ctx, 0, items)
+}
+
+// take returns between 1 and n items of the most urgent level that has one
+// for this consumer, blocking until there is one.
+func (pq *prioQueue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("queue %s: take of %d items", pq.dir, n)
+	}
+	if err := pq.guard(ctx, false); err != nil {
+		return nil, err
+	}
+	if err := pq.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-pq.mu }()
+	for {
+		var out []*Delivery[T]
+		for i, lq := range pq.lvl {
+			// Take from level i until it is empty for this consumer or
+			// n items are taken, then go on to the next level.
+			for len(out) < n && !pq.quiet(i) {
+				pq.armed[i] = nil
+				got, err := lq.take(ctx, n-len(out))
+				if errors.Is(err, errLevelEmpty) {
+					pq.armed[i] = lq.cons.waits
+					break
+				}
+				out = append(out, got...)
+				if err != nil {
+					return out, err
+				}
+			}
+			if len(out) == n {
+				return out, nil
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		if err := pq.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// quiet reports whether level i is known to be empty for this consumer:
+// none of its watches fired and none of its deliveries was released since
+// it was found empty.
+func (pq *prioQueue[T]) quiet(i int) bool {
+	ws := pq.armed[i]
+	if len(ws) == 0 || pq.lvl[i].cons.released.Load() {
+		return false
+	}
+	for _, w := range ws {
+		select {
+		case <-w:
+			return false
+		default:
+		}
+	}
+	return true
+}
+
+// wait blocks until a watch of a level fires, or ctx or the session ends.
+func (pq *prioQueue[T]) wait(ctx context.Context) error {
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pq.s.done)},
+	}
+	level := []int{-1, -1}
+	for i, ws := range pq.armed {
+		for _, w := range ws {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+			level = append(level, i)
+		}
+	}
+	switch i, _, _ := reflect.Select(cases); i {
+	case 0:
+		return ctx.Err()
+	case 1:
+		return pq.s.Err()
+	default:
+		// A watch of that level fired (its channel yields nothing
+		// twice): the level is looked at again, and sets fresh watches.
+		pq.armed[level[i]] = nil
+		return nil
+	}
+}
+
+// lock takes the handle's consumer mutex.
+func (pq *prioQueue[T]) lock(ctx context.Context) error {
+	select {
+	case pq.mu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-pq.s.done:
+		return pq.s.Err()
+	}
+}
+
+// length sums the items of every level.
+func (pq *prioQueue[T]) length(ctx context.Context) (int, error) {
+	if pq.err != nil {
+		return 0, pq.err
+	}
+	n := 0
+	for _, lq := range pq.lvl {
+		k, err := lq.length(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// stats sums the levels' stats; Oldest is the oldest item of any level.
+func (pq *prioQueue[T]) stats(ctx context.Context) (QueueStats, error) {
+	st := QueueStats{ByPriority: make([]int, len(pq.lvl))}
+	if pq.err != nil {
+		return st, pq.err
+	}
+	for i, lq := range pq.lvl {
+		ls, err := lq.stats(ctx)
+		if err != nil {
+			return st, err
+		}
+		st.Len += ls.Len
+		st.ByPriority[i] = ls.Len
+		st.Claimed += ls.Claimed
+		if !ls.Oldest.IsZero() && (st.Oldest.IsZero() || ls.Oldest.Before(st.Oldest)) {
+			st.Oldest = ls.Oldest
+		}
+	}
+	return st, nil
+}
