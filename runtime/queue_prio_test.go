@@ -1,0 +1,148 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime"
+)
+
+var prioItemsFlag = flag.Int("prio.items", 30000, "TestPriorityQueueManyItems: items put and taken back (the issue's figure: 500000)")
+
+// Many items over 3 priorities, far past what one getChildren reply could
+// list (about 50,000 names): three producers fill one priority each with
+// PutAll, concurrently, then one consumer drains the queue with TakeN and
+// gets every item once, priority 0 first, each priority in the order it
+// was put. -prio.items=500000 runs the issue's figure.
+func TestPriorityQueueManyItems(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	total := *prioItemsFlag
+	ctx := testCtx(t, 10*time.Minute)
+	const levels = 3
+	const chunk = 5000
+	began := time.Now()
+	var wg sync.WaitGroup
+	for p := range levels {
+		q := runtime.NewPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[int](), levels)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := total/levels + btoi(p < total%levels)
+			for k := 0; k < n; k += chunk {
+				items := make([]int, 0, chunk)
+				for i := k; i < min(n, k+chunk); i++ {
+					items = append(items, p*10_000_000+i)
+				}
+				if _, err := q.PutAll(ctx, runtime.Priority(p), items); err != nil {
+					t.Errorf("PutAll at %d: %v", p, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	filled := time.Since(began)
+	cons := runtime.NewPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[int](), levels)
+	st, err := cons.Stats(ctx)
+	if err != nil || st.Len != total {
+		t.Fatalf("Stats = %+v, %v; want %d items", st, err, total)
+	}
+	t.Logf("items per priority %v", st.ByPriority)
+	began = time.Now()
+	next := make([]int, levels) // next item expected of each priority
+	for got := 0; got < total; {
+		vs, err := cons.TakeN(ctx, 1000)
+		if err != nil {
+			t.Fatalf("TakeN after %d items: %v", got, err)
+		}
+		for _, v := range vs {
+			p, i := v/10_000_000, v%10_000_000
+			for l := range p {
+				if next[l] != st.ByPriority[l] {
+					t.Fatalf("item %d of priority %d taken while priority %d has %d of %d left", i, p, l, st.ByPriority[l]-next[l], st.ByPriority[l])
+				}
+			}
+			if i != next[p] {
+				t.Fatalf("priority %d: item %d taken, want %d", p, i, next[p])
+			}
+			next[p] = i + 1
+		}
+		got += len(vs)
+	}
+	drained := time.Since(began)
+	if n, err := cons.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("Len after the drain = %d, %v", n, err)
+	}
+	t.Logf("%d items: put in %v (%.0f/s), taken in %v (%.0f/s)", total,
+		filled.Round(time.Millisecond), float64(total)/filled.Seconds(), drained.Round(time.Millisecond), float64(total)/drained.Seconds())
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A directory of the earlier priority layout (every priority in one
+// bucket): while it holds items a handle of the levels layout refuses it
+// with ErrSpecMismatch, saying why; once the earlier version drained it,
+// the first handle takes it over (the empty bucket removed, the layout
+// recorded) and the queue works.
+func TestPriorityQueueLegacyLayout(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	s := connect(t, srv.Servers())
+	c := s.Conn()
+	rec := `{"zkgen":1,"kind":"priority_queue","levels":3,"delivery":"at_most_once"}`
+	for _, p := range []struct{ path, data string }{
+		{"/zkgen-test", ""}, {dir, rec}, {dir + "/b-0000000000", ""}, {dir + "/b-0000000000/item-01-0000000000", `"old"`},
+	} {
+		if _, err := c.Create(p.path, []byte(p.data), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	q := runtime.NewPriorityQueue(s, runtime.At(dir), runtime.JSONCodec[string](), 3)
+	err := q.Put(ctx, 0, "new")
+	if !errors.Is(err, runtime.ErrSpecMismatch) || !strings.Contains(err.Error(), "holds 1 items in the single-directory priority queue layout") {
+		t.Fatalf("Put into the earlier layout holding an item = %v; want ErrSpecMismatch saying why", err)
+	}
+	other := runtime.NewPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[string](), 3)
+	if _, err := other.Take(ctx); !errors.Is(err, runtime.ErrSpecMismatch) {
+		t.Fatalf("Take from the earlier layout holding an item = %v; want ErrSpecMismatch", err)
+	}
+	// The earlier version's consumer takes the item.
+	if err := c.Delete(dir+"/b-0000000000/item-01-0000000000", -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Put(ctx, 1, "new"); err != nil {
+		t.Fatalf("Put once the earlier layout is drained = %v", err)
+	}
+	data, _, err := c.Get(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Layout string }
+	if err := json.Unmarshal(data, &got); err != nil || got.Layout != "levels" {
+		t.Fatalf("record after the takeover = %s", data)
+	}
+	if kids, _, _ := c.Children(dir); slices.Contains(kids, "b-0000000000") {
+		t.Fatalf("the earlier layout's bucket is still there: %v", kids)
+	}
+	if v, err := other.Take(ctx); err != nil || v != "new" {
+		t.Fatalf("Take after the takeover = %q, %v", v, err)
+	}
+}
