@@ -242,31 +242,57 @@ func TestQueueHistoryModels(t *testing.T) {
 // backlog, the order of many overlapping puts stays open until their items
 // are taken, and the FIFO check grows exponential.
 func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cutsEach int) *history {
+	return queueHistoryOf(t, 0, producers, consumers, perProducer, backlog, cutsEach)
+}
+
+// histQueue is the queue a history runs on: a FIFO queue, or a priority
+// queue that puts item v at priority v%levels.
+type histQueue struct {
+	put   func(ctx context.Context, v int) error
+	takeN func(ctx context.Context, n int) ([]int, error)
+	len   func(ctx context.Context) (int, error)
+}
+
+func newHistQueue(s *runtime.Session, dir string, levels int, opt runtime.QueueOption) histQueue {
+	codec := runtime.JSONCodec[int]()
+	if levels == 0 {
+		q := runtime.NewQueue(s, runtime.At(dir), codec, opt)
+		return histQueue{put: q.Put, takeN: q.TakeN, len: q.Len}
+	}
+	q := runtime.NewPriorityQueue(s, runtime.At(dir), codec, levels, opt)
+	return histQueue{
+		put:   func(ctx context.Context, v int) error { return q.Put(ctx, runtime.Priority(v%levels), v) },
+		takeN: q.TakeN, len: q.Len,
+	}
+}
+
+// queueHistoryOf is queueHistory on a FIFO queue (levels 0) or a priority
+// queue of levels priorities.
+func queueHistoryOf(t *testing.T, levels, producers, consumers, perProducer, backlog, cutsEach int) *history {
 	srv := server(t)
 	ctx := testCtx(t, 2*time.Minute)
 	dir := testRoot(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	codec := runtime.JSONCodec[int]()
 	qopt := runtime.WithBucketSize(8) // buckets sealed and dropped under cuts too
 	h := newHistory()
 	var sessions []*runtime.Session
-	newClient := func() (*runtime.Queue[int], *zktest.Proxy) {
+	newClient := func() (histQueue, *zktest.Proxy) {
 		px := zktest.NewProxy(t, srv.Addr())
 		s := connect(t, viaProxy(px))
 		sessions = append(sessions, s)
-		return runtime.NewQueue(s, runtime.At(dir), codec, qopt), px
+		return newHistQueue(s, dir, levels, qopt), px
 	}
 	// Producers send a multi per put; consumers list (getChildren2), read
 	// (getData) and delete (multi).
 	var cutters []*opCutter
-	prods := make([]*runtime.Queue[int], producers)
+	prods := make([]histQueue, producers)
 	for i := range prods {
 		var px *zktest.Proxy
 		prods[i], px = newClient()
 		cutters = append(cutters, newOpCutter(px, seed, len(cutters), cutsEach, zktest.OpMulti))
 	}
-	conss := make([]*runtime.Queue[int], consumers)
+	conss := make([]histQueue, consumers)
 	for i := range conss {
 		var px *zktest.Proxy
 		conss[i], px = newClient()
@@ -296,7 +322,7 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 				for {
 					cutters[i].before()
 					call := h.now()
-					err := q.Put(ctx, v)
+					err := q.put(ctx, v)
 					if err == nil {
 						mu.Lock()
 						record(i, qIn{op: qPut, v: v}, call, qOut{})
@@ -331,7 +357,7 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 			for {
 				cutters[client].before()
 				call := h.now()
-				vs, err := q.TakeN(cctx, 1)
+				vs, err := q.takeN(cctx, 1)
 				mu.Lock()
 				for _, v := range vs {
 					record(client, qIn{op: qTake}, call, qOut{v: v})
@@ -370,9 +396,9 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 	// Drain what is left (nothing, unless a put's outcome was unknown)
 	// and pin the end: the queue is empty.
 	last := producers + consumers
-	d := runtime.NewQueue(ds, runtime.At(dir), codec, qopt)
+	d := newHistQueue(ds, dir, levels, qopt)
 	for {
-		n, err := d.Len(ctx)
+		n, err := d.len(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,10 +407,11 @@ func queueHistory(t *testing.T, producers, consumers, perProducer, backlog, cuts
 			h.add(last, qIn{op: qEmpty}, call, qOut{}, false)
 			break
 		}
-		v, err := d.Take(ctx)
+		vs, err := d.takeN(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
+		v := vs[0]
 		mu.Lock()
 		record(last, qIn{op: qTake}, call, qOut{v: v})
 		taken[v]++
@@ -465,23 +492,39 @@ func countCuts(cs []*opCutter) int {
 	return n
 }
 
-// waitQueueBelow blocks until the queue at dir holds fewer than n items,
-// using child watches on its buckets (no polling).
+// waitQueueBelow blocks until the queue at dir (a FIFO queue, or a
+// priority queue's levels p-NN) holds fewer than n items, using child
+// watches on its buckets (no polling).
 func waitQueueBelow(ctx context.Context, s *runtime.Session, dir string, n int) error {
 	for {
-		buckets, _, err := s.Conn().Children(dir)
+		kids, _, err := s.Conn().Children(dir)
 		if err == zk.ErrNoNode {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("children %s: %w", dir, err)
 		}
+		var buckets []string
+		for _, k := range kids {
+			if strings.HasPrefix(k, "b-") {
+				buckets = append(buckets, k)
+			}
+			if !strings.HasPrefix(k, "p-") {
+				continue
+			}
+			bs, _, err := s.Conn().Children(dir + "/" + k)
+			if err != nil && err != zk.ErrNoNode {
+				return fmt.Errorf("children %s/%s: %w", dir, k, err)
+			}
+			for _, b := range bs {
+				if strings.HasPrefix(b, "b-") {
+					buckets = append(buckets, k+"/"+b)
+				}
+			}
+		}
 		total := 0
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}}
 		for _, b := range buckets {
-			if !strings.HasPrefix(b, "b-") {
-				continue
-			}
 			items, _, ch, err := s.Conn().ChildrenW(dir + "/" + b)
 			if err == zk.ErrNoNode {
 				continue
@@ -564,4 +607,113 @@ func TestQueueBagHistoryLinearizable(t *testing.T) {
 		}
 	}
 	t.Error("no take recorded")
+}
+
+// prioFIFOModel is a priority queue of 3 levels, item v at level v%3, seen
+// by one consumer: a take returns the oldest item of some level. Which
+// level is not pinned: a consumer learns of an item at a more urgent level
+// it found empty by a watch notification, which may arrive after a take
+// began (strict priority order is checked without concurrency, in
+// TestPriorityQueueOrder and TestPriorityQueueManyItems). Within a level
+// the order is FIFO, and every item is taken exactly once.
+var prioFIFOModel = porcupine.NondeterministicModel{
+	Init: func() []any { return []any{""} },
+	Step: func(state, input, output any) []any {
+		st, in, out := state.(string), input.(qIn), output.(qOut)
+		switch in.op {
+		case qPut:
+			return []any{fifoPush(st, in.v)}
+		case qEmpty:
+			if st == "" {
+				return []any{st}
+			}
+			return nil
+		}
+		items := fifoItems(st)
+		heads := map[int]int{} // level → index in items of its oldest item
+		for i, v := range items {
+			if _, ok := heads[v%3]; !ok {
+				heads[v%3] = i
+			}
+		}
+		without := func(i int) string { return st[:2*i] + st[2*i+2:] }
+		if out.unknown {
+			next := []any{st}
+			for _, i := range heads {
+				next = append(next, without(i))
+			}
+			return next
+		}
+		if i, ok := heads[out.v%3]; ok && items[i] == out.v {
+			return []any{without(i)}
+		}
+		return nil
+	},
+	DescribeOperation: describeQueueOp,
+	DescribeState:     func(state any) string { return fmt.Sprint(fifoItems(state.(string))) },
+}
+
+// Three producers put 60 items each over 3 priorities (item v at v%3), one
+// consumer takes them, every client through its own proxy that keeps
+// cutting its connection after a put's or take's request reached the
+// server: each priority is served FIFO, every item once. Swapping the
+// takes of two successive items of one priority makes it
+// non-linearizable.
+func TestPriorityQueueHistoryLinearizable(t *testing.T) {
+	const producers, perProducer = 3, 60
+	h := queueHistoryOf(t, 3, producers, 1, perProducer, 4, 15)
+	m := prioFIFOModel.ToModel()
+	h.check(t, m)
+
+	ops := slices.Clone(h.ops)
+	takeOf := map[int]int{}
+	for i, op := range ops {
+		if in, out := op.Input.(qIn), op.Output.(qOut); in.op == qTake && !out.unknown {
+			takeOf[out.v] = i
+		}
+	}
+	for k := 0; k+3 < perProducer; k++ {
+		a, okA := takeOf[k]
+		b, okB := takeOf[k+3]
+		if okA && okB {
+			ops[a].Output, ops[b].Output = ops[b].Output, ops[a].Output
+			mustBeIllegal(t, m, ops, fmt.Sprintf("items %d and %d of priority %d taken in the wrong order", k, k+3, k%3))
+			return
+		}
+	}
+	t.Error("no two successive items of one priority were taken")
+}
+
+// The same with three consumers: the history is that of a bag (no item
+// taken twice, none invented, none lost).
+func TestPriorityQueueBagHistoryLinearizable(t *testing.T) {
+	h := queueHistoryOf(t, 3, 3, 3, 60, 6, 15)
+	h.check(t, bagQueueModel.ToModel())
+}
+
+// The priority model accepts a less urgent item taken before a more urgent
+// one, and rejects the items of one priority out of order, twice or lost.
+func TestPriorityHistoryModel(t *testing.T) {
+	op := func(in qIn, out qOut, call int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: int(call), Input: in, Output: out, Call: 2 * call, Return: 2*call + 1}
+	}
+	put := func(v int, at int64) porcupine.Operation { return op(qIn{op: qPut, v: v}, qOut{}, at) }
+	take := func(v int, at int64) porcupine.Operation { return op(qIn{op: qTake}, qOut{v: v}, at) }
+	empty := func(at int64) porcupine.Operation { return op(qIn{op: qEmpty}, qOut{}, at) }
+	m := prioFIFOModel.ToModel()
+	for _, c := range []struct {
+		name string
+		h    []porcupine.Operation
+		ok   bool
+	}{
+		{"levels in any order", []porcupine.Operation{put(0, 0), put(1, 1), take(1, 2), take(0, 3), empty(4)}, true},
+		{"one level in order", []porcupine.Operation{put(0, 0), put(3, 1), take(0, 2), take(3, 3), empty(4)}, true},
+		{"one level overtaken", []porcupine.Operation{put(0, 0), put(3, 1), take(3, 2), take(0, 3), empty(4)}, false},
+		{"taken twice", []porcupine.Operation{put(0, 0), take(0, 1), take(0, 2)}, false},
+		{"lost", []porcupine.Operation{put(0, 0), put(1, 1), take(1, 2), empty(3)}, false},
+	} {
+		if got := porcupine.CheckOperations(m, c.h); got != c.ok {
+			t.Errorf("%s: linearizable=%v, want %v", c.name, got, c.ok)
+		}
+	}
 }
