@@ -153,3 +153,75 @@ func TestPriorityQueueLegacyLayout(t *testing.T) {
 		t.Fatalf("Take after the takeover = %q, %v", v, err)
 	}
 }
+
+// At-least-once, with faults: a consumer claims the only item (priority 1)
+// and its session expires; another consumer, blocked in Take meanwhile
+// (priority 0 empty, priority 1's item claimed), gets it from the claims
+// watch. A take whose claim reply is lost to a cut still delivers its item
+// once; an urgent item put while a consumer waits is delivered first.
+func TestAckPriorityQueueExpiredConsumer(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	codec := runtime.StringCodec()
+	prod := runtime.NewAckPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), codec, 3)
+	if err := prod.Put(ctx, 1, "normal"); err != nil {
+		t.Fatal(err)
+	}
+	pa := zktest.NewProxy(t, srv.Addr())
+	sa := connect(t, viaProxy(pa))
+	a := runtime.NewAckPriorityQueue(sa, runtime.At(dir), codec, 3)
+	fired := pa.CutAfterRequest(zktest.OpCreate) // the claim's reply is lost
+	da, err := a.Take(ctx)
+	if err != nil || da.Value != "normal" {
+		t.Fatalf("Take across a cut claim = %v, %v", da, err)
+	}
+	<-fired
+	b := runtime.NewAckPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), codec, 3)
+	got := make(chan *runtime.Delivery[string], 2)
+	errs := make(chan error, 2)
+	go func() {
+		for range 2 {
+			d, err := b.Take(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- d
+		}
+	}()
+	expireVia(t, srv, pa, sa.ID())
+	var d *runtime.Delivery[string]
+	select {
+	case d = <-got:
+	case err := <-errs:
+		t.Fatal(err)
+	}
+	if d.Value != "normal" {
+		t.Fatalf("Take after the claimer expired = %q, want the released item", d.Value)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := da.Ack(ctx); !errors.Is(err, runtime.ErrClaimLost) && !errors.Is(err, runtime.ErrSessionExpired) {
+		t.Fatalf("Ack by the expired claimer = %v", err)
+	}
+	// b waits again, every level empty; an urgent item wakes it.
+	if err := prod.Put(ctx, 0, "urgent"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d = <-got:
+	case err := <-errs:
+		t.Fatal(err)
+	}
+	if d.Value != "urgent" {
+		t.Fatalf("Take = %q, want urgent", d.Value)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := prod.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("Len = %d, %v", n, err)
+	}
+}
