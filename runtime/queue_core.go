@@ -81,6 +81,7 @@ type consumer struct {
 	released    atomic.Bool       // a Delivery of this handle was released
 	noWait      bool              // a priority queue's level: return errLevelEmpty instead of waiting
 	waits       []<-chan zk.Event // noWait: what the last take would have waited on
+	plain       bool              // noWait: the last listing had items; list the next without a watch
 }
 
 // newQueue returns the machinery of a queue handle of the kind cfg says

@@ -155,7 +155,13 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		c.bucket = bs[0]
 	}
 	bp := q.bucketPath(c.bucket)
-	r, err := q.s.childrenW(ctx, bp)
+	list := q.s.childrenW
+	if c.noWait && c.plain {
+		// A priority queue's level that had items: its listing's watch
+		// would only cost a notification at the next put or take.
+		list = q.s.childrenStat
+	}
+	r, err := list(ctx, bp)
 	if errors.Is(err, zk.ErrNoNode) {
 		return q.advance(ctx) // drained and deleted by another consumer
 	}
@@ -164,12 +170,16 @@ func (q *queue[T]) refill(ctx context.Context) error {
 	}
 	items := q.servable(bp, r.kids)
 	c.sealed = r.stat.Version > 0
+	c.plain = len(items) > 0
 	if len(items) > 0 {
 		c.cache, c.watch = items, r.watch
 		return nil
 	}
 	if c.sealed {
 		return q.passSealed(ctx, len(r.kids))
+	}
+	if r.watch == nil {
+		return nil // list again, with a watch to wait on
 	}
 	if again, err := q.healBuckets(ctx, r.stat.Version); again || err != nil {
 		return err

@@ -160,7 +160,13 @@ func BenchmarkQueue4P4CBatched(b *testing.B) {
 
 // A priority queue of 3 levels, four producers (putting at levels 0, 1, 2
 // in turn) and four consumers on separate sessions; b.N items in total.
+// kind=fifo is Queue4P4C's zkgen run, in the same run for comparison.
 func BenchmarkPriorityQueue4P4C(b *testing.B) {
+	b.Run("kind=priority", priorityQueue4P4C)
+	b.Run("kind=fifo", queue4P4C)
+}
+
+func priorityQueue4P4C(b *testing.B) {
 	const levels = 3
 	p, path := setup(b)
 	var put, take []*runtime.PriorityQueue[[]byte]
