@@ -239,11 +239,21 @@ func (pq *prioQueue[T]) quiet(i int) bool {
 	for _, w := range ws {
 		select {
 		case <-w:
+			pq.fired(i, w)
 			return false
 		default:
 		}
 	}
 	return true
+}
+
+// fired notes that watch w of level i fired (its channel yields nothing
+// twice): if it is the level's data watch, the level sets it again when it
+// waits next.
+func (pq *prioQueue[T]) fired(i int, w <-chan zk.Event) {
+	if c := &pq.lvl[i].cons; c.dw == w {
+		c.dw, c.dwBucket = nil, ""
+	}
 }
 
 // wait blocks until a watch of a level fires, or ctx or the session ends.
@@ -253,10 +263,11 @@ func (pq *prioQueue[T]) wait(ctx context.Context) error {
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pq.s.done)},
 	}
 	level := []int{-1, -1}
+	var chans []<-chan zk.Event
 	for i, ws := range pq.armed {
 		for _, w := range ws {
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
-			level = append(level, i)
+			level, chans = append(level, i), append(chans, w)
 		}
 	}
 	switch i, _, _ := reflect.Select(cases); i {
@@ -267,6 +278,7 @@ func (pq *prioQueue[T]) wait(ctx context.Context) error {
 	default:
 		// A watch of that level fired (its channel yields nothing
 		// twice): the level is looked at again, and sets fresh watches.
+		pq.fired(level[i], chans[i-2])
 		pq.armed[level[i]] = nil
 		return nil
 	}

@@ -28,9 +28,7 @@ func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
 	}
 	defer q.unlock(&q.cons.side)
 	if q.cons.noWait {
-		// The caller (a priority queue) may have received the data
-		// watch's event: set it again if waiting is due.
-		q.cons.waits, q.cons.dw, q.cons.dwBucket = nil, nil, ""
+		q.cons.waits = nil
 	}
 	for {
 		q.checkCache()
