@@ -18,8 +18,8 @@ import (
 // without listing again until it is used up (refill, takeCached); an item
 // another consumer took first is skipped, and a listing proved stale by
 // such lost races is refreshed early (staleCache). A priority queue's
-// consumer lists again as soon as the listing's child watch fires, so an
-// urgent item overtakes older ones (checkCache).
+// levels are such queues, whose takes return errLevelEmpty instead of
+// waiting (queue_prio.go).
 //
 // Each put is one multi that checks its bucket is open, creates the items
 // and an ephemeral marker named by a fresh GUID (putOnce): after a

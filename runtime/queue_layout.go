@@ -12,7 +12,8 @@ import (
 //
 //	<dir>/b-0000000000/item-0000000000      items (persistent sequential), FIFO
 //	<dir>/b-0000000000/item-.<b64>.0000000001  a small item carried in its name
-//	<dir>/b-0000000000/item-07-0000000000   items of priority 7 (priority queues)
+//	<dir>/p-07/b-0000000000/item-0000000000 items of priority 7 (priority queues, queue_prio.go)
+//	<dir>/b-0000000000/item-07-0000000000   the same before zkgen's levels layout (upgradeLegacy)
 //	<dir>/marks/<guid>                       ephemeral markers of puts and takes
 //	<dir>/claims/<bucket>.<item>             ephemeral claims (at-least-once delivery)
 //
@@ -22,8 +23,8 @@ import (
 // and creates the next bucket. Every put is a multi that checks version 0 of
 // its bucket, so nothing lands in a sealed bucket, and a consumer that lists
 // a sealed bucket sees its final contents. Consumers walk buckets in order
-// and delete a sealed bucket once it is empty. Priority queues use a single
-// bucket that is never sealed.
+// and delete a sealed bucket once it is empty. A priority queue is one such
+// queue per priority.
 //
 // A FIFO item whose encoding is short rides in its node's name, base64url
 // between dots, and the node holds no data: a consumer's listing then
