@@ -13,11 +13,19 @@ import (
 	"github.com/zkgen/zkgen/runtime"
 )
 
+// section is what a Go contender takes and gives back each cycle: a lock
+// (runtime.LockHandle is one), a leadership, a lease, a counter's add.
+type section interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Lost() <-chan struct{}
+}
+
 // goContender is one Go participant of a hammer run.
 type goContender struct {
 	who    string
-	lock   runtime.LockHandle
-	mode   string // x or r
+	lock   section
+	mode   string // x, r or s
 	cycles int
 	hold   time.Duration // inside the critical section
 }
@@ -178,3 +186,48 @@ func mustNotGet(t *testing.T, ctx context.Context, l runtime.LockHandle, why str
 		t.Fatalf("TryLock succeeded although %s", why)
 	}
 }
+
+// never is the Lost channel of what cannot be lost.
+var never = make(chan struct{})
+
+// electionSection is a candidate: Lock campaigns until it is the
+// acknowledged leader, Unlock resigns.
+type electionSection struct {
+	e       *runtime.Election[string]
+	payload string
+	l       *runtime.Leadership[string]
+}
+
+func (c *electionSection) Lock(ctx context.Context) (err error) {
+	c.l, err = c.e.Campaign(ctx, c.payload)
+	return err
+}
+
+func (c *electionSection) Unlock(ctx context.Context) error { return c.l.Resign(ctx) }
+func (c *electionSection) Lost() <-chan struct{}            { return c.l.Lost() }
+
+// semaphoreSection is a participant of a semaphore: Lock acquires a
+// lease, Unlock releases it.
+type semaphoreSection struct {
+	m *runtime.Semaphore
+	l *runtime.Lease
+}
+
+func (c *semaphoreSection) Lock(ctx context.Context) (err error) {
+	c.l, err = c.m.Acquire(ctx)
+	return err
+}
+
+func (c *semaphoreSection) Unlock(ctx context.Context) error { return c.l.Release(ctx) }
+func (c *semaphoreSection) Lost() <-chan struct{}            { return c.l.Lost() }
+
+// counterSection adds 1 to a counter each cycle (in Lock).
+type counterSection struct{ k *runtime.Counter }
+
+func (c counterSection) Lock(ctx context.Context) error {
+	_, err := c.k.Add(ctx, 1)
+	return err
+}
+
+func (counterSection) Unlock(context.Context) error { return nil }
+func (counterSection) Lost() <-chan struct{}        { return never }
