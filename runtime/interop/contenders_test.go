@@ -146,7 +146,7 @@ func logRun(t *testing.T, s stats, took time.Duration, peers []*peer) {
 
 // holdLock takes l and reports the entry to the referee as who, for the
 // step-by-step tests; the returned function leaves and unlocks.
-func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l runtime.LockHandle, mode string) (leave func()) {
+func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l section, mode string) (leave func()) {
 	t.Helper()
 	if err := l.Lock(ctx); err != nil {
 		t.Fatalf("%s: lock: %v; referee: %s", who, err, ref)
