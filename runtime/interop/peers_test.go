@@ -120,7 +120,7 @@ type peerArgs struct {
 	name    string   // process name; its threads are <name>-<i>-<role>
 	roles   []string // m = mutex, r = read, w = write, e = election, s = semaphore, c/k/a = counters
 	cycles  int
-	leases  int // a semaphore's leases
+	leases  int           // a semaphore's leases
 	holdR   time.Duration // inside a read critical section
 	holdX   time.Duration // inside an exclusive one
 	timeout time.Duration // bound on each acquire
