@@ -71,6 +71,17 @@ func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec())
 }
 
+// PythonLeader returns a candidate in the leader election python_leader at /app/election/python.
+//
+// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
+// removes its node) and returns the leadership: Epoch grows with every new leader,
+// Lost and Context end when it is lost, Resign hands over. Leader reads the
+// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Candidate nodes are named as Python kazoo's Election names them.
+func (c *Client) PythonLeader() PythonLeaderHandle {
+	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // Nodes returns a member handle of the group nodes at /app/groups/nodes.
 //
 // Join adds an ephemeral member node (it leaves with Leave or the session);
@@ -138,6 +149,15 @@ func (c *Client) PerTenant(tenant string) PerTenantHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant))
 }
 
+// PythonHits returns the counter python_hits at /app/counters/python (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
+// int32 values only; an Add leaving that range fails.
+func (c *Client) PythonHits() PythonHitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/python"), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // The participants of the two-phase commit release.
 const (
 	ReleaseAPI       runtime.Participant = "api"
@@ -185,6 +205,9 @@ type PrimaryHandle = runtime.ElectionHandle[Node]
 // ShardLeaderHandle is the interface of the handle ShardLeader returns (runtime.ElectionHandle), for fakes in tests.
 type ShardLeaderHandle = runtime.ElectionHandle[[]byte]
 
+// PythonLeaderHandle is the interface of the handle PythonLeader returns (runtime.ElectionHandle), for fakes in tests.
+type PythonLeaderHandle = runtime.ElectionHandle[string]
+
 // NodesHandle is the interface of the handle Nodes returns (runtime.GroupHandle), for fakes in tests.
 type NodesHandle = runtime.GroupHandle[Node]
 
@@ -206,6 +229,9 @@ type RequestsHandle = runtime.CounterHandle
 // PerTenantHandle is the interface of the handle PerTenant returns (runtime.CounterHandle), for fakes in tests.
 type PerTenantHandle = runtime.CounterHandle
 
+// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+type PythonHitsHandle = runtime.CounterHandle
+
 // ReleaseHandle is the interface of the handle Release returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
 type ReleaseHandle = runtime.TwoPhaseCommitHandle[Release]
 
@@ -217,6 +243,7 @@ type MigrateHandle = runtime.TwoPhaseCommitHandle[[]byte]
 type API interface {
 	Primary() PrimaryHandle
 	ShardLeader(shard int) ShardLeaderHandle
+	PythonLeader() PythonLeaderHandle
 	Nodes() NodesHandle
 	Tenants(tenant string) TenantsHandle
 	Limits() LimitsHandle
@@ -224,6 +251,7 @@ type API interface {
 	Raw() RawHandle
 	Requests() RequestsHandle
 	PerTenant(tenant string) PerTenantHandle
+	PythonHits() PythonHitsHandle
 	Release(id string) ReleaseHandle
 	Migrate(n int) MigrateHandle
 }

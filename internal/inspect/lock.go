@@ -24,7 +24,7 @@ func init() {
 		}})
 	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
-			m := runtime.NewSemaphore(sess, p, r.Leases)
+			m := runtime.NewSemaphore(sess, p, r.Leases, bind.HandleOptions(r)...)
 			return lockView{holders: m.Holders, reap: m.Reap, leases: r.Leases}
 		}})
 }
