@@ -39,7 +39,8 @@ const kazooLockSuffix = "-__lock__"
 // it once), writes it into a directory without data, and refuses a
 // directory that holds another number or something else.
 func (m *Semaphore) guardKazoo(ctx context.Context) error {
-	if _, ok := m.s.specs.ok.Load(m.dir); ok {
+	key := "kazoo semaphore " + m.dir // not a path: not the key of another guard on this session
+	if _, ok := m.s.specs.ok.Load(key); ok {
 		return nil
 	}
 	want := []byte(strconv.Itoa(m.leases))
@@ -78,7 +79,7 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 			return fmt.Errorf("semaphore %s: %w: the directory records kazoo's max_leases %d, this handle has %d leases",
 				m.dir, ErrSpecMismatch, n, m.leases)
 		}
-		m.s.specs.ok.Store(m.dir, struct{}{})
+		m.s.specs.ok.Store(key, struct{}{})
 		return nil
 	}
 }
