@@ -36,8 +36,8 @@ const (
 )
 
 // Layout is the node naming (and stored format) a resource shares with
-// another library's recipe: of a lock, rwlock, semaphore, election or
-// counter (field layout).
+// another library's recipe: of a lock, rwlock, semaphore, election, group
+// or counter (field layout).
 type Layout string
 
 // The layouts; LayoutCurator is the default.
@@ -91,7 +91,7 @@ type Resource struct {
 	// lock, rwlock
 	Revocable  bool
 	ForceAfter time.Duration // 0 when revocable without forcing
-	// lock, rwlock, semaphore, election, counter
+	// lock, rwlock, semaphore, election, group, counter
 	Layout Layout // LayoutCurator (default) or LayoutKazoo
 
 	// semaphore
@@ -230,8 +230,9 @@ var kindTable = []KindInfo{
 		Kind:     KindGroup,
 		Doc:      "a group membership",
 		Example:  `workers: {kind: group, path: /groups/workers, member: Member}`,
-		Fields:   []string{"member"},
-		Settings: func(r *Resource) []string { return typeSetting("member", r.Member) },
+		Fields:   []string{"member", "layout"},
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string { return append(typeSetting("member", r.Member), layoutSettings(r)...) },
 	},
 	{
 		Kind:     KindConfig,

@@ -89,7 +89,7 @@ func TestParseExample(t *testing.T) {
 			{Pos: Pos{21, 3}, KindPos: Pos{21, 22}, Name: "workers", GoName: "Workers", Kind: KindGroup,
 				Path: "/groups/workers", FullPath: "/zkgen-example/groups/workers",
 				Segments: []Segment{root, lit("groups"), lit("workers")},
-				ACL:      acl, Member: &TypeRef{Name: "Member", Decl: member}},
+				ACL:      acl, Member: &TypeRef{Name: "Member", Decl: member}, Layout: "curator"},
 			{Pos: Pos{22, 3}, KindPos: Pos{22, 22}, Name: "flags", GoName: "Flags", Kind: KindConfig,
 				Path: "/config/flags", FullPath: "/zkgen-example/config/flags",
 				Segments: []Segment{root, lit("config"), lit("flags")},

@@ -203,6 +203,16 @@ func (c *Client) PythonSlots() PythonSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/python"), 3, runtime.WithLayout(runtime.LayoutKazoo))
 }
 
+// PythonParty returns a member handle of the group python_party at /zkgen-example/groups/python.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+// Member nodes are named as Python kazoo's Party names them.
+func (c *Client) PythonParty() PythonPartyHandle {
+	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // Hits returns the counter hits at /zkgen-example/counters/hits (an int64, 0 until first added to).
 //
 // Get reads it; Add adds by compare-and-set, retried until it wins.
@@ -258,6 +268,9 @@ type PythonSchedulerHandle = runtime.ElectionHandle[string]
 // PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
 type PythonSlotsHandle = runtime.SemaphoreHandle
 
+// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+type PythonPartyHandle = runtime.GroupHandle[string]
+
 // HitsHandle is the interface of the handle Hits returns (runtime.CounterHandle), for fakes in tests.
 type HitsHandle = runtime.CounterHandle
 
@@ -280,6 +293,7 @@ type API interface {
 	Flags() FlagsHandle
 	PythonScheduler() PythonSchedulerHandle
 	PythonSlots() PythonSlotsHandle
+	PythonParty() PythonPartyHandle
 	Hits() HitsHandle
 	PythonHits() PythonHitsHandle
 }

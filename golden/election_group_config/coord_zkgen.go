@@ -102,6 +102,16 @@ func (c *Client) Tenants(tenant string) TenantsHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec())
 }
 
+// PythonParty returns a member handle of the group python_party at /app/groups/python.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+// Member nodes are named as Python kazoo's Party names them.
+func (c *Client) PythonParty() PythonPartyHandle {
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // Limits returns the config value limits at /app/config/limits.
 //
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
@@ -214,6 +224,9 @@ type NodesHandle = runtime.GroupHandle[Node]
 // TenantsHandle is the interface of the handle Tenants returns (runtime.GroupHandle), for fakes in tests.
 type TenantsHandle = runtime.GroupHandle[string]
 
+// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+type PythonPartyHandle = runtime.GroupHandle[string]
+
 // LimitsHandle is the interface of the handle Limits returns (runtime.ConfigHandle), for fakes in tests.
 type LimitsHandle = runtime.ConfigHandle[int]
 
@@ -246,6 +259,7 @@ type API interface {
 	PythonLeader() PythonLeaderHandle
 	Nodes() NodesHandle
 	Tenants(tenant string) TenantsHandle
+	PythonParty() PythonPartyHandle
 	Limits() LimitsHandle
 	Endpoints(service string) EndpointsHandle
 	Raw() RawHandle

@@ -24,8 +24,8 @@ var Layouts = map[spec.Layout]Layout{
 	spec.LayoutKazoo:   {runtime.LayoutKazoo, "LayoutKazoo"},
 }
 
-// LayoutOf returns the layout of a lock, rwlock, semaphore, election or
-// counter resource, and whether its handle needs runtime.WithLayout for it
+// LayoutOf returns the layout of a lock, rwlock, semaphore, election, group
+// or counter resource, and whether its handle needs runtime.WithLayout for it
 // (the default layout, Curator's, needs no option).
 func LayoutOf(r *spec.Resource) (Layout, bool) {
 	return Layouts[r.Layout], r.Layout != "" && r.Layout != spec.LayoutCurator
@@ -41,7 +41,7 @@ func LockOptions(r *spec.Resource) []runtime.LockOption {
 }
 
 // HandleOptions returns the runtime options that the live commands open the
-// semaphore, election and counter handles of r with: its layout.
+// semaphore, election, group and counter handles of r with: its layout.
 func HandleOptions(r *spec.Resource) []runtime.HandleOption {
 	if l, ok := LayoutOf(r); ok {
 		return []runtime.HandleOption{runtime.WithLayout(l.Value)}

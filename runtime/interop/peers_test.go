@@ -121,6 +121,7 @@ type peerArgs struct {
 	roles   []string // m = mutex, r = read, w = write, e = election, s = semaphore, c/k/a = counters
 	cycles  int
 	leases  int           // a semaphore's leases
+	members int           // the group size a g thread waits for
 	holdR   time.Duration // inside a read critical section
 	holdX   time.Duration // inside an exclusive one
 	timeout time.Duration // bound on each acquire
@@ -142,6 +143,7 @@ func (a peerArgs) list() []string {
 		"hold_ms_x=" + strconv.FormatInt(a.holdX.Milliseconds(), 10),
 		"timeout_s=" + strconv.FormatInt(int64(timeout/time.Second), 10),
 		"leases=" + strconv.Itoa(max(a.leases, 1)),
+		"members=" + strconv.Itoa(max(a.members, 1)),
 	}
 }
 

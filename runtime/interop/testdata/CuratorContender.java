@@ -15,8 +15,13 @@
 //	                    e = LeaderLatch (leadership is the section, mode x),
 //	                    s = InterProcessSemaphoreV2 (mode s),
 //	                    k = SharedCount, a = DistributedAtomicLong: each
-//	                    cycle adds 1, then enters and leaves (mode r)
+//	                    cycle adds 1, then enters and leaves (mode r),
+//	                    g = GroupMember (payload: its name): each cycle
+//	                    joins, waits until the group has `members` members,
+//	                    prints their payloads ("members ..."), enters and
+//	                    leaves (mode r), and leaves the group
 //	leases=1            the semaphore's leases
+//	members=1           the group size a g thread waits for
 //	cycles=50           lock/unlock cycles per thread
 //	hold_ms_r=0         time spent inside a read critical section
 //	hold_ms_x=0         time spent inside an exclusive critical section
@@ -46,6 +51,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -54,6 +61,7 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
@@ -161,6 +169,40 @@ public final class CuratorContender {
         };
     }
 
+    // GroupMember: join, wait for the group to have `members` members (a
+    // children watch wakes it; the members come from GroupMember's own cache,
+    // which may lag the watch, so it looks again after a bounded wait), print
+    // them, run the body, leave.
+    private static Section groupSection(CuratorFramework client, String path, String who, int members) {
+        return (body, timeout) -> {
+            GroupMember member = new GroupMember(client, path, who, who.getBytes(StandardCharsets.UTF_8));
+            member.start();
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeout);
+                TreeSet<String> seen = new TreeSet<>();
+                while (true) {
+                    CountDownLatch changed = new CountDownLatch(1);
+                    client.getChildren().usingWatcher((org.apache.zookeeper.Watcher) e -> changed.countDown()).forPath(path);
+                    seen.clear();
+                    for (byte[] b : member.getCurrentMembers().values()) {
+                        seen.add(new String(b, StandardCharsets.UTF_8));
+                    }
+                    if (seen.size() >= members) {
+                        break;
+                    }
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("group has " + seen + ", not " + members + " members, after " + timeout + "s");
+                    }
+                    changed.await(200, TimeUnit.MILLISECONDS);
+                }
+                System.out.println("members who=" + who + " saw=" + String.join(",", seen));
+                body.run();
+            } finally {
+                member.close();
+            }
+        };
+    }
+
     // DistributedAtomicLong: optimistic increment, again until it succeeds.
     private static Section atomicLongSection(DistributedAtomicLong n) {
         return (body, timeout) -> {
@@ -193,6 +235,7 @@ public final class CuratorContender {
         long holdX = Long.parseLong(opt.getOrDefault("hold_ms_x", "0"));
         long timeout = Long.parseLong(opt.getOrDefault("timeout_s", "60"));
         int leases = Integer.parseInt(opt.getOrDefault("leases", "1"));
+        int members = Integer.parseInt(opt.getOrDefault("members", "1"));
 
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zk)
@@ -239,6 +282,10 @@ public final class CuratorContender {
                         shared = new SharedCount(client, path, 0);
                         shared.start();
                         lock = sharedCountSection(shared);
+                        mode = "r";
+                        break;
+                    case "g":
+                        lock = groupSection(client, path, who, members);
                         mode = "r";
                         break;
                     case "a":

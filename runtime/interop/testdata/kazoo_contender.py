@@ -15,8 +15,12 @@ Arguments are key=value pairs:
                          w = WriteLock, e = Election (its leadership is
                          the critical section, mode x), s = Semaphore
                          (mode s), c = Counter(support_curator=True):
-                         each cycle adds 1, then enters and leaves (mode r)
+                         each cycle adds 1, then enters and leaves (mode r),
+                         g = Party: each cycle joins, waits until the party
+                         has `members` members, prints them ("members ..."),
+                         enters and leaves (mode r), and leaves the party
     leases=1             the semaphore's max_leases
+    members=1            the party size a g thread waits for
     cycles=50            lock/unlock cycles per thread
     hold_ms_r=0          time spent inside a read critical section
     hold_ms_x=0          time spent inside an exclusive critical section
@@ -124,7 +128,33 @@ class CounterSection(object):
         body()
 
 
-def section(zk, role, path, who, leases):
+class PartySection(object):
+    """A Party: see the g role above."""
+
+    def __init__(self, zk, path, who, expect):
+        self.zk, self.path, self.who, self.expect = zk, path, who, expect
+        self.party = zk.Party(path, who)
+
+    def cycle(self, body, timeout):
+        self.party.join()
+        try:
+            while True:
+                changed = threading.Event()
+                self.zk.get_children(self.path, watch=lambda e: changed.set())
+                seen = sorted(self.party)
+                if len(seen) >= self.expect:
+                    break
+                if not changed.wait(timeout):
+                    raise RuntimeError("party has %d of %d members after %ss"
+                                       % (len(seen), self.expect, timeout))
+            print("members who=%s saw=%s" % (self.who, ",".join(seen)),
+                  flush=True)
+            body()
+        finally:
+            self.party.leave()
+
+
+def section(zk, role, path, who, leases, members=1):
     """Returns the section of a role and its referee mode."""
     if role == "m":
         return LockSection(zk.Lock(path, who)), "x"
@@ -138,6 +168,8 @@ def section(zk, role, path, who, leases):
         return LockSection(zk.Semaphore(path, who, max_leases=leases)), "s"
     if role == "c":
         return CounterSection(zk.Counter(path, support_curator=True)), "r"
+    if role == "g":
+        return PartySection(zk, path, who, members), "r"
     raise SystemExit("unknown role %r" % role)
 
 
@@ -155,6 +187,7 @@ def main(argv):
     timeout = float(opt.get("timeout_s", "60"))
 
     leases = int(opt.get("leases", "1"))
+    members = int(opt.get("members", "1"))
 
     # Unbounded command retries: a counter's compare-and-set retries until
     # it wins, however many writers race it.
@@ -166,7 +199,7 @@ def main(argv):
         threads = []
         for i, role in enumerate(roles):
             who = "%s-%d-%s" % (opt["name"], i, role)
-            lock, mode = section(zk, role, opt["path"], who, leases)
+            lock, mode = section(zk, role, opt["path"], who, leases, members)
             hold = hold_r if mode == "r" else hold_x
 
             def body(lock=lock, who=who, mode=mode, hold=hold):
