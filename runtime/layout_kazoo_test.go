@@ -140,6 +140,13 @@ func TestKazooLayoutSemaphore(t *testing.T) {
 	if !errors.Is(err, runtime.ErrSpecMismatch) || !strings.Contains(err.Error(), "not kazoo's number of leases") {
 		t.Errorf("kazoo layout on a Curator-layout semaphore: %v, want ErrSpecMismatch", err)
 	}
+	_, err = runtime.NewSemaphore(s, runtime.At(dir), 3).Acquire(ctx)
+	if !errors.Is(err, runtime.ErrSpecMismatch) || !strings.Contains(err.Error(), "layout kazoo") {
+		t.Errorf("Curator layout on a kazoo-layout semaphore: %v, want ErrSpecMismatch", err)
+	}
+	if kids := childrenOf(t, s, dir); len(kids) != 0 {
+		t.Errorf("the refused handle left %v in %s", kids, dir)
+	}
 }
 
 // A counter in kazoo's layout is 4 bytes big-endian; concurrent adds lose
