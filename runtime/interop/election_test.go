@@ -172,3 +172,40 @@ func TestKazooElectionExpiry(t *testing.T) {
 	srv := server(t)
 	testElectionExpiry(t, srv, kazoo(t).start, kazooLayout)
 }
+
+// Evidence of a limit of kazoo's Election, not of the mix: kazoo runs the
+// leader function to its end and tells it nothing when the session is lost
+// (kazoo/recipe/election.py: run holds the lock around the function; cancel
+// "will not interrupt the leadership function"). A kazoo leader whose
+// ZooKeeper becomes unreachable — its proxy drops every byte, so the server
+// expires its session — is still inside its function when the server hands
+// leadership to the next candidate: here a Go candidate, which leads and
+// enters. The referee must record that overlap. A zkgen leader in the same
+// position gives up first (TestKazooElectionExpiry). A kazoo application
+// that must not overlap has to stop on its client's LOST/SUSPENDED state
+// itself.
+func TestKazooElectionLeaderNotToldOfLoss(t *testing.T) {
+	srv := server(t)
+	kz := kazoo(t)
+	ctx := testCtx(t, 2*time.Minute)
+	path := testRoot(t)
+	ref := newReferee(t, 0)
+	proxy := zktest.NewProxy(t, srv.Servers()[0])
+	entered, release := ref.holdNext("kz-0-e") // a leader function that runs on
+	defer release()
+	kz.start(t, peerArgs{zk: []string{proxy.Addr()}, path: path, referee: ref.Addr(), name: "kz", roles: []string{"e"}, cycles: 1})
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatalf("the kazoo candidate never led: %v", context.Cause(ctx))
+	}
+	proxy.Blackhole(true)
+	defer proxy.Blackhole(false)
+	e := runtime.NewElection(connect(t, srv), runtime.At(path), runtime.StringCodec(), kazooLayout)
+	leave := holdLock(t, ctx, ref, "go-e", &electionSection{e: e, payload: "go-e"}, "x")
+	leave()
+	st := ref.stats()
+	if len(st.bad) != 1 || st.bad[0] != "VIOLATION: go-e entered exclusively while inside: kz-0-e(x)" {
+		t.Fatalf("want exactly the overlap of the Go leader with the cut-off kazoo leader, got %q", st.bad)
+	}
+}
