@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
 )
@@ -188,5 +191,66 @@ func TestKazooLayoutCounter(t *testing.T) {
 	}
 	if _, err := runtime.NewCounter(s, runtime.At(p)).Get(ctx); !errors.Is(err, runtime.ErrDecode) {
 		t.Errorf("the 8-byte layout reading 4 bytes: %v, want ErrDecode", err)
+	}
+}
+
+// A kazoo-layout acquire that waits for a lease and is cancelled leaves
+// nothing behind: no lease, no node in the sibling lock.
+func TestKazooLayoutSemaphoreCancel(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	a := runtime.NewSemaphore(connect(t, srv.Servers()), runtime.At(dir), 1, kazooLayout)
+	b := runtime.NewSemaphore(connect(t, srv.Servers()), runtime.At(dir), 1, kazooLayout)
+	la, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(bctx)
+		done <- err
+	}()
+	// b's node in the sibling lock: b queues there, then holds it and waits
+	// for a lease (a children watch, which wchp does not list). Cancelling
+	// at either point must leave nothing.
+	s := connect(t, srv.Servers())
+	for {
+		kids, _, ch, err := s.Conn().ChildrenW(dir + "-__lock__")
+		if err == nil && len(kids) > 0 {
+			break
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatal(err)
+		}
+		if err != nil { // no directory yet: wait for it
+			var ok bool
+			ok, _, ch, err = s.Conn().ExistsW(dir + "-__lock__")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				continue // created in between: list it
+			}
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatal("b never queued")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Acquire = %v", err)
+	}
+	if kids := childrenOf(t, s, dir); len(kids) != 1 || dir+"/"+kids[0] != la.Node() {
+		t.Errorf("leases %v, want only a's", kids)
+	}
+	if kids := childrenOf(t, s, dir+"-__lock__"); len(kids) != 0 {
+		t.Errorf("left in the sibling lock: %v", kids)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -101,8 +101,15 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string) (*hold, er
 			return nil, err
 		}
 		if len(r.kids) < m.leases {
-			if err := m.createLease(ctx, node, m.s.owner(purpose)); err != nil {
-				return nil, err
+			// Detached from ctx (bounded by the retry policy and the
+			// session), so its outcome is known and a cancelled acquire
+			// leaves no lease behind.
+			err := m.createLease(context.WithoutCancel(ctx), node, m.s.owner(purpose))
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				return nil, m.s.abandon(node, err)
 			}
 			token = r.stat.Pzxid
 			break
