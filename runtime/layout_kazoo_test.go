@@ -254,3 +254,35 @@ func TestKazooLayoutSemaphoreCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A kazoo-layout lease whose session expires is lost (Lost closes) and its
+// lease goes to the participant waiting for it.
+func TestKazooLayoutSemaphoreExpiry(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	f := newFaulty(t, srv)
+	la, err := runtime.NewSemaphore(f.s, runtime.At(dir), 1, kazooLayout).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := la.Lost()
+	got := make(chan error, 1)
+	b := runtime.NewSemaphore(connect(t, srv.Servers()), runtime.At(dir), 1, kazooLayout)
+	go func() {
+		lb, err := b.Acquire(ctx)
+		if err == nil {
+			err = lb.Release(ctx)
+		}
+		got <- err
+	}()
+	f.expire(t, srv)
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("the expired holder's Lost never closed")
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting participant: %v", err)
+	}
+}
