@@ -250,8 +250,19 @@ func TestKazooLayoutSemaphoreCancel(t *testing.T) {
 	if kids := childrenOf(t, s, dir+"-__lock__"); len(kids) != 0 {
 		t.Errorf("left in the sibling lock: %v", kids)
 	}
-	if err := la.Release(ctx); err != nil {
-		t.Fatal(err)
+	// Holders shows the lease with its owner; Reap takes it away.
+	hs, err := b.Holders(ctx)
+	if err != nil || len(hs) != 1 || hs[0].Node != la.Node() || !hs[0].Holds || !hs[0].Known {
+		t.Fatalf("Holders = %+v, %v; want a's lease, held, with metadata", hs, err)
+	}
+	lost := la.Lost()
+	if removed, err := b.Reap(ctx, 0); err != nil || len(removed) != 1 {
+		t.Fatalf("Reap = %+v, %v; want a's lease", removed, err)
+	}
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("the reaped lease's Lost never closed")
 	}
 }
 

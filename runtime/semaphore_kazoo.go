@@ -193,18 +193,7 @@ func (m *Semaphore) reapKazoo(ctx context.Context, olderThan time.Duration) ([]H
 	if err != nil {
 		return nil, err
 	}
-	cutoff := time.Now().Add(-olderThan)
-	var removed []Holder
-	for _, h := range hs {
-		if !h.Created.Before(cutoff) {
-			continue
-		}
-		if err := m.s.delete(ctx, h.Node, -1); err != nil && !isNoNode(err) {
-			return removed, fmt.Errorf("reap %s: %w", m.dir, err)
-		}
-		removed = append(removed, h)
-	}
-	return removed, nil
+	return m.s.reapHolders(ctx, m.dir, hs, olderThan)
 }
 
 // parentPath returns the parent of an absolute path ("/" for a top-level
