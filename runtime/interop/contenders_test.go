@@ -231,3 +231,37 @@ func (c counterSection) Lock(ctx context.Context) error {
 
 func (counterSection) Unlock(context.Context) error { return nil }
 func (counterSection) Lost() <-chan struct{}        { return never }
+
+// peerStart is a peer process to start: its arguments (path and referee
+// are filled in) and the peer that runs them.
+type peerStart struct {
+	args  peerArgs
+	start func(t *testing.T, a peerArgs) *peer
+}
+
+// mixed runs Go contenders and peer processes on path under one referee
+// that admits leases s holders, until all are done, and checks that every
+// contender completed its cycles without a violation. It logs the run and
+// returns the referee's figures and the peers.
+func mixed(t *testing.T, ctx context.Context, path string, leases int, goes []goContender, starts []peerStart) (stats, []*peer) {
+	t.Helper()
+	want := map[string]int{}
+	for _, g := range goes {
+		want[g.who] = g.cycles
+	}
+	for _, p := range starts {
+		p.args.who(want)
+	}
+	ref := newReferee(t, len(want))
+	ref.setLeases(leases)
+	var peers []*peer
+	for _, p := range starts {
+		a := p.args
+		a.path, a.referee = path, ref.Addr()
+		peers = append(peers, p.start(t, a))
+	}
+	took := hammer(t, ctx, ref, goes, peers)
+	st := ref.check(t, want)
+	logRun(t, st, took, peers)
+	return st, peers
+}

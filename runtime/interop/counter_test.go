@@ -29,28 +29,16 @@ func (r counterRun) run(t *testing.T, srv *zktest.Server) {
 	t.Helper()
 	ctx := testCtx(t, 3*time.Minute)
 	path := testRoot(t)
-	want := map[string]int{}
-	var args []peerArgs
+	var starts []peerStart
 	for _, p := range r.peers {
-		a := peerArgs{zk: srv.Servers(), name: p.name, roles: p.roles, cycles: r.cycles}
-		a.who(want)
-		args = append(args, a)
+		starts = append(starts, peerStart{peerArgs{zk: srv.Servers(), name: p.name, roles: p.roles, cycles: r.cycles}, p.start})
 	}
 	var goes []goContender
 	for i := range r.goN {
-		who := fmt.Sprintf("go%d-c", i)
 		k := runtime.NewCounter(connect(t, srv), runtime.At(path), r.opts...)
-		goes = append(goes, goContender{who: who, lock: counterSection{k: k}, mode: "r", cycles: r.cycles})
-		want[who] = r.cycles
+		goes = append(goes, goContender{who: fmt.Sprintf("go%d-c", i), lock: counterSection{k: k}, mode: "r", cycles: r.cycles})
 	}
-	ref := newReferee(t, len(want))
-	var procs []*peer
-	for i, a := range args {
-		a.path, a.referee = path, ref.Addr()
-		procs = append(procs, r.peers[i].start(t, a))
-	}
-	took := hammer(t, ctx, ref, goes, procs)
-	st := ref.check(t, want)
+	st, _ := mixed(t, ctx, path, 0, goes, starts)
 	s := connect(t, srv)
 	got, err := runtime.NewCounter(s, runtime.At(path), r.opts...).Get(ctx)
 	if err != nil {
@@ -66,8 +54,7 @@ func (r counterRun) run(t *testing.T, srv *zktest.Server) {
 	if len(data) != r.width {
 		t.Errorf("counter node holds %d bytes, want %d", len(data), r.width)
 	}
-	logRun(t, st, took, procs)
-	t.Logf("counter %d after %d concurrent adds from %d contenders", got, st.total, len(want))
+	t.Logf("counter %d after %d concurrent adds from %d contenders", got, st.total, len(st.cycles))
 }
 
 // Go counters (8 bytes, the default) and Curator DistributedAtomicLong

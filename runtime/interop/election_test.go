@@ -28,35 +28,23 @@ func (r electionRun) run(t *testing.T, srv *zktest.Server) (stats, []*peer) {
 	t.Helper()
 	ctx := testCtx(t, 3*time.Minute)
 	path := testRoot(t)
-	want := map[string]int{}
-	var argsList []peerArgs
+	var starts []peerStart
 	for i := range r.peerN {
 		a := peerArgs{zk: srv.Servers(), name: fmt.Sprintf("%s%d", r.peerName, i), roles: []string{"e"}, cycles: r.cycles, holdX: r.hold}
-		a.who(want)
-		argsList = append(argsList, a)
+		starts = append(starts, peerStart{a, r.start})
 	}
 	var goes []goContender
 	for i := range r.goN {
 		who := fmt.Sprintf("go%d-e", i)
 		e := runtime.NewElection(connect(t, srv), runtime.At(path), runtime.StringCodec(), r.opts...)
 		goes = append(goes, goContender{who: who, lock: &electionSection{e: e, payload: who}, mode: "x", cycles: r.cycles, hold: r.hold})
-		want[who] = r.cycles
 	}
-	ref := newReferee(t, len(want))
-	var peers []*peer
-	for _, a := range argsList {
-		a.path, a.referee = path, ref.Addr()
-		peers = append(peers, r.start(t, a))
-	}
-	took := hammer(t, ctx, ref, goes, peers)
-	st := ref.check(t, want)
-	s := connect(t, srv)
-	for _, k := range children(t, s, path) {
+	st, peers := mixed(t, ctx, path, 0, goes, starts)
+	for _, k := range children(t, connect(t, srv), path) {
 		if k != "epoch" { // the election's epoch stays, by design
 			t.Errorf("left under %s: %s", path, k)
 		}
 	}
-	logRun(t, st, took, peers)
 	return st, peers
 }
 

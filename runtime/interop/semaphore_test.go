@@ -28,29 +28,20 @@ func (r semaphoreRun) run(t *testing.T, srv *zktest.Server) (stats, []*peer) {
 	t.Helper()
 	ctx := testCtx(t, 3*time.Minute)
 	path := testRoot(t)
-	want := map[string]int{}
 	a := peerArgs{zk: srv.Servers(), name: r.peerName, cycles: r.cycles, holdX: r.hold, leases: r.leases}
 	for range r.peerN {
 		a.roles = append(a.roles, "s")
 	}
-	a.who(want)
 	var goes []goContender
 	for i := range r.goN {
 		who := fmt.Sprintf("go%d-s", i)
 		m := runtime.NewSemaphore(connect(t, srv), runtime.At(path), r.leases, r.opts...)
 		goes = append(goes, goContender{who: who, lock: &semaphoreSection{m: m}, mode: "s", cycles: r.cycles, hold: r.hold})
-		want[who] = r.cycles
 	}
-	ref := newReferee(t, len(want))
-	ref.setLeases(r.leases)
-	a.path, a.referee = path, ref.Addr()
-	peers := []*peer{r.start(t, a)}
-	took := hammer(t, ctx, ref, goes, peers)
-	st := ref.check(t, want)
+	st, peers := mixed(t, ctx, path, r.leases, goes, []peerStart{{a, r.start}})
 	if st.maxS != r.leases {
 		t.Errorf("at most %d holders at once, want the semaphore full (%d) at some moment", st.maxS, r.leases)
 	}
-	logRun(t, st, took, peers)
 	t.Logf("most holders at once: %d of %d leases", st.maxS, r.leases)
 	return st, peers
 }
