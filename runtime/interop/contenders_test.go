@@ -192,24 +192,24 @@ var never = make(chan struct{})
 
 // electionSection is a candidate: Lock campaigns until it is the
 // acknowledged leader, Unlock resigns.
-type electionSection struct {
-	e       *runtime.Election[string]
-	payload string
-	l       *runtime.Leadership[string]
+type electionSection[T any] struct {
+	e       runtime.ElectionHandle[T]
+	payload T
+	l       *runtime.Leadership[T]
 }
 
-func (c *electionSection) Lock(ctx context.Context) (err error) {
+func (c *electionSection[T]) Lock(ctx context.Context) (err error) {
 	c.l, err = c.e.Campaign(ctx, c.payload)
 	return err
 }
 
-func (c *electionSection) Unlock(ctx context.Context) error { return c.l.Resign(ctx) }
-func (c *electionSection) Lost() <-chan struct{}            { return c.l.Lost() }
+func (c *electionSection[T]) Unlock(ctx context.Context) error { return c.l.Resign(ctx) }
+func (c *electionSection[T]) Lost() <-chan struct{}            { return c.l.Lost() }
 
 // semaphoreSection is a participant of a semaphore: Lock acquires a
 // lease, Unlock releases it.
 type semaphoreSection struct {
-	m *runtime.Semaphore
+	m runtime.SemaphoreHandle
 	l *runtime.Lease
 }
 
@@ -222,7 +222,7 @@ func (c *semaphoreSection) Unlock(ctx context.Context) error { return c.l.Releas
 func (c *semaphoreSection) Lost() <-chan struct{}            { return c.l.Lost() }
 
 // counterSection adds 1 to a counter each cycle (in Lock).
-type counterSection struct{ k *runtime.Counter }
+type counterSection struct{ k runtime.CounterHandle }
 
 func (c counterSection) Lock(ctx context.Context) error {
 	_, err := c.k.Add(ctx, 1)

@@ -37,7 +37,7 @@ func (r electionRun) run(t *testing.T, srv *zktest.Server) (stats, []*peer) {
 	for i := range r.goN {
 		who := fmt.Sprintf("go%d-e", i)
 		e := runtime.NewElection(connect(t, srv), runtime.At(path), runtime.StringCodec(), r.opts...)
-		goes = append(goes, goContender{who: who, lock: &electionSection{e: e, payload: who}, mode: "x", cycles: r.cycles, hold: r.hold})
+		goes = append(goes, goContender{who: who, lock: &electionSection[string]{e: e, payload: who}, mode: "x", cycles: r.cycles, hold: r.hold})
 	}
 	st, peers := mixed(t, ctx, path, 0, goes, starts)
 	for _, k := range children(t, connect(t, srv), path) {
@@ -79,7 +79,7 @@ func TestKazooElectionIgnoresCuratorLayout(t *testing.T) {
 	ref := newReferee(t, 0)
 	s := connect(t, srv)
 	e := runtime.NewElection(s, runtime.At(path), runtime.StringCodec())
-	leave := holdLock(t, ctx, ref, "go-e", &electionSection{e: e, payload: "go-e"}, "x")
+	leave := holdLock(t, ctx, ref, "go-e", &electionSection[string]{e: e, payload: "go-e"}, "x")
 	p := kz.start(t, peerArgs{zk: srv.Servers(), path: path, referee: ref.Addr(), name: "kz", roles: []string{"e"}, cycles: 1})
 	if err := p.wait(ctx); err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func testElectionExpiry(t *testing.T, srv *zktest.Server, start func(*testing.T,
 	proxy.Blackhole(false)
 	// A new session campaigns again and leads.
 	e2 := runtime.NewElection(connect(t, srv), runtime.At(path), runtime.StringCodec(), opts...)
-	leave := holdLock(t, ctx, ref, "go-e2", &electionSection{e: e2, payload: "go-e2"}, "x")
+	leave := holdLock(t, ctx, ref, "go-e2", &electionSection[string]{e: e2, payload: "go-e2"}, "x")
 	leave()
 	ref.check(t, map[string]int{"go-e": 1, "peer-0-e": 1, "go-e2": 1})
 }
@@ -190,7 +190,7 @@ func TestKazooElectionLeaderNotToldOfLoss(t *testing.T) {
 	proxy.Blackhole(true)
 	defer proxy.Blackhole(false)
 	e := runtime.NewElection(connect(t, srv), runtime.At(path), runtime.StringCodec(), kazooLayout)
-	leave := holdLock(t, ctx, ref, "go-e", &electionSection{e: e, payload: "go-e"}, "x")
+	leave := holdLock(t, ctx, ref, "go-e", &electionSection[string]{e: e, payload: "go-e"}, "x")
 	leave()
 	st := ref.stats()
 	if len(st.bad) != 1 || st.bad[0] != "VIOLATION: go-e entered exclusively while inside: kz-0-e(x)" {
