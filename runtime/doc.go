@@ -51,9 +51,10 @@
 // error from every method. WithNodeACL sets the ACL of the nodes a handle
 // creates.
 //
-// Node names follow Apache Curator's recipes (and, for locks with
-// LayoutKazoo, Python's kazoo), so the recipes share a path with those
-// libraries' clients.
+// Node names follow Apache Curator's recipes (and, for locks, read/write
+// locks, semaphores, elections, groups and counters with
+// WithLayout(LayoutKazoo), Python's kazoo), so the recipes share a path with
+// those libraries' clients.
 //
 // # Rules every recipe follows
 //

@@ -77,13 +77,22 @@ func (f lockOptionFunc) applyLock(c *lockConfig) { f(c) }
 
 type lockConfig struct {
 	handleConfig
-	layout     Layout
 	revocable  bool
 	forceAfter time.Duration
 }
 
-// WithLayout sets the node naming. Default LayoutCurator.
-func WithLayout(l Layout) LockOption { return lockOptionFunc(func(c *lockConfig) { c.layout = l }) }
+// LayoutOption is the option that selects the node naming (and, for a
+// semaphore, the protocol; for a counter, the stored format) of a lock,
+// read/write lock, semaphore, election or counter, for sharing its path with
+// another library's recipe. It is both a LockOption and a HandleOption.
+type LayoutOption struct{ layout Layout }
+
+// WithLayout sets the layout: LayoutCurator (the default) or LayoutKazoo.
+func WithLayout(l Layout) LayoutOption { return LayoutOption{layout: l} }
+
+func (o LayoutOption) applyHandle(c *handleConfig) { c.layout = o.layout }
+
+func (o LayoutOption) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
 
 // WithRevocation makes the lock revocable: another contender may call
 // RequestRevoke, and the holder sees Revoked close and decides when to

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -110,6 +112,10 @@ func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want spec
 				return fmt.Errorf("%s: %w: the directory records %s %s, this handle has %s (a process generated from another version of the spec uses it)",
 					dir, ErrSpecMismatch, field, had, wants)
 			}
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && want.Kind == "semaphore" {
+			return fmt.Errorf("%s: %w: the directory records kazoo's max_leases %d: a semaphore of layout kazoo, this handle has layout curator",
+				dir, ErrSpecMismatch, n)
 		}
 		s.specs.ok.Store(dir, struct{}{})
 		return nil

@@ -36,7 +36,9 @@ const (
 	KindCounter        Kind = "counter"
 )
 
-// Layout is the node naming of a lock or rwlock (field layout).
+// Layout is the node naming (and stored format) a resource shares with
+// another library's recipe: of a lock, rwlock, semaphore, election, group
+// or counter (field layout).
 type Layout string
 
 // The layouts; LayoutCurator is the default.
@@ -90,7 +92,8 @@ type Resource struct {
 	// lock, rwlock
 	Revocable  bool
 	ForceAfter time.Duration // 0 when revocable without forcing
-	Layout     Layout        // LayoutCurator (default) or LayoutKazoo
+	// lock, rwlock, semaphore, election, group, counter
+	Layout Layout // LayoutCurator (default) or LayoutKazoo
 
 	// semaphore, lease
 	Leases int
@@ -156,7 +159,7 @@ var kindTable = []KindInfo{
 		Doc:      "an exclusive lock",
 		Example:  `order_lock: {kind: lock, path: "/locks/orders/{shard:int}"}`,
 		Fields:   []string{"revocable", "layout"},
-		Defaults: lockDefaults,
+		Defaults: layoutDefaults,
 		Settings: lockSettings,
 	},
 	{
@@ -164,16 +167,19 @@ var kindTable = []KindInfo{
 		Doc:      "a read/write lock",
 		Example:  `table_lock: {kind: rwlock, path: "/locks/tables/{table:string}", revocable: {force_after: 5s}}`,
 		Fields:   []string{"revocable", "layout"},
-		Defaults: lockDefaults,
+		Defaults: layoutDefaults,
 		Settings: lockSettings,
 	},
 	{
 		Kind:     KindSemaphore,
 		Doc:      "a counting semaphore",
 		Example:  `slots: {kind: semaphore, path: /semaphores/slots, leases: 3}`,
-		Fields:   []string{"leases"},
+		Fields:   []string{"leases", "layout"},
 		Required: []string{"leases"},
-		Settings: func(r *Resource) []string { return []string{fmt.Sprintf("leases: %d", r.Leases)} },
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string {
+			return append([]string{fmt.Sprintf("leases: %d", r.Leases)}, layoutSettings(r)...)
+		},
 	},
 	{
 		Kind:     KindLease,
@@ -230,15 +236,17 @@ var kindTable = []KindInfo{
 		Kind:     KindElection,
 		Doc:      "a leader election",
 		Example:  `scheduler: {kind: election, path: /election/scheduler, payload: Member}`,
-		Fields:   []string{"payload"},
-		Settings: func(r *Resource) []string { return typeSetting("payload", r.Payload) },
+		Fields:   []string{"payload", "layout"},
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string { return append(typeSetting("payload", r.Payload), layoutSettings(r)...) },
 	},
 	{
 		Kind:     KindGroup,
 		Doc:      "a group membership",
 		Example:  `workers: {kind: group, path: /groups/workers, member: Member}`,
-		Fields:   []string{"member"},
-		Settings: func(r *Resource) []string { return typeSetting("member", r.Member) },
+		Fields:   []string{"member", "layout"},
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string { return append(typeSetting("member", r.Member), layoutSettings(r)...) },
 	},
 	{
 		Kind:     KindConfig,
@@ -251,7 +259,9 @@ var kindTable = []KindInfo{
 		Kind:     KindCounter,
 		Doc:      "a shared int64 counter",
 		Example:  `requests: {kind: counter, path: /counters/requests}`,
-		Settings: noSettings,
+		Fields:   []string{"layout"},
+		Defaults: layoutDefaults,
+		Settings: layoutSettings,
 	},
 }
 
@@ -286,17 +296,21 @@ var kindFieldTable = []struct {
 // maxPriorities bounds the priorities of a priority queue.
 const maxPriorities = 100
 
-func lockDefaults(r *Resource) { r.Layout = cmp.Or(r.Layout, LayoutCurator) }
+func layoutDefaults(r *Resource) { r.Layout = cmp.Or(r.Layout, LayoutCurator) }
+
+func layoutSettings(r *Resource) []string {
+	if r.Layout == LayoutKazoo {
+		return []string{"layout: kazoo"}
+	}
+	return nil
+}
 
 func queueDefaults(r *Resource) { r.Delivery = cmp.Or(r.Delivery, AtMostOnce) }
 
 func noSettings(*Resource) []string { return nil }
 
 func lockSettings(r *Resource) []string {
-	var d []string
-	if r.Layout == LayoutKazoo {
-		d = append(d, "layout: kazoo")
-	}
+	d := layoutSettings(r)
 	switch {
 	case r.Revocable && r.ForceAfter > 0:
 		d = append(d, "revocable, force after "+r.ForceAfter.String())

@@ -193,6 +193,52 @@ func (c *Client) Flags() FlagsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags]())
 }
 
+// PythonScheduler returns a candidate in the leader election python_scheduler at /zkgen-example/election/python.
+//
+// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
+// removes its node) and returns the leadership: Epoch grows with every new leader,
+// Lost and Context end when it is lost, Resign hands over. Leader reads the
+// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Candidate nodes are named as Python kazoo's Election names them.
+func (c *Client) PythonScheduler() PythonSchedulerHandle {
+	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
+// PythonSlots returns a participant in the semaphore python_slots at /zkgen-example/semaphores/python, which grants at most 3 leases at once.
+//
+// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// kazoo's Semaphore layout: the node records the number of leases, and a handle
+// with another number is refused (runtime.ErrSpecMismatch).
+func (c *Client) PythonSlots() PythonSlotsHandle {
+	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/python"), 3, runtime.WithLayout(runtime.LayoutKazoo))
+}
+
+// PythonParty returns a member handle of the group python_party at /zkgen-example/groups/python.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+// Member nodes are named as Python kazoo's Party names them.
+func (c *Client) PythonParty() PythonPartyHandle {
+	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
+// Hits returns the counter hits at /zkgen-example/counters/hits (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+func (c *Client) Hits() HitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/hits"))
+}
+
+// PythonHits returns the counter python_hits at /zkgen-example/counters/python (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
+// int32 values only; an Add leaving that range fails.
+func (c *Client) PythonHits() PythonHitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/python"), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
 type OrderLockHandle = runtime.LockHandle
 
@@ -229,6 +275,21 @@ type WorkersHandle = runtime.GroupHandle[Member]
 // FlagsHandle is the interface of the handle Flags returns (runtime.ConfigHandle), for fakes in tests.
 type FlagsHandle = runtime.ConfigHandle[Flags]
 
+// PythonSchedulerHandle is the interface of the handle PythonScheduler returns (runtime.ElectionHandle), for fakes in tests.
+type PythonSchedulerHandle = runtime.ElectionHandle[string]
+
+// PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+type PythonSlotsHandle = runtime.SemaphoreHandle
+
+// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+type PythonPartyHandle = runtime.GroupHandle[string]
+
+// HitsHandle is the interface of the handle Hits returns (runtime.CounterHandle), for fakes in tests.
+type HitsHandle = runtime.CounterHandle
+
+// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+type PythonHitsHandle = runtime.CounterHandle
+
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
@@ -244,6 +305,11 @@ type API interface {
 	Scheduler() SchedulerHandle
 	Workers() WorkersHandle
 	Flags() FlagsHandle
+	PythonScheduler() PythonSchedulerHandle
+	PythonSlots() PythonSlotsHandle
+	PythonParty() PythonPartyHandle
+	Hits() HitsHandle
+	PythonHits() PythonHitsHandle
 }
 
 var _ API = (*Client)(nil)

@@ -71,6 +71,17 @@ func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec())
 }
 
+// PythonLeader returns a candidate in the leader election python_leader at /app/election/python.
+//
+// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
+// removes its node) and returns the leadership: Epoch grows with every new leader,
+// Lost and Context end when it is lost, Resign hands over. Leader reads the
+// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Candidate nodes are named as Python kazoo's Election names them.
+func (c *Client) PythonLeader() PythonLeaderHandle {
+	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // Nodes returns a member handle of the group nodes at /app/groups/nodes.
 //
 // Join adds an ephemeral member node (it leaves with Leave or the session);
@@ -89,6 +100,16 @@ func (c *Client) Nodes() NodesHandle {
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Tenants(tenant string) TenantsHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec())
+}
+
+// PythonParty returns a member handle of the group python_party at /app/groups/python.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+// Member nodes are named as Python kazoo's Party names them.
+func (c *Client) PythonParty() PythonPartyHandle {
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
 }
 
 // Limits returns the config value limits at /app/config/limits.
@@ -138,6 +159,15 @@ func (c *Client) PerTenant(tenant string) PerTenantHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant))
 }
 
+// PythonHits returns the counter python_hits at /app/counters/python (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
+// int32 values only; an Add leaving that range fails.
+func (c *Client) PythonHits() PythonHitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/python"), runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // The participants of the two-phase commit release.
 const (
 	ReleaseAPI       runtime.Participant = "api"
@@ -185,11 +215,17 @@ type PrimaryHandle = runtime.ElectionHandle[Node]
 // ShardLeaderHandle is the interface of the handle ShardLeader returns (runtime.ElectionHandle), for fakes in tests.
 type ShardLeaderHandle = runtime.ElectionHandle[[]byte]
 
+// PythonLeaderHandle is the interface of the handle PythonLeader returns (runtime.ElectionHandle), for fakes in tests.
+type PythonLeaderHandle = runtime.ElectionHandle[string]
+
 // NodesHandle is the interface of the handle Nodes returns (runtime.GroupHandle), for fakes in tests.
 type NodesHandle = runtime.GroupHandle[Node]
 
 // TenantsHandle is the interface of the handle Tenants returns (runtime.GroupHandle), for fakes in tests.
 type TenantsHandle = runtime.GroupHandle[string]
+
+// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+type PythonPartyHandle = runtime.GroupHandle[string]
 
 // LimitsHandle is the interface of the handle Limits returns (runtime.ConfigHandle), for fakes in tests.
 type LimitsHandle = runtime.ConfigHandle[int]
@@ -206,6 +242,9 @@ type RequestsHandle = runtime.CounterHandle
 // PerTenantHandle is the interface of the handle PerTenant returns (runtime.CounterHandle), for fakes in tests.
 type PerTenantHandle = runtime.CounterHandle
 
+// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+type PythonHitsHandle = runtime.CounterHandle
+
 // ReleaseHandle is the interface of the handle Release returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
 type ReleaseHandle = runtime.TwoPhaseCommitHandle[Release]
 
@@ -217,13 +256,16 @@ type MigrateHandle = runtime.TwoPhaseCommitHandle[[]byte]
 type API interface {
 	Primary() PrimaryHandle
 	ShardLeader(shard int) ShardLeaderHandle
+	PythonLeader() PythonLeaderHandle
 	Nodes() NodesHandle
 	Tenants(tenant string) TenantsHandle
+	PythonParty() PythonPartyHandle
 	Limits() LimitsHandle
 	Endpoints(service string) EndpointsHandle
 	Raw() RawHandle
 	Requests() RequestsHandle
 	PerTenant(tenant string) PerTenantHandle
+	PythonHits() PythonHitsHandle
 	Release(id string) ReleaseHandle
 	Migrate(n int) MigrateHandle
 }

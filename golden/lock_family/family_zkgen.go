@@ -110,6 +110,15 @@ func (c *Client) DownloadSlots(host string) DownloadSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/downloads").Str("host", host), 8)
 }
 
+// PythonSlots returns a participant in the semaphore python_slots at /family/sem/python, which grants at most 3 leases at once.
+//
+// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// kazoo's Semaphore layout: the node records the number of leases, and a handle
+// with another number is refused (runtime.ErrSpecMismatch).
+func (c *Client) PythonSlots() PythonSlotsHandle {
+	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/python"), 3, runtime.WithLayout(runtime.LayoutKazoo))
+}
+
 // AccountsHandle is the interface of the handle Accounts returns (runtime.RWLockHandle), for fakes in tests.
 type AccountsHandle = runtime.RWLockHandle
 
@@ -131,6 +140,9 @@ type OneSlotHandle = runtime.SemaphoreHandle
 // DownloadSlotsHandle is the interface of the handle DownloadSlots returns (runtime.SemaphoreHandle), for fakes in tests.
 type DownloadSlotsHandle = runtime.SemaphoreHandle
 
+// PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+type PythonSlotsHandle = runtime.SemaphoreHandle
+
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
@@ -141,6 +153,7 @@ type API interface {
 	PythonRw() PythonRwHandle
 	OneSlot() OneSlotHandle
 	DownloadSlots(host string) DownloadSlotsHandle
+	PythonSlots() PythonSlotsHandle
 }
 
 var _ API = (*Client)(nil)
