@@ -59,6 +59,7 @@ type Election[T any] struct {
 	err   error
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
+	name  string   // WithResourceName
 
 	busy slot // campaigning or leading
 }
@@ -124,7 +125,7 @@ func decodeAck(data []byte) (ackHeader, []byte, error) {
 // parents are created (as container nodes) on first use. If p is invalid,
 // every method returns p's error. opts: WithNodeACL.
 func NewElection[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Election[T] {
-	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
+	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl, name: handleOptions(opts).name}
 }
 
 // Path returns the election's directory.
@@ -152,7 +153,9 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
 	}
 
+	sp := e.s.tel.begin(ctx, opCampaign, "election", e.name, e.dir)
 	h, epoch, err := e.campaign(ctx, data)
+	sp.acquired(h, err)
 	if err != nil {
 		e.busy.free()
 		return nil, err
@@ -180,6 +183,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			case <-h.lost:
 				err = fmt.Errorf("election %s: %w", node, ErrLeadershipLost)
 			default:
+				e.s.tel.failover(pre.wokeAt(), e.name, e.dir)
 				return h, epoch, nil
 			}
 		}
@@ -239,7 +243,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 	}
 	var kids []string
 	var err error
-	pre := &ackReads{}
+	pre := &ackReads{woke: e.s.tel.now()}
 	parallel(2, 2, func(i int) {
 		if i == 0 {
 			kids, err = e.s.children(ctx, e.dir)
@@ -387,6 +391,7 @@ type ackReads struct {
 	ack, epoch         []byte
 	ackStat, epochStat *zk.Stat
 	ackErr, epochErr   error
+	woke               time.Time // when read after a wake-up, with telemetry on
 }
 
 // readAck reads the acknowledgement and the epoch node concurrently.

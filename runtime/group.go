@@ -24,6 +24,7 @@ type Group[T any] struct {
 	err   error
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
+	name  string   // WithResourceName
 
 	busy slot // joining or a member
 }
@@ -44,7 +45,7 @@ type Membership[T any] struct {
 // created (as container nodes) on first Join. If p is invalid, every method
 // returns p's error. opts: WithNodeACL.
 func NewGroup[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Group[T] {
-	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
+	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl, name: handleOptions(opts).name}
 }
 
 // Path returns the group's directory.
@@ -81,6 +82,7 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, g.s.abandon(node, err)
 	}
+	g.s.tel.tenureOf(h, "group", g.name, g.dir)
 	return &Membership[T]{tenure: tenure{s: g.s, h: h}, g: g, member: member}, nil
 }
 

@@ -59,7 +59,8 @@ type HandleOption interface{ applyHandle(*handleConfig) }
 
 // handleConfig is what every handle can be configured with.
 type handleConfig struct {
-	acl []zk.ACL // ACL of created nodes; empty: the session's default
+	acl  []zk.ACL // ACL of created nodes; empty: the session's default
+	name string   // spec resource name (WithResourceName), for telemetry
 }
 
 func handleOptions(opts []HandleOption) handleConfig {

@@ -35,6 +35,7 @@ type Semaphore struct {
 	err    error
 	leases int
 	acl    []zk.ACL // of created nodes; empty: the session's default
+	name   string   // WithResourceName
 	mutex  *Lock
 
 	mu      sync.Mutex
@@ -58,7 +59,7 @@ type Lease struct {
 // opts: WithNodeACL.
 func NewSemaphore(s *Session, p Path, leases int, opts ...HandleOption) *Semaphore {
 	acl := handleOptions(opts).acl
-	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl))}
+	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, name: handleOptions(opts).name, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl), internalLock)}
 	if m.err == nil && leases < 1 {
 		m.err = fmt.Errorf("semaphore %s: leases must be >= 1, got %d", m.dir, leases)
 	}
@@ -94,7 +95,9 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	purpose := m.purpose
 	m.mu.Unlock()
 
+	sp := m.s.tel.begin(ctx, opSemAcquire, "semaphore", m.name, m.dir)
 	h, err := m.acquire(ctx, purpose)
+	sp.acquired(h, err)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -128,6 +128,7 @@ type TwoPhaseCommit[T any] struct {
 	parts       []Participant
 	coordinator bool     // notify: coordinator
 	acl         []zk.ACL // of created nodes; empty: the session's default
+	name        string   // WithResourceName
 
 	mu       sync.Mutex
 	proposed bool                   // this handle created the transaction
@@ -153,7 +154,7 @@ func NewTwoPhaseCommit[T any](s *Session, p Path, codec Codec[T], participants [
 			o.applyTwoPC(&cfg)
 		}
 	}
-	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator, acl: cfg.acl,
+	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator, acl: cfg.acl, name: cfg.name,
 		parts: append([]Participant(nil), participants...), joined: map[Participant]string{}}
 	seen := map[Participant]bool{}
 	for _, pt := range participants {
@@ -479,7 +480,8 @@ func (t *TwoPhaseCommit[T]) waitDecision(ctx context.Context) (Decision, error) 
 // someone else did first, and returns the decision that stands. It blocks
 // until then, or until ctx ends. Use it to take over from a coordinator
 // that crashed.
-func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (Decision, error) {
+func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err error) {
+	defer t.s.tel.begin(ctx, opCoordinate, "two_phase_commit", t.name, t.dir).end(&err)
 	if t.err != nil {
 		return 0, t.err
 	}
