@@ -243,12 +243,13 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 	}
 	var kids []string
 	var err error
-	pre := &ackReads{woke: e.s.tel.now()}
+	pre := &ackReads{}
 	parallel(2, 2, func(i int) {
 		if i == 0 {
 			kids, err = e.s.children(ctx, e.dir)
 		} else {
 			*pre = e.readAck(ctx)
+			pre.woke = e.s.tel.now()
 		}
 	})
 	return kids, pre, err
