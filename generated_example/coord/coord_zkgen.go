@@ -62,7 +62,7 @@ type Flags struct {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) OrderLock(shard int) OrderLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard))
+	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
 // TableLock returns the read/write lock table_lock at /zkgen-example/locks/tables/{table:string}.
@@ -75,14 +75,14 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) TableLock(table string) TableLockHandle {
-	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second))
+	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second), runtime.WithResourceName("table_lock"))
 }
 
 // Slots returns a participant in the semaphore slots at /zkgen-example/semaphores/slots, which grants at most 3 leases at once.
 //
 // Acquire blocks until a lease is granted and returns it; Release gives it back.
 func (c *Client) Slots() SlotsHandle {
-	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
+	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3, runtime.WithResourceName("slots"))
 }
 
 // Jobs returns a handle on the FIFO queue jobs at /zkgen-example/queues/jobs, of Job (JSON) items, delivered at most once.
@@ -91,7 +91,7 @@ func (c *Client) Slots() SlotsHandle {
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Jobs() JobsHandle {
-	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job]())
+	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job](), runtime.WithResourceName("jobs"))
 }
 
 // Priorities of the priority queue tasks, most urgent first.
@@ -112,7 +112,7 @@ const (
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Tasks() TasksHandle {
-	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"))
+	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
 
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
@@ -122,7 +122,7 @@ func (c *Client) Tasks() TasksHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Start(run string) StartHandle {
-	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run))
+	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run), runtime.WithResourceName("start"))
 }
 
 // Epoch returns a participant in the double barrier epoch at /zkgen-example/barriers/epoch/{n:int}, for 3 participants.
@@ -131,7 +131,7 @@ func (c *Client) Start(run string) StartHandle {
 // are ephemeral: one whose session ends neither counts nor blocks the others.
 // ctx cancellation of Enter removes this participant's node.
 func (c *Client) Epoch(n int) EpochHandle {
-	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3)
+	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3, runtime.WithResourceName("epoch"))
 }
 
 // The participants of the two-phase commit deploy.
@@ -152,7 +152,7 @@ const (
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Deploy(id string) DeployHandle {
-	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch})
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch}, runtime.WithResourceName("deploy"))
 }
 
 // Scheduler returns a candidate in the leader election scheduler at /zkgen-example/election/scheduler.
@@ -162,7 +162,7 @@ func (c *Client) Deploy(id string) DeployHandle {
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 func (c *Client) Scheduler() SchedulerHandle {
-	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member]())
+	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member](), runtime.WithResourceName("scheduler"))
 }
 
 // Workers returns a member handle of the group workers at /zkgen-example/groups/workers.
@@ -171,7 +171,7 @@ func (c *Client) Scheduler() SchedulerHandle {
 // Members lists the members in join order; Watch delivers the full list after
 // every change.
 func (c *Client) Workers() WorkersHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member]())
+	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member](), runtime.WithResourceName("workers"))
 }
 
 // Flags returns the config value flags at /zkgen-example/config/flags.
@@ -180,7 +180,7 @@ func (c *Client) Workers() WorkersHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Flags() FlagsHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags]())
+	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags](), runtime.WithResourceName("flags"))
 }
 
 // OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.

@@ -63,7 +63,7 @@ type Shard struct {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) ShardLock(shardID int) ShardLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID))
+	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID), runtime.WithResourceName("shard_lock"))
 }
 
 // ShardLockHandle is the interface of the handle ShardLock returns (runtime.LockHandle), for fakes in tests.
