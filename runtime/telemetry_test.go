@@ -40,62 +40,65 @@ func newOtelSink(t *testing.T) *otelSink {
 	return o
 }
 
-// collect reads every metric the sink holds, by name.
-func (o *otelSink) collect(t *testing.T) map[string]metricdata.Aggregation {
+// metric reads the metric name from the sink (false: nothing recorded).
+func (o *otelSink) metric(t *testing.T, name string) (metricdata.Metrics, bool) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := o.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]metricdata.Aggregation{}
 	for _, sm := range rm.ScopeMetrics {
 		if sm.Scope.Name != "github.com/zkgen/zkgen/runtime" {
 			t.Errorf("instrumentation scope %q", sm.Scope.Name)
 		}
 		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
+			if m.Name == name {
+				return m, true
+			}
 		}
 	}
-	return out
+	return metricdata.Metrics{}, false
 }
 
 // histCount returns the number of values recorded in the histogram name
-// with every attribute of want, and checks its unit-free shape.
+// with every attribute of want; it checks the unit (s).
 func (o *otelSink) histCount(t *testing.T, name string, want ...attribute.KeyValue) uint64 {
 	t.Helper()
-	data, ok := o.collect(t)[name]
-	if !ok {
+	m, ok := o.metric(t, name)
+	h, isHist := m.Data.(metricdata.Histogram[float64])
+	switch {
+	case !ok:
 		return 0
+	case !isHist || m.Unit != "s":
+		t.Fatalf("%s is a %T in %q, want a float64 histogram in s", name, m.Data, m.Unit)
 	}
-	h, ok := data.(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatalf("%s is a %T, want a float64 histogram", name, data)
-	}
-	var n uint64
-	for _, dp := range h.DataPoints {
-		if hasAll(dp.Attributes, want) {
-			n += dp.Count
-		}
-	}
-	return n
+	return total(h.DataPoints, want, func(dp metricdata.HistogramDataPoint[float64]) (attribute.Set, uint64) {
+		return dp.Attributes, dp.Count
+	})
 }
 
 // counterSum returns the sum of the counter name over the data points
 // with every attribute of want.
 func (o *otelSink) counterSum(t *testing.T, name string, want ...attribute.KeyValue) int64 {
 	t.Helper()
-	data, ok := o.collect(t)[name]
-	if !ok {
+	m, ok := o.metric(t, name)
+	c, isSum := m.Data.(metricdata.Sum[int64])
+	switch {
+	case !ok:
 		return 0
+	case !isSum || !c.IsMonotonic:
+		t.Fatalf("%s is a %T, want a monotonic int64 sum", name, m.Data)
 	}
-	s, ok := data.(metricdata.Sum[int64])
-	if !ok || !s.IsMonotonic {
-		t.Fatalf("%s is a %T (monotonic %v), want a monotonic int64 sum", name, data, s.IsMonotonic)
-	}
-	var n int64
-	for _, dp := range s.DataPoints {
-		if hasAll(dp.Attributes, want) {
-			n += dp.Value
+	return total(c.DataPoints, want, func(dp metricdata.DataPoint[int64]) (attribute.Set, int64) { return dp.Attributes, dp.Value })
+}
+
+// total sums the values of the data points that have every attribute of
+// want.
+func total[P any, V uint64 | int64](dps []P, want []attribute.KeyValue, point func(P) (attribute.Set, V)) V {
+	var n V
+	for _, dp := range dps {
+		if attrs, v := point(dp); hasAll(attrs, want) {
+			n += v
 		}
 	}
 	return n
@@ -396,5 +399,81 @@ func TestTelemetryExpiry(t *testing.T) {
 	}
 	if n := o.histCount(t, "zkgen.lock.hold.duration", keyName.String("guard")); n != 1 {
 		t.Errorf("hold count %d, want 1 (the lost tenure)", n)
+	}
+}
+
+// The other timed recipes: a semaphore's wait and hold (its own internal
+// lock records nothing), a barrier's wait, a double barrier's enter and
+// leave, a two-phase commit's round.
+func TestTelemetryOtherRecipes(t *testing.T) {
+	srv := server(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, 30*time.Second)
+	s := connect(t, srv.Servers(), o.opts...)
+	root := testRoot(t)
+
+	lease, err := runtime.NewSemaphore(s, runtime.At(root+"/slots"), 2, runtime.WithResourceName("slots")).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sem := []attribute.KeyValue{keyName.String("slots"), keyKind.String("semaphore")}
+	if n := o.histCount(t, "zkgen.semaphore.wait.duration", sem...); n != 1 {
+		t.Errorf("semaphore wait count %d, want 1", n)
+	}
+	if n := o.histCount(t, "zkgen.semaphore.hold.duration", sem...); n != 1 {
+		t.Errorf("semaphore hold count %d, want 1", n)
+	}
+	if n := o.histCount(t, "zkgen.lock.wait.duration"); n != 0 {
+		t.Errorf("lock wait count %d, want 0 (the semaphore's own lock is not a lock resource)", n)
+	}
+
+	b := runtime.NewBarrier(s, runtime.At(root+"/gate"), runtime.WithResourceName("gate"))
+	if err := b.Raise(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- b.Wait(ctx) }()
+	waitWatchers(t, srv, root+"/gate", 1)
+	if err := b.Lower(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if n := o.histCount(t, "zkgen.barrier.wait.duration", keyName.String("gate"), keyKind.String("barrier")); n != 1 {
+		t.Errorf("barrier wait count %d, want 1", n)
+	}
+
+	d := runtime.NewDoubleBarrier(s, runtime.At(root+"/epoch"), 1, runtime.WithResourceName("epoch"))
+	if err := d.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []string{"enter", "leave"} {
+		if n := o.histCount(t, "zkgen.barrier.wait.duration", keyKind.String("double_barrier"), attribute.String("zkgen.barrier.phase", phase)); n != 1 {
+			t.Errorf("double barrier %s count %d, want 1", phase, n)
+		}
+	}
+
+	tx := runtime.NewTwoPhaseCommit(s, runtime.At(root+"/tx"), runtime.StringCodec(), []runtime.Participant{"db"}, runtime.WithResourceName("deploy"))
+	if err := tx.Propose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Join(ctx, "db"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Vote(ctx, "db", runtime.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if dec, err := tx.Coordinate(ctx); err != nil || dec != runtime.Commit {
+		t.Fatalf("Coordinate = %v, %v; want Commit", dec, err)
+	}
+	if n := o.histCount(t, "zkgen.twopc.round.duration", keyName.String("deploy"), keyKind.String("two_phase_commit")); n != 1 {
+		t.Errorf("2PC round count %d, want 1", n)
 	}
 }
