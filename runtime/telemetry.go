@@ -280,26 +280,13 @@ func (t *telemetry) beginWith(ctx context.Context, o op, kind, name, path string
 }
 
 // end ends the operation with the error *err, recording its duration
-// (successful operations only, for the wait histograms) and its span.
+// (for the wait histograms, of successful operations only) and its span.
 func (sp span) end(err *error) {
 	if sp.t == nil {
 		return
 	}
 	e := *err
-	if h := opInfo[sp.op].hist; h != histNone && (e == nil || !waitHist(h)) {
-		attrs := []attribute.KeyValue{attrName.String(sp.name), attrKind.String(sp.kind), attrStatus.String(outcomeOf(e))}
-		if sp.extra.Valid() {
-			attrs = append(attrs, sp.extra)
-		}
-		sp.t.hists[h].Record(context.Background(), time.Since(sp.start).Seconds(), metric.WithAttributes(attrs...))
-	}
-	if sp.sp != nil {
-		if e != nil {
-			sp.sp.RecordError(e)
-			sp.sp.SetStatus(codes.Error, e.Error())
-		}
-		sp.sp.End()
-	}
+	sp.finish(e, e == nil || !waitHist(opInfo[sp.op].hist))
 }
 
 // acquired ends an acquisition (lock, semaphore lease, leadership) that
@@ -309,12 +296,28 @@ func (sp span) acquired(h *hold, err error) {
 	if sp.t == nil {
 		return
 	}
-	if h == nil && err == nil {
-		sp.op = opLockRelease // not acquired (TryLock): a span only
-	}
-	sp.end(&err)
+	sp.finish(err, h != nil)
 	if h != nil {
 		sp.t.tenure(h, sp.kind, sp.name, sp.path, sp.extra)
+	}
+}
+
+// finish records the operation's duration if timed (and it has a
+// histogram) and ends its span with err.
+func (sp span) finish(err error, timed bool) {
+	if h := opInfo[sp.op].hist; h != histNone && timed {
+		attrs := []attribute.KeyValue{attrName.String(sp.name), attrKind.String(sp.kind), attrStatus.String(outcomeOf(err))}
+		if sp.extra.Valid() {
+			attrs = append(attrs, sp.extra)
+		}
+		sp.t.hists[h].Record(context.Background(), time.Since(sp.start).Seconds(), metric.WithAttributes(attrs...))
+	}
+	if sp.sp != nil {
+		if err != nil {
+			sp.sp.RecordError(err)
+			sp.sp.SetStatus(codes.Error, err.Error())
+		}
+		sp.sp.End()
 	}
 }
 
@@ -333,7 +336,7 @@ func outcomeOf(err error) string {
 	}
 }
 
-// lockMode is the zkgen.lock.mode attribute of a lock handle: none for an
+// telMode is the kind attribute of a lock handle and its zkgen.lock.mode: none for an
 // exclusive lock, read or write for a side of a read/write lock.
 func (l *Lock) telMode() (kind string, mode attribute.KeyValue) {
 	if l.fam == curatorRW || l.fam == kazooRW {
