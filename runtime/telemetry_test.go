@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -475,5 +476,72 @@ func TestTelemetryOtherRecipes(t *testing.T) {
 	}
 	if n := o.histCount(t, "zkgen.twopc.round.duration", keyName.String("deploy"), keyKind.String("two_phase_commit")); n != 1 {
 		t.Errorf("2PC round count %d, want 1", n)
+	}
+}
+
+// A session cut off without a word (its traffic black-holed) is given up
+// by its own clock: one expiry of origin client, after one connection
+// loss, and the semaphore lease it held is counted lost.
+func TestTelemetryClientGivesUp(t *testing.T) {
+	srv := server(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, time.Minute)
+	p := zktest.NewProxy(t, srv.Addr())
+	s := connect(t, []string{p.Addr()}, append(o.opts, runtime.WithSessionTimeout(2*time.Second))...)
+	lease, err := runtime.NewSemaphore(s, runtime.At(testRoot(t)+"/slots"), 1, runtime.WithResourceName("slots")).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	defer p.Blackhole(false)
+	<-s.Done()
+	<-lease.Lost()
+	if !errors.Is(s.Err(), runtime.ErrSessionExpired) {
+		t.Fatalf("session ended with %v, want ErrSessionExpired", s.Err())
+	}
+	if n := o.counterSum(t, "zkgen.session.expiries", attribute.String("zkgen.session.expiry.origin", "client")); n != 1 {
+		t.Errorf("client expiries %d, want 1", n)
+	}
+	if n := o.counterSum(t, "zkgen.session.expiries", attribute.String("zkgen.session.expiry.origin", "server")); n != 0 {
+		t.Errorf("server expiries %d, want 0", n)
+	}
+	if n := o.counterSum(t, "zkgen.connection.losses"); n != 1 {
+		t.Errorf("connection losses %d, want 1", n)
+	}
+	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("slots"), keyKind.String("semaphore")); n != 1 {
+		t.Errorf("lost leases %d, want 1", n)
+	}
+}
+
+// WithGlobalTelemetry records with OpenTelemetry's global providers.
+func TestTelemetryGlobalProviders(t *testing.T) {
+	srv := server(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	prevM, prevT := otel.GetMeterProvider(), otel.GetTracerProvider()
+	otel.SetMeterProvider(mp)
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() {
+		otel.SetMeterProvider(prevM)
+		otel.SetTracerProvider(prevT)
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	o := &otelSink{reader: reader, spans: spans}
+	ctx := testCtx(t, 30*time.Second)
+	l := runtime.NewLock(connect(t, srv.Servers(), runtime.WithGlobalTelemetry()), runtime.At(testRoot(t)))
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := o.histCount(t, "zkgen.lock.wait.duration"); n != 1 {
+		t.Errorf("wait count %d, want 1", n)
+	}
+	if n := len(o.spansNamed("zkgen.lock.acquire")); n != 1 {
+		t.Errorf("%d acquire spans, want 1", n)
 	}
 }
