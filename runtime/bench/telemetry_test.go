@@ -58,26 +58,7 @@ func BenchmarkLockUncontendedTelemetry(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { s.Close() })
-			l := zkgenLock{runtime.NewLock(s, runtime.At(path), runtime.WithResourceName("bench_lock")), context.Background()}
-			if err := l.lock(); err != nil { // create the parents outside the timing
-				b.Fatal(err)
-			}
-			if err := l.unlock(); err != nil {
-				b.Fatal(err)
-			}
-			p.ResetCounts()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := l.lock(); err != nil {
-					b.Fatal(err)
-				}
-				if err := l.unlock(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			report(b, p, b.N)
+			lockCycles(b, p, zkgenLock{runtime.NewLock(s, runtime.At(path), runtime.WithResourceName("bench_lock")), context.Background()})
 		})
 	}
 }
