@@ -34,7 +34,8 @@ func (b *Barrier) Path() string { return b.node }
 // Raise puts the barrier up by creating its node (a persistent node, with
 // missing parents created as containers). Raising a raised barrier is not an
 // error. The node stays until Lower, whoever calls it.
-func (b *Barrier) Raise(ctx context.Context) error {
+func (b *Barrier) Raise(ctx context.Context) (err error) {
+	defer b.s.tel.begin(ctx, opRaise, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
@@ -59,11 +60,12 @@ func (b *Barrier) Raise(ctx context.Context) error {
 
 // Lower takes the barrier down by deleting its node, releasing every
 // waiter. Lowering a barrier that is not up is not an error.
-func (b *Barrier) Lower(ctx context.Context) error {
+func (b *Barrier) Lower(ctx context.Context) (err error) {
+	defer b.s.tel.begin(ctx, opLower, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
-	err := b.s.delete(ctx, b.node, -1)
+	err = b.s.delete(ctx, b.node, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

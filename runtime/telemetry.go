@@ -103,6 +103,13 @@ const (
 	opBarrierEnter
 	opBarrierLeave
 	opCoordinate
+	opPropose
+	opJoin
+	opVote
+	opRaise
+	opLower
+	opAck
+	opRelease
 	numOps
 )
 
@@ -137,6 +144,13 @@ var opInfo = [numOps]struct {
 	opBarrierEnter: {"zkgen.barrier.enter", histBarrierWait},
 	opBarrierLeave: {"zkgen.barrier.leave", histBarrierWait},
 	opCoordinate:   {"zkgen.twopc.coordinate", histTwoPCRound},
+	opPropose:      {"zkgen.twopc.propose", histNone},
+	opJoin:         {"zkgen.twopc.join", histNone},
+	opVote:         {"zkgen.twopc.vote", histNone},
+	opRaise:        {"zkgen.barrier.raise", histNone},
+	opLower:        {"zkgen.barrier.lower", histNone},
+	opAck:          {"zkgen.queue.ack", histNone},
+	opRelease:      {"zkgen.queue.release", histNone},
 }
 
 // histInfo names the histograms (unit s).

@@ -277,6 +277,44 @@ func TestTelemetryQueue(t *testing.T) {
 	if n := len(o.spansNamed("zkgen.queue.put")) + len(o.spansNamed("zkgen.queue.take")); n != 6 {
 		t.Errorf("%d queue spans, want 6", n)
 	}
+
+	aq := runtime.NewAckQueue(connect(t, srv.Servers(), o.opts...), runtime.At(testRoot(t)+"/acked"), runtime.StringCodec(), runtime.WithResourceName("acked"))
+	for _, it := range []string{"x", "y"} {
+		if err := aq.Put(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1, err := aq.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d1.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := aq.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Release(ctx); err == nil {
+		t.Fatal("a second Release succeeded")
+	}
+	for name, want := range map[string]int{"zkgen.queue.ack": 1, "zkgen.queue.release": 2} {
+		if n := len(o.spansNamed(name)); n != want {
+			t.Errorf("%d %s spans, want %d", n, name, want)
+		}
+	}
+	var failed int
+	for _, sp := range o.spansNamed("zkgen.queue.release") {
+		if sp.Status().Code == codes.Error {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d failed release spans, want 1 (the second Release)", failed)
+	}
 }
 
 // A leader resigns and the waiting candidate takes over: the new leader
@@ -476,6 +514,12 @@ func TestTelemetryOtherRecipes(t *testing.T) {
 	}
 	if n := o.histCount(t, "zkgen.twopc.round.duration", keyName.String("deploy"), keyKind.String("two_phase_commit")); n != 1 {
 		t.Errorf("2PC round count %d, want 1", n)
+	}
+	for _, name := range []string{"zkgen.semaphore.acquire", "zkgen.barrier.raise", "zkgen.barrier.wait", "zkgen.barrier.lower",
+		"zkgen.barrier.enter", "zkgen.barrier.leave", "zkgen.twopc.propose", "zkgen.twopc.join", "zkgen.twopc.vote", "zkgen.twopc.coordinate"} {
+		if n := len(o.spansNamed(name)); n != 1 {
+			t.Errorf("%d %s spans, want 1", n, name)
+		}
 	}
 }
 

@@ -225,7 +225,8 @@ func (t *TwoPhaseCommit[T]) ProposeWith(ctx context.Context, payload T) error {
 	return t.propose(ctx, data)
 }
 
-func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
+func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error) {
+	defer t.s.tel.begin(ctx, opPropose, "two_phase_commit", t.name, t.dir).end(&err)
 	if t.err != nil {
 		return t.err
 	}
@@ -330,7 +331,8 @@ func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult
 // "joined" and creates p's ephemeral presence node in one multi. From then
 // on, if this session ends before p votes, the transaction aborts. It
 // returns ErrAlreadyJoined if p has joined or voted already.
-func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) error {
+func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error) {
+	defer t.s.tel.begin(ctx, opJoin, "two_phase_commit", t.name, t.dir).end(&err)
 	if err := t.check(p); err != nil {
 		return err
 	}
@@ -386,7 +388,8 @@ func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
 // returns ErrAlreadyVoted; voting for a participant another session joined
 // returns ErrAlreadyJoined. Vote blocks until the transaction is proposed,
 // or ctx ends.
-func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision) error {
+func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision) (err error) {
+	defer t.s.tel.begin(ctx, opVote, "two_phase_commit", t.name, t.dir).end(&err)
 	if err := t.check(p); err != nil {
 		return err
 	}
