@@ -42,8 +42,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithGlobalTelemetry records metrics and spans with OpenTelemetry's global
-// providers (otel.GetMeterProvider, otel.GetTracerProvider) as they are when
-// Connect runs. WithMeterProvider and WithTracerProvider given after it
+// providers (otel.GetMeterProvider, otel.GetTracerProvider). Until the
+// application sets them (otel.SetMeterProvider, otel.SetTracerProvider,
+// before or after Connect: the API forwards to providers set later) they
+// are the API's no-op ones, which record nothing but still cost the hooks
+// their calls. WithMeterProvider and WithTracerProvider given after it
 // replace one of them.
 func WithGlobalTelemetry() Option {
 	return func(s *Session) {
