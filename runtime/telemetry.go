@@ -42,12 +42,12 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithGlobalTelemetry records metrics and spans with OpenTelemetry's global
-// providers (otel.GetMeterProvider, otel.GetTracerProvider). Until the
-// application sets them (otel.SetMeterProvider, otel.SetTracerProvider,
-// before or after Connect: the API forwards to providers set later) they
-// are the API's no-op ones, which record nothing but still cost the hooks
-// their calls. WithMeterProvider and WithTracerProvider given after it
-// replace one of them.
+// providers (otel.GetMeterProvider, otel.GetTracerProvider) as they are
+// when Connect runs. Set them first (otel.SetMeterProvider,
+// otel.SetTracerProvider): the API forwards what was created before only
+// to the first providers it is given, and until then its no-op ones record
+// nothing but still cost the hooks their calls. WithMeterProvider and
+// WithTracerProvider given after it replace one of them.
 func WithGlobalTelemetry() Option {
 	return func(s *Session) {
 		s.telCfg.mp = otel.GetMeterProvider()
