@@ -590,3 +590,49 @@ func TestTelemetryGlobalProviders(t *testing.T) {
 		t.Errorf("%d acquire spans, want 1", n)
 	}
 }
+
+// Supervise passes the telemetry options to every session it opens: a
+// lock taken on the first session, lost with its expiry, and taken again
+// on the next one, is counted across both.
+func TestTelemetrySupervise(t *testing.T) {
+	srv := server(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, time.Minute)
+	p := zktest.NewProxy(t, srv.Addr())
+	dir := testRoot(t)
+	runs := 0
+	err := runtime.Supervise(ctx, viaProxy(p), func(sctx context.Context, s *runtime.Session) error {
+		runs++
+		l := runtime.NewLock(s, runtime.At(dir), runtime.WithResourceName("guard"))
+		if err := l.Lock(sctx); err != nil {
+			return err
+		}
+		if runs > 1 {
+			return l.Unlock(sctx)
+		}
+		creds, ok := p.Session(s.ID())
+		if !ok {
+			return errors.New("proxy did not see the session")
+		}
+		p.Pause(true) // hold the reconnection while the server expires it
+		zktest.ExpireSession(t, srv.Servers(), creds.ID, creds.Passwd)
+		p.Pause(false)
+		<-sctx.Done()
+		return context.Cause(sctx)
+	}, append(o.opts, runtime.WithSessionTimeout(10*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 {
+		t.Fatalf("fn ran %d times, want 2", runs)
+	}
+	if n := o.histCount(t, "zkgen.lock.wait.duration", keyName.String("guard")); n != 2 {
+		t.Errorf("wait count %d, want 2 (one per session)", n)
+	}
+	if n := o.counterSum(t, "zkgen.session.expiries"); n != 1 {
+		t.Errorf("expiries %d, want 1", n)
+	}
+	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("guard")); n != 1 {
+		t.Errorf("lost locks %d, want 1", n)
+	}
+}
