@@ -184,8 +184,8 @@ type telemetry struct {
 }
 
 // newTelemetry builds the instruments of c; nil when c sets no provider.
-// An instrument the provider refuses is replaced by a no-op one and
-// reported in the error.
+// The provider's errors are returned (Connect logs them); an instrument it
+// does not give is replaced by a no-op one.
 func newTelemetry(c telConfig) (*telemetry, error) {
 	if c.mp == nil && c.tp == nil {
 		return nil, nil
@@ -199,16 +199,23 @@ func newTelemetry(c telConfig) (*telemetry, error) {
 		mp = metricnoop.NewMeterProvider()
 	}
 	m := mp.Meter(instrumentationName)
+	noop := metricnoop.Meter{}
 	var errs []error
 	for i, h := range histInfo {
 		var err error
 		t.hists[i], err = m.Float64Histogram(h.name, metric.WithUnit("s"), metric.WithDescription(h.desc),
 			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		if t.hists[i] == nil {
+			t.hists[i], _ = noop.Float64Histogram(h.name)
+		}
 		errs = append(errs, err)
 	}
 	counter := func(dst *metric.Int64Counter, name, unit, desc string) {
 		var err error
 		*dst, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if *dst == nil {
+			*dst, _ = noop.Int64Counter(name)
+		}
 		errs = append(errs, err)
 	}
 	counter(&t.retries, "zkgen.retries", "{retry}", "Operations sent again after a recoverable error (zkgen.error.class recoverable) or a race that called for sending again (normal).")
