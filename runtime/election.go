@@ -63,6 +63,7 @@ type Election[T any] struct {
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
 	fam   *family  // candidate node names: curatorLatch or kazooMutex
+	name  string   // WithResourceName
 
 	busy slot // campaigning or leading
 }
@@ -140,7 +141,7 @@ func NewElection[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption
 	if cfg.layout == LayoutKazoo {
 		fam = kazooMutex
 	}
-	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, fam: fam}
+	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, fam: fam, name: cfg.name}
 }
 
 // Path returns the election's directory.
@@ -168,7 +169,9 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
 	}
 
+	sp := e.s.tel.begin(ctx, opCampaign, "election", e.name, e.dir)
 	h, epoch, err := e.campaign(ctx, data)
+	sp.acquired(h, err)
 	if err != nil {
 		e.busy.free()
 		return nil, err
@@ -196,6 +199,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			case <-h.lost:
 				err = fmt.Errorf("election %s: %w", node, ErrLeadershipLost)
 			default:
+				e.s.tel.failover(pre.wokeAt(), e.name, e.dir)
 				return h, epoch, nil
 			}
 		}
@@ -261,6 +265,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 			kids, err = e.s.children(ctx, e.dir)
 		} else {
 			*pre = e.readAck(ctx)
+			pre.woke = e.s.tel.now()
 		}
 	})
 	return kids, pre, err
@@ -403,6 +408,7 @@ type ackReads struct {
 	ack, epoch         []byte
 	ackStat, epochStat *zk.Stat
 	ackErr, epochErr   error
+	woke               time.Time // when read after a wake-up, with telemetry on
 }
 
 // readAck reads the acknowledgement and the epoch node concurrently.

@@ -36,6 +36,7 @@ type Group[T any] struct {
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
 	fam   *family  // our member node names: groupMembers or kazooParty
+	name  string   // WithResourceName
 
 	busy slot // joining or a member
 }
@@ -62,7 +63,7 @@ func NewGroup[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *
 	if cfg.layout == LayoutKazoo {
 		fam = kazooParty
 	}
-	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, fam: fam}
+	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, fam: fam, name: cfg.name}
 }
 
 // Path returns the group's directory.
@@ -99,6 +100,7 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, g.s.abandon(node, err)
 	}
+	g.s.tel.tenureOf(h, "group", g.name, g.dir)
 	return &Membership[T]{tenure: tenure{s: g.s, h: h}, g: g, member: member}, nil
 }
 

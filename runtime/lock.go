@@ -79,6 +79,7 @@ type lockConfig struct {
 	handleConfig
 	revocable  bool
 	forceAfter time.Duration
+	internal   bool // a semaphore's own lock: no telemetry
 }
 
 // LayoutOption is the option that selects the node naming (and, for a
@@ -181,7 +182,9 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 	purpose := l.purpose
 	l.mu.Unlock()
 
+	sp := l.s.tel.lockOp(ctx, opLockAcquire, l)
 	h, err := l.contend(ctx, wait, purpose)
+	sp.acquired(h, err)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -266,7 +269,8 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 // lost (the node is gone already). If ctx ends before the delete is
 // confirmed, the delete carries on in the background (bounded) and Unlock
 // returns ctx's error. Either way the handle can be locked again.
-func (l *Lock) Unlock(ctx context.Context) error {
+func (l *Lock) Unlock(ctx context.Context) (err error) {
+	defer l.s.tel.lockOp(ctx, opLockRelease, l).end(&err)
 	if l.err != nil {
 		return l.err
 	}

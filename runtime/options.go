@@ -60,7 +60,8 @@ type HandleOption interface{ applyHandle(*handleConfig) }
 // handleConfig is what every handle can be configured with.
 type handleConfig struct {
 	acl    []zk.ACL // ACL of created nodes; empty: the session's default
-	layout Layout   // set by WithLayout (election, semaphore, counter, locks)
+	layout Layout   // set by WithLayout (election, semaphore, counter, group, locks)
+	name   string   // spec resource name (WithResourceName), for telemetry
 }
 
 func handleOptions(opts []HandleOption) handleConfig {

@@ -36,6 +36,7 @@ type Semaphore struct {
 	err    error
 	leases int
 	acl    []zk.ACL // of created nodes; empty: the session's default
+	name   string   // WithResourceName
 	mutex  *Lock
 	kazoo  bool // kazoo's layout (semaphore_kazoo.go)
 
@@ -63,10 +64,10 @@ type Lease struct {
 func NewSemaphore(s *Session, p Path, leases int, opts ...HandleOption) *Semaphore {
 	cfg := handleOptions(opts)
 	acl := cfg.acl
-	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl))}
+	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, name: cfg.name, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl), internalLock)}
 	if cfg.layout == LayoutKazoo {
 		m.kazoo = true
-		m.mutex = NewLock(s, At(m.dir+kazooLockSuffix), WithNodeACL(acl), WithLayout(LayoutKazoo))
+		m.mutex = NewLock(s, At(m.dir+kazooLockSuffix), WithNodeACL(acl), WithLayout(LayoutKazoo), internalLock)
 	}
 	if m.err == nil && leases < 1 {
 		m.err = fmt.Errorf("semaphore %s: leases must be >= 1, got %d", m.dir, leases)
@@ -103,7 +104,9 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	purpose := m.purpose
 	m.mu.Unlock()
 
+	sp := m.s.tel.begin(ctx, opSemAcquire, "semaphore", m.name, m.dir)
 	h, err := m.acquire(ctx, purpose)
+	sp.acquired(h, err)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

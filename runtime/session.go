@@ -45,6 +45,9 @@ type Session struct {
 
 	onSupervised func(SessionEvent) // WithSessionEvents
 
+	telCfg telConfig  // WithMeterProvider, WithTracerProvider
+	tel    *telemetry // nil: no telemetry (telemetry.go)
+
 	specs specChecks // directories whose spec record fits (specguard.go)
 
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
@@ -75,6 +78,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	var terr error
+	if s.tel, terr = newTelemetry(s.telCfg); terr != nil {
+		s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", terr)
 	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
@@ -152,6 +159,7 @@ func (s *Session) onEvent(ev zk.Event) {
 		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
 			d := s.giveUpIn()
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
+			s.tel.connectionLost()
 			s.expiryTimer = time.AfterFunc(d, func() {
 				s.log.Warn("zookeeper unreachable for over a third of the session timeout: session treated as expired")
 				s.gaveUp.Store(true)
@@ -170,6 +178,7 @@ func (s *Session) onEvent(ev zk.Event) {
 
 func (s *Session) expire() {
 	if s.end(ErrSessionExpired) {
+		s.tel.expired(s.gaveUp.Load())
 		// Close on another goroutine: we may be on go-zookeeper's loop, and
 		// Close waits for it. The dialer refuses to reconnect meanwhile.
 		// (Before Connect has the conn, Connect closes it itself.)

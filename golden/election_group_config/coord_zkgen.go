@@ -58,7 +58,7 @@ type Release struct {
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 func (c *Client) Primary() PrimaryHandle {
-	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node]())
+	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node](), runtime.WithResourceName("primary"))
 }
 
 // ShardLeader returns a candidate in the leader election shard_leader at /app/election/shards/{shard:int}.
@@ -68,7 +68,7 @@ func (c *Client) Primary() PrimaryHandle {
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
-	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec())
+	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec(), runtime.WithResourceName("shard_leader"))
 }
 
 // PythonLeader returns a candidate in the leader election python_leader at /app/election/python.
@@ -79,7 +79,7 @@ func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 // Candidate nodes are named as Python kazoo's Election names them.
 func (c *Client) PythonLeader() PythonLeaderHandle {
-	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_leader"))
 }
 
 // Nodes returns a member handle of the group nodes at /app/groups/nodes.
@@ -88,7 +88,7 @@ func (c *Client) PythonLeader() PythonLeaderHandle {
 // Members lists the members in join order; Watch delivers the full list after
 // every change.
 func (c *Client) Nodes() NodesHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node]())
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node](), runtime.WithResourceName("nodes"))
 }
 
 // Tenants returns a member handle of the group tenants at /app/groups/tenants/{tenant:string}.
@@ -99,7 +99,7 @@ func (c *Client) Nodes() NodesHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Tenants(tenant string) TenantsHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec())
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec(), runtime.WithResourceName("tenants"))
 }
 
 // PythonParty returns a member handle of the group python_party at /app/groups/python.
@@ -109,7 +109,7 @@ func (c *Client) Tenants(tenant string) TenantsHandle {
 // every change.
 // Member nodes are named as Python kazoo's Party names them.
 func (c *Client) PythonParty() PythonPartyHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
 }
 
 // Limits returns the config value limits at /app/config/limits.
@@ -118,7 +118,7 @@ func (c *Client) PythonParty() PythonPartyHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Limits() LimitsHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int]())
+	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int](), runtime.WithResourceName("limits"))
 }
 
 // Endpoints returns the name-service entry endpoints at /app/names/endpoints/{service:string}.
@@ -131,7 +131,7 @@ func (c *Client) Limits() LimitsHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Endpoints(service string) EndpointsHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec())
+	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("endpoints"))
 }
 
 // Raw returns the config value raw at /app/config/raw.
@@ -140,14 +140,14 @@ func (c *Client) Endpoints(service string) EndpointsHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Raw() RawHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec())
+	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec(), runtime.WithResourceName("raw"))
 }
 
 // Requests returns the counter requests at /app/counters/requests (an int64, 0 until first added to).
 //
 // Get reads it; Add adds by compare-and-set, retried until it wins.
 func (c *Client) Requests() RequestsHandle {
-	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"))
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"), runtime.WithResourceName("requests"))
 }
 
 // PerTenant returns the counter per_tenant at /app/counters/tenants/{tenant:string} (an int64, 0 until first added to).
@@ -156,7 +156,7 @@ func (c *Client) Requests() RequestsHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) PerTenant(tenant string) PerTenantHandle {
-	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant))
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant), runtime.WithResourceName("per_tenant"))
 }
 
 // PythonHits returns the counter python_hits at /app/counters/python (an int64, 0 until first added to).
@@ -165,7 +165,7 @@ func (c *Client) PerTenant(tenant string) PerTenantHandle {
 // Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
 // int32 values only; an Add leaving that range fails.
 func (c *Client) PythonHits() PythonHitsHandle {
-	return runtime.NewCounter(c.sess, runtime.At("/app/counters/python"), runtime.WithLayout(runtime.LayoutKazoo))
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_hits"))
 }
 
 // The participants of the two-phase commit release.
@@ -186,7 +186,7 @@ const (
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Release(id string) ReleaseHandle {
-	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb})
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb}, runtime.WithResourceName("release"))
 }
 
 // The participants of the two-phase commit migrate.
@@ -206,7 +206,7 @@ const (
 // Only the coordinator (the handle that proposed) watches the votes; it must call
 // Outcome to publish the decision the others wait for.
 func (c *Client) Migrate(n int) MigrateHandle {
-	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify())
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify(), runtime.WithResourceName("migrate"))
 }
 
 // PrimaryHandle is the interface of the handle Primary returns (runtime.ElectionHandle), for fakes in tests.
