@@ -60,6 +60,8 @@ type HandleOption interface{ applyHandle(*handleConfig) }
 // handleConfig is what every handle can be configured with.
 type handleConfig struct {
 	acl []zk.ACL // ACL of created nodes; empty: the session's default
+
+	partitionNames []string // a partitioner's partition names (WithPartitionNames)
 }
 
 func handleOptions(opts []HandleOption) handleConfig {
