@@ -243,3 +243,44 @@ func consumeLoop[T any](ctx context.Context, s *Session, take func(context.Conte
 	}
 	return nil
 }
+
+// Stay joins the partitioner as member and stays until ctx ends (then it
+// releases every partition, leaves and returns nil); the partitions come
+// and go through the hooks of WithPartitionHooks, among opts. If the
+// member node is deleted while the session lives, it joins again after a
+// short random pause. It returns the session's end when the session ends
+// (every partition reported released first), so that under Supervise or a
+// generated Run it joins again on the next session.
+func (p *Partitioner[T]) Stay(ctx context.Context, member T, opts ...JoinOption) error {
+	for {
+		a, err := p.Join(ctx, member, opts...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-a.done:
+		}
+		if ctx.Err() != nil && p.s.check() == nil {
+			rctx, rcancel := releaseCtx(ctx)
+			err := a.Leave(rctx)
+			rcancel()
+			return ignoreLost(err, ErrMembershipLost)
+		}
+		<-a.done // every partition reported released or lost
+		_ = a.Leave(ctx)
+		if err := p.s.check(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.s.log.Warn("partitioner membership lost while the session lives; joining again", "path", a.Node())
+		if err := sleepCtx(ctx, rejoinPause()); err != nil {
+			return nil
+		}
+	}
+}
