@@ -309,3 +309,58 @@ func (p *Partitioner[T]) cleanUp(ctx context.Context) {
 		p.s.log.Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
 	}
 }
+
+// PartitionOwners is a partitioner's state as read at one moment: the
+// members in join order and, for each partition, the index in Members of
+// its owner (-1 while nobody owns it, mid-move or with no members).
+type PartitionOwners[T any] struct {
+	Members []T
+	Owner   []int
+}
+
+// Owners reads the members and the owner of each partition. It reads each
+// member node and each owner node once (for operators and tests; members
+// learn their own partitions from Owned). A missing directory is a
+// partitioner without members.
+func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error) {
+	out := PartitionOwners[T]{Owner: make([]int, p.n)}
+	if p.err != nil {
+		return out, p.err
+	}
+	for i := range out.Owner {
+		out.Owner[i] = -1
+	}
+	kids, err := p.s.children(ctx, p.membersDir())
+	if err != nil && !isNoNode(err) {
+		return out, err
+	}
+	index := map[string]int{}
+	for _, c := range groupMembers.sortContenders(kids) {
+		data, _, err := p.s.get(ctx, joinPath(p.membersDir(), c.name))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		v, err := p.codec.Decode(data)
+		if err != nil {
+			return out, fmt.Errorf("partitioner %s: member %s: %w", p.dir, c.name, err)
+		}
+		index[c.name] = len(out.Members)
+		out.Members = append(out.Members, v)
+	}
+	for i := range out.Owner {
+		data, _, err := p.s.get(ctx, p.ownerNode(i))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if k, ok := index[string(data)]; ok {
+			out.Owner[i] = k
+		}
+	}
+	return out, nil
+}

@@ -76,6 +76,7 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 			unknown = append(unknown, x)
 		}
 	}
+	p.checkPartitionNames(r, es, field)
 	miss := misspelled(unknown, allowed)
 	if r.Kind == "" && !has["kind"] && !miss["kind"] {
 		p.errorf(e.key, field, "missing required field %q (one of %s)", "kind", kindList())
@@ -269,4 +270,17 @@ func (p *parser) names(r *Resource, n *yaml.Node, field, what string, maxN int) 
 		}
 	}
 	return out
+}
+
+// checkPartitionNames reports a partitioner whose names do not name each
+// partition exactly once.
+func (p *parser) checkPartitionNames(r *Resource, es []entry, field string) {
+	if r.Kind != KindPartitioner || r.Partitions == 0 || len(r.PartitionNames) == 0 || len(r.PartitionNames) == r.Partitions {
+		return
+	}
+	for _, x := range es {
+		if x.name == "names" {
+			p.errorf(x.val, join(field, "names"), "must name each of the %d partitions, got %d names", r.Partitions, len(r.PartitionNames))
+		}
+	}
 }

@@ -183,6 +183,16 @@ func (c *Client) Flags() FlagsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags]())
 }
 
+// Shards returns a member handle of the partitioner shards at /zkgen-example/partitioners/shards, sharing 64 partitions.
+//
+// Join adds a member and returns its assignment: Owned streams the partitions it owns
+// (⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);
+// WithPartitionHooks tells each acquire and each release as it happens; Leave releases
+// them all. Stay joins and stays across sessions under Run.
+func (c *Client) Shards() ShardsHandle {
+	return runtime.NewPartitioner(c.sess, runtime.At("/zkgen-example/partitioners/shards"), 64, runtime.JSONCodec[Member]())
+}
+
 // OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
 type OrderLockHandle = runtime.LockHandle
 
@@ -216,6 +226,9 @@ type WorkersHandle = runtime.GroupHandle[Member]
 // FlagsHandle is the interface of the handle Flags returns (runtime.ConfigHandle), for fakes in tests.
 type FlagsHandle = runtime.ConfigHandle[Flags]
 
+// ShardsHandle is the interface of the handle Shards returns (runtime.PartitionerHandle), for fakes in tests.
+type ShardsHandle = runtime.PartitionerHandle[Member]
+
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
@@ -230,6 +243,7 @@ type API interface {
 	Scheduler() SchedulerHandle
 	Workers() WorkersHandle
 	Flags() FlagsHandle
+	Shards() ShardsHandle
 }
 
 var _ API = (*Client)(nil)
