@@ -106,7 +106,8 @@ def main():
     t0 = time.time()
     while not settled(members) and time.time() - t0 < SETTLE:
         time.sleep(0.01)
-    out.append({"change": "start", "settled_s": round(time.time() - t0, 3), "released": released})
+    out.append({"change": "start", "settled": settled(members), "settled_s": round(time.time() - t0, 3),
+                "released": released, "failed": list(failed)})
     for change in CHANGES:
         with lock:
             released = 0
