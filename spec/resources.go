@@ -272,15 +272,17 @@ func (p *parser) names(r *Resource, n *yaml.Node, field, what string, maxN int) 
 	return out
 }
 
-// checkPartitionNames reports a partitioner whose names do not name each
-// partition exactly once.
+// checkPartitionNames reports a partitioner whose names list does not
+// have one entry per partition (entries that are bad in themselves are
+// reported by the names decoder).
 func (p *parser) checkPartitionNames(r *Resource, es []entry, field string) {
-	if r.Kind != KindPartitioner || r.Partitions == 0 || len(r.PartitionNames) == 0 || len(r.PartitionNames) == r.Partitions {
+	if r.Kind != KindPartitioner || r.Partitions == 0 {
 		return
 	}
 	for _, x := range es {
-		if x.name == "names" {
-			p.errorf(x.val, join(field, "names"), "must name each of the %d partitions, got %d names", r.Partitions, len(r.PartitionNames))
+		n := deref(x.val)
+		if x.name == "names" && n.Kind == yaml.SequenceNode && len(n.Content) > 0 && len(n.Content) != r.Partitions {
+			p.errorf(x.val, join(field, "names"), "must name each of the %d partitions, got %d names", r.Partitions, len(n.Content))
 		}
 	}
 }
