@@ -62,6 +62,10 @@ func TestGeneratedShards(t *testing.T) {
 	oa, ob := ma.Owned(), mb.Owned()
 	until(oa, 32)
 	until(ob, 32)
+	go func() {
+		for range ob { // read on until the stream closes: releases wait for it
+		}
+	}()
 	owners, err := a.Shards().Owners(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +81,10 @@ func TestGeneratedShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(oa, 64)
+	go func() {
+		for range oa {
+		}
+	}()
 	if err := ma.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -105,9 +105,10 @@ func (p *Partitioner[T]) ownerNode(i int) string {
 type JoinOption func(*joinConfig)
 
 type joinConfig struct {
-	acquired  func(partition int)
-	releasing func(partition int)
-	delay     time.Duration
+	acquired   func(partition int)
+	releasing  func(partition int)
+	delay      time.Duration
+	streamWait time.Duration
 }
 
 // WithPartitionHooks returns the option that calls acquired(i) right after
@@ -130,6 +131,13 @@ func WithRebalanceDelay(d time.Duration) JoinOption {
 	return func(c *joinConfig) { c.delay = max(d, 0) }
 }
 
+// WithStreamWait returns the option that sets how long a release waits for
+// an Owned stream's reader to receive the set without the partition before
+// it takes the stream as abandoned (see Assignment.Owned). Default 10s.
+func WithStreamWait(d time.Duration) JoinOption {
+	return func(c *joinConfig) { c.streamWait = max(d, 0) }
+}
+
 // record is the spec record of the partitioner's directory.
 func (p *Partitioner[T]) record() specRecord {
 	return specRecord{Kind: "partitioner", Partitions: p.n}
@@ -145,7 +153,7 @@ func (p *Partitioner[T]) Join(ctx context.Context, member T, opts ...JoinOption)
 	if p.err != nil {
 		return nil, p.err
 	}
-	cfg := joinConfig{delay: 200 * time.Millisecond}
+	cfg := joinConfig{delay: 200 * time.Millisecond, streamWait: 10 * time.Second}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -178,7 +186,8 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 		return nil, p.s.abandon(node, err)
 	}
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
-		changed: make(chan struct{}), leave: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{}}
+		changed: make(chan struct{}), leave: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
+		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
 	go a.run()
 	return a, nil
 }
@@ -200,6 +209,8 @@ type Assignment[T any] struct {
 	mu      sync.Mutex
 	owned   map[int]bool
 	changed chan struct{} // closed and replaced when owned changes
+	streams map[*ownedStream]struct{}
+	handed  chan struct{} // closed and replaced when a stream delivered or closed
 
 	leave     chan struct{} // closed by Leave
 	leaveOnce sync.Once
@@ -246,10 +257,23 @@ func (a *Assignment[T]) setOwned(i int, owned bool) {
 // receives the newest set, never a stale one. The channel is closed when
 // the assignment has ended (every partition released or lost). Each call
 // returns a new stream.
+//
+// Releases wait for the streams: before the member deletes a partition's
+// owner node, every open stream has handed its reader a set without that
+// partition, so a reader that stops its work on a partition as soon as it
+// receives a set without it never overlaps the next owner (acquired
+// partitions are delivered after their node was created). A stream that
+// keeps a reader waiting longer than the stream wait (WithStreamWait,
+// default 10s) is taken as abandoned and no longer waited for.
 func (a *Assignment[T]) Owned() <-chan []int {
+	st := &ownedStream{}
+	a.mu.Lock()
+	a.streams[st] = struct{}{}
+	a.mu.Unlock()
 	out := make(chan []int)
 	go func() {
 		defer close(out)
+		defer a.dropStream(st)
 		var last []int
 		sent := false
 		for {
@@ -258,6 +282,7 @@ func (a *Assignment[T]) Owned() <-chan []int {
 				select {
 				case out <- cur:
 					last, sent = cur, true
+					a.delivered(st, cur)
 				case <-changed:
 				case <-a.done:
 					return
@@ -272,6 +297,80 @@ func (a *Assignment[T]) Owned() <-chan []int {
 		}
 	}()
 	return out
+}
+
+// ownedStream is one Owned stream as releases see it.
+type ownedStream struct {
+	last      []int // the newest set its reader received
+	abandoned bool  // kept a release waiting too long
+}
+
+// delivered records that st's reader received set and wakes releases.
+func (a *Assignment[T]) delivered(st *ownedStream, set []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.last = set
+	close(a.handed)
+	a.handed = make(chan struct{})
+}
+
+func (a *Assignment[T]) dropStream(st *ownedStream) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.streams, st)
+	close(a.handed)
+	a.handed = make(chan struct{})
+}
+
+// handedOver reports whether every stream that is read has handed its
+// reader a set without partition i, and returns the channel of the next
+// delivery.
+func (a *Assignment[T]) handedOver(i int) (bool, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for st := range a.streams {
+		if !st.abandoned && slices.Contains(st.last, i) {
+			return false, a.handed
+		}
+	}
+	return true, a.handed
+}
+
+// abandonStreams marks the streams whose reader still has partition i.
+func (a *Assignment[T]) abandonStreams(i int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for st := range a.streams {
+		if slices.Contains(st.last, i) {
+			st.abandoned = true
+		}
+	}
+}
+
+// waitHandedOver waits until every read stream has handed over partition
+// i (see Owned), the stream wait passed, or the membership ended.
+func (a *Assignment[T]) waitHandedOver(i int) {
+	var timeout <-chan time.Time
+	for {
+		ok, next := a.handedOver(i)
+		if ok {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(a.cfg.streamWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-next:
+		case <-a.h.lost:
+			return
+		case <-timeout:
+			a.s.log.Warn("partitioner: an Owned stream was not read; no longer waiting for it", "path", a.h.node, "partition", i)
+			a.abandonStreams(i)
+			return
+		}
+	}
 }
 
 // Leave releases every owned partition (calling the releasing hook before

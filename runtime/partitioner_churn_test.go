@@ -181,6 +181,7 @@ func TestPartitionerChurnReferee(t *testing.T) {
 	timeout := 4 * time.Second
 	codec := runtime.JSONCodec[member]()
 	ref := newPartitionReferee(n)
+	streams := newPartitionReferee(n) // the same, from the Owned streams
 	tree := connect(t, srv.Servers())
 	plans := &planLog{}
 	watchPlans(ctx, t, tree, dir+"/assignment", plans)
@@ -198,6 +199,7 @@ func TestPartitionerChurnReferee(t *testing.T) {
 			t.Fatalf("Join: %v", err)
 		}
 		alive = append(alive, &churnMember{who: who, p: p, s: s, a: a})
+		go followOwned(a, who, streams)
 	}
 	for range slots {
 		join()
@@ -232,11 +234,13 @@ func TestPartitionerChurnReferee(t *testing.T) {
 			counts["leave"]++
 		case 1: // expire
 			ref.kill(m.who)
+			streams.kill(m.who)
 			f := faultyClient{p: m.p, s: m.s}
 			f.expire(t, srv)
 			counts["expire"]++
 		case 2: // kill: its connection is refused from now on
 			ref.kill(m.who)
+			streams.kill(m.who)
 			m.p.Reject(true)
 			m.p.CutAll()
 			lastKill = time.Now()
@@ -275,6 +279,9 @@ func TestPartitionerChurnReferee(t *testing.T) {
 	ref.mu.Lock()
 	doubles, acquires := slices.Clone(ref.doubles), ref.acquires
 	ref.mu.Unlock()
+	streams.mu.Lock()
+	doubles = append(doubles, streams.doubles...)
+	streams.mu.Unlock()
 	if len(doubles) > 0 {
 		t.Fatalf("%d moments with two owners (or bad reports): %v", len(doubles), doubles)
 	}
@@ -300,6 +307,33 @@ func TestPartitionerChurnReferee(t *testing.T) {
 		}
 	}
 	requireTree(t, tree, root, dir, dir+"/members", dir+"/owners")
+}
+
+// followOwned reports to ref what a's Owned stream says: the partitions
+// each set adds and removes, and when the stream closes, the release of
+// the last set's. Between two sets it is busy for up to 30 ms (the
+// reader's work), so a member that deleted an owner node before its reader
+// had received the set without it would be caught.
+func followOwned(a *runtime.Assignment[member], who string, ref *partitionReferee) {
+	var last []int
+	busy := rand.New(rand.NewPCG(uint64(len(who)), uint64(time.Now().UnixNano())))
+	for set := range a.Owned() {
+		for _, i := range last {
+			if !slices.Contains(set, i) {
+				ref.released(who, i)
+			}
+		}
+		for _, i := range set {
+			if !slices.Contains(last, i) {
+				ref.acquired(who, i)
+			}
+		}
+		last = set
+		time.Sleep(time.Duration(busy.IntN(30)) * time.Millisecond)
+	}
+	for _, i := range last {
+		ref.released(who, i)
+	}
 }
 
 // checkPlanMoves checks each published plan against the one before it:

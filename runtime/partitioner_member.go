@@ -343,6 +343,7 @@ func (f *follower[T]) releasing(i int) {
 // step (deletePending), before anything is acquired.
 func (f *follower[T]) release(ctx context.Context, i int) error {
 	f.releasing(i)
+	f.a.waitHandedOver(i)
 	f.undeleted[i] = true
 	return f.deletePending(ctx)
 }
