@@ -22,7 +22,7 @@ import (
 //	assignment                      the target plan (JSON), written by the leader
 //
 // The member that joined first is the leader: after a membership change
-// (debounced, see WithRebalanceDelay) it computes the target plan from the
+// (a join debounced, see WithRebalanceDelay) it computes the target plan from the
 // previous one — balanced (⌊N/M⌋ or ⌈N/M⌉ each) and sticky (members keep
 // what they have up to their quota, so a join or a leave moves about
 // ⌈N/M⌉ partitions, not all) — and publishes it with a conditional write.
@@ -124,9 +124,10 @@ func WithPartitionHooks(acquired, releasing func(partition int)) JoinOption {
 }
 
 // WithRebalanceDelay returns the option that sets how long the leader waits
-// after a membership change before it publishes a new plan, so that a burst
-// of changes (a rolling restart) is one rebalance. Default 200ms; 0 plans
-// at once.
+// after a member joined before it publishes a new plan, so that a burst of
+// joins (a rolling restart) is one rebalance. A member gone is planned at
+// once: its partitions have nobody to serve them. Default 200ms; 0 plans
+// every change at once.
 func WithRebalanceDelay(d time.Duration) JoinOption {
 	return func(c *joinConfig) { c.delay = max(d, 0) }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -245,7 +246,7 @@ func (f *follower[T]) lead(ctx context.Context) error {
 		f.publish = false
 		return nil
 	}
-	if !f.publish && f.a.cfg.delay > 0 {
+	if !f.publish && f.a.cfg.delay > 0 && !f.memberGone() {
 		if f.timer == nil {
 			f.timer = time.NewTimer(f.a.cfg.delay)
 		}
@@ -271,6 +272,18 @@ func (f *follower[T]) lead(ctx context.Context) error {
 		return nil // someone wrote meanwhile: read again
 	}
 	return err
+}
+
+// memberGone reports whether a member of the plan is no longer a member:
+// its partitions wait for a new plan, which is then published at once
+// (only joins are debounced).
+func (f *follower[T]) memberGone() bool {
+	for _, m := range f.plan.Members {
+		if !slices.Contains(f.members, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // acquire tries to own partition i: it creates the owner node, or watches
