@@ -118,11 +118,14 @@ def main():
         elif change == "leave":
             members.pop(0).leave()
         elif change == "expire":
-            members[0].expire()
+            victim = members.pop(0)
+            victim.expire()
+            # Settled means without it: wait until it has noticed.
+            while victim.name not in failed and time.time() - t0 < SETTLE:
+                time.sleep(0.01)
+            victim.stop.set()
         while not settled(members) and time.time() - t0 < SETTLE:
             time.sleep(0.01)
-        if change == "expire":
-            members.pop(0).stop.set()
         ok = settled(members)
         with lock:
             out.append({"change": change, "settled": ok, "settled_s": round(time.time() - t0, 3),
