@@ -189,7 +189,11 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
 		changed: make(chan struct{}), leave: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
-	go a.run()
+	remove := p.s.closing.add(a.done)
+	go func() {
+		a.run()
+		remove()
+	}()
 	return a, nil
 }
 
@@ -463,4 +467,55 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 		}
 	}
 	return out, nil
+}
+
+// closeWaits are the ends Session.Close waits for before it closes the
+// session on the server: partitioner members reporting their partitions
+// released.
+type closeWaits struct {
+	mu    sync.Mutex
+	waits map[*struct{}]<-chan struct{}
+}
+
+// closeWaitBound bounds Close's wait (a hook that does not return, or a
+// Close called from a hook).
+const closeWaitBound = 5 * time.Second
+
+// add registers done, closed once the member has reported everything
+// released; remove unregisters it.
+func (c *closeWaits) add(done <-chan struct{}) (remove func()) {
+	key := new(struct{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waits == nil {
+		c.waits = map[*struct{}]<-chan struct{}{}
+	}
+	c.waits[key] = done
+	return func() {
+		c.mu.Lock()
+		delete(c.waits, key)
+		c.mu.Unlock()
+	}
+}
+
+// wait waits for every registered end, up to closeWaitBound in all.
+func (c *closeWaits) wait() {
+	c.mu.Lock()
+	var chans []<-chan struct{}
+	for _, ch := range c.waits {
+		chans = append(chans, ch)
+	}
+	c.mu.Unlock()
+	if len(chans) == 0 {
+		return
+	}
+	t := time.NewTimer(closeWaitBound)
+	defer t.Stop()
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
 }

@@ -320,3 +320,31 @@ func waitBalancedOrLost(t *testing.T, ctx context.Context, ref *partitionReferee
 		}
 	}
 }
+
+// TestPartitionerCloseReportsFirst: a member whose session is closed (a
+// process shutting down) reports every partition released — here through
+// a hook that takes 20 ms to stop its work — before ZooKeeper deletes its
+// owner nodes, so the member taking them over never overlaps it.
+func TestPartitionerCloseReportsFirst(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t) + "/p"
+	const n = 8
+	ref := newPartitionReferee(n)
+	sa := connect(t, srv.Servers())
+	whoA := fmt.Sprintf("%x", sa.ID())
+	_, err := runtime.NewPartitioner(sa, runtime.At(dir), n, runtime.StringCodec()).Join(ctx, "a",
+		runtime.WithPartitionHooks(func(i int) { ref.acquired(whoA, i) }, func(i int) {
+			time.Sleep(20 * time.Millisecond) // stopping the partition's work
+			ref.released(whoA, i)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBalanced(t, ctx, ref, whoA)
+	_, whoB := joinRef(t, ctx, connect(t, srv.Servers()), dir, n, ref)
+	waitBalanced(t, ctx, ref, whoA, whoB)
+	sa.Close()
+	waitBalanced(t, ctx, ref, whoB)
+	requireNoDoubles(t, ref)
+}
