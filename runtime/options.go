@@ -62,6 +62,8 @@ type handleConfig struct {
 	acl    []zk.ACL // ACL of created nodes; empty: the session's default
 	layout Layout   // set by WithLayout (election, semaphore, counter, group, locks)
 	name   string   // spec resource name (WithResourceName), for telemetry
+
+	partitionNames []string // a partitioner's partition names (WithPartitionNames)
 }
 
 func handleOptions(opts []HandleOption) handleConfig {

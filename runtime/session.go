@@ -50,6 +50,8 @@ type Session struct {
 
 	specs specChecks // directories whose spec record fits (specguard.go)
 
+	closing closeWaits // what Close waits for before it closes (partitioner.go)
+
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	negotiated atomic.Int64 // session timeout granted by the server
 
@@ -211,9 +213,13 @@ func (s *Session) end(err error) bool {
 }
 
 // Close ends the session: ZooKeeper deletes its ephemeral nodes at once, and
-// every handle built on it reports lost. Close is idempotent and returns nil.
+// every handle built on it reports lost. A partitioner member reports its
+// partitions released (WithPartitionHooks, Owned) before the session is
+// closed on the server, so the next owner cannot overlap it; for that Close
+// waits for its hooks (bounded: 5s). Close is idempotent and returns nil.
 func (s *Session) Close() error {
 	if s.end(ErrClosed) {
+		s.closing.wait()
 		s.conn.Close()
 	}
 	return nil

@@ -34,6 +34,7 @@ const (
 	KindGroup          Kind = "group"
 	KindConfig         Kind = "config"
 	KindCounter        Kind = "counter"
+	KindPartitioner    Kind = "partitioner"
 )
 
 // Layout is the node naming (and stored format) a resource shares with
@@ -114,8 +115,12 @@ type Resource struct {
 	Payload      *TypeRef // also election
 	Notify       Notify   // NotifyAll (default) or NotifyCoordinator
 
-	// group
+	// group, partitioner
 	Member *TypeRef
+
+	// partitioner
+	Partitions     int
+	PartitionNames []Name // empty, or one per partition
 
 	// config
 	Value *TypeRef
@@ -256,6 +261,14 @@ var kindTable = []KindInfo{
 		Settings: func(r *Resource) []string { return typeSetting("value", r.Value) },
 	},
 	{
+		Kind:     KindPartitioner,
+		Doc:      "a fixed set of partitions shared among group members",
+		Example:  `shards: {kind: partitioner, path: /partitioners/shards, partitions: 64, member: Member}`,
+		Fields:   []string{"partitions", "names", "member"},
+		Required: []string{"partitions"},
+		Settings: partitionerSettings,
+	},
+	{
 		Kind:     KindCounter,
 		Doc:      "a shared int64 counter",
 		Example:  `requests: {kind: counter, path: /counters/requests}`,
@@ -289,6 +302,10 @@ var kindFieldTable = []struct {
 	}},
 	{"payload", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Payload = p.valueRef(n, field) }},
 	{"notify", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Notify, _ = enum(p, n, field, Notifies) }},
+	{"partitions", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Partitions, _ = p.count(n, field) }},
+	{"names", func(p *parser, r *Resource, n *yaml.Node, field string) {
+		r.PartitionNames = p.names(r, n, field, "partition", 0)
+	}},
 	{"member", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Member = p.valueRef(n, field) }},
 	{"value", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Value = p.valueRef(n, field) }},
 }
@@ -329,6 +346,14 @@ func queueSettings(r *Resource) []string {
 		d = append(d, "at least once")
 	}
 	return d
+}
+
+func partitionerSettings(r *Resource) []string {
+	d := []string{fmt.Sprintf("partitions: %d", r.Partitions)}
+	if len(r.PartitionNames) > 0 {
+		d = append(d, "names: "+joinNames(r.PartitionNames, ", "))
+	}
+	return append(d, typeSetting("member", r.Member)...)
 }
 
 func twoPhaseCommitSettings(r *Resource) []string {

@@ -193,6 +193,16 @@ func (c *Client) Flags() FlagsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags](), runtime.WithResourceName("flags"))
 }
 
+// Shards returns a member handle of the partitioner shards at /zkgen-example/partitioners/shards, sharing 64 partitions.
+//
+// Join adds a member and returns its assignment: Owned streams the partitions it owns
+// (⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);
+// WithPartitionHooks tells each acquire and each release as it happens; Leave releases
+// them all. Stay joins and stays across sessions under Run.
+func (c *Client) Shards() ShardsHandle {
+	return runtime.NewPartitioner(c.sess, runtime.At("/zkgen-example/partitioners/shards"), 64, runtime.JSONCodec[Member](), runtime.WithResourceName("shards"))
+}
+
 // PythonScheduler returns a candidate in the leader election python_scheduler at /zkgen-example/election/python.
 //
 // Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
@@ -275,6 +285,9 @@ type WorkersHandle = runtime.GroupHandle[Member]
 // FlagsHandle is the interface of the handle Flags returns (runtime.ConfigHandle), for fakes in tests.
 type FlagsHandle = runtime.ConfigHandle[Flags]
 
+// ShardsHandle is the interface of the handle Shards returns (runtime.PartitionerHandle), for fakes in tests.
+type ShardsHandle = runtime.PartitionerHandle[Member]
+
 // PythonSchedulerHandle is the interface of the handle PythonScheduler returns (runtime.ElectionHandle), for fakes in tests.
 type PythonSchedulerHandle = runtime.ElectionHandle[string]
 
@@ -305,6 +318,7 @@ type API interface {
 	Scheduler() SchedulerHandle
 	Workers() WorkersHandle
 	Flags() FlagsHandle
+	Shards() ShardsHandle
 	PythonScheduler() PythonSchedulerHandle
 	PythonSlots() PythonSlotsHandle
 	PythonParty() PythonPartyHandle

@@ -128,6 +128,9 @@ var rules = withKinds([]Rule{
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "notify", check: checkNotify,
 		Breaks: "any change (with `coordinator` only the proposer publishes the decision; with `all` nobody waits for it to)"},
+	{Field: "partitions", check: checkPartitions,
+		Breaks: "any change (each process deals out its own count of partitions)"},
+	{Field: "names", Safe: "any change (partitions are numbered; names only label them in the generated code)"},
 	{Field: "member", check: payload("member", memberOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "value", check: payload("value", valueOf),
@@ -172,6 +175,13 @@ func checkSize(c *comparison, o, n *spec.Resource) {
 	if o.Size != n.Size {
 		c.changed(o, n, "size", strconv.Itoa(o.Size), strconv.Itoa(n.Size),
 			"old and new processes would wait for different numbers of participants")
+	}
+}
+
+func checkPartitions(c *comparison, o, n *spec.Resource) {
+	if o.Partitions != n.Partitions {
+		c.changed(o, n, "partitions", strconv.Itoa(o.Partitions), strconv.Itoa(n.Partitions),
+			"old and new processes would deal out different partitions (the runtime refuses the newcomers: ErrSpecMismatch)")
 	}
 }
 
