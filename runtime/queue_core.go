@@ -41,7 +41,8 @@ type queue[T any] struct {
 	err   error
 	codec Codec[T]
 	queueConfig
-	inline int // items encoded in at most this many bytes ride in their names; -1: none
+	inline int    // items encoded in at most this many bytes ride in their names; -1: none
+	top    string // a priority queue's level: the priority queue's directory
 
 	prod producer
 	cons consumer
@@ -109,6 +110,19 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 }
 
 func (q *queue[T]) bucketPath(b string) string { return joinPath(q.dir, b) }
+
+// telOp starts the telemetry of operation o. A priority queue's level
+// records its deliveries' operations (own) as the priority queue's, and
+// leaves its puts and takes to the priority queue.
+func (q *queue[T]) telOp(ctx context.Context, o op, own bool) span {
+	switch {
+	case q.top == "":
+		return q.s.tel.begin(ctx, o, queueKind(q.priority), q.name, q.dir)
+	case own:
+		return q.s.tel.begin(ctx, o, queueKind(true), q.name, q.top)
+	}
+	return span{}
+}
 
 // buckets lists the bucket names in order (none when the queue directory
 // does not exist).

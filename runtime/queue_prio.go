@@ -78,7 +78,7 @@ func newPrioQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, op
 	sub := queueConfig{handleConfig: cfg.handleConfig, ack: cfg.ack}
 	for i := 0; i < cfg.levels; i++ {
 		lq := newQueue(s, Path{s: joinPath(pq.dir, levelName(i))}, codec, sub, opts)
-		lq.cons.noWait = true
+		lq.cons.noWait, lq.top = true, pq.dir
 		pq.lvl = append(pq.lvl, lq)
 	}
 	pq.armed = make([][]<-chan zk.Event, cfg.levels)
@@ -172,7 +172,8 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 }
 
 // put puts items at level prio.
-func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
+func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
+	defer pq.s.tel.begin(ctx, opQueuePut, queueKind(true), pq.cfg.name, pq.dir).end(&err)
 	if pq.err != nil {
 		return 0, pq.err
 	}
@@ -187,7 +188,8 @@ func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (int, erro
 
 // take returns between 1 and n items of the most urgent level that has one
 // for this consumer, blocking until there is one.
-func (pq *prioQueue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
+func (pq *prioQueue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err error) {
+	defer pq.s.tel.begin(ctx, opQueueTake, queueKind(true), pq.cfg.name, pq.dir).end(&err)
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", pq.dir, n)
 	}

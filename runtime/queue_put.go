@@ -10,7 +10,8 @@ import (
 
 // put encodes items and puts them in order, in multis of at most
 // maxBatchOps items / maxBatchBytes. It returns how many were put.
-func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
+func (q *queue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
+	defer q.telOp(ctx, opQueuePut, false).end(&err)
 	if q.err != nil {
 		return 0, q.err
 	}
