@@ -16,7 +16,7 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
-var prioItemsFlag = flag.Int("prio.items", 500_000, "TestPriorityQueueManyItems: items put and taken back (about 65 s under -race on 2 cores)")
+var prioItemsFlag = flag.Int("prio.items", 500_000, "TestPriorityQueueManyItems: items put and taken back (63-85 s under -race on 2 busy cores)")
 
 // Many items over 3 priorities, far past what one getChildren reply could
 // list (about 50,000 names): three producers fill one priority each with
@@ -28,8 +28,8 @@ func TestPriorityQueueManyItems(t *testing.T) {
 	srv := server(t)
 	total := *prioItemsFlag
 	if total > 50_000 {
-		// The shared server's 128 MiB heap holds about 300,000 znodes;
-		// past that its collector stalls it for seconds.
+		// With the shared server's 128 MiB heap, 500,000 items stalled
+		// it for seconds (collecting) and the sessions expired.
 		srv = zktest.Start(t, zktest.WithHeapMB(1024))
 	}
 	dir := testRoot(t)
