@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -223,5 +224,86 @@ func TestAckPriorityQueueExpiredConsumer(t *testing.T) {
 	}
 	if n, err := prod.Len(ctx); err != nil || n != 0 {
 		t.Fatalf("Len = %d, %v", n, err)
+	}
+}
+
+// At-least-once under cuts: two consumers, each through a proxy that cuts
+// its connection right after some claims (create), acks (multi) and
+// listings reached the server, take and ack 90 items put beforehand over 3
+// priorities. Every item is acked exactly once (cuts end no session, so
+// none is delivered twice), and each consumer sees the priorities in order
+// and each priority's items in the order they were put.
+func TestAckPriorityQueueCuts(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, 2*time.Minute)
+	const levels, total = 3, 90
+	codec := runtime.JSONCodec[int]()
+	prod := runtime.NewAckPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), codec, levels, runtime.WithBucketSize(8))
+	for p := range levels {
+		var items []int
+		for v := p; v < total; v += levels {
+			items = append(items, v)
+		}
+		if _, err := prod.PutAll(ctx, runtime.Priority(p), items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	acked := map[int]int{}
+	var cutters []*opCutter
+	var wg sync.WaitGroup
+	for c := range 2 {
+		px := zktest.NewProxy(t, srv.Addr())
+		q := runtime.NewAckPriorityQueue(connect(t, viaProxy(px)), runtime.At(dir), codec, levels, runtime.WithBucketSize(8))
+		cut := newOpCutter(px, seed, c, 10, zktest.OpCreate, zktest.OpMulti, zktest.OpGetChildren2)
+		cutters = append(cutters, cut)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var seen []int
+			for {
+				cut.before()
+				d, err := q.Take(cctx)
+				if cctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					t.Errorf("consumer %d: Take: %v", c, err)
+					return
+				}
+				if err := d.Ack(ctx); err != nil {
+					t.Errorf("consumer %d: Ack(%d): %v", c, d.Value, err)
+					return
+				}
+				seen = append(seen, d.Value)
+				mu.Lock()
+				acked[d.Value]++
+				if len(acked) == total {
+					cancel()
+				}
+				mu.Unlock()
+			}
+			for i := 1; i < len(seen); i++ {
+				a, b := seen[i-1], seen[i]
+				if a%levels > b%levels || a%levels == b%levels && a > b {
+					t.Errorf("consumer %d took %d after %d (priority %d after %d)", c, b, a, b%levels, a%levels)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d connections cut", countCuts(cutters))
+	for v := range total {
+		if acked[v] != 1 {
+			t.Errorf("item %d acked %d times", v, acked[v])
+		}
+	}
+	if n, err := prod.Len(ctx); err != nil || n != 0 {
+		t.Errorf("Len = %d, %v", n, err)
 	}
 }
