@@ -82,35 +82,55 @@ func (m *Semaphore) leasesDir() string { return joinPath(m.dir, "leases") }
 // session ends; on ctx's end it removes its nodes before returning ctx's
 // error. The lease is held until Release, or lost (see Lease.Lost).
 func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	l, _, err := m.tryAcquire(ctx, true)
+	return l, err
+}
+
+// TryAcquire takes a lease if one is free now, without waiting: it returns
+// the lease and true, or nil and false at once when every lease is held (or
+// another participant is acquiring, holding the internal lock, which it
+// does while the leases are all held). It leaves no node behind when it
+// returns false.
+func (m *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
+	return m.tryAcquire(ctx, false)
+}
+
+func (m *Semaphore) tryAcquire(ctx context.Context, wait bool) (*Lease, bool, error) {
 	if m.err != nil {
-		return nil, m.err
+		return nil, false, m.err
 	}
 	m.mu.Lock()
 	if m.busy {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("semaphore %s: %w", m.dir, ErrAlreadyHeld)
+		return nil, false, fmt.Errorf("semaphore %s: %w", m.dir, ErrAlreadyHeld)
 	}
 	m.busy = true
 	purpose := m.purpose
 	m.mu.Unlock()
 
-	h, err := m.acquire(ctx, purpose)
+	h, err := m.acquire(ctx, purpose, wait)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err != nil {
+	if err != nil || h == nil {
 		m.busy = false
-		return nil, err
+		return nil, false, err
 	}
 	m.lease = &Lease{tenure: tenure{s: m.s, h: h}, sem: m}
-	return m.lease, nil
+	return m.lease, true, nil
 }
 
-func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) {
+// acquire runs the semaphore protocol. Without wait it returns a nil hold
+// and no error when no lease is free now.
+func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*hold, error) {
 	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
 		return nil, err
 	}
-	if err := m.mutex.Lock(ctx); err != nil {
+	if wait {
+		if err := m.mutex.Lock(ctx); err != nil {
+			return nil, err
+		}
+	} else if ok, err := m.mutex.TryLock(ctx); err != nil || !ok {
 		return nil, err
 	}
 	defer func() {
@@ -139,6 +159,9 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) 
 		if len(cs) <= m.leases {
 			token = r.stat.Pzxid
 			break
+		}
+		if !wait {
+			return nil, m.s.abandon(node, nil)
 		}
 		select {
 		case <-r.watch:
