@@ -27,8 +27,7 @@ type Delivery[T any] struct {
 	node  string
 	claim string
 	data  []byte // the item's encoding, for a move to the dead letters
-	mu    sync.Mutex
-	done  bool
+	once  settleOnce
 }
 
 // Node returns the item's znode path.
@@ -108,14 +107,30 @@ func (d *Delivery[T]) Release(ctx context.Context) error {
 	return err
 }
 
-func (d *Delivery[T]) finish() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done {
-		return fmt.Errorf("queue %s: %w", d.node, ErrNotHeld)
+func (d *Delivery[T]) finish() error { return d.once.settle("queue", d.node) }
+
+// settleOnce lets a Delivery or DeadLetter be acted on once: the first
+// settle succeeds, later ones return ErrNotHeld (until undo).
+type settleOnce struct {
+	mu   sync.Mutex
+	done bool
+}
+
+func (o *settleOnce) settle(what, node string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return fmt.Errorf("%s %s: %w", what, node, ErrNotHeld)
 	}
-	d.done = true
+	o.done = true
 	return nil
+}
+
+// undo lets the caller try again after an error that changed nothing.
+func (o *settleOnce) undo() {
+	o.mu.Lock()
+	o.done = false
+	o.mu.Unlock()
 }
 
 // refreshBusy forgets the items whose claims by other consumers vanished; if
@@ -185,12 +200,6 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 	defer cancel()
 	bp := q.bucketPath(bucket)
 	cdir := joinPath(q.dir, claimsDir)
-	type claimed struct {
-		path, claim string
-		ok, busy    bool
-		attempt     int
-		err         error
-	}
 	cs := make([]claimed, len(cands))
 	parallel(len(cands), 32, func(i int) {
 		p := joinPath(bp, cands[i].name)
@@ -216,8 +225,24 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 			items = append(items, cands[i])
 		}
 	}
+	out, errs := q.deliver(ctx, held, q.fetch(ctx, paths, items, true), errs)
+	return out, errors.Join(errs...)
+}
+
+// claimed is one claim attempt of claimAll.
+type claimed struct {
+	path, claim string
+	ok, busy    bool
+	attempt     int
+	err         error
+}
+
+// deliver turns the claimed items, read as fs, into deliveries, adding to
+// errs; it moves the items delivered too often to the dead letters, and
+// gives back the claims of the items it cannot deliver.
+func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, errs []error) ([]*Delivery[T], []error) {
 	var out []*Delivery[T]
-	for i, f := range q.fetch(ctx, paths, items, true) {
+	for i, f := range fs {
 		c := held[i]
 		if errors.Is(f.err, zk.ErrNoNode) {
 			// Acked (or moved to the dead letters) by someone before our
@@ -249,7 +274,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 		}
 		out = append(out, &Delivery[T]{Value: v, Attempt: c.attempt, q: q, node: c.path, claim: c.claim, data: f.data})
 	}
-	return out, errors.Join(errs...)
+	return out, errs
 }
 
 // createClaim claims an item: one multi creates the ephemeral claim node
@@ -296,21 +321,9 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (ok bool
 			if !retried {
 				return false, 0, nil
 			}
-			_, st, err := q.s.get(ctx, claim)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
+			if ok, attempt, err := q.ownClaim(ctx, claim); err != errClaimGone {
+				return ok, attempt, err
 			}
-			if err != nil {
-				return false, 0, err
-			}
-			if st.EphemeralOwner != q.s.ID() {
-				return false, 0, nil
-			}
-			_, ast, err := q.s.get(ctx, att)
-			if err != nil {
-				return false, 0, opError("get", att, err)
-			}
-			return true, int(ast.Version) + 1, nil
 		case i == 1 && first && errors.Is(err, zk.ErrNoNode):
 			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, attemptsDir)); err != nil {
 				return false, 0, err
@@ -323,6 +336,31 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (ok bool
 			return false, 0, opError("claim", claim, err)
 		}
 	}
+}
+
+// errClaimGone makes createClaim try again: the claim it found after a
+// connection loss is gone.
+var errClaimGone = errors.New("queue: claim gone")
+
+// ownClaim settles a claim multi retried after a connection loss that found
+// the claim node: it is this session's (the lost multi went through, and
+// the count is read back) or another's.
+func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error) {
+	_, st, err := q.s.get(ctx, claim)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return false, 0, errClaimGone
+	case err != nil:
+		return false, 0, err
+	case st.EphemeralOwner != q.s.ID():
+		return false, 0, nil
+	}
+	att := q.attemptsPath(claim)
+	_, ast, err := q.s.get(ctx, att)
+	if err != nil {
+		return false, 0, opError("get", att, err)
+	}
+	return true, int(ast.Version) + 1, nil
 }
 
 // attemptsPath is the attempts node of the item whose claim is claim.

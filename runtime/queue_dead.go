@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -123,8 +122,7 @@ type DeadLetter[T any] struct {
 	node string
 	item qitem
 	data []byte
-	mu   sync.Mutex
-	done bool
+	once settleOnce
 }
 
 // Node returns the dead letter's znode path.
@@ -163,17 +161,8 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) error {
 	if err := d.finish(); err != nil {
 		return err
 	}
-	retried := false
-	err := d.q.s.retry(ctx, func() error {
-		_, err := await(ctx, d.q.s, func() (struct{}, error) { return struct{}{}, d.q.s.conn.Delete(d.node, -1) })
-		if errors.Is(err, zk.ErrNoNode) && retried {
-			return nil // the lost attempt deleted it, or another handle did
-		}
-		if IsRecoverable(err) {
-			retried = true
-		}
-		return err
-	})
+	// A retry after a connection loss that finds it gone counts as done.
+	err := d.q.s.delete(ctx, d.node, -1)
 	switch {
 	case err == nil:
 		return nil
@@ -181,25 +170,12 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) error {
 		return fmt.Errorf("queue dead letter %s: %w (requeued or discarded already)", d.node, ErrNotHeld)
 	}
 	d.undo()
-	return opError("delete", d.node, err)
+	return err
 }
 
-func (d *DeadLetter[T]) finish() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done {
-		return fmt.Errorf("queue dead letter %s: %w", d.node, ErrNotHeld)
-	}
-	d.done = true
-	return nil
-}
+func (d *DeadLetter[T]) finish() error { return d.once.settle("queue dead letter", d.node) }
 
-// undo lets the caller try again after an error that changed nothing.
-func (d *DeadLetter[T]) undo() {
-	d.mu.Lock()
-	d.done = false
-	d.mu.Unlock()
-}
+func (d *DeadLetter[T]) undo() { d.once.undo() }
 
 // deadLetters lists the queue's dead letters, oldest move first.
 func (q *queue[T]) deadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
