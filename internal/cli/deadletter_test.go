@@ -46,14 +46,7 @@ resources:
 	}
 	servers := "--servers=" + strings.Join(srv.Servers(), ",")
 
-	r := zkgen(t, "inspect", servers, "--json")
-	r.want(t, ExitOK, nil, empty)
-	dec := json.NewDecoder(strings.NewReader(r.stdout))
-	dec.DisallowUnknownFields()
-	var snap inspect.Snapshot
-	if err := dec.Decode(&snap); err != nil {
-		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
-	}
+	snap := inspectJSON(t, servers)
 	if len(snap.Resources) != 1 || snap.Resources[0].Queue == nil {
 		t.Fatalf("resources %+v", snap.Resources)
 	}
@@ -63,7 +56,7 @@ resources:
 		t.Fatalf("queue %+v", qs)
 	}
 
-	r = zkgen(t, "inspect", servers)
+	r := zkgen(t, "inspect", servers)
 	r.want(t, ExitOK, nil, empty)
 	if !strings.Contains(r.stdout, "1 item, oldest") || !strings.Contains(r.stdout, ", 1 dead letter\n") {
 		t.Errorf("queue line without its depth and dead letters:\n%s", r.stdout)
@@ -76,4 +69,19 @@ resources:
 	if !row {
 		t.Errorf("no dead letter row:\n%s", r.stdout)
 	}
+}
+
+// inspectJSON runs zkgen inspect --json and decodes its document, which
+// must be exactly the documented structure.
+func inspectJSON(t *testing.T, servers string) inspect.Snapshot {
+	t.Helper()
+	r := zkgen(t, "inspect", servers, "--json")
+	r.want(t, ExitOK, nil, empty)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	var snap inspect.Snapshot
+	if err := dec.Decode(&snap); err != nil {
+		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
+	}
+	return snap
 }
