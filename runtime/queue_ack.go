@@ -20,7 +20,9 @@ type Delivery[T any] struct {
 	// Attempt is how many times the item has been delivered, this delivery
 	// included: 1 the first time. It is counted in ZooKeeper, across
 	// consumers and sessions; a delivery whose consumer's session ended
-	// before Ack or Release counts too. It is 0 for at-most-once queues.
+	// before Ack or Release counts too, and so does a claim given back
+	// because the Take's ctx ended before it returned. It is 0 for
+	// at-most-once queues.
 	Attempt int
 
 	q     *queue[T]

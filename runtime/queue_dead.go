@@ -140,6 +140,14 @@ func (d *DeadLetter[T]) Requeue(ctx context.Context) error {
 		return err
 	}
 	q := d.q
+	if q.priority && d.item.prio >= q.levels {
+		d.undo()
+		return fmt.Errorf("queue dead letter %s: %w: %d (have %d)", d.node, ErrPriorityRange, d.item.prio, q.levels)
+	}
+	if err := q.s.guardSpec(ctx, q.dir, q.acl, q.record()); err != nil {
+		d.undo()
+		return err
+	}
 	if err := q.lock(ctx, &q.prod.side); err != nil {
 		d.undo()
 		return err
