@@ -345,3 +345,31 @@ func TestSemaphoreTryAcquire(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A move to the dead letters whose multi took effect, whose reply was lost,
+// and whose session then expired cannot know its outcome: Release says so
+// with the session's error, not ErrClaimLost (which promises redelivery),
+// and the item is in the dead letters once and no longer in the queue.
+func TestQueueDeadLetterMoveThenExpiry(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	f := newFaulty(t, srv)
+	q := runtime.NewAckQueue(f.s, runtime.At(dir), runtime.JSONCodec[job](), runtime.WithDeadLetterAfter(1))
+	obs := runtime.NewAckQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+	if err := obs.Put(ctx, job{N: 9}); err != nil {
+		t.Fatal(err)
+	}
+	makeDirs(t, f.s, dir+"/dead")
+	d := takeOne(t, ctx, q)
+	err := f.inject(t, ctx, srv, zktest.OpMulti, cutThenExpire, nil, func() error { return d.Release(ctx) })
+	if errors.Is(err, runtime.ErrClaimLost) || !errors.Is(err, runtime.ErrSessionExpired) {
+		t.Fatalf("Release (move) that took effect, then the session expired = %v; want ErrSessionExpired without ErrClaimLost", err)
+	}
+	if n, err := obs.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("Len = %d, %v; want 0", n, err)
+	}
+	if dead := deadLetters(t, ctx, obs); len(dead) != 1 || dead[0].Value.N != 9 {
+		t.Fatalf("dead letters = %+v; want item 9 once", dead)
+	}
+}
