@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -315,34 +316,45 @@ func TestQueuePeek(t *testing.T) {
 // once and leaves no node behind; once a lease is released it takes one.
 func TestSemaphoreTryAcquire(t *testing.T) {
 	srv := server(t)
-	dir := testRoot(t)
-	ctx := testCtx(t, time.Minute)
-	a := runtime.NewSemaphore(connect(t, srv.Servers()), runtime.At(dir), 1)
-	sb := connect(t, srv.Servers())
-	b := runtime.NewSemaphore(sb, runtime.At(dir), 1)
-	la, ok, err := a.TryAcquire(ctx)
-	if err != nil || !ok || la == nil {
-		t.Fatalf("TryAcquire of a free semaphore = %v, %v, %v", la, ok, err)
-	}
-	lb, ok, err := b.TryAcquire(ctx)
-	if err != nil || ok || lb != nil {
-		t.Fatalf("TryAcquire of a full semaphore = %v, %v, %v; want nil, false, nil", lb, ok, err)
-	}
-	if kids := childrenOf(t, sb, dir+"/leases"); len(kids) != 1 {
-		t.Fatalf("leases after a failed TryAcquire = %v; want only the holder's", kids)
-	}
-	if kids := childrenOf(t, sb, dir+"/locks"); len(kids) != 0 {
-		t.Fatalf("internal lock nodes left = %v", kids)
-	}
-	if err := la.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lb, ok, err = b.TryAcquire(ctx)
-	if err != nil || !ok {
-		t.Fatalf("TryAcquire after the release = %v, %v, %v", lb, ok, err)
-	}
-	if err := lb.Release(ctx); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name        string
+		layout      runtime.Layout
+		leases, mtx func(dir string) string // where lease and internal lock nodes are
+	}{
+		{"curator", runtime.LayoutCurator, func(d string) string { return d + "/leases" }, func(d string) string { return d + "/locks" }},
+		{"kazoo", runtime.LayoutKazoo, func(d string) string { return d }, func(d string) string { return d + "-__lock__" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := testRoot(t)
+			ctx := testCtx(t, time.Minute)
+			a := runtime.NewSemaphore(connect(t, srv.Servers()), runtime.At(dir), 1, runtime.WithLayout(tc.layout))
+			sb := connect(t, srv.Servers())
+			b := runtime.NewSemaphore(sb, runtime.At(dir), 1, runtime.WithLayout(tc.layout))
+			la, ok, err := a.TryAcquire(ctx)
+			if err != nil || !ok || la == nil {
+				t.Fatalf("TryAcquire of a free semaphore = %v, %v, %v", la, ok, err)
+			}
+			lb, ok, err := b.TryAcquire(ctx)
+			if err != nil || ok || lb != nil {
+				t.Fatalf("TryAcquire of a full semaphore = %v, %v, %v; want nil, false, nil", lb, ok, err)
+			}
+			if kids := childrenOf(t, sb, tc.leases(dir)); len(kids) != 1 {
+				t.Fatalf("leases after a failed TryAcquire = %v; want only the holder's", kids)
+			}
+			if kids := childrenOf(t, sb, tc.mtx(dir)); len(kids) != 0 {
+				t.Fatalf("internal lock nodes left = %v", kids)
+			}
+			if err := la.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lb, ok, err = b.TryAcquire(ctx)
+			if err != nil || !ok {
+				t.Fatalf("TryAcquire after the release = %v, %v, %v", lb, ok, err)
+			}
+			if err := lb.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
