@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -333,4 +334,36 @@ func (pq *prioQueue[T]) stats(ctx context.Context) (QueueStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// peek returns the item the next Take would get: the head of the most
+// urgent level that has one (see queue.peek).
+func (pq *prioQueue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
+	if err := pq.guard(ctx, false); err != nil {
+		return v, false, err
+	}
+	for _, lq := range pq.lvl {
+		if v, ok, err = lq.peek(ctx); ok || err != nil {
+			return v, ok, err
+		}
+	}
+	return v, false, nil
+}
+
+// deadLetters lists every level's dead letters, oldest move first; each
+// is requeued into its own level.
+func (pq *prioQueue[T]) deadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+	if pq.err != nil {
+		return nil, pq.err
+	}
+	var out []*DeadLetter[T]
+	for _, lq := range pq.lvl {
+		ds, err := lq.deadLetters(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ds...)
+	}
+	slices.SortStableFunc(out, func(a, b *DeadLetter[T]) int { return a.Moved.Compare(b.Moved) })
+	return out, nil
 }
