@@ -17,7 +17,7 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
-var prioItemsFlag = flag.Int("prio.items", 500_000, "TestPriorityQueueManyItems: items put and taken back (63-85 s under -race on 2 busy cores)")
+var prioItemsFlag = flag.Int("prio.items", 500_000, "TestPriorityQueueManyItems: items put and taken back (24-85 s under -race on 2 shared cores)")
 
 // Many items over 3 priorities, far past what one getChildren reply could
 // list (about 50,000 names): three producers fill one priority each with
