@@ -270,6 +270,9 @@ func (c queueConfig) record() specRecord {
 	if c.priority {
 		r.Kind, r.Levels, r.Priorities = "priority_queue", c.levels, c.names
 	}
+	if c.delay {
+		r.Kind = "delay_queue"
+	}
 	if c.ack {
 		r.Delivery = "at_least_once"
 	}
@@ -278,10 +281,11 @@ func (c queueConfig) record() specRecord {
 
 type queueConfig struct {
 	handleConfig
-	bucketSize int      // items per bucket; 0: one bucket, never sealed (priority queues)
+	bucketSize int      // items per bucket; 0: one bucket, never sealed (priority and delay queues)
 	priority   bool     // priority-prefixed names in one bucket, re-listed on watch
 	levels     int      // number of priorities (priority queues)
 	ack        bool     // at-least-once: claim, then delete on Ack
+	delay      bool     // due-prefixed names in one bucket, served once due (delay queues)
 	names      []string // priority names (WithPriorityNames), for the spec record
 }
 
@@ -313,6 +317,7 @@ type QueueStats struct {
 	ByPriority []int     // priority queues: items per priority index (0 first); nil for FIFO queues
 	Oldest     time.Time // creation time (server clock) of the oldest item; zero when empty
 	Claimed    int       // at-least-once queues: items claimed by a consumer and not yet acked
+	NextDue    time.Time // delay queues: the earliest due time of an item; zero when empty
 }
 
 // stats lists the queue's items (each bucket once) and reads the oldest
@@ -340,6 +345,10 @@ func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
 		}
 		items := sortItems(kids)
 		st.Len += len(items)
+		if q.delay && len(items) > 0 {
+			st.NextDue = time.UnixMilli(items[0].due).UTC()
+			slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
+		}
 		if q.priority {
 			for _, it := range items {
 				if it.prio < len(st.ByPriority) {

@@ -90,7 +90,7 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 			o.applyQueue(&cfg)
 		}
 	}
-	if cfg.priority {
+	if cfg.priority || cfg.delay {
 		cfg.bucketSize = 0
 	}
 	q := &queue[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, queueConfig: cfg,
@@ -102,7 +102,7 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 	if q.inline == 0 {
 		q.inline = -1
 	}
-	if q.err == nil && !q.priority && q.bucketSize < 1 {
+	if q.err == nil && !q.priority && !q.delay && q.bucketSize < 1 {
 		q.err = fmt.Errorf("queue %s: bucket size must be >= 1, got %d", q.dir, q.bucketSize)
 	}
 	if q.err == nil && q.priority && (q.levels < 1 || q.levels > 100) {
