@@ -1,0 +1,269 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+// wall strips t's monotonic reading: a delay queue compares due times with
+// the consumer's wall clock, and so do these tests.
+func wall(t time.Time) time.Time { return t.Round(0) }
+
+// dueJobs returns n jobs of producer p with due times spread over span from
+// base, in a shuffled order, and each job's due time by number.
+func dueJobs(p, n int, base time.Time, span time.Duration) ([]job, map[int]time.Time) {
+	js := jobs(p, 0, n)
+	rand.Shuffle(len(js), func(i, j int) { js[i], js[j] = js[j], js[i] })
+	due := make(map[int]time.Time, n)
+	for i, j := range js {
+		due[j.N] = wall(base.Add(span * time.Duration(i) / time.Duration(n)))
+	}
+	return js, due
+}
+
+// ceilMilli is t rounded up to the millisecond, as a delay queue stores due
+// times.
+func ceilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
+}
+
+// Items put in shuffled due order come out earliest due first, none before
+// its due time by the consumer's clock; items due in the past come at once,
+// before the others. Stats shows the earliest due time.
+func TestDelayQueueDueOrderNeverEarly(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	prod := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+	cons := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+
+	const N = 24
+	js, due := dueJobs(0, N, time.Now().Add(400*time.Millisecond), 1200*time.Millisecond)
+	// Four of them were due an hour ago, in reverse order of their number.
+	for i := 0; i < 4; i++ {
+		due[i] = wall(time.Now().Add(-time.Hour - time.Duration(i)*time.Minute))
+	}
+	for _, j := range js {
+		if err := prod.Put(ctx, j, due[j.N]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := cons.Stats(ctx)
+	if err != nil || st.Len != N {
+		t.Fatalf("Stats = %+v, %v; want %d items", st, err, N)
+	}
+	if want := ceilMilli(due[3]); !st.NextDue.Equal(want) {
+		t.Fatalf("Stats.NextDue = %v, want %v", st.NextDue, want)
+	}
+	var last time.Time
+	for i := 0; i < N; i++ {
+		j, err := cons.Take(ctx)
+		now := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := due[j.N]
+		if !ok {
+			t.Fatalf("took %v, never put (or twice)", j)
+		}
+		delete(due, j.N)
+		if now.Before(d) {
+			t.Fatalf("took item %d at %v, before its due time %v", j.N, now, d)
+		}
+		if d.Before(last) {
+			t.Fatalf("took item %d due %v after one due %v", j.N, d, last)
+		}
+		last = d
+	}
+	if n, err := cons.Len(ctx); n != 0 || err != nil {
+		t.Fatalf("Len = %d, %v after taking everything", n, err)
+	}
+}
+
+// waitRequests blocks until proxy p has forwarded n requests of op. The
+// proxy's count is the only view of that, so it is polled with a deadline.
+func waitRequests(t *testing.T, p *zktest.Proxy, op int32, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); p.Requests(op) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy saw %d requests of op %d, want %d", p.Requests(op), op, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A consumer waiting for an item due in an hour wakes when an item due now
+// arrives, and takes it (the test's deadline is a minute: waiting for the
+// timer fails it); a Take cancelled while waiting returns ctx's error and
+// leaves nothing behind, at most once and at least once.
+func TestDelayQueueEarlierArrivalWakes(t *testing.T) {
+	for _, ack := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at_most_once", true: "at_least_once"}[ack], func(t *testing.T) {
+			srv := server(t)
+			dir := testRoot(t)
+			ctx := testCtx(t, time.Minute)
+			p := zktest.NewProxy(t, srv.Addr())
+			cs := connect(t, []string{p.Addr()})
+			take := func(ctx context.Context) (string, error) {
+				if ack {
+					d, err := runtime.NewAckDelayQueue(cs, runtime.At(dir), runtime.StringCodec()).Take(ctx)
+					if err != nil {
+						return "", err
+					}
+					return d.Value, d.Ack(ctx)
+				}
+				return runtime.NewDelayQueue(cs, runtime.At(dir), runtime.StringCodec()).Take(ctx)
+			}
+			ps := connect(t, srv.Servers())
+			var prod interface {
+				Put(context.Context, string, time.Time) error
+				Len(context.Context) (int, error)
+			} = runtime.NewDelayQueue(ps, runtime.At(dir), runtime.StringCodec())
+			if ack {
+				prod = runtime.NewAckDelayQueue(ps, runtime.At(dir), runtime.StringCodec())
+			}
+			if err := prod.Put(ctx, "later", time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+
+			// Cancelled while waiting for the hour to pass.
+			cctx, cancel := context.WithCancel(ctx)
+			res := make(chan error, 1)
+			lists := p.Requests(zktest.OpGetChildren2)
+			go func() { _, err := take(cctx); res <- err }()
+			waitRequests(t, p, zktest.OpGetChildren2, lists+1)
+			cancel()
+			if err := <-res; !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled Take = %v", err)
+			}
+
+			// Waiting again: the consumer's listing and watch are in place
+			// once a sync of its session returns (a session's requests are
+			// served in order); then an earlier item arrives.
+			lists = p.Requests(zktest.OpGetChildren2)
+			got := make(chan string, 1)
+			go func() {
+				v, err := take(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- v
+			}()
+			waitRequests(t, p, zktest.OpGetChildren2, lists+1)
+			if _, err := cs.Conn().Sync(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.Put(ctx, "now", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if v := <-got; v != "now" {
+				t.Fatalf("took %q, want the item due now", v)
+			}
+			if n, err := prod.Len(ctx); n != 1 || err != nil {
+				t.Fatalf("Len = %d, %v; the item due in an hour stays", n, err)
+			}
+			waitChildren(t, ctx, cs, dir+"/marks", 0)
+			if kids := childrenOf(t, cs, dir+"/claims"); len(kids) != 0 {
+				t.Fatalf("claims left behind: %v", kids)
+			}
+		})
+	}
+}
+
+// Several producers and consumers, at most once and at least once: every
+// item is delivered exactly once (acked once), none before its due time.
+func TestDelayQueueProducersConsumers(t *testing.T) {
+	for _, ack := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at_most_once", true: "at_least_once"}[ack], func(t *testing.T) {
+			srv := server(t)
+			dir := testRoot(t)
+			ctx := testCtx(t, 2*time.Minute)
+			const P, C, N = 2, 3, 60
+			base := time.Now().Add(200 * time.Millisecond)
+			var mu sync.Mutex
+			due := map[job]time.Time{}
+			var wg sync.WaitGroup
+			for p := 0; p < P; p++ {
+				js, d := dueJobs(p, N, base, time.Second)
+				for n, at := range d {
+					due[job{p, n}] = at
+				}
+				s := connect(t, srv.Servers())
+				put := runtime.NewDelayQueue(s, runtime.At(dir), runtime.JSONCodec[job]()).Put
+				if ack {
+					put = runtime.NewAckDelayQueue(s, runtime.At(dir), runtime.JSONCodec[job]()).Put
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for _, j := range js {
+						if err := put(ctx, j, d[j.N]); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait() // due is read-only from here
+			seen := map[job]int{}
+			left := P * N
+			cctx, stop := context.WithCancel(ctx)
+			defer stop()
+			for c := 0; c < C; c++ {
+				s := connect(t, srv.Servers())
+				aq := runtime.NewAckDelayQueue(s, runtime.At(dir), runtime.JSONCodec[job]())
+				q := runtime.NewDelayQueue(s, runtime.At(dir), runtime.JSONCodec[job]())
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						var j job
+						var err error
+						if ack {
+							var d *runtime.Delivery[job]
+							if d, err = aq.Take(cctx); err == nil {
+								j, err = d.Value, d.Ack(cctx)
+							}
+						} else {
+							j, err = q.Take(cctx)
+						}
+						now := time.Now()
+						if errors.Is(err, context.Canceled) {
+							return
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if now.Before(due[j]) {
+							t.Errorf("took %v at %v, before its due time %v", j, now, due[j])
+						}
+						mu.Lock()
+						seen[j]++
+						left--
+						if left == 0 {
+							stop()
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			for j := range due {
+				if seen[j] != 1 {
+					t.Errorf("item %v delivered %d times", j, seen[j])
+				}
+			}
+		})
+	}
+}
