@@ -267,3 +267,149 @@ func TestDelayQueueProducersConsumers(t *testing.T) {
 		})
 	}
 }
+
+// The fault matrix of the delay queue: a put or a take whose reply is lost
+// to a cut connection is neither lost nor repeated (at most once and at
+// least once), a consumer whose session expires while it holds a claim
+// gives its item to another consumer, and one that expires while waiting
+// for a due time loses nothing.
+func TestDelayQueueFaults(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, 2*time.Minute)
+	past := time.Now().Add(-time.Minute)
+
+	t.Run("put_cut", func(t *testing.T) {
+		dir := testRoot(t)
+		f := newFaulty(t, srv)
+		prod := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
+		cons := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+		if err := prod.Put(ctx, job{0, 0}, past); err != nil { // directories in place
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			err := f.inject(t, ctx, srv, zktest.OpMulti, cut, nil, func() error {
+				return prod.Put(ctx, job{0, i}, past.Add(time.Duration(i)*time.Millisecond))
+			})
+			if err != nil {
+				t.Fatalf("Put %d across a cut: %v", i, err)
+			}
+			if n, err := cons.Len(ctx); n != i+1 || err != nil {
+				t.Fatalf("Len = %d, %v after %d puts", n, err, i+1)
+			}
+		}
+		for i := 0; i <= 3; i++ {
+			if j, err := cons.Take(ctx); err != nil || j.N != i {
+				t.Fatalf("Take = %v, %v; want item %d", j, err, i)
+			}
+		}
+	})
+
+	t.Run("take_cut", func(t *testing.T) {
+		dir := testRoot(t)
+		prod := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+		for i := 0; i < 3; i++ {
+			if err := prod.Put(ctx, job{0, i}, past.Add(time.Duration(i)*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := newFaulty(t, srv)
+		cons := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
+		for i := 0; i < 3; i++ {
+			var j job
+			err := f.inject(t, ctx, srv, zktest.OpMulti, cut, nil, func() (err error) {
+				j, err = cons.Take(ctx)
+				return err
+			})
+			if err != nil || j.N != i {
+				t.Fatalf("Take across a cut = %v, %v; want item %d", j, err, i)
+			}
+			if n, err := prod.Len(ctx); n != 2-i || err != nil {
+				t.Fatalf("Len = %d, %v after %d takes", n, err, i+1)
+			}
+		}
+	})
+
+	t.Run("claim_cut", func(t *testing.T) {
+		dir := testRoot(t)
+		prod := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+		for i := 0; i < 3; i++ {
+			if err := prod.Put(ctx, job{0, i}, past.Add(time.Duration(i)*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := newFaulty(t, srv)
+		cons := runtime.NewAckDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
+		for i := 0; i < 3; i++ {
+			var d *runtime.Delivery[job]
+			err := f.inject(t, ctx, srv, zktest.OpCreate, cut, nil, func() (err error) {
+				d, err = cons.Take(ctx)
+				return err
+			})
+			if err != nil || d.Value.N != i {
+				t.Fatalf("Take across a cut of its claim = %v, %v; want item %d", d, err, i)
+			}
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := prod.Len(ctx); n != 2-i || err != nil {
+				t.Fatalf("Len = %d, %v after %d acks", n, err, i+1)
+			}
+		}
+	})
+
+	t.Run("claimer_expired", func(t *testing.T) {
+		dir := testRoot(t)
+		prod := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+		if err := prod.Put(ctx, job{0, 0}, past); err != nil {
+			t.Fatal(err)
+		}
+		f := newFaulty(t, srv)
+		d, err := runtime.NewAckDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]()).Take(ctx)
+		if err != nil || d.Value.N != 0 {
+			t.Fatalf("Take = %v, %v", d, err)
+		}
+		other := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+		got := make(chan *runtime.Delivery[job], 1)
+		go func() {
+			d, err := other.Take(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- d
+		}()
+		f.expire(t, srv)
+		d2 := <-got
+		if d2 == nil || d2.Value.N != 0 {
+			t.Fatalf("after the claimer expired, took %v", d2)
+		}
+		if err := d2.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ack(ctx); !errors.Is(err, runtime.ErrClaimLost) {
+			t.Fatalf("Ack on the expired session = %v; want ErrClaimLost", err)
+		}
+		if n, err := prod.Len(ctx); n != 0 || err != nil {
+			t.Fatalf("Len = %d, %v", n, err)
+		}
+	})
+
+	t.Run("waiter_expired", func(t *testing.T) {
+		dir := testRoot(t)
+		prod := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+		if err := prod.Put(ctx, job{0, 0}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		f := newFaulty(t, srv)
+		res := make(chan error, 1)
+		lists := f.p.Requests(zktest.OpGetChildren2)
+		go func() { _, err := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]()).Take(ctx); res <- err }()
+		waitRequests(t, f.p, zktest.OpGetChildren2, lists+1)
+		f.expire(t, srv)
+		if err := <-res; !errors.Is(err, runtime.ErrSessionExpired) {
+			t.Fatalf("Take of an expired consumer = %v; want ErrSessionExpired", err)
+		}
+		if n, err := prod.Len(ctx); n != 1 || err != nil {
+			t.Fatalf("Len = %d, %v; the item waits for its due time", n, err)
+		}
+	})
+}
