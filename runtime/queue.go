@@ -320,6 +320,28 @@ type QueueStats struct {
 	NextDue    time.Time // delay queues: the earliest due time of an item; zero when empty
 }
 
+// tally counts the items of one bucket, in serving order, into st, and
+// returns them oldest first: for a priority or delay queue the oldest item
+// is the one with the lowest sequence number, whatever its priority or due
+// time.
+func (q *queue[T]) tally(st *QueueStats, items []qitem) []qitem {
+	st.Len += len(items)
+	if q.delay && len(items) > 0 {
+		st.NextDue = time.UnixMilli(items[0].due).UTC()
+	}
+	if q.priority {
+		for _, it := range items {
+			if it.prio < len(st.ByPriority) {
+				st.ByPriority[it.prio]++
+			}
+		}
+	}
+	if q.priority || q.delay {
+		slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
+	}
+	return items
+}
+
 // stats lists the queue's items (each bucket once) and reads the oldest
 // item's creation time.
 func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
@@ -343,22 +365,7 @@ func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
 		if err != nil {
 			return st, err
 		}
-		items := sortItems(kids)
-		st.Len += len(items)
-		if q.delay && len(items) > 0 {
-			st.NextDue = time.UnixMilli(items[0].due).UTC()
-			slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
-		}
-		if q.priority {
-			for _, it := range items {
-				if it.prio < len(st.ByPriority) {
-					st.ByPriority[it.prio]++
-				}
-			}
-			// The oldest item is the one with the lowest sequence
-			// number, whatever its priority.
-			slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
-		}
+		items := q.tally(&st, sortItems(kids))
 		if oldest == nil {
 			for _, it := range items {
 				oldest = append(oldest, joinPath(q.bucketPath(b), it.name))

@@ -42,6 +42,20 @@ func init() {
 				queueMethodsDoc(r, "Put adds an item at a priority")...)
 		},
 	})
+	register(spec.KindDelayQueue, descriptor{
+		handle: queueHandle("DelayQueue"),
+		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Item)} },
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a handle on the delay queue %s at %s, of %s items, %s.",
+				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
+		},
+		usage: func(r *spec.Resource) []string {
+			return append([]string{
+				"Take returns an item only once its due time has passed by this process's",
+				"clock, earliest due first; it waits on a timer and a watch, without polling.",
+			}, queueMethodsDoc(r, "Put adds an item due at a time")...)
+		},
+	})
 }
 
 // queueHandle returns the handle function of a queue kind whose

@@ -25,6 +25,13 @@ func init() {
 			}
 			return runtime.NewPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities)).Stats(ctx)
 		})})
+	register(spec.KindDelayQueue, kindOps{provision: provisionPath,
+		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, error) {
+			if r.Delivery == spec.AtLeastOnce {
+				return runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			}
+			return runtime.NewDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+		})})
 }
 
 // QueueState is a queue's depth.
@@ -34,6 +41,7 @@ type QueueState struct {
 	Claimed    int             `json:"claimed,omitempty"`    // at-least-once: claimed, not acked
 	Oldest     *time.Time      `json:"oldest,omitempty"`     // the oldest item's creation time
 	OldestAge  float64         `json:"oldest_age_seconds"`   // 0 when empty
+	NextDue    *time.Time      `json:"next_due,omitempty"`   // delay queues: the earliest due time
 }
 
 // PriorityDepth is the number of items of one priority.
@@ -60,6 +68,10 @@ func queueReader(stats func(context.Context, *runtime.Session, *spec.Resource, r
 			o := qs.Oldest
 			st.Oldest = &o
 		}
+		if !qs.NextDue.IsZero() {
+			d := qs.NextDue
+			st.NextDue = &d
+		}
 		res.Queue = st
 		return nil
 	}
@@ -79,6 +91,9 @@ func (q *QueueState) summary() string {
 	}
 	if q.Oldest != nil {
 		s += ", oldest " + age(q.OldestAge)
+	}
+	if q.NextDue != nil {
+		s += ", next due " + q.NextDue.UTC().Format(time.RFC3339)
 	}
 	return s
 }
