@@ -268,6 +268,16 @@ func TestDelayQueueProducersConsumers(t *testing.T) {
 	}
 }
 
+// putDueInOrder puts jobs 0..n-1 due a millisecond apart from first.
+func putDueInOrder(t *testing.T, ctx context.Context, put func(context.Context, job, time.Time) error, n int, first time.Time) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if err := put(ctx, job{0, i}, first.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // The fault matrix of the delay queue: a put or a take whose reply is lost
 // to a cut connection is neither lost nor repeated (at most once and at
 // least once), a consumer whose session expires while it holds a claim
@@ -307,11 +317,7 @@ func TestDelayQueueFaults(t *testing.T) {
 	t.Run("take_cut", func(t *testing.T) {
 		dir := testRoot(t)
 		prod := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
-		for i := 0; i < 3; i++ {
-			if err := prod.Put(ctx, job{0, i}, past.Add(time.Duration(i)*time.Millisecond)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		putDueInOrder(t, ctx, prod.Put, 3, past)
 		f := newFaulty(t, srv)
 		cons := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
 		for i := 0; i < 3; i++ {
@@ -332,11 +338,7 @@ func TestDelayQueueFaults(t *testing.T) {
 	t.Run("claim_cut", func(t *testing.T) {
 		dir := testRoot(t)
 		prod := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
-		for i := 0; i < 3; i++ {
-			if err := prod.Put(ctx, job{0, i}, past.Add(time.Duration(i)*time.Millisecond)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		putDueInOrder(t, ctx, prod.Put, 3, past)
 		f := newFaulty(t, srv)
 		cons := runtime.NewAckDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
 		for i := 0; i < 3; i++ {
@@ -402,7 +404,10 @@ func TestDelayQueueFaults(t *testing.T) {
 		f := newFaulty(t, srv)
 		res := make(chan error, 1)
 		lists := f.p.Requests(zktest.OpGetChildren2)
-		go func() { _, err := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]()).Take(ctx); res <- err }()
+		go func() {
+			_, err := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]()).Take(ctx)
+			res <- err
+		}()
 		waitRequests(t, f.p, zktest.OpGetChildren2, lists+1)
 		f.expire(t, srv)
 		if err := <-res; !errors.Is(err, runtime.ErrSessionExpired) {
