@@ -418,3 +418,35 @@ func TestDelayQueueFaults(t *testing.T) {
 		}
 	})
 }
+
+// What a take of a due item costs on the wire, counted by the proxy the
+// consumer's session goes through: its listing (its own delete fires the
+// listing's watch, so the next take lists again), the item's read and one
+// multi — at most 3 requests and 1 notification per item.
+func TestDelayQueueRequestsPerTake(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	const M = 200
+	prod := runtime.NewDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+	if n, err := prod.PutAll(ctx, jobs(0, 0, M), time.Now().Add(-time.Minute)); n != M || err != nil {
+		t.Fatalf("PutAll = %d, %v", n, err)
+	}
+	p := zktest.NewProxy(t, srv.Addr())
+	cons := runtime.NewDelayQueue(connect(t, []string{p.Addr()}), runtime.At(dir), runtime.JSONCodec[job]())
+	if j, err := cons.Take(ctx); err != nil || j.N != 0 { // first take: spec record, directory
+		t.Fatalf("Take = %v, %v", j, err)
+	}
+	p.ResetCounts()
+	for i := 1; i < M; i++ {
+		if j, err := cons.Take(ctx); err != nil || j.N != i {
+			t.Fatalf("Take = %v, %v; want item %d", j, err, i)
+		}
+	}
+	c := p.Counts()
+	per := float64(c.Total()) / (M - 1)
+	t.Logf("%d takes: %d requests (%.2f per take: %v), %d notifications", M-1, c.Total(), per, c.Requests, c.Notifications)
+	if per > 3 || c.Notifications > M-1 {
+		t.Fatalf("%.2f requests per take and %d notifications for %d takes; want at most 3 per take and 1 per take", per, c.Notifications, M-1)
+	}
+}
