@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -47,13 +48,13 @@ func (q *DelayQueue[T]) Path() string { return q.q.dir }
 // makes it due at once). It returns as Queue.Put does: nil once the item is
 // in the queue, exactly once, across connection losses too.
 func (q *DelayQueue[T]) Put(ctx context.Context, item T, due time.Time) error {
-	_, err := q.q.put(ctx, int(dueMillis(due)), []T{item})
+	_, err := q.q.putDue(ctx, due, []T{item})
 	return err
 }
 
 // PutAll adds items, all due at due, in order; see Queue.PutAll.
 func (q *DelayQueue[T]) PutAll(ctx context.Context, items []T, due time.Time) (int, error) {
-	return q.q.put(ctx, int(dueMillis(due)), items)
+	return q.q.putDue(ctx, due, items)
 }
 
 // Take removes and returns the item due first once its due time has passed
@@ -105,13 +106,13 @@ func (q *AckDelayQueue[T]) Path() string { return q.q.dir }
 
 // Put adds item, due at due; see DelayQueue.Put.
 func (q *AckDelayQueue[T]) Put(ctx context.Context, item T, due time.Time) error {
-	_, err := q.q.put(ctx, int(dueMillis(due)), []T{item})
+	_, err := q.q.putDue(ctx, due, []T{item})
 	return err
 }
 
 // PutAll adds items, all due at due, in order; see Queue.PutAll.
 func (q *AckDelayQueue[T]) PutAll(ctx context.Context, items []T, due time.Time) (int, error) {
-	return q.q.put(ctx, int(dueMillis(due)), items)
+	return q.q.putDue(ctx, due, items)
 }
 
 // Take claims the unclaimed item due first once it is due, blocking until
@@ -140,4 +141,14 @@ func (q *AckDelayQueue[T]) Stats(ctx context.Context) (QueueStats, error) { retu
 // earliest due first.
 func (q *AckDelayQueue[T]) Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error {
 	return consume(ctx, q.q.s, q.Take, fn, opts)
+}
+
+// putDue puts items due at due: the put of a delay queue, whose key (the
+// put's priority argument) is the due Unix millisecond.
+func (q *queue[T]) putDue(ctx context.Context, due time.Time, items []T) (int, error) {
+	ms := dueMillis(due)
+	if int64(int(ms)) != ms { // a 32-bit int
+		return 0, fmt.Errorf("queue %s: due time %v does not fit this platform's int", q.dir, due)
+	}
+	return q.put(ctx, int(ms), items)
 }

@@ -450,3 +450,35 @@ func TestDelayQueueRequestsPerTake(t *testing.T) {
 		t.Fatalf("%.2f requests per take and %d notifications for %d takes; want at most 3 per take and 1 per take", per, c.Notifications, M-1)
 	}
 }
+
+// At least once: a released item is delivered again in its due turn, before
+// items due later, to this consumer or another; an acked one is gone.
+func TestAckDelayQueueRelease(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	a := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+	b := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job]())
+	putDueInOrder(t, ctx, a.Put, 3, time.Now().Add(-time.Minute))
+	for _, q := range []*runtime.AckDelayQueue[job]{a, b} {
+		d, err := q.Take(ctx)
+		if err != nil || d.Value.N != 0 {
+			t.Fatalf("Take = %v, %v; want item 0", d, err)
+		}
+		if err := d.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		d, err := b.Take(ctx)
+		if err != nil || d.Value.N != i {
+			t.Fatalf("Take = %v, %v; want item %d", d, err, i)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := a.Len(ctx); n != 0 || err != nil {
+		t.Fatalf("Len = %d, %v", n, err)
+	}
+}
