@@ -387,6 +387,14 @@ func TestDelayQueueFaults(t *testing.T) {
 		if err := d2.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// Once the client knows its session ended, its Ack is not sent and
+		// says the claim is lost. (An Ack sent before it knows gets the
+		// session's error, the outcome unknown to it: see Delivery.Ack.)
+		select {
+		case <-f.s.Done():
+		case <-ctx.Done():
+			t.Fatal("the expired session never learnt it ended")
+		}
 		if err := d.Ack(ctx); !errors.Is(err, runtime.ErrClaimLost) {
 			t.Fatalf("Ack on the expired session = %v; want ErrClaimLost", err)
 		}
