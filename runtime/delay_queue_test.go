@@ -90,7 +90,8 @@ func TestDelayQueueDueOrderNeverEarly(t *testing.T) {
 	}
 }
 
-// waitRequests blocks until proxy p has forwarded n requests of op. The
+// waitRequests blocks until proxy p has forwarded n requests of op (fails
+// the test if it never does). The
 // proxy's count is the only view of that, so it is polled with a deadline.
 func waitRequests(t *testing.T, p *zktest.Proxy, op int32, n int64) {
 	t.Helper()
@@ -141,15 +142,17 @@ func TestDelayQueueEarlierArrivalWakes(t *testing.T) {
 			res := make(chan error, 1)
 			lists := p.Requests(zktest.OpGetChildren2)
 			go func() { _, err := take(cctx); res <- err }()
-			waitRequests(t, p, zktest.OpGetChildren2, lists+1)
+			waitRequests(t, p, zktest.OpGetChildren2, lists+2)
 			cancel()
 			if err := <-res; !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled Take = %v", err)
 			}
 
-			// Waiting again: the consumer's listing and watch are in place
-			// once a sync of its session returns (a session's requests are
-			// served in order); then an earlier item arrives.
+			// Waiting again: a new handle lists the queue directory, then its
+			// bucket with a watch (two getChildren requests); that listing
+			// and its watch are in place once a sync of the consumer's
+			// session returns (a session's requests are served in order).
+			// Then an earlier item arrives.
 			lists = p.Requests(zktest.OpGetChildren2)
 			got := make(chan string, 1)
 			go func() {
@@ -159,7 +162,7 @@ func TestDelayQueueEarlierArrivalWakes(t *testing.T) {
 				}
 				got <- v
 			}()
-			waitRequests(t, p, zktest.OpGetChildren2, lists+1)
+			waitRequests(t, p, zktest.OpGetChildren2, lists+2)
 			if _, err := cs.Conn().Sync(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -416,7 +419,7 @@ func TestDelayQueueFaults(t *testing.T) {
 			_, err := runtime.NewDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]()).Take(ctx)
 			res <- err
 		}()
-		waitRequests(t, f.p, zktest.OpGetChildren2, lists+1)
+		waitRequests(t, f.p, zktest.OpGetChildren2, lists+2)
 		f.expire(t, srv)
 		if err := <-res; !errors.Is(err, runtime.ErrSessionExpired) {
 			t.Fatalf("Take of an expired consumer = %v; want ErrSessionExpired", err)
