@@ -19,12 +19,13 @@ type Barrier struct {
 	node string
 	err  error
 	acl  []zk.ACL // of created nodes; empty: the session's default
+	name string   // WithResourceName
 }
 
 // NewBarrier returns a handle on the barrier whose node is p. It does no I/O.
 // opts: WithNodeACL.
 func NewBarrier(s *Session, p Path, opts ...HandleOption) *Barrier {
-	return &Barrier{s: s, node: p.String(), err: p.Err(), acl: handleOptions(opts).acl}
+	return &Barrier{s: s, node: p.String(), err: p.Err(), acl: handleOptions(opts).acl, name: handleOptions(opts).name}
 }
 
 // Path returns the barrier node's path.
@@ -33,7 +34,8 @@ func (b *Barrier) Path() string { return b.node }
 // Raise puts the barrier up by creating its node (a persistent node, with
 // missing parents created as containers). Raising a raised barrier is not an
 // error. The node stays until Lower, whoever calls it.
-func (b *Barrier) Raise(ctx context.Context) error {
+func (b *Barrier) Raise(ctx context.Context) (err error) {
+	defer b.s.tel.begin(ctx, opRaise, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
@@ -58,11 +60,12 @@ func (b *Barrier) Raise(ctx context.Context) error {
 
 // Lower takes the barrier down by deleting its node, releasing every
 // waiter. Lowering a barrier that is not up is not an error.
-func (b *Barrier) Lower(ctx context.Context) error {
+func (b *Barrier) Lower(ctx context.Context) (err error) {
+	defer b.s.tel.begin(ctx, opLower, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
-	err := b.s.delete(ctx, b.node, -1)
+	err = b.s.delete(ctx, b.node, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -75,7 +78,8 @@ func (b *Barrier) Lower(ctx context.Context) error {
 // events keeps it waiting; there is no polling. When ctx ends it returns
 // ctx's error; it creates nothing, so nothing is left in ZooKeeper (the
 // server drops the data watch when the node goes or the session ends).
-func (b *Barrier) Wait(ctx context.Context) error {
+func (b *Barrier) Wait(ctx context.Context) (err error) {
+	defer b.s.tel.begin(ctx, opBarrierWait, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
@@ -122,6 +126,7 @@ type DoubleBarrier struct {
 	err  error
 	size int
 	acl  []zk.ACL // of created nodes; empty: the session's default
+	name string   // WithResourceName
 
 	mu   chan struct{} // serialises Enter and Leave
 	nmu  sync.Mutex
@@ -137,7 +142,7 @@ const (
 // participants. It does no I/O. Every participant must use the same size.
 // opts: WithNodeACL.
 func NewDoubleBarrier(s *Session, p Path, size int, opts ...HandleOption) *DoubleBarrier {
-	d := &DoubleBarrier{s: s, dir: p.String(), err: p.Err(), size: size, mu: make(chan struct{}, 1), acl: handleOptions(opts).acl}
+	d := &DoubleBarrier{s: s, dir: p.String(), err: p.Err(), size: size, mu: make(chan struct{}, 1), acl: handleOptions(opts).acl, name: handleOptions(opts).name}
 	if d.err == nil && size < 1 {
 		d.err = fmt.Errorf("double barrier %s: size must be >= 1, got %d", d.dir, size)
 	}
@@ -175,7 +180,8 @@ var curatorParticipants = &family{markers: []string{participantMark}, blockedBy:
 // deletes its participant node (with a fresh, bounded context) and returns
 // ctx's error; the exists watch on the ready node stays with the session
 // until the node appears.
-func (d *DoubleBarrier) Enter(ctx context.Context) error {
+func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
+	defer d.s.tel.begin(ctx, opBarrierEnter, "double_barrier", d.name, d.dir).end(&err)
 	if err := d.lock(ctx); err != nil {
 		return err
 	}
@@ -246,7 +252,8 @@ func (d *DoubleBarrier) unlock() { <-d.mu }
 // returns ctx's error; its node is deleted anyway (the participant has left,
 // it only stops waiting for the others), and the handle can Enter a fresh
 // barrier path.
-func (d *DoubleBarrier) Leave(ctx context.Context) error {
+func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
+	defer d.s.tel.begin(ctx, opBarrierLeave, "double_barrier", d.name, d.dir).end(&err)
 	if err := d.lock(ctx); err != nil {
 		return err
 	}

@@ -192,6 +192,12 @@ func (s *Session) reap(ctx context.Context, dir string, fam *family, olderThan t
 	if err != nil {
 		return nil, err
 	}
+	return s.reapHolders(ctx, dir, hs, olderThan)
+}
+
+// reapHolders deletes the nodes of hs (contenders of dir) created more than
+// olderThan ago and returns those it removed.
+func (s *Session) reapHolders(ctx context.Context, dir string, hs []Holder, olderThan time.Duration) ([]Holder, error) {
 	cutoff := time.Now().Add(-olderThan)
 	var removed []Holder
 	for _, h := range hs {

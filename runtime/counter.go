@@ -5,12 +5,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Counter is a shared int64 in one persistent znode, stored as 8 bytes
 // big-endian, the format of Curator's DistributedAtomicLong, so the two can
-// share a counter. A missing node counts as 0. Add is optimistic: read,
-// then compare-and-set on the node's version, again until it wins.
+// share a counter. With WithLayout(LayoutKazoo) it is stored as 4 bytes
+// big-endian, the format of Curator's SharedCount and of kazoo's
+// Counter(support_curator=True), and holds only int32 values: an Add that
+// would leave that range fails and writes nothing. A missing
+// node (or one without data) counts as 0. Add is optimistic: read, then
+// compare-and-set on the node's version, again until it wins.
 type Counter struct {
 	c *Config[int64]
 }
@@ -31,11 +36,36 @@ func (int64Codec) Decode(data []byte) (int64, error) {
 	return 0, fmt.Errorf("%w: counter holds %d bytes, want 8", ErrDecode, len(data))
 }
 
+// int32Codec is the 4-byte format of SharedCount and kazoo's Counter.
+type int32Codec struct{}
+
+func (int32Codec) Encode(v int64) ([]byte, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return nil, fmt.Errorf("%d is out of the 32-bit range of the counter's layout (kazoo, SharedCount)", v)
+	}
+	return binary.BigEndian.AppendUint32(nil, uint32(int32(v))), nil
+}
+
+func (int32Codec) Decode(data []byte) (int64, error) {
+	switch len(data) {
+	case 0:
+		return 0, nil
+	case 4:
+		return int64(int32(binary.BigEndian.Uint32(data))), nil
+	}
+	return 0, fmt.Errorf("%w: counter holds %d bytes, want 4 (layout kazoo)", ErrDecode, len(data))
+}
+
 // NewCounter returns a handle on the counter node p. It does no I/O; the
 // node and its parents are created on the first Add. If p is invalid, every
-// method returns p's error. opts: WithNodeACL.
+// method returns p's error. opts: WithNodeACL, WithLayout (LayoutKazoo: the
+// 4-byte format).
 func NewCounter(s *Session, p Path, opts ...HandleOption) *Counter {
-	return &Counter{c: NewConfig[int64](s, p, int64Codec{}, opts...)}
+	var codec Codec[int64] = int64Codec{}
+	if handleOptions(opts).layout == LayoutKazoo {
+		codec = int32Codec{}
+	}
+	return &Counter{c: NewConfig[int64](s, p, codec, opts...)}
 }
 
 // Path returns the counter node's path.

@@ -28,6 +28,9 @@
 //     Leadership, Observe streams the leader.
 //   - Group: group membership; Join hands out a Membership, Watch streams
 //     the members.
+//   - Partitioner: N partitions shared among members, never two owners of
+//     one, balanced and sticky; Join hands out an Assignment, Owned streams
+//     the member's partitions.
 //   - Config: a typed value in one znode, with compare-and-set and Watch
 //     (configuration, or a name service). Counter: a shared int64
 //     (Curator's DistributedAtomicLong format).
@@ -39,9 +42,9 @@
 // Supervise runs a function on a session and, each time the session ends,
 // on a new one (one at a time; every tenure of the old session has reported
 // Lost before the function's context ends). Lock.Do, Semaphore.Do,
-// Election.Run, Group.Stay and AckQueue.Consume run as long as the caller
-// wants and return the session's end when it ends, so that under Supervise
-// they start again on the next session.
+// Election.Run, Group.Stay, Partitioner.Stay and AckQueue.Consume run as
+// long as the caller wants and return the session's end when it ends, so
+// that under Supervise they start again on the next session.
 //
 // Each recipe has a handle type built from a Session and a Path (NewLock,
 // NewQueue, ...) and a handle interface with its full method set
@@ -51,9 +54,10 @@
 // error from every method. WithNodeACL sets the ACL of the nodes a handle
 // creates.
 //
-// Node names follow Apache Curator's recipes (and, for locks with
-// LayoutKazoo, Python's kazoo), so the recipes share a path with those
-// libraries' clients.
+// Node names follow Apache Curator's recipes (and, for locks, read/write
+// locks, semaphores, elections, groups and counters with
+// WithLayout(LayoutKazoo), Python's kazoo), so the recipes share a path with
+// those libraries' clients.
 //
 // # Rules every recipe follows
 //
@@ -143,6 +147,9 @@ package runtime
 //
 //	lock.go rwlock.go semaphore.go barrier.go election.go group.go
 //	config.go counter.go twopc.go
+//	partitioner.go     the partitioner's handle and Assignment
+//	partitioner_member.go  a member's loop: plan, release, acquire
+//	partition_plan.go  the plan: balanced, sticky, pure
 //	queue.go           the four queue handles, QueueOption, Stats
 //	delay_queue.go     the two delay queue handles (items taken once due)
 //	queue_core.go      the shared handle: producer and consumer state, buckets, markers

@@ -37,7 +37,9 @@ import (
 // leader replaces it; one whose candidate is still there is waited for. The
 // epoch node stays behind when everyone has left, so epochs keep growing
 // across quiet periods. Both names sort after every latch node in Curator's
-// ordering, so they never take part in its election. Resign deletes the
+// ordering, so they never take part in its election, and neither matches
+// kazoo's contender pattern (<hex>__lock__<seq>, LayoutKazoo), which kazoo's
+// Election ignores everything else by. Resign deletes the
 // acknowledgement and the candidate node in one multi (retire).
 
 // Election is leader election on a znode directory. Campaign returns a
@@ -46,7 +48,8 @@ import (
 // candidate whose session has ended; at most one candidate is acknowledged
 // at a time. Candidates wait herd-free: a leader's departure wakes one
 // candidate. Candidate nodes are named as Curator's LeaderLatch names them
-// and carry the candidate's encoded payload, so Go and Curator candidates
+// (or, with WithLayout(LayoutKazoo), as kazoo's Election does) and carry
+// the candidate's encoded payload, so Go and Curator (or kazoo) candidates
 // can share one election. State, Leader and Observe read the acknowledged
 // leader.
 //
@@ -59,6 +62,8 @@ type Election[T any] struct {
 	err   error
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
+	fam   *family  // candidate node names: curatorLatch or kazooMutex
+	name  string   // WithResourceName
 
 	busy slot // campaigning or leading
 }
@@ -127,9 +132,16 @@ func decodeAck(data []byte) (ackHeader, []byte, error) {
 // NewElection returns a candidate handle for the election at directory p,
 // with payloads encoded by codec. It does no I/O; the directory and its
 // parents are created (as container nodes) on first use. If p is invalid,
-// every method returns p's error. opts: WithNodeACL.
+// every method returns p's error. opts: WithNodeACL, WithLayout
+// (LayoutKazoo names candidate nodes <hex>__lock__<seq>, as kazoo's
+// Election does, instead of Curator LeaderLatch's names).
 func NewElection[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Election[T] {
-	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
+	cfg := handleOptions(opts)
+	fam := curatorLatch
+	if cfg.layout == LayoutKazoo {
+		fam = kazooMutex
+	}
+	return &Election[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, fam: fam, name: cfg.name}
 }
 
 // Path returns the election's directory.
@@ -157,7 +169,9 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
 	}
 
+	sp := e.s.tel.begin(ctx, opCampaign, "election", e.name, e.dir)
 	h, epoch, err := e.campaign(ctx, data)
+	sp.acquired(h, err)
 	if err != nil {
 		e.busy.free()
 		return nil, err
@@ -166,7 +180,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 }
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
-	node, err := e.s.createProtected(ctx, e.acl, e.dir, curatorLatch.prefix(0), data)
+	node, err := e.s.createProtected(ctx, e.acl, e.dir, e.fam.prefix(0), data)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -185,6 +199,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			case <-h.lost:
 				err = fmt.Errorf("election %s: %w", node, ErrLeadershipLost)
 			default:
+				e.s.tel.failover(pre.wokeAt(), e.name, e.dir)
 				return h, epoch, nil
 			}
 		}
@@ -204,7 +219,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string) (*ackReads, er
 		if err != nil {
 			return nil, e.s.abandon(node, err)
 		}
-		cs := curatorLatch.sortContenders(kids)
+		cs := e.fam.sortContenders(kids)
 		i := indexOf(cs, name)
 		if i < 0 {
 			if err := e.s.check(); err != nil {
@@ -250,6 +265,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 			kids, err = e.s.children(ctx, e.dir)
 		} else {
 			*pre = e.readAck(ctx)
+			pre.woke = e.s.tel.now()
 		}
 	})
 	return kids, pre, err
@@ -392,6 +408,7 @@ type ackReads struct {
 	ack, epoch         []byte
 	ackStat, epochStat *zk.Stat
 	ackErr, epochErr   error
+	woke               time.Time // when read after a wake-up, with telemetry on
 }
 
 // readAck reads the acknowledgement and the epoch node concurrently.
@@ -595,7 +612,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 		return nil, err
 	}
 	var out []Candidate[T]
-	for _, c := range curatorLatch.sortContenders(kids) {
+	for _, c := range e.fam.sortContenders(kids) {
 		p := joinPath(e.dir, c.name)
 		data, st, err := e.s.get(ctx, p)
 		if isNoNode(err) {

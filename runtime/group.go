@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -13,7 +15,16 @@ import (
 // of the box" application): each member is an ephemeral sequential node
 // <dir>/_c_<uuid>-member-<seq> carrying the encoded member, so a member
 // whose session ends leaves the group by itself. Members are listed in the
-// order they joined. Children that are not member nodes are ignored.
+// order they joined.
+//
+// Members of other libraries count too, as those libraries count them:
+// every child of the directory, as Curator's GroupMember names its members
+// by their ids; with WithLayout(LayoutKazoo), our member nodes are named
+// <hex>__party__<seq> and only children whose names hold "__party__" count,
+// as kazoo's Party has it. A member node of ours that cannot be decoded is an
+// error (ErrDecode); another library's member whose payload the codec cannot
+// decode is left out (and logged): share a group with member: string (or
+// bytes) to see every payload.
 //
 // A Group handle stands for one member: Join on a handle that is a member
 // returns ErrAlreadyHeld; after Leave it can join again. Two handles, even on
@@ -24,6 +35,8 @@ type Group[T any] struct {
 	err   error
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
+	fam   *family  // our member node names: groupMembers or kazooParty
+	name  string   // WithResourceName
 
 	busy slot // joining or a member
 }
@@ -42,9 +55,15 @@ type Membership[T any] struct {
 // NewGroup returns a member handle for the group at directory p, with
 // members encoded by codec. It does no I/O; the directory and its parents are
 // created (as container nodes) on first Join. If p is invalid, every method
-// returns p's error. opts: WithNodeACL.
+// returns p's error. opts: WithNodeACL, WithLayout (LayoutKazoo: kazoo
+// Party's names).
 func NewGroup[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Group[T] {
-	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
+	cfg := handleOptions(opts)
+	fam := groupMembers
+	if cfg.layout == LayoutKazoo {
+		fam = kazooParty
+	}
+	return &Group[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, fam: fam, name: cfg.name}
 }
 
 // Path returns the group's directory.
@@ -73,7 +92,7 @@ func (g *Group[T]) Join(ctx context.Context, member T) (*Membership[T], error) {
 }
 
 func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership[T], error) {
-	node, err := g.s.createProtected(ctx, g.acl, g.dir, groupMembers.prefix(0), data)
+	node, err := g.s.createProtected(ctx, g.acl, g.dir, g.fam.prefix(0), data)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +100,7 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, g.s.abandon(node, err)
 	}
+	g.s.tel.tenureOf(h, "group", g.name, g.dir)
 	return &Membership[T]{tenure: tenure{s: g.s, h: h}, g: g, member: member}, nil
 }
 
@@ -117,22 +137,74 @@ func (g *Group[T]) Members(ctx context.Context) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []T
-	for _, c := range groupMembers.sortContenders(kids) {
-		data, _, err := g.s.get(ctx, joinPath(g.dir, c.name))
+	ms, _, _, err := g.readMembers(ctx, kids, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(ms))
+	for i, m := range ms {
+		out[i] = m.v
+	}
+	return out, nil
+}
+
+// groupEntry is one member read from the directory.
+type groupEntry[T any] struct {
+	name string
+	zxid int64 // creation: members are listed in this order
+	v    T
+}
+
+// readMembers reads the members among kids, in the order they joined;
+// cache, if not nil, holds members read before (by name) and is updated.
+// A member of ours that cannot be decoded is an error when strict (cache
+// nil), else left out and returned in bad (its name, marked, is in names:
+// a list with a new undecodable member is a new state); another library's
+// is always left out (and logged). It also returns the member names.
+func (g *Group[T]) readMembers(ctx context.Context, kids []string, cache map[string]groupEntry[T]) (out []groupEntry[T], names []string, bad []error, err error) {
+	strict := cache == nil
+	var badNames []string
+	for _, name := range kids {
+		_, ours := parseSeq(name, g.fam.markers[0])
+		if !ours && g.fam == kazooParty && !strings.Contains(name, kazooPartyMarker) {
+			continue // kazoo's Party counts only its own names
+		}
+		if e, ok := cache[name]; ok {
+			out = append(out, e)
+			continue
+		}
+		p := joinPath(g.dir, name)
+		data, st, err := g.s.get(ctx, p)
 		if isNoNode(err) {
 			continue // left meanwhile
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		v, err := g.codec.Decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("group %s: member %s: %w", g.dir, c.name, err)
+		if err != nil && ours && strict {
+			return nil, nil, nil, fmt.Errorf("group %s: member %s: %w", g.dir, name, err)
 		}
-		out = append(out, v)
+		if err != nil {
+			g.s.log.Warn("group: undecodable member", "path", p, "err", err)
+			if ours {
+				bad = append(bad, fmt.Errorf("group member %s: %w", p, err))
+				badNames = append(badNames, "!"+name)
+			}
+			continue
+		}
+		e := groupEntry[T]{name: name, zxid: st.Czxid, v: v}
+		if cache != nil {
+			cache[name] = e
+		}
+		out = append(out, e)
 	}
-	return out, nil
+	slices.SortFunc(out, func(a, b groupEntry[T]) int { return cmp.Compare(a.zxid, b.zxid) })
+	names = make([]string, 0, len(out)+len(badNames))
+	for _, e := range out {
+		names = append(names, e.name)
+	}
+	return out, append(names, badNames...), bad, nil
 }
 
 // Watch streams the member list: the current list first, then the full list
@@ -153,7 +225,7 @@ func (g *Group[T]) Watch(ctx context.Context) <-chan MemberList[T] {
 	if g.err != nil {
 		return failedStream(ctx, MemberList[T]{Members: []T{}, Err: g.err})
 	}
-	cache := map[string]T{} // member node name -> member; used by the stream goroutine only
+	cache := map[string]groupEntry[T]{} // member node name -> member; used by the stream goroutine only
 	return stream(ctx, g.s, "group "+g.dir, func(ctx context.Context) (snapshot[MemberList[T]], error) {
 		return g.readList(ctx, cache)
 	}, func(last MemberList[T], err error) MemberList[T] {
@@ -168,7 +240,7 @@ func (g *Group[T]) Watch(ctx context.Context) <-chan MemberList[T] {
 // readList reads the member list for Watch and leaves a child watch (an
 // exists watch while the directory is missing). cache holds the members
 // decoded before, by node name; readList keeps it to the live members.
-func (g *Group[T]) readList(ctx context.Context, cache map[string]T) (snapshot[MemberList[T]], error) {
+func (g *Group[T]) readList(ctx context.Context, cache map[string]groupEntry[T]) (snapshot[MemberList[T]], error) {
 	var r getResult
 	for {
 		var err error
@@ -189,32 +261,17 @@ func (g *Group[T]) readList(ctx context.Context, cache map[string]T) (snapshot[M
 		}
 		// Created between the two reads: list it.
 	}
-	cs := groupMembers.sortContenders(r.kids)
-	list := make([]T, 0, len(cs))
-	names := make([]string, 0, len(cs))
-	live := make(map[string]bool, len(cs))
-	var bad []error
-	for _, c := range cs {
-		live[c.name] = true
-		v, ok := cache[c.name]
-		if !ok {
-			data, _, err := g.s.get(ctx, joinPath(g.dir, c.name))
-			if isNoNode(err) {
-				continue // left meanwhile; the watch has fired
-			}
-			if err != nil {
-				return snapshot[MemberList[T]]{}, err
-			}
-			if v, err = g.codec.Decode(data); err != nil {
-				g.s.log.Warn("group: undecodable member", "path", joinPath(g.dir, c.name), "err", err)
-				bad = append(bad, fmt.Errorf("group member %s: %w", joinPath(g.dir, c.name), err))
-				names = append(names, "!"+c.name) // a list with a new bad member is a new state
-				continue
-			}
-			cache[c.name] = v
-		}
-		list = append(list, v)
-		names = append(names, c.name)
+	ms, names, bad, err := g.readMembers(ctx, r.kids, cache)
+	if err != nil {
+		return snapshot[MemberList[T]]{}, err
+	}
+	list := make([]T, len(ms))
+	for i, m := range ms {
+		list[i] = m.v
+	}
+	live := make(map[string]bool, len(r.kids))
+	for _, k := range r.kids {
+		live[k] = true
 	}
 	for k := range cache {
 		if !live[k] {
@@ -237,3 +294,10 @@ type MemberList[T any] struct {
 
 // Group members: _c_<uuid>-member-<seq> (nobody waits on anybody).
 var groupMembers = &family{markers: []string{"member-"}, blockedBy: [][]bool{{false}}}
+
+// kazooPartyMarker is in the name of every member node of kazoo's Party.
+const kazooPartyMarker = "__party__"
+
+// Group members in kazoo Party's names: <hex>__party__<seq> (kazoo's own
+// are <hex>__party__, without a sequence).
+var kazooParty = &family{markers: []string{kazooPartyMarker}, blockedBy: [][]bool{{false}}, kazoo: true}

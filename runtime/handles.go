@@ -160,6 +160,16 @@ type GroupHandle[T any] interface {
 	Watch(ctx context.Context) <-chan MemberList[T]
 }
 
+// PartitionerHandle is the method set of *Partitioner[T].
+type PartitionerHandle[T any] interface {
+	Path() string
+	Partitions() int
+	Name(i int) string
+	Join(ctx context.Context, member T, opts ...JoinOption) (*Assignment[T], error)
+	Stay(ctx context.Context, member T, opts ...JoinOption) error
+	Owners(ctx context.Context) (PartitionOwners[T], error)
+}
+
 // ConfigHandle is the method set of *Config[T].
 type ConfigHandle[T any] interface {
 	Path() string
@@ -208,6 +218,7 @@ var (
 	_ DoubleBarrierHandle          = (*DoubleBarrier)(nil)
 	_ ElectionHandle[int]          = (*Election[int])(nil)
 	_ GroupHandle[int]             = (*Group[int])(nil)
+	_ PartitionerHandle[int]       = (*Partitioner[int])(nil)
 	_ ConfigHandle[int]            = (*Config[int])(nil)
 	_ CounterHandle                = (*Counter)(nil)
 	_ TwoPhaseCommitHandle[[]byte] = (*TwoPhaseCommit[[]byte])(nil)

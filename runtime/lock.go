@@ -77,13 +77,23 @@ func (f lockOptionFunc) applyLock(c *lockConfig) { f(c) }
 
 type lockConfig struct {
 	handleConfig
-	layout     Layout
 	revocable  bool
 	forceAfter time.Duration
+	internal   bool // a semaphore's own lock: no telemetry
 }
 
-// WithLayout sets the node naming. Default LayoutCurator.
-func WithLayout(l Layout) LockOption { return lockOptionFunc(func(c *lockConfig) { c.layout = l }) }
+// LayoutOption is the option that selects the node naming (and, for a
+// semaphore, the protocol; for a counter, the stored format) of a lock,
+// read/write lock, semaphore, election or counter, for sharing its path with
+// another library's recipe. It is both a LockOption and a HandleOption.
+type LayoutOption struct{ layout Layout }
+
+// WithLayout sets the layout: LayoutCurator (the default) or LayoutKazoo.
+func WithLayout(l Layout) LayoutOption { return LayoutOption{layout: l} }
+
+func (o LayoutOption) applyHandle(c *handleConfig) { c.layout = o.layout }
+
+func (o LayoutOption) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
 
 // WithRevocation makes the lock revocable: another contender may call
 // RequestRevoke, and the holder sees Revoked close and decides when to
@@ -172,7 +182,9 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 	purpose := l.purpose
 	l.mu.Unlock()
 
+	sp := l.s.tel.lockOp(ctx, opLockAcquire, l)
 	h, err := l.contend(ctx, wait, purpose)
+	sp.acquired(h, err)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -257,7 +269,8 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 // lost (the node is gone already). If ctx ends before the delete is
 // confirmed, the delete carries on in the background (bounded) and Unlock
 // returns ctx's error. Either way the handle can be locked again.
-func (l *Lock) Unlock(ctx context.Context) error {
+func (l *Lock) Unlock(ctx context.Context) (err error) {
+	defer l.s.tel.lockOp(ctx, opLockRelease, l).end(&err)
 	if l.err != nil {
 		return l.err
 	}

@@ -99,8 +99,40 @@ func (e *Election[T]) Run(ctx context.Context, payload T, fn func(ctx context.Co
 // random pause. It returns the session's end when the session ends, so
 // that under Supervise it joins again on the next session.
 func (g *Group[T]) Stay(ctx context.Context, member T) error {
-	for {
+	return stay(ctx, g.s, "group", func(ctx context.Context) (stayer, error) {
 		m, err := g.Join(ctx, member)
+		if err != nil {
+			return nil, err
+		}
+		return groupStayer[T]{m}, nil
+	})
+}
+
+// stayer is a membership held by stay: a group's or a partitioner's.
+type stayer interface {
+	Node() string
+	ended() <-chan struct{}          // closed when the membership has ended
+	leave(ctx context.Context) error // Leave
+}
+
+type groupStayer[T any] struct{ *Membership[T] }
+
+func (m groupStayer[T]) ended() <-chan struct{}          { return m.Lost() }
+func (m groupStayer[T]) leave(ctx context.Context) error { return m.Leave(ctx) }
+
+type partitionStayer[T any] struct{ *Assignment[T] }
+
+// ended is closed once the loss was handled: every partition reported
+// released.
+func (a partitionStayer[T]) ended() <-chan struct{}          { return a.done }
+func (a partitionStayer[T]) leave(ctx context.Context) error { return a.Leave(ctx) }
+
+// stay is Stay's loop: join, stay until ctx or the membership ends, leave
+// when ctx ended, return the session's end, join again after a pause when
+// the membership alone was lost.
+func stay(ctx context.Context, s *Session, what string, join func(context.Context) (stayer, error)) error {
+	for {
+		m, err := join(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -109,22 +141,23 @@ func (g *Group[T]) Stay(ctx context.Context, member T) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-m.Lost():
+		case <-m.ended():
 		}
-		if err := g.s.check(); err != nil {
+		if err := s.check(); err != nil {
+			<-m.ended()
 			return err // the session's end comes first, even when ctx ended too
 		}
 		if ctx.Err() != nil {
 			rctx, rcancel := releaseCtx(ctx)
-			err := m.Leave(rctx)
+			err := m.leave(rctx)
 			rcancel()
 			return ignoreLost(err, ErrMembershipLost)
 		}
-		_ = m.Leave(ctx) // only frees the handle: the membership is lost already
-		if err := g.s.check(); err != nil {
+		_ = m.leave(ctx) // only frees the handle: the membership is lost already
+		if err := s.check(); err != nil {
 			return err
 		}
-		g.s.log.Warn("group membership lost while the session lives; joining again", "path", m.Node())
+		s.log.Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
 		if err := sleepCtx(ctx, rejoinPause()); err != nil {
 			return nil
 		}
@@ -242,4 +275,21 @@ func consumeLoop[T any](ctx context.Context, s *Session, take func(context.Conte
 		}
 	}
 	return nil
+}
+
+// Stay joins the partitioner as member and stays until ctx ends (then it
+// releases every partition, leaves and returns nil); the partitions come
+// and go through the hooks of WithPartitionHooks, among opts. If the
+// member node is deleted while the session lives, it joins again after a
+// short random pause. It returns the session's end when the session ends
+// (every partition reported released first), so that under Supervise or a
+// generated Run it joins again on the next session.
+func (p *Partitioner[T]) Stay(ctx context.Context, member T, opts ...JoinOption) error {
+	return stay(ctx, p.s, "partitioner", func(ctx context.Context) (stayer, error) {
+		a, err := p.Join(ctx, member, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return partitionStayer[T]{a}, nil
+	})
 }

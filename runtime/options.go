@@ -54,12 +54,16 @@ type authInfo struct {
 
 // HandleOption configures a handle whose constructor has no options of its
 // own (barriers, config, counter, election, group, semaphore). WithNodeACL
-// is one.
+// is one; WithLayout is one for an election, a semaphore and a counter.
 type HandleOption interface{ applyHandle(*handleConfig) }
 
 // handleConfig is what every handle can be configured with.
 type handleConfig struct {
-	acl []zk.ACL // ACL of created nodes; empty: the session's default
+	acl    []zk.ACL // ACL of created nodes; empty: the session's default
+	layout Layout   // set by WithLayout (election, semaphore, counter, group, locks)
+	name   string   // spec resource name (WithResourceName), for telemetry
+
+	partitionNames []string // a partitioner's partition names (WithPartitionNames)
 }
 
 func handleOptions(opts []HandleOption) handleConfig {

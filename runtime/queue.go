@@ -266,17 +266,26 @@ func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 // constructor, and its options.
 // record is the spec record of the queue's directory (specguard.go).
 func (c queueConfig) record() specRecord {
-	r := specRecord{Kind: "queue", Delivery: "at_most_once"}
+	r := specRecord{Kind: c.kindName(), Delivery: "at_most_once"}
 	if c.priority {
-		r.Kind, r.Levels, r.Priorities = "priority_queue", c.levels, c.names
-	}
-	if c.delay {
-		r.Kind = "delay_queue"
+		r.Levels, r.Priorities = c.levels, c.names
 	}
 	if c.ack {
 		r.Delivery = "at_least_once"
 	}
 	return r
+}
+
+// kindName is the spec kind of the queue: queue, priority_queue or
+// delay_queue (in its spec record and its telemetry).
+func (c queueConfig) kindName() string {
+	switch {
+	case c.priority:
+		return "priority_queue"
+	case c.delay:
+		return "delay_queue"
+	}
+	return "queue"
 }
 
 type queueConfig struct {

@@ -38,14 +38,15 @@ func (d *Delivery[T]) Node() string { return d.node }
 // was consumed or will be delivered again. If ctx ends first, ctx's error is
 // returned and the item may or may not be deleted (it stays claimed until
 // the session ends).
-func (d *Delivery[T]) Ack(ctx context.Context) error {
+func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
+	defer d.q.s.tel.begin(ctx, opAck, d.q.kindName(), d.q.name, d.q.dir).end(&err)
 	if err := d.finish(); err != nil {
 		return err
 	}
 	s := d.q.s
 	retried := false
 	sent := false // an attempt may have reached the server
-	err := s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		if err := s.check(); err != nil {
 			return err
 		}
@@ -81,11 +82,12 @@ func (d *Delivery[T]) Ack(ctx context.Context) error {
 // Release gives the item back without consuming it: its claim is deleted
 // and another consumer (or this one, on a later pass) takes it again.
 // Errors are as for Ack.
-func (d *Delivery[T]) Release(ctx context.Context) error {
+func (d *Delivery[T]) Release(ctx context.Context) (err error) {
+	defer d.q.s.tel.begin(ctx, opRelease, d.q.kindName(), d.q.name, d.q.dir).end(&err)
 	if err := d.finish(); err != nil {
 		return err
 	}
-	err := d.q.s.deleteOwned(ctx, d.claim)
+	err = d.q.s.deleteOwned(ctx, d.claim)
 	switch {
 	case err == nil:
 		d.q.cons.released.Store(true)

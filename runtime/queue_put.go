@@ -12,7 +12,8 @@ import (
 // maxBatchOps items / maxBatchBytes. It returns how many were put. prio is
 // the items' priority index, or for a delay queue their due time in Unix
 // milliseconds (see dueMillis).
-func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
+func (q *queue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
+	defer q.s.tel.begin(ctx, opQueuePut, q.kindName(), q.name, q.dir).end(&err)
 	if q.err != nil {
 		return 0, q.err
 	}

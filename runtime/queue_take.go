@@ -16,7 +16,8 @@ import (
 // come from the cached listing of the current bucket; the bucket is listed
 // again only when that listing is used up (or, for a priority queue, when
 // its child watch fired).
-func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
+func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err error) {
+	defer q.s.tel.begin(ctx, opQueueTake, q.kindName(), q.name, q.dir).end(&err)
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", q.dir, n)
 	}

@@ -25,7 +25,8 @@ import (
 // Semaphore is a counting semaphore on a znode directory: at most a fixed
 // number of leases are held at once, and a released lease wakes one waiting
 // participant. It uses Curator's InterProcessSemaphoreV2 layout, so the two
-// share a path. Leases are ephemeral: they do not survive their session.
+// share a path, or with WithLayout(LayoutKazoo) kazoo's Semaphore layout and
+// protocol. Leases are ephemeral: they do not survive their session.
 //
 // A Semaphore handle stands for one participant: it holds at most one lease
 // at a time (Acquire while holding returns ErrAlreadyHeld).
@@ -35,7 +36,9 @@ type Semaphore struct {
 	err    error
 	leases int
 	acl    []zk.ACL // of created nodes; empty: the session's default
+	name   string   // WithResourceName
 	mutex  *Lock
+	kazoo  bool // kazoo's layout (semaphore_kazoo.go)
 
 	mu      sync.Mutex
 	lease   *Lease
@@ -55,10 +58,17 @@ type Lease struct {
 
 // NewSemaphore returns a handle on a semaphore of the given number of leases
 // at p. It does no I/O. Every participant must use the same number.
-// opts: WithNodeACL.
+// opts: WithNodeACL, WithLayout (LayoutKazoo: kazoo's Semaphore layout,
+// whose directory records the number of leases; a handle with another
+// number is refused with ErrSpecMismatch).
 func NewSemaphore(s *Session, p Path, leases int, opts ...HandleOption) *Semaphore {
-	acl := handleOptions(opts).acl
-	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl))}
+	cfg := handleOptions(opts)
+	acl := cfg.acl
+	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, name: cfg.name, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl), internalLock)}
+	if cfg.layout == LayoutKazoo {
+		m.kazoo = true
+		m.mutex = NewLock(s, At(m.dir+kazooLockSuffix), WithNodeACL(acl), WithLayout(LayoutKazoo), internalLock)
+	}
 	if m.err == nil && leases < 1 {
 		m.err = fmt.Errorf("semaphore %s: leases must be >= 1, got %d", m.dir, leases)
 	}
@@ -94,7 +104,9 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	purpose := m.purpose
 	m.mu.Unlock()
 
+	sp := m.s.tel.begin(ctx, opSemAcquire, "semaphore", m.name, m.dir)
 	h, err := m.acquire(ctx, purpose)
+	sp.acquired(h, err)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -107,6 +119,9 @@ func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 }
 
 func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) {
+	if m.kazoo {
+		return m.acquireKazoo(ctx, purpose)
+	}
 	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
 		return nil, err
 	}
@@ -165,7 +180,13 @@ func (m *Semaphore) Holders(ctx context.Context) ([]Holder, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	leases, err := m.s.holders(ctx, m.leasesDir(), curatorLeases)
+	var leases []Holder
+	var err error
+	if m.kazoo {
+		leases, err = m.holdersKazoo(ctx)
+	} else {
+		leases, err = m.s.holders(ctx, m.leasesDir(), curatorLeases)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +215,13 @@ func (m *Semaphore) Reap(ctx context.Context, olderThan time.Duration) ([]Holder
 	if m.err != nil {
 		return nil, m.err
 	}
-	removed, err := m.s.reap(ctx, m.leasesDir(), curatorLeases, olderThan)
+	var removed []Holder
+	var err error
+	if m.kazoo {
+		removed, err = m.reapKazoo(ctx, olderThan)
+	} else {
+		removed, err = m.s.reap(ctx, m.leasesDir(), curatorLeases, olderThan)
+	}
 	if err != nil {
 		return removed, err
 	}

@@ -45,7 +45,12 @@ type Session struct {
 
 	onSupervised func(SessionEvent) // WithSessionEvents
 
+	telCfg telConfig  // WithMeterProvider, WithTracerProvider
+	tel    *telemetry // nil: no telemetry (telemetry.go)
+
 	specs specChecks // directories whose spec record fits (specguard.go)
+
+	closing closeWaits // what Close waits for before it closes (partitioner.go)
 
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	negotiated atomic.Int64 // session timeout granted by the server
@@ -75,6 +80,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	var terr error
+	if s.tel, terr = newTelemetry(s.telCfg); terr != nil {
+		s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", terr)
 	}
 	conn, _, err := zk.Connect(servers, s.timeout,
 		zk.WithLogger(zkLogger{s.log}),
@@ -152,6 +161,7 @@ func (s *Session) onEvent(ev zk.Event) {
 		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
 			d := s.giveUpIn()
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
+			s.tel.connectionLost()
 			s.expiryTimer = time.AfterFunc(d, func() {
 				s.log.Warn("zookeeper unreachable for over a third of the session timeout: session treated as expired")
 				s.gaveUp.Store(true)
@@ -170,6 +180,7 @@ func (s *Session) onEvent(ev zk.Event) {
 
 func (s *Session) expire() {
 	if s.end(ErrSessionExpired) {
+		s.tel.expired(s.gaveUp.Load())
 		// Close on another goroutine: we may be on go-zookeeper's loop, and
 		// Close waits for it. The dialer refuses to reconnect meanwhile.
 		// (Before Connect has the conn, Connect closes it itself.)
@@ -202,9 +213,13 @@ func (s *Session) end(err error) bool {
 }
 
 // Close ends the session: ZooKeeper deletes its ephemeral nodes at once, and
-// every handle built on it reports lost. Close is idempotent and returns nil.
+// every handle built on it reports lost. A partitioner member reports its
+// partitions released (WithPartitionHooks, Owned) before the session is
+// closed on the server, so the next owner cannot overlap it; for that Close
+// waits for its hooks (bounded: 5s). Close is idempotent and returns nil.
 func (s *Session) Close() error {
 	if s.end(ErrClosed) {
+		s.closing.wait()
 		s.conn.Close()
 	}
 	return nil

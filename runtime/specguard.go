@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -14,13 +16,13 @@ import (
 
 // A recipe whose protocol depends on parameters of the spec — a semaphore's
 // leases, a double barrier's size, a queue's delivery and priority levels, a
-// lock's layout — records them in its directory node when it creates it,
+// lock's layout, a partitioner's partition count — records them in its directory node when it creates it,
 // and a handle whose parameters do not fit the record refuses to take part
 // (ErrSpecMismatch) instead of silently running another protocol beside the
 // processes that wrote it: during a rolling deploy, old and new binaries run
 // side by side, each with the topology it was generated from. The rules are
-// zkgen breaking's: the kind, leases, size, delivery and layout must be
-// equal; a priority queue may have more levels than recorded (a lowest level
+// zkgen breaking's: the kind, leases, size, delivery, layout and partition
+// count must be equal; a priority queue may have more levels than recorded (a lowest level
 // appended), not fewer. A directory created without a record (by an older
 // zkgen, or by a peer library sharing a lock) is accepted as it is.
 //
@@ -39,6 +41,7 @@ type specRecord struct {
 	Priorities []string `json:"priorities,omitempty"`
 	Delivery   string   `json:"delivery,omitempty"`
 	Layout     string   `json:"layout,omitempty"`
+	Partitions int      `json:"partitions,omitempty"` // a partitioner's partition count
 }
 
 // mismatch returns the first parameter of want that does not fit have.
@@ -59,6 +62,8 @@ func (want specRecord) mismatch(have specRecord) (field, had, wants string, bad 
 		return "delivery", have.Delivery, want.Delivery, true
 	case have.Layout != want.Layout:
 		return "layout", have.Layout, want.Layout, true
+	case have.Partitions != want.Partitions:
+		return "partitions", fmt.Sprint(have.Partitions), fmt.Sprint(want.Partitions), true
 	}
 	return "", "", "", false
 }
@@ -110,6 +115,10 @@ func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want spec
 				return fmt.Errorf("%s: %w: the directory records %s %s, this handle has %s (a process generated from another version of the spec uses it)",
 					dir, ErrSpecMismatch, field, had, wants)
 			}
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && want.Kind == "semaphore" {
+			return fmt.Errorf("%s: %w: the directory records kazoo's max_leases %d: a semaphore of layout kazoo, this handle has layout curator",
+				dir, ErrSpecMismatch, n)
 		}
 		s.specs.ok.Store(dir, struct{}{})
 		return nil

@@ -28,8 +28,9 @@ type hold struct {
 	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
 
 	armOnce sync.Once
-	watches chan (<-chan zk.Event) // own-node watches for the monitor
-	untrack func()                 // counts the tenure's end (see Session.track)
+	watches chan (<-chan zk.Event)    // own-node watches for the monitor
+	untrack func()                    // counts the tenure's end (see Session.track)
+	tel     atomic.Pointer[tenureTel] // what its end records (telemetry.go)
 }
 
 func (h *hold) end(lost bool) {
@@ -38,6 +39,7 @@ func (h *hold) end(lost bool) {
 			defer h.untrack()
 		}
 		h.wasLost.Store(lost)
+		endTenure(&h.tel, lost)
 		if lost {
 			h.cancel(fmt.Errorf("%s: %w", h.node, h.lostSentinel()))
 		} else {

@@ -128,6 +128,7 @@ type TwoPhaseCommit[T any] struct {
 	parts       []Participant
 	coordinator bool     // notify: coordinator
 	acl         []zk.ACL // of created nodes; empty: the session's default
+	name        string   // WithResourceName
 
 	mu       sync.Mutex
 	proposed bool                   // this handle created the transaction
@@ -153,7 +154,7 @@ func NewTwoPhaseCommit[T any](s *Session, p Path, codec Codec[T], participants [
 			o.applyTwoPC(&cfg)
 		}
 	}
-	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator, acl: cfg.acl,
+	t := &TwoPhaseCommit[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, coordinator: cfg.coordinator, acl: cfg.acl, name: cfg.name,
 		parts: append([]Participant(nil), participants...), joined: map[Participant]string{}}
 	seen := map[Participant]bool{}
 	for _, pt := range participants {
@@ -224,7 +225,8 @@ func (t *TwoPhaseCommit[T]) ProposeWith(ctx context.Context, payload T) error {
 	return t.propose(ctx, data)
 }
 
-func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) error {
+func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error) {
+	defer t.s.tel.begin(ctx, opPropose, "two_phase_commit", t.name, t.dir).end(&err)
 	if t.err != nil {
 		return t.err
 	}
@@ -329,7 +331,8 @@ func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult
 // "joined" and creates p's ephemeral presence node in one multi. From then
 // on, if this session ends before p votes, the transaction aborts. It
 // returns ErrAlreadyJoined if p has joined or voted already.
-func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) error {
+func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error) {
+	defer t.s.tel.begin(ctx, opJoin, "two_phase_commit", t.name, t.dir).end(&err)
 	if err := t.check(p); err != nil {
 		return err
 	}
@@ -385,7 +388,8 @@ func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
 // returns ErrAlreadyVoted; voting for a participant another session joined
 // returns ErrAlreadyJoined. Vote blocks until the transaction is proposed,
 // or ctx ends.
-func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision) error {
+func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision) (err error) {
+	defer t.s.tel.begin(ctx, opVote, "two_phase_commit", t.name, t.dir).end(&err)
 	if err := t.check(p); err != nil {
 		return err
 	}
@@ -479,7 +483,8 @@ func (t *TwoPhaseCommit[T]) waitDecision(ctx context.Context) (Decision, error) 
 // someone else did first, and returns the decision that stands. It blocks
 // until then, or until ctx ends. Use it to take over from a coordinator
 // that crashed.
-func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (Decision, error) {
+func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err error) {
+	defer t.s.tel.begin(ctx, opCoordinate, "two_phase_commit", t.name, t.dir).end(&err)
 	if t.err != nil {
 		return 0, t.err
 	}

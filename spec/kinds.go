@@ -35,9 +35,12 @@ const (
 	KindGroup          Kind = "group"
 	KindConfig         Kind = "config"
 	KindCounter        Kind = "counter"
+	KindPartitioner    Kind = "partitioner"
 )
 
-// Layout is the node naming of a lock or rwlock (field layout).
+// Layout is the node naming (and stored format) a resource shares with
+// another library's recipe: of a lock, rwlock, semaphore, election, group
+// or counter (field layout).
 type Layout string
 
 // The layouts; LayoutCurator is the default.
@@ -91,7 +94,8 @@ type Resource struct {
 	// lock, rwlock
 	Revocable  bool
 	ForceAfter time.Duration // 0 when revocable without forcing
-	Layout     Layout        // LayoutCurator (default) or LayoutKazoo
+	// lock, rwlock, semaphore, election, group, counter
+	Layout Layout // LayoutCurator (default) or LayoutKazoo
 
 	// semaphore, lease
 	Leases int
@@ -112,8 +116,12 @@ type Resource struct {
 	Payload      *TypeRef // also election
 	Notify       Notify   // NotifyAll (default) or NotifyCoordinator
 
-	// group
+	// group, partitioner
 	Member *TypeRef
+
+	// partitioner
+	Partitions     int
+	PartitionNames []Name // empty, or one per partition
 
 	// config
 	Value *TypeRef
@@ -157,7 +165,7 @@ var kindTable = []KindInfo{
 		Doc:      "an exclusive lock",
 		Example:  `order_lock: {kind: lock, path: "/locks/orders/{shard:int}"}`,
 		Fields:   []string{"revocable", "layout"},
-		Defaults: lockDefaults,
+		Defaults: layoutDefaults,
 		Settings: lockSettings,
 	},
 	{
@@ -165,16 +173,19 @@ var kindTable = []KindInfo{
 		Doc:      "a read/write lock",
 		Example:  `table_lock: {kind: rwlock, path: "/locks/tables/{table:string}", revocable: {force_after: 5s}}`,
 		Fields:   []string{"revocable", "layout"},
-		Defaults: lockDefaults,
+		Defaults: layoutDefaults,
 		Settings: lockSettings,
 	},
 	{
 		Kind:     KindSemaphore,
 		Doc:      "a counting semaphore",
 		Example:  `slots: {kind: semaphore, path: /semaphores/slots, leases: 3}`,
-		Fields:   []string{"leases"},
+		Fields:   []string{"leases", "layout"},
 		Required: []string{"leases"},
-		Settings: func(r *Resource) []string { return []string{fmt.Sprintf("leases: %d", r.Leases)} },
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string {
+			return append([]string{fmt.Sprintf("leases: %d", r.Leases)}, layoutSettings(r)...)
+		},
 	},
 	{
 		Kind:     KindLease,
@@ -240,15 +251,17 @@ var kindTable = []KindInfo{
 		Kind:     KindElection,
 		Doc:      "a leader election",
 		Example:  `scheduler: {kind: election, path: /election/scheduler, payload: Member}`,
-		Fields:   []string{"payload"},
-		Settings: func(r *Resource) []string { return typeSetting("payload", r.Payload) },
+		Fields:   []string{"payload", "layout"},
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string { return append(typeSetting("payload", r.Payload), layoutSettings(r)...) },
 	},
 	{
 		Kind:     KindGroup,
 		Doc:      "a group membership",
 		Example:  `workers: {kind: group, path: /groups/workers, member: Member}`,
-		Fields:   []string{"member"},
-		Settings: func(r *Resource) []string { return typeSetting("member", r.Member) },
+		Fields:   []string{"member", "layout"},
+		Defaults: layoutDefaults,
+		Settings: func(r *Resource) []string { return append(typeSetting("member", r.Member), layoutSettings(r)...) },
 	},
 	{
 		Kind:     KindConfig,
@@ -258,10 +271,20 @@ var kindTable = []KindInfo{
 		Settings: func(r *Resource) []string { return typeSetting("value", r.Value) },
 	},
 	{
+		Kind:     KindPartitioner,
+		Doc:      "a fixed set of partitions shared among group members",
+		Example:  `shards: {kind: partitioner, path: /partitioners/shards, partitions: 64, member: Member}`,
+		Fields:   []string{"partitions", "names", "member"},
+		Required: []string{"partitions"},
+		Settings: partitionerSettings,
+	},
+	{
 		Kind:     KindCounter,
 		Doc:      "a shared int64 counter",
 		Example:  `requests: {kind: counter, path: /counters/requests}`,
-		Settings: noSettings,
+		Fields:   []string{"layout"},
+		Defaults: layoutDefaults,
+		Settings: layoutSettings,
 	},
 }
 
@@ -289,6 +312,10 @@ var kindFieldTable = []struct {
 	}},
 	{"payload", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Payload = p.valueRef(n, field) }},
 	{"notify", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Notify, _ = enum(p, n, field, Notifies) }},
+	{"partitions", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Partitions, _ = p.count(n, field) }},
+	{"names", func(p *parser, r *Resource, n *yaml.Node, field string) {
+		r.PartitionNames = p.names(r, n, field, "partition", 0)
+	}},
 	{"member", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Member = p.valueRef(n, field) }},
 	{"value", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Value = p.valueRef(n, field) }},
 }
@@ -296,17 +323,21 @@ var kindFieldTable = []struct {
 // maxPriorities bounds the priorities of a priority queue.
 const maxPriorities = 100
 
-func lockDefaults(r *Resource) { r.Layout = cmp.Or(r.Layout, LayoutCurator) }
+func layoutDefaults(r *Resource) { r.Layout = cmp.Or(r.Layout, LayoutCurator) }
+
+func layoutSettings(r *Resource) []string {
+	if r.Layout == LayoutKazoo {
+		return []string{"layout: kazoo"}
+	}
+	return nil
+}
 
 func queueDefaults(r *Resource) { r.Delivery = cmp.Or(r.Delivery, AtMostOnce) }
 
 func noSettings(*Resource) []string { return nil }
 
 func lockSettings(r *Resource) []string {
-	var d []string
-	if r.Layout == LayoutKazoo {
-		d = append(d, "layout: kazoo")
-	}
+	d := layoutSettings(r)
 	switch {
 	case r.Revocable && r.ForceAfter > 0:
 		d = append(d, "revocable, force after "+r.ForceAfter.String())
@@ -325,6 +356,14 @@ func queueSettings(r *Resource) []string {
 		d = append(d, "at least once")
 	}
 	return d
+}
+
+func partitionerSettings(r *Resource) []string {
+	d := []string{fmt.Sprintf("partitions: %d", r.Partitions)}
+	if len(r.PartitionNames) > 0 {
+		d = append(d, "names: "+joinNames(r.PartitionNames, ", "))
+	}
+	return append(d, typeSetting("member", r.Member)...)
 }
 
 func twoPhaseCommitSettings(r *Resource) []string {

@@ -169,7 +169,7 @@ zkgen.yaml:6:31: types.Job.fields.b: unknown type "Jb"; use bytes, string, int, 
 	{"field of another kind", res("  a: {kind: lock, path: /a, leases: 3}"), `zkgen.yaml:4:29: resources.a: field "leases" is not valid for kind lock (only for ` + kindsTaking("leases") + `)`},
 	{"unknown resource field", res("  a: {kind: semaphore, path: /a, leasse: 3}"), `zkgen.yaml:4:34: resources.a: unknown field "leasse"; did you mean "leases"?`},
 	{"unknown resource field without suggestion", res("  a: {kind: semaphore, path: /a, xyz: 3}"), `zkgen.yaml:4:3: resources.a: missing required field "leases" for kind semaphore
-zkgen.yaml:4:34: resources.a: unknown field "xyz"; valid fields are kind, path, doc, acl, leases`},
+zkgen.yaml:4:34: resources.a: unknown field "xyz"; valid fields are kind, path, doc, acl, leases, layout`},
 	{"kind misspelled", res("  a: {knd: lock, path: /a}"), `zkgen.yaml:4:7: resources.a: unknown field "knd"; did you mean "kind"?`},
 	{"path misspelled", res("  a: {kind: lock, pth: /a}"), `zkgen.yaml:4:19: resources.a: unknown field "pth"; did you mean "path"?`},
 	{"path missing", res("  a: {kind: barrier}"), `zkgen.yaml:4:3: resources.a: missing required field "path"`},

@@ -60,7 +60,7 @@ func TestParseExample(t *testing.T) {
 			{Pos: Pos{14, 3}, KindPos: Pos{14, 22}, Name: "slots", GoName: "Slots", Kind: KindSemaphore,
 				Path: "/semaphores/slots", FullPath: "/zkgen-example/semaphores/slots",
 				Segments: []Segment{root, lit("semaphores"), lit("slots")},
-				ACL:      acl, Leases: 3},
+				ACL:      acl, Leases: 3, Layout: "curator"},
 			{Pos: Pos{15, 3}, KindPos: Pos{15, 22}, Name: "jobs", GoName: "Jobs", Kind: KindQueue,
 				Path: "/queues/jobs", FullPath: "/zkgen-example/queues/jobs",
 				Segments: []Segment{root, lit("queues"), lit("jobs")},
@@ -87,11 +87,11 @@ func TestParseExample(t *testing.T) {
 			{Pos: Pos{20, 3}, KindPos: Pos{20, 22}, Name: "scheduler", GoName: "Scheduler", Kind: KindElection,
 				Path: "/election/scheduler", FullPath: "/zkgen-example/election/scheduler",
 				Segments: []Segment{root, lit("election"), lit("scheduler")},
-				ACL:      acl, Payload: &TypeRef{Name: "Member", Decl: member}},
+				ACL:      acl, Payload: &TypeRef{Name: "Member", Decl: member}, Layout: "curator"},
 			{Pos: Pos{21, 3}, KindPos: Pos{21, 22}, Name: "workers", GoName: "Workers", Kind: KindGroup,
 				Path: "/groups/workers", FullPath: "/zkgen-example/groups/workers",
 				Segments: []Segment{root, lit("groups"), lit("workers")},
-				ACL:      acl, Member: &TypeRef{Name: "Member", Decl: member}},
+				ACL:      acl, Member: &TypeRef{Name: "Member", Decl: member}, Layout: "curator"},
 			{Pos: Pos{22, 3}, KindPos: Pos{22, 22}, Name: "flags", GoName: "Flags", Kind: KindConfig,
 				Path: "/config/flags", FullPath: "/zkgen-example/config/flags",
 				Segments: []Segment{root, lit("config"), lit("flags")},
@@ -187,8 +187,8 @@ resources:
 	if tx := s.Resources[2]; tx.Payload.Decl != tree || tx.Notify != "coordinator" || tx.Participants[0].GoName != "TxA" {
 		t.Errorf("tx = %+v", *tx)
 	}
-	if c := s.Resources[3]; c.ACL != s.ACL || c.Layout != "" || c.Delivery != "" || c.Notify != "" {
-		t.Errorf("counter = %+v; want the default ACL and no lock/queue/2pc defaults", *c)
+	if c := s.Resources[3]; c.ACL != s.ACL || c.Layout != "curator" || c.Delivery != "" || c.Notify != "" {
+		t.Errorf("counter = %+v; want the default ACL and layout and no queue/2pc defaults", *c)
 	}
 	if s.Resources[4].ACL.Policy != "world_read" {
 		t.Errorf("c2 acl = %+v", s.Resources[4].ACL)

@@ -76,6 +76,7 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 			unknown = append(unknown, x)
 		}
 	}
+	p.checkPartitionNames(r, es, field)
 	miss := misspelled(unknown, allowed)
 	if r.Kind == "" && !has["kind"] && !miss["kind"] {
 		p.errorf(e.key, field, "missing required field %q (one of %s)", "kind", kindList())
@@ -287,4 +288,19 @@ func (p *parser) names(r *Resource, n *yaml.Node, field, what string, maxN int) 
 		}
 	}
 	return out
+}
+
+// checkPartitionNames reports a partitioner whose names list does not
+// have one entry per partition (entries that are bad in themselves are
+// reported by the names decoder).
+func (p *parser) checkPartitionNames(r *Resource, es []entry, field string) {
+	if r.Kind != KindPartitioner || r.Partitions == 0 {
+		return
+	}
+	for _, x := range es {
+		n := deref(x.val)
+		if x.name == "names" && n.Kind == yaml.SequenceNode && len(n.Content) > 0 && len(n.Content) != r.Partitions {
+			p.errorf(x.val, join(field, "names"), "must name each of the %d partitions, got %d names", r.Partitions, len(n.Content))
+		}
+	}
 }

@@ -10,13 +10,15 @@ import (
 	"github.com/zkgen/zkgen/spec"
 )
 
-// newHandle renders runtime.<ctor>(args..., <the resource's ACL option>):
-// the resource's effective ACL (its own, else the top-level one; spec
-// resolves that) applied to every node the handle creates.
+// newHandle renders runtime.<ctor>(args..., <the resource's ACL option>,
+// runtime.WithResourceName(<name>)): the resource's effective ACL (its
+// own, else the top-level one; spec resolves that) applied to every node
+// the handle creates, and its spec name for the handle's telemetry.
 func newHandle(r *spec.Resource, ctor string, args ...jen.Code) jen.Code {
 	if r.ACL != nil {
 		args = append(args, jen.Qual(runtimePkg, "WithNodeACL").Call(aclExpr(r.ACL)))
 	}
+	args = append(args, jen.Qual(runtimePkg, "WithResourceName").Call(jen.Lit(r.Name)))
 	return jen.Qual(runtimePkg, ctor).Call(args...)
 }
 

@@ -29,11 +29,17 @@ func init() {
 	})
 	register(spec.KindCounter, descriptor{
 		handle: func(*spec.Resource) (string, []jen.Code) { return "Counter", nil },
+		args:   layoutOption,
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns the counter %s at %s (an int64, 0 until first added to).", r.GoName, r.Name, layout(r))}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{"Get reads it; Add adds by compare-and-set, retried until it wins."}
+		usage: func(r *spec.Resource) []string {
+			lines := []string{"Get reads it; Add adds by compare-and-set, retried until it wins."}
+			if r.Layout == spec.LayoutKazoo {
+				lines = append(lines, "Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):",
+					"int32 values only; an Add leaving that range fails.")
+			}
+			return lines
 		},
 	})
 }

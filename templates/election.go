@@ -11,17 +11,21 @@ import (
 func init() {
 	register(spec.KindElection, descriptor{
 		handle: func(r *spec.Resource) (string, []jen.Code) { return "Election", []jen.Code{goType(r.Payload)} },
-		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Payload)} },
+		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{codecExpr(r.Payload)}, layoutOption(r)...) },
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a candidate in the leader election %s at %s.", r.GoName, r.Name, layout(r))}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{
+		usage: func(r *spec.Resource) []string {
+			lines := []string{
 				"Campaign blocks until this candidate is the acknowledged leader (ctx cancellation",
 				"removes its node) and returns the leadership: Epoch grows with every new leader,",
 				"Lost and Context end when it is lost, Resign hands over. Leader reads the",
 				"acknowledged leader's payload; Observe streams leadership changes, including none.",
 			}
+			if r.Layout == spec.LayoutKazoo {
+				lines = append(lines, "Candidate nodes are named as Python kazoo's Election names them.")
+			}
+			return lines
 		},
 	})
 }

@@ -11,16 +11,20 @@ import (
 func init() {
 	register(spec.KindGroup, descriptor{
 		handle: func(r *spec.Resource) (string, []jen.Code) { return "Group", []jen.Code{goType(r.Member)} },
-		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Member)} },
+		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{codecExpr(r.Member)}, layoutOption(r)...) },
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a member handle of the group %s at %s.", r.GoName, r.Name, layout(r))}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{
+		usage: func(r *spec.Resource) []string {
+			lines := []string{
 				"Join adds an ephemeral member node (it leaves with Leave or the session);",
 				"Members lists the members in join order; Watch delivers the full list after",
 				"every change.",
 			}
+			if r.Layout == spec.LayoutKazoo {
+				lines = append(lines, "Member nodes are named as Python kazoo's Party names them.")
+			}
+			return lines
 		},
 	})
 }

@@ -22,13 +22,18 @@ func init() {
 		"queue behind it."))
 	register(spec.KindSemaphore, descriptor{
 		handle: func(*spec.Resource) (string, []jen.Code) { return "Semaphore", nil },
-		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Leases)} },
+		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{jen.Lit(r.Leases)}, layoutOption(r)...) },
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a participant in the semaphore %s at %s, which grants at most %d %s at once.",
 				r.GoName, r.Name, layout(r), r.Leases, plural(r.Leases, "lease", "leases"))}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{"Acquire blocks until a lease is granted and returns it; Release gives it back."}
+		usage: func(r *spec.Resource) []string {
+			lines := []string{"Acquire blocks until a lease is granted and returns it; Release gives it back."}
+			if r.Layout == spec.LayoutKazoo {
+				lines = append(lines, "kazoo's Semaphore layout: the node records the number of leases, and a handle",
+					"with another number is refused (runtime.ErrSpecMismatch).")
+			}
+			return lines
 		},
 	})
 	register(spec.KindLease, descriptor{
@@ -67,14 +72,20 @@ func lockDescriptor(typ, what string, usage ...string) descriptor {
 
 // lockOptions returns the runtime options of a lock or rwlock resource.
 func lockOptions(r *spec.Resource) []jen.Code {
-	var opts []jen.Code
-	if l, ok := bind.LockLayout(r); ok {
-		opts = append(opts, jen.Qual(runtimePkg, "WithLayout").Call(jen.Qual(runtimePkg, l.Name)))
-	}
+	opts := layoutOption(r)
 	if r.Revocable {
 		opts = append(opts, jen.Qual(runtimePkg, "WithRevocation").Call(durationExpr(r.ForceAfter)))
 	}
 	return opts
+}
+
+// layoutOption returns runtime.WithLayout for a resource whose layout is
+// not the default, else nothing.
+func layoutOption(r *spec.Resource) []jen.Code {
+	if l, ok := bind.LayoutOf(r); ok {
+		return []jen.Code{jen.Qual(runtimePkg, "WithLayout").Call(jen.Qual(runtimePkg, l.Name))}
+	}
+	return nil
 }
 
 // lockOptionsDoc documents a lock's layout and revocation.

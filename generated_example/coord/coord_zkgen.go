@@ -62,7 +62,7 @@ type Flags struct {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) OrderLock(shard int) OrderLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard))
+	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
 // TableLock returns the read/write lock table_lock at /zkgen-example/locks/tables/{table:string}.
@@ -75,14 +75,14 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) TableLock(table string) TableLockHandle {
-	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second))
+	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second), runtime.WithResourceName("table_lock"))
 }
 
 // Slots returns a participant in the semaphore slots at /zkgen-example/semaphores/slots, which grants at most 3 leases at once.
 //
 // Acquire blocks until a lease is granted and returns it; Release gives it back.
 func (c *Client) Slots() SlotsHandle {
-	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3)
+	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3, runtime.WithResourceName("slots"))
 }
 
 // Leases returns a handle on the lease set leases at /zkgen-example/leases/workers: at most 2 holders at once, each lasting 5s unless renewed.
@@ -92,7 +92,7 @@ func (c *Client) Slots() SlotsHandle {
 // Renew extends it by the TTL, Release gives it back, and Expires says when it ends
 // by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) Leases() LeasesHandle {
-	return runtime.NewTTLLeases(c.sess, runtime.At("/zkgen-example/leases/workers"), 2, 5*time.Second)
+	return runtime.NewTTLLeases(c.sess, runtime.At("/zkgen-example/leases/workers"), 2, 5*time.Second, runtime.WithResourceName("leases"))
 }
 
 // Jobs returns a handle on the FIFO queue jobs at /zkgen-example/queues/jobs, of Job (JSON) items, delivered at most once.
@@ -101,7 +101,7 @@ func (c *Client) Leases() LeasesHandle {
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Jobs() JobsHandle {
-	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job]())
+	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job](), runtime.WithResourceName("jobs"))
 }
 
 // Priorities of the priority queue tasks, most urgent first.
@@ -122,7 +122,7 @@ const (
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Tasks() TasksHandle {
-	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"))
+	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
 
 // Reminders returns a handle on the delay queue reminders at /zkgen-example/queues/reminders, of Job (JSON) items, delivered at least once.
@@ -134,7 +134,7 @@ func (c *Client) Tasks() TasksHandle {
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Reminders() RemindersHandle {
-	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job]())
+	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job](), runtime.WithResourceName("reminders"))
 }
 
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
@@ -144,7 +144,7 @@ func (c *Client) Reminders() RemindersHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Start(run string) StartHandle {
-	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run))
+	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run), runtime.WithResourceName("start"))
 }
 
 // Epoch returns a participant in the double barrier epoch at /zkgen-example/barriers/epoch/{n:int}, for 3 participants.
@@ -153,7 +153,7 @@ func (c *Client) Start(run string) StartHandle {
 // are ephemeral: one whose session ends neither counts nor blocks the others.
 // ctx cancellation of Enter removes this participant's node.
 func (c *Client) Epoch(n int) EpochHandle {
-	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3)
+	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3, runtime.WithResourceName("epoch"))
 }
 
 // The participants of the two-phase commit deploy.
@@ -174,7 +174,7 @@ const (
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Deploy(id string) DeployHandle {
-	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch})
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch}, runtime.WithResourceName("deploy"))
 }
 
 // Scheduler returns a candidate in the leader election scheduler at /zkgen-example/election/scheduler.
@@ -184,7 +184,7 @@ func (c *Client) Deploy(id string) DeployHandle {
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 func (c *Client) Scheduler() SchedulerHandle {
-	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member]())
+	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member](), runtime.WithResourceName("scheduler"))
 }
 
 // Workers returns a member handle of the group workers at /zkgen-example/groups/workers.
@@ -193,7 +193,7 @@ func (c *Client) Scheduler() SchedulerHandle {
 // Members lists the members in join order; Watch delivers the full list after
 // every change.
 func (c *Client) Workers() WorkersHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member]())
+	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member](), runtime.WithResourceName("workers"))
 }
 
 // Flags returns the config value flags at /zkgen-example/config/flags.
@@ -202,7 +202,63 @@ func (c *Client) Workers() WorkersHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Flags() FlagsHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags]())
+	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags](), runtime.WithResourceName("flags"))
+}
+
+// Shards returns a member handle of the partitioner shards at /zkgen-example/partitioners/shards, sharing 64 partitions.
+//
+// Join adds a member and returns its assignment: Owned streams the partitions it owns
+// (⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);
+// WithPartitionHooks tells each acquire and each release as it happens; Leave releases
+// them all. Stay joins and stays across sessions under Run.
+func (c *Client) Shards() ShardsHandle {
+	return runtime.NewPartitioner(c.sess, runtime.At("/zkgen-example/partitioners/shards"), 64, runtime.JSONCodec[Member](), runtime.WithResourceName("shards"))
+}
+
+// PythonScheduler returns a candidate in the leader election python_scheduler at /zkgen-example/election/python.
+//
+// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
+// removes its node) and returns the leadership: Epoch grows with every new leader,
+// Lost and Context end when it is lost, Resign hands over. Leader reads the
+// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Candidate nodes are named as Python kazoo's Election names them.
+func (c *Client) PythonScheduler() PythonSchedulerHandle {
+	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_scheduler"))
+}
+
+// PythonSlots returns a participant in the semaphore python_slots at /zkgen-example/semaphores/python, which grants at most 3 leases at once.
+//
+// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// kazoo's Semaphore layout: the node records the number of leases, and a handle
+// with another number is refused (runtime.ErrSpecMismatch).
+func (c *Client) PythonSlots() PythonSlotsHandle {
+	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/python"), 3, runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_slots"))
+}
+
+// PythonParty returns a member handle of the group python_party at /zkgen-example/groups/python.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+// Member nodes are named as Python kazoo's Party names them.
+func (c *Client) PythonParty() PythonPartyHandle {
+	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
+}
+
+// Hits returns the counter hits at /zkgen-example/counters/hits (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+func (c *Client) Hits() HitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/hits"), runtime.WithResourceName("hits"))
+}
+
+// PythonHits returns the counter python_hits at /zkgen-example/counters/python (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
+// int32 values only; an Add leaving that range fails.
+func (c *Client) PythonHits() PythonHitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_hits"))
 }
 
 // OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
@@ -244,6 +300,24 @@ type WorkersHandle = runtime.GroupHandle[Member]
 // FlagsHandle is the interface of the handle Flags returns (runtime.ConfigHandle), for fakes in tests.
 type FlagsHandle = runtime.ConfigHandle[Flags]
 
+// ShardsHandle is the interface of the handle Shards returns (runtime.PartitionerHandle), for fakes in tests.
+type ShardsHandle = runtime.PartitionerHandle[Member]
+
+// PythonSchedulerHandle is the interface of the handle PythonScheduler returns (runtime.ElectionHandle), for fakes in tests.
+type PythonSchedulerHandle = runtime.ElectionHandle[string]
+
+// PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+type PythonSlotsHandle = runtime.SemaphoreHandle
+
+// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+type PythonPartyHandle = runtime.GroupHandle[string]
+
+// HitsHandle is the interface of the handle Hits returns (runtime.CounterHandle), for fakes in tests.
+type HitsHandle = runtime.CounterHandle
+
+// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+type PythonHitsHandle = runtime.CounterHandle
+
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
@@ -260,6 +334,12 @@ type API interface {
 	Scheduler() SchedulerHandle
 	Workers() WorkersHandle
 	Flags() FlagsHandle
+	Shards() ShardsHandle
+	PythonScheduler() PythonSchedulerHandle
+	PythonSlots() PythonSlotsHandle
+	PythonParty() PythonPartyHandle
+	Hits() HitsHandle
+	PythonHits() PythonHitsHandle
 }
 
 var _ API = (*Client)(nil)

@@ -51,7 +51,7 @@ type Reminder struct {
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Reminders() RemindersHandle {
-	return runtime.NewDelayQueue(c.sess, runtime.At("/timers/delay/reminders"), runtime.JSONCodec[Reminder]())
+	return runtime.NewDelayQueue(c.sess, runtime.At("/timers/delay/reminders"), runtime.JSONCodec[Reminder](), runtime.WithResourceName("reminders"))
 }
 
 // Retries returns a handle on the delay queue retries at /timers/delay/retries/{tenant:string}, of raw bytes items, delivered at least once.
@@ -65,7 +65,7 @@ func (c *Client) Reminders() RemindersHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Retries(tenant string) RetriesHandle {
-	return runtime.NewAckDelayQueue(c.sess, runtime.At("/timers/delay/retries").Str("tenant", tenant), runtime.BytesCodec())
+	return runtime.NewAckDelayQueue(c.sess, runtime.At("/timers/delay/retries").Str("tenant", tenant), runtime.BytesCodec(), runtime.WithResourceName("retries"))
 }
 
 // RemindersHandle is the interface of the handle Reminders returns (runtime.DelayQueueHandle), for fakes in tests.

@@ -60,7 +60,7 @@ func (v *Lease) UnmarshalJSON(data []byte) error {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Lease() LeaseHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/nanos/lease"), runtime.JSONCodec[Lease]())
+	return runtime.NewConfig(c.sess, runtime.At("/nanos/lease"), runtime.JSONCodec[Lease](), runtime.WithResourceName("lease"))
 }
 
 // LeaseHandle is the interface of the handle Lease returns (runtime.ConfigHandle), for fakes in tests.

@@ -41,7 +41,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) A1() A1Handle {
-	return runtime.NewLock(c.sess, runtime.At("/a1"))
+	return runtime.NewLock(c.sess, runtime.At("/a1"), runtime.WithResourceName("a1"))
 }
 
 // XYZ returns a contender for the exclusive lock x_y_z at /x/y/z.
@@ -50,7 +50,7 @@ func (c *Client) A1() A1Handle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) XYZ() XYZHandle {
-	return runtime.NewLock(c.sess, runtime.At("/x/y/z"))
+	return runtime.NewLock(c.sess, runtime.At("/x/y/z"), runtime.WithResourceName("x_y_z"))
 }
 
 // HTTPServerID returns a contender for the exclusive lock http_server_id at /http/{server_id:int}.
@@ -59,7 +59,7 @@ func (c *Client) XYZ() XYZHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) HTTPServerID(serverID int) HTTPServerIDHandle {
-	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID))
+	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID), runtime.WithResourceName("http_server_id"))
 }
 
 // UserURLJSONAPI returns a contender for the exclusive lock user_url_json_api at /users/{user_id:string}/{api_key:string}.
@@ -70,7 +70,7 @@ func (c *Client) HTTPServerID(serverID int) HTTPServerIDHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHandle {
-	return runtime.NewLock(c.sess, runtime.At("/users").Str("user_id", userID).Str("api_key", apiKey))
+	return runtime.NewLock(c.sess, runtime.At("/users").Str("user_id", userID).Str("api_key", apiKey), runtime.WithResourceName("user_url_json_api"))
 }
 
 // AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock returns a contender for the exclusive lock a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock at /long/lock.
@@ -81,7 +81,7 @@ func (c *Client) UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHand
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/long/lock"))
+	return runtime.NewLock(c.sess, runtime.At("/long/lock"), runtime.WithResourceName("a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock"))
 }
 
 // IPTTL returns a contender for the exclusive lock ip_ttl at /ip/{ip:string}/ttl.
@@ -92,7 +92,7 @@ func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReal
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) IPTTL(ip string) IPTTLHandle {
-	return runtime.NewLock(c.sess, runtime.At("/ip").Str("ip", ip).Lit("ttl"))
+	return runtime.NewLock(c.sess, runtime.At("/ip").Str("ip", ip).Lit("ttl"), runtime.WithResourceName("ip_ttl"))
 }
 
 // Client returns a contender for the exclusive lock client at /client.
@@ -101,7 +101,7 @@ func (c *Client) IPTTL(ip string) IPTTLHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Client() ClientHandle {
-	return runtime.NewLock(c.sess, runtime.At("/client"))
+	return runtime.NewLock(c.sess, runtime.At("/client"), runtime.WithResourceName("client"))
 }
 
 // New returns a contender for the exclusive lock new at /new.
@@ -110,7 +110,7 @@ func (c *Client) Client() ClientHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) New() NewHandle {
-	return runtime.NewLock(c.sess, runtime.At("/new"))
+	return runtime.NewLock(c.sess, runtime.At("/new"), runtime.WithResourceName("new"))
 }
 
 // API returns a contender for the exclusive lock api at /api.
@@ -119,7 +119,7 @@ func (c *Client) New() NewHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) API() APIHandle {
-	return runtime.NewLock(c.sess, runtime.At("/api"))
+	return runtime.NewLock(c.sess, runtime.At("/api"), runtime.WithResourceName("api"))
 }
 
 // Run returns a contender for the exclusive lock run at /run.
@@ -128,7 +128,7 @@ func (c *Client) API() APIHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Run() RunHandle {
-	return runtime.NewLock(c.sess, runtime.At("/run"))
+	return runtime.NewLock(c.sess, runtime.At("/run"), runtime.WithResourceName("run"))
 }
 
 // Sess returns a contender for the exclusive lock sess at /sess.
@@ -137,7 +137,7 @@ func (c *Client) Run() RunHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Sess() SessHandle {
-	return runtime.NewLock(c.sess, runtime.At("/sess"))
+	return runtime.NewLock(c.sess, runtime.At("/sess"), runtime.WithResourceName("sess"))
 }
 
 // ClientHandle returns a contender for the exclusive lock client_handle at /client_handle.
@@ -146,7 +146,7 @@ func (c *Client) Sess() SessHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) ClientHandle() ClientHandleHandle {
-	return runtime.NewLock(c.sess, runtime.At("/client_handle"))
+	return runtime.NewLock(c.sess, runtime.At("/client_handle"), runtime.WithResourceName("client_handle"))
 }
 
 // A1Handle is the interface of the handle A1 returns (runtime.LockHandle), for fakes in tests.

@@ -58,7 +58,7 @@ type Release struct {
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 func (c *Client) Primary() PrimaryHandle {
-	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node]())
+	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node](), runtime.WithResourceName("primary"))
 }
 
 // ShardLeader returns a candidate in the leader election shard_leader at /app/election/shards/{shard:int}.
@@ -68,7 +68,18 @@ func (c *Client) Primary() PrimaryHandle {
 // Lost and Context end when it is lost, Resign hands over. Leader reads the
 // acknowledged leader's payload; Observe streams leadership changes, including none.
 func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
-	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec())
+	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec(), runtime.WithResourceName("shard_leader"))
+}
+
+// PythonLeader returns a candidate in the leader election python_leader at /app/election/python.
+//
+// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
+// removes its node) and returns the leadership: Epoch grows with every new leader,
+// Lost and Context end when it is lost, Resign hands over. Leader reads the
+// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Candidate nodes are named as Python kazoo's Election names them.
+func (c *Client) PythonLeader() PythonLeaderHandle {
+	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_leader"))
 }
 
 // Nodes returns a member handle of the group nodes at /app/groups/nodes.
@@ -77,7 +88,7 @@ func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 // Members lists the members in join order; Watch delivers the full list after
 // every change.
 func (c *Client) Nodes() NodesHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node]())
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node](), runtime.WithResourceName("nodes"))
 }
 
 // Tenants returns a member handle of the group tenants at /app/groups/tenants/{tenant:string}.
@@ -88,7 +99,17 @@ func (c *Client) Nodes() NodesHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Tenants(tenant string) TenantsHandle {
-	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec())
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec(), runtime.WithResourceName("tenants"))
+}
+
+// PythonParty returns a member handle of the group python_party at /app/groups/python.
+//
+// Join adds an ephemeral member node (it leaves with Leave or the session);
+// Members lists the members in join order; Watch delivers the full list after
+// every change.
+// Member nodes are named as Python kazoo's Party names them.
+func (c *Client) PythonParty() PythonPartyHandle {
+	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
 }
 
 // Limits returns the config value limits at /app/config/limits.
@@ -97,7 +118,7 @@ func (c *Client) Tenants(tenant string) TenantsHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Limits() LimitsHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int]())
+	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int](), runtime.WithResourceName("limits"))
 }
 
 // Endpoints returns the name-service entry endpoints at /app/names/endpoints/{service:string}.
@@ -110,7 +131,7 @@ func (c *Client) Limits() LimitsHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Endpoints(service string) EndpointsHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec())
+	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("endpoints"))
 }
 
 // Raw returns the config value raw at /app/config/raw.
@@ -119,14 +140,14 @@ func (c *Client) Endpoints(service string) EndpointsHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Raw() RawHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec())
+	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec(), runtime.WithResourceName("raw"))
 }
 
 // Requests returns the counter requests at /app/counters/requests (an int64, 0 until first added to).
 //
 // Get reads it; Add adds by compare-and-set, retried until it wins.
 func (c *Client) Requests() RequestsHandle {
-	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"))
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"), runtime.WithResourceName("requests"))
 }
 
 // PerTenant returns the counter per_tenant at /app/counters/tenants/{tenant:string} (an int64, 0 until first added to).
@@ -135,7 +156,16 @@ func (c *Client) Requests() RequestsHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) PerTenant(tenant string) PerTenantHandle {
-	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant))
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant), runtime.WithResourceName("per_tenant"))
+}
+
+// PythonHits returns the counter python_hits at /app/counters/python (an int64, 0 until first added to).
+//
+// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
+// int32 values only; an Add leaving that range fails.
+func (c *Client) PythonHits() PythonHitsHandle {
+	return runtime.NewCounter(c.sess, runtime.At("/app/counters/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_hits"))
 }
 
 // The participants of the two-phase commit release.
@@ -156,7 +186,7 @@ const (
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Release(id string) ReleaseHandle {
-	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb})
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb}, runtime.WithResourceName("release"))
 }
 
 // The participants of the two-phase commit migrate.
@@ -176,7 +206,7 @@ const (
 // Only the coordinator (the handle that proposed) watches the votes; it must call
 // Outcome to publish the decision the others wait for.
 func (c *Client) Migrate(n int) MigrateHandle {
-	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify())
+	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify(), runtime.WithResourceName("migrate"))
 }
 
 // PrimaryHandle is the interface of the handle Primary returns (runtime.ElectionHandle), for fakes in tests.
@@ -185,11 +215,17 @@ type PrimaryHandle = runtime.ElectionHandle[Node]
 // ShardLeaderHandle is the interface of the handle ShardLeader returns (runtime.ElectionHandle), for fakes in tests.
 type ShardLeaderHandle = runtime.ElectionHandle[[]byte]
 
+// PythonLeaderHandle is the interface of the handle PythonLeader returns (runtime.ElectionHandle), for fakes in tests.
+type PythonLeaderHandle = runtime.ElectionHandle[string]
+
 // NodesHandle is the interface of the handle Nodes returns (runtime.GroupHandle), for fakes in tests.
 type NodesHandle = runtime.GroupHandle[Node]
 
 // TenantsHandle is the interface of the handle Tenants returns (runtime.GroupHandle), for fakes in tests.
 type TenantsHandle = runtime.GroupHandle[string]
+
+// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+type PythonPartyHandle = runtime.GroupHandle[string]
 
 // LimitsHandle is the interface of the handle Limits returns (runtime.ConfigHandle), for fakes in tests.
 type LimitsHandle = runtime.ConfigHandle[int]
@@ -206,6 +242,9 @@ type RequestsHandle = runtime.CounterHandle
 // PerTenantHandle is the interface of the handle PerTenant returns (runtime.CounterHandle), for fakes in tests.
 type PerTenantHandle = runtime.CounterHandle
 
+// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+type PythonHitsHandle = runtime.CounterHandle
+
 // ReleaseHandle is the interface of the handle Release returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
 type ReleaseHandle = runtime.TwoPhaseCommitHandle[Release]
 
@@ -217,13 +256,16 @@ type MigrateHandle = runtime.TwoPhaseCommitHandle[[]byte]
 type API interface {
 	Primary() PrimaryHandle
 	ShardLeader(shard int) ShardLeaderHandle
+	PythonLeader() PythonLeaderHandle
 	Nodes() NodesHandle
 	Tenants(tenant string) TenantsHandle
+	PythonParty() PythonPartyHandle
 	Limits() LimitsHandle
 	Endpoints(service string) EndpointsHandle
 	Raw() RawHandle
 	Requests() RequestsHandle
 	PerTenant(tenant string) PerTenantHandle
+	PythonHits() PythonHitsHandle
 	Release(id string) ReleaseHandle
 	Migrate(n int) MigrateHandle
 }

@@ -45,7 +45,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // Renew extends it by the TTL, Release gives it back, and Expires says when it ends
 // by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) Workers() WorkersHandle {
-	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/workers"), 2, 30*time.Second)
+	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/workers"), 2, 30*time.Second, runtime.WithResourceName("workers"))
 }
 
 // ShardOwner returns a handle on the lease set shard_owner at /leases/leases/shards/{shard:int}: at most 1 holder at once, each lasting 1.5s unless renewed.
@@ -55,7 +55,7 @@ func (c *Client) Workers() WorkersHandle {
 // Renew extends it by the TTL, Release gives it back, and Expires says when it ends
 // by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) ShardOwner(shard int) ShardOwnerHandle {
-	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/shards").Int("shard", shard), 1, 1500*time.Millisecond)
+	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/shards").Int("shard", shard), 1, 1500*time.Millisecond, runtime.WithResourceName("shard_owner"))
 }
 
 // WorkersHandle is the interface of the handle Workers returns (runtime.TTLLeasesHandle), for fakes in tests.

@@ -44,7 +44,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // the lock, a writer excludes everyone, and readers arriving after a waiting writer
 // queue behind it.
 func (c *Client) Accounts(account int) AccountsHandle {
-	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/accounts").Int("account", account))
+	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/accounts").Int("account", account), runtime.WithResourceName("accounts"))
 }
 
 // Schema returns the read/write lock schema at /family/rw/schema.
@@ -54,7 +54,7 @@ func (c *Client) Accounts(account int) AccountsHandle {
 // queue behind it.
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes).
 func (c *Client) Schema() SchemaHandle {
-	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/schema"), runtime.WithRevocation(0))
+	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/schema"), runtime.WithRevocation(0), runtime.WithResourceName("schema"))
 }
 
 // LeaderOnly returns a contender for the exclusive lock leader_only at /family/locks/leader-only.
@@ -65,7 +65,7 @@ func (c *Client) Schema() SchemaHandle {
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 1.5s
 // without release, deletes the holder's node (its Lost fires).
 func (c *Client) LeaderOnly() LeaderOnlyHandle {
-	return runtime.NewLock(c.sess, runtime.At("/family/locks/leader-only"), runtime.WithRevocation(1500*time.Millisecond))
+	return runtime.NewLock(c.sess, runtime.At("/family/locks/leader-only"), runtime.WithRevocation(1500*time.Millisecond), runtime.WithResourceName("leader_only"))
 }
 
 // PythonShared returns a contender for the exclusive lock python_shared at /family/locks/python/{name:string}.
@@ -77,7 +77,7 @@ func (c *Client) LeaderOnly() LeaderOnlyHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) PythonShared(name string) PythonSharedHandle {
-	return runtime.NewLock(c.sess, runtime.At("/family/locks/python").Str("name", name), runtime.WithLayout(runtime.LayoutKazoo))
+	return runtime.NewLock(c.sess, runtime.At("/family/locks/python").Str("name", name), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_shared"))
 }
 
 // PythonRw returns the read/write lock python_rw at /family/rw/python.
@@ -89,14 +89,14 @@ func (c *Client) PythonShared(name string) PythonSharedHandle {
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 2m0s
 // without release, deletes the holder's node (its Lost fires).
 func (c *Client) PythonRw() PythonRwHandle {
-	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithRevocation(2*time.Minute))
+	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithRevocation(2*time.Minute), runtime.WithResourceName("python_rw"))
 }
 
 // OneSlot returns a participant in the semaphore one_slot at /family/sem/one, which grants at most 1 lease at once.
 //
 // Acquire blocks until a lease is granted and returns it; Release gives it back.
 func (c *Client) OneSlot() OneSlotHandle {
-	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/one"), 1)
+	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/one"), 1, runtime.WithResourceName("one_slot"))
 }
 
 // DownloadSlots returns a participant in the semaphore download_slots at /family/sem/downloads/{host:string}, which grants at most 8 leases at once.
@@ -107,7 +107,16 @@ func (c *Client) OneSlot() OneSlotHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) DownloadSlots(host string) DownloadSlotsHandle {
-	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/downloads").Str("host", host), 8)
+	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/downloads").Str("host", host), 8, runtime.WithResourceName("download_slots"))
+}
+
+// PythonSlots returns a participant in the semaphore python_slots at /family/sem/python, which grants at most 3 leases at once.
+//
+// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// kazoo's Semaphore layout: the node records the number of leases, and a handle
+// with another number is refused (runtime.ErrSpecMismatch).
+func (c *Client) PythonSlots() PythonSlotsHandle {
+	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/python"), 3, runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_slots"))
 }
 
 // AccountsHandle is the interface of the handle Accounts returns (runtime.RWLockHandle), for fakes in tests.
@@ -131,6 +140,9 @@ type OneSlotHandle = runtime.SemaphoreHandle
 // DownloadSlotsHandle is the interface of the handle DownloadSlots returns (runtime.SemaphoreHandle), for fakes in tests.
 type DownloadSlotsHandle = runtime.SemaphoreHandle
 
+// PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+type PythonSlotsHandle = runtime.SemaphoreHandle
+
 // API is the interface of Client: depend on it where a test should be able
 // to fake the coordination (emit_interfaces: false in the spec turns it off).
 type API interface {
@@ -141,6 +153,7 @@ type API interface {
 	PythonRw() PythonRwHandle
 	OneSlot() OneSlotHandle
 	DownloadSlots(host string) DownloadSlotsHandle
+	PythonSlots() PythonSlotsHandle
 }
 
 var _ API = (*Client)(nil)

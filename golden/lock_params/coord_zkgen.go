@@ -43,7 +43,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) OrderLock(shard int) OrderLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard))
+	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
 // UserLock returns a contender for the exclusive lock user_lock at /params/locks/users/{name:string}.
@@ -56,7 +56,7 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) UserLock(name string) UserLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/params/locks/users").Str("name", name))
+	return runtime.NewLock(c.sess, runtime.At("/params/locks/users").Str("name", name), runtime.WithResourceName("user_lock"))
 }
 
 // RegionTenantLock returns a contender for the exclusive lock region_tenant_lock at /params/locks/regions/{region:string}/tenants/{tenant_id:int}/jobs/{job_name:string}.
@@ -69,7 +69,7 @@ func (c *Client) UserLock(name string) UserLockHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) RegionTenantLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/params/locks/regions").Str("region", region).Lit("tenants").Int("tenant_id", tenantID).Lit("jobs").Str("job_name", jobName))
+	return runtime.NewLock(c.sess, runtime.At("/params/locks/regions").Str("region", region).Lit("tenants").Int("tenant_id", tenantID).Lit("jobs").Str("job_name", jobName), runtime.WithResourceName("region_tenant_lock"))
 }
 
 // FirstParamLock returns a contender for the exclusive lock first_param_lock at /params/{bucket:int}/lock.
@@ -78,7 +78,7 @@ func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) R
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"))
+	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"), runtime.WithResourceName("first_param_lock"))
 }
 
 // LastParamLock returns a contender for the exclusive lock last_param_lock at /params/by-day/{day:string}.
@@ -89,7 +89,7 @@ func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) LastParamLock(day string) LastParamLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/params/by-day").Str("day", day))
+	return runtime.NewLock(c.sess, runtime.At("/params/by-day").Str("day", day), runtime.WithResourceName("last_param_lock"))
 }
 
 // OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.

@@ -46,7 +46,7 @@ type Job struct {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Gate(id int) *runtime.Lock {
-	return runtime.NewLock(c.sess, runtime.At("/concrete/gates").Int("id", id))
+	return runtime.NewLock(c.sess, runtime.At("/concrete/gates").Int("id", id), runtime.WithResourceName("gate"))
 }
 
 // Inbox returns a handle on the FIFO queue inbox at /concrete/inbox, of Job (JSON) items, delivered at least once.
@@ -56,12 +56,12 @@ func (c *Client) Gate(id int) *runtime.Lock {
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Inbox() *runtime.AckQueue[Job] {
-	return runtime.NewAckQueue(c.sess, runtime.At("/concrete/inbox"), runtime.JSONCodec[Job]())
+	return runtime.NewAckQueue(c.sess, runtime.At("/concrete/inbox"), runtime.JSONCodec[Job](), runtime.WithResourceName("inbox"))
 }
 
 // Tally returns the counter tally at /concrete/tally (an int64, 0 until first added to).
 //
 // Get reads it; Add adds by compare-and-set, retried until it wins.
 func (c *Client) Tally() *runtime.Counter {
-	return runtime.NewCounter(c.sess, runtime.At("/concrete/tally"))
+	return runtime.NewCounter(c.sess, runtime.At("/concrete/tally"), runtime.WithResourceName("tally"))
 }

@@ -86,7 +86,7 @@ func (v *Shard) UnmarshalJSON(data []byte) error {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) ShardLock(shardID int) ShardLockHandle {
-	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID))
+	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID), runtime.WithResourceName("shard_lock"))
 }
 
 // ShardConfig returns the name-service entry shard_config at /payloads/config/{shard_id:int}.
@@ -95,7 +95,7 @@ func (c *Client) ShardLock(shardID int) ShardLockHandle {
 // at the given version (else runtime.ErrVersionConflict); Delete removes it;
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) ShardConfig(shardID int) ShardConfigHandle {
-	return runtime.NewConfig(c.sess, runtime.At("/payloads/config").Int("shard_id", shardID), runtime.JSONCodec[Shard]())
+	return runtime.NewConfig(c.sess, runtime.At("/payloads/config").Int("shard_id", shardID), runtime.JSONCodec[Shard](), runtime.WithResourceName("shard_config"))
 }
 
 // ShardLockHandle is the interface of the handle ShardLock returns (runtime.LockHandle), for fakes in tests.

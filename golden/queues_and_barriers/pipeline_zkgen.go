@@ -56,7 +56,7 @@ type Line struct {
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) RawFrames() RawFramesHandle {
-	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/frames"), runtime.BytesCodec())
+	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/frames"), runtime.BytesCodec(), runtime.WithResourceName("raw_frames"))
 }
 
 // LogLines returns a handle on the FIFO queue log_lines at /pipeline/queues/logs/{service:string}, of string (raw UTF-8) items, delivered at most once.
@@ -69,7 +69,7 @@ func (c *Client) RawFrames() RawFramesHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) LogLines(service string) LogLinesHandle {
-	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/logs").Str("service", service), runtime.StringCodec())
+	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/logs").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("log_lines"))
 }
 
 // Orders returns a handle on the FIFO queue orders at /pipeline/queues/orders, of Order (JSON) items, delivered at least once.
@@ -79,7 +79,7 @@ func (c *Client) LogLines(service string) LogLinesHandle {
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included.
 func (c *Client) Orders() OrdersHandle {
-	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order]())
+	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order](), runtime.WithResourceName("orders"))
 }
 
 // ShardEvents returns a handle on the FIFO queue shard_events at /pipeline/queues/events/{shard:int}, of Event (JSON) items, delivered at most once.
@@ -88,7 +88,7 @@ func (c *Client) Orders() OrdersHandle {
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) ShardEvents(shard int) ShardEventsHandle {
-	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/events").Int("shard", shard), runtime.JSONCodec[json.RawMessage]())
+	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/events").Int("shard", shard), runtime.JSONCodec[json.RawMessage](), runtime.WithResourceName("shard_events"))
 }
 
 // Priorities of the priority queue alerts, most urgent first.
@@ -106,7 +106,7 @@ const (
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Alerts() AlertsHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"))
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithResourceName("alerts"))
 }
 
 // Priorities of the priority queue fulfilment, most urgent first.
@@ -133,7 +133,7 @@ const (
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Fulfilment(region string) FulfilmentHandle {
-	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4, runtime.WithPriorityNames("express", "standard", "economy", "backfill"))
+	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4, runtime.WithPriorityNames("express", "standard", "economy", "backfill"), runtime.WithResourceName("fulfilment"))
 }
 
 // Priorities of the priority queue counts, most urgent first.
@@ -149,7 +149,7 @@ const (
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items.
 func (c *Client) Counts() CountsHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1, runtime.WithPriorityNames("only"))
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1, runtime.WithPriorityNames("only"), runtime.WithResourceName("counts"))
 }
 
 // Maintenance returns a handle on the barrier maintenance, up while the node /pipeline/barriers/maintenance exists.
@@ -159,7 +159,7 @@ func (c *Client) Counts() CountsHandle {
 // Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
 // cancellation stops waiting; Wait creates nothing).
 func (c *Client) Maintenance() MaintenanceHandle {
-	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/maintenance"))
+	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/maintenance"), runtime.WithResourceName("maintenance"))
 }
 
 // BatchStart returns a handle on the barrier batch_start, up while the node /pipeline/barriers/batch/{day:string}/{hour:int} exists.
@@ -169,7 +169,7 @@ func (c *Client) Maintenance() MaintenanceHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) BatchStart(day string, hour int) BatchStartHandle {
-	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/batch").Str("day", day).Int("hour", hour))
+	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/batch").Str("day", day).Int("hour", hour), runtime.WithResourceName("batch_start"))
 }
 
 // Solo returns a participant in the double barrier solo at /pipeline/barriers/solo, for 1 participant.
@@ -178,7 +178,7 @@ func (c *Client) BatchStart(day string, hour int) BatchStartHandle {
 // are ephemeral: one whose session ends neither counts nor blocks the others.
 // ctx cancellation of Enter removes this participant's node.
 func (c *Client) Solo() SoloHandle {
-	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/solo"), 1)
+	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/solo"), 1, runtime.WithResourceName("solo"))
 }
 
 // Stage returns a participant in the double barrier stage at /pipeline/barriers/stage/{job:string}/{step:int}, for 12 participants.
@@ -189,7 +189,7 @@ func (c *Client) Solo() SoloHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Stage(job string, step int) StageHandle {
-	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/stage").Str("job", job).Int("step", step), 12)
+	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/stage").Str("job", job).Int("step", step), 12, runtime.WithResourceName("stage"))
 }
 
 // RawFramesHandle is the interface of the handle RawFrames returns (runtime.QueueHandle), for fakes in tests.

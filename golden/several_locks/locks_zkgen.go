@@ -43,7 +43,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) InvoiceRun() InvoiceRunHandle {
-	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"))
+	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"), runtime.WithResourceName("invoice_run"))
 }
 
 // LedgerShard returns a contender for the exclusive lock ledger_shard at /billing/locks/ledger/{shard:int}.
@@ -55,7 +55,7 @@ func (c *Client) InvoiceRun() InvoiceRunHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) LedgerShard(shard int) LedgerShardHandle {
-	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard))
+	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard), runtime.WithResourceName("ledger_shard"))
 }
 
 // Account returns a contender for the exclusive lock account at /billing/locks/accounts/{account_id:string}.
@@ -68,7 +68,7 @@ func (c *Client) LedgerShard(shard int) LedgerShardHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Account(accountID string) AccountHandle {
-	return runtime.NewLock(c.sess, runtime.At("/billing/locks/accounts").Str("account_id", accountID))
+	return runtime.NewLock(c.sess, runtime.At("/billing/locks/accounts").Str("account_id", accountID), runtime.WithResourceName("account"))
 }
 
 // RefundBatch returns a contender for the exclusive lock refund_batch at /billing/locks/refund-batch.
@@ -79,7 +79,7 @@ func (c *Client) Account(accountID string) AccountHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) RefundBatch() RefundBatchHandle {
-	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"))
+	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"), runtime.WithResourceName("refund_batch"))
 }
 
 // CurrencyRates returns a contender for the exclusive lock currency_rates at /billing/locks/currency-rates.
@@ -90,7 +90,7 @@ func (c *Client) RefundBatch() RefundBatchHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) CurrencyRates() CurrencyRatesHandle {
-	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"))
+	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"), runtime.WithResourceName("currency_rates"))
 }
 
 // Archive returns a contender for the exclusive lock archive at /billing/locks/archive/{year:int}/{month:int}.
@@ -101,7 +101,7 @@ func (c *Client) CurrencyRates() CurrencyRatesHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Archive(year int, month int) ArchiveHandle {
-	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month))
+	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month), runtime.WithResourceName("archive"))
 }
 
 // InvoiceRunHandle is the interface of the handle InvoiceRun returns (runtime.LockHandle), for fakes in tests.

@@ -24,18 +24,27 @@ var Layouts = map[spec.Layout]Layout{
 	spec.LayoutKazoo:   {runtime.LayoutKazoo, "LayoutKazoo"},
 }
 
-// LockLayout returns the layout of a lock or rwlock resource, and whether
-// its handle needs runtime.WithLayout for it (the default layout, Curator's,
-// needs no option).
-func LockLayout(r *spec.Resource) (Layout, bool) {
+// LayoutOf returns the layout of a lock, rwlock, semaphore, election, group
+// or counter resource, and whether its handle needs runtime.WithLayout for it
+// (the default layout, Curator's, needs no option).
+func LayoutOf(r *spec.Resource) (Layout, bool) {
 	return Layouts[r.Layout], r.Layout != "" && r.Layout != spec.LayoutCurator
 }
 
 // LockOptions returns the runtime options that the live commands open the
 // lock handles of r with: its layout, so that they see its nodes.
 func LockOptions(r *spec.Resource) []runtime.LockOption {
-	if l, ok := LockLayout(r); ok {
+	if l, ok := LayoutOf(r); ok {
 		return []runtime.LockOption{runtime.WithLayout(l.Value)}
+	}
+	return nil
+}
+
+// HandleOptions returns the runtime options that the live commands open the
+// semaphore, election, group and counter handles of r with: its layout.
+func HandleOptions(r *spec.Resource) []runtime.HandleOption {
+	if l, ok := LayoutOf(r); ok {
+		return []runtime.HandleOption{runtime.WithLayout(l.Value)}
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ var rules = withKinds([]Rule{
 			"holder never sees the request, yet the forcing process deletes its node",
 		Safe: "changing `force_after`; turning revocation without `force_after` on or off (a request is advisory)"},
 	{Field: "layout", check: checkLayout,
-		Breaks: "any change (curator and kazoo name lock nodes differently and ignore each other's)"},
+		Breaks: "any change (curator and kazoo name lock, lease, candidate and member nodes differently and ignore each other's; a counter's stored width differs)"},
 	{Field: "leases", check: checkLeases,
 		Breaks: "any change (each process admits its own count of holders)"},
 	{Field: "ttl", check: checkTTL,
@@ -128,6 +128,9 @@ var rules = withKinds([]Rule{
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "notify", check: checkNotify,
 		Breaks: "any change (with `coordinator` only the proposer publishes the decision; with `all` nobody waits for it to)"},
+	{Field: "partitions", check: checkPartitions,
+		Breaks: "any change (each process deals out its own count of partitions)"},
+	{Field: "names", Safe: "any change (partitions are numbered; names only label them in the generated code)"},
 	{Field: "member", check: payload("member", memberOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "value", check: payload("value", valueOf),
@@ -137,10 +140,21 @@ var rules = withKinds([]Rule{
 })
 
 func checkLayout(c *comparison, o, n *spec.Resource) {
-	if o.Layout != n.Layout {
-		c.changed(o, n, "layout", string(o.Layout), string(n.Layout),
-			"old and new processes would name their lock nodes differently and not see each other's")
+	if o.Layout == n.Layout {
+		return
 	}
+	why := "old and new processes would name their lock nodes differently and not see each other's"
+	switch n.Kind {
+	case spec.KindSemaphore:
+		why = "old and new processes would count leases in different nodes and admit too many holders"
+	case spec.KindElection:
+		why = "old and new processes would name their candidate nodes differently and elect two leaders"
+	case spec.KindGroup:
+		why = "old and new processes would name their member nodes differently, and kazoo's Party sees only one of the two"
+	case spec.KindCounter:
+		why = "old and new processes would store the counter in different widths (8 and 4 bytes) and fail to read each other's"
+	}
+	c.changed(o, n, "layout", string(o.Layout), string(n.Layout), why)
 }
 
 func checkLeases(c *comparison, o, n *spec.Resource) {
@@ -161,6 +175,13 @@ func checkSize(c *comparison, o, n *spec.Resource) {
 	if o.Size != n.Size {
 		c.changed(o, n, "size", strconv.Itoa(o.Size), strconv.Itoa(n.Size),
 			"old and new processes would wait for different numbers of participants")
+	}
+}
+
+func checkPartitions(c *comparison, o, n *spec.Resource) {
+	if o.Partitions != n.Partitions {
+		c.changed(o, n, "partitions", strconv.Itoa(o.Partitions), strconv.Itoa(n.Partitions),
+			"old and new processes would deal out different partitions (the runtime refuses the newcomers: ErrSpecMismatch)")
 	}
 }
 

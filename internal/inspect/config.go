@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/zkgen/zkgen/internal/bind"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
@@ -42,8 +43,8 @@ func readConfig(ctx context.Context, sess *runtime.Session, _ *spec.Resource, p 
 	return nil
 }
 
-func readCounter(ctx context.Context, sess *runtime.Session, _ *spec.Resource, p runtime.Path, res *Resource) error {
-	n, err := runtime.NewCounter(sess, p).Get(ctx)
+func readCounter(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path, res *Resource) error {
+	n, err := runtime.NewCounter(sess, p, bind.HandleOptions(r)...).Get(ctx)
 	if err != nil {
 		return err
 	}

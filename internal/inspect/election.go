@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkgen/zkgen/internal/bind"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
@@ -31,8 +32,8 @@ type Candidate struct {
 	Payload    Value     `json:"payload"`
 }
 
-func readElection(ctx context.Context, sess *runtime.Session, _ *spec.Resource, p runtime.Path, res *Resource) error {
-	e := runtime.NewElection(sess, p, runtime.BytesCodec())
+func readElection(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path, res *Resource) error {
+	e := runtime.NewElection(sess, p, runtime.BytesCodec(), bind.HandleOptions(r)...)
 	ls, err := e.State(ctx)
 	if err != nil {
 		return err

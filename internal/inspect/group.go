@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkgen/zkgen/internal/bind"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
@@ -18,8 +19,8 @@ type GroupState struct {
 	Members []Value `json:"members"`
 }
 
-func readGroup(ctx context.Context, sess *runtime.Session, _ *spec.Resource, p runtime.Path, res *Resource) error {
-	ms, err := runtime.NewGroup(sess, p, runtime.BytesCodec()).Members(ctx)
+func readGroup(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path, res *Resource) error {
+	ms, err := runtime.NewGroup(sess, p, runtime.BytesCodec(), bind.HandleOptions(r)...).Members(ctx)
 	if err != nil {
 		return err
 	}

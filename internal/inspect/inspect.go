@@ -49,6 +49,7 @@ type Resource struct {
 	DoubleBarrier *DoubleBarrierState `json:"double_barrier,omitempty"` // double_barrier
 	Election      *ElectionState      `json:"election,omitempty"`       // election
 	Group         *GroupState         `json:"group,omitempty"`          // group
+	Partitioner   *PartitionerState   `json:"partitioner,omitempty"`    // partitioner
 	Config        *ConfigState        `json:"config,omitempty"`         // config
 	Counter       *CounterState       `json:"counter,omitempty"`        // counter
 	Transaction   *TxState            `json:"transaction,omitempty"`    // two_phase_commit
@@ -81,6 +82,8 @@ func (r *Resource) section() section {
 		return r.Election
 	case r.Group != nil:
 		return r.Group
+	case r.Partitioner != nil:
+		return r.Partitioner
 	case r.Config != nil:
 		return r.Config
 	case r.Counter != nil:

@@ -13,11 +13,19 @@ import (
 	"github.com/zkgen/zkgen/runtime"
 )
 
+// section is what a Go contender takes and gives back each cycle: a lock
+// (runtime.LockHandle is one), a leadership, a lease, a counter's add.
+type section interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Lost() <-chan struct{}
+}
+
 // goContender is one Go participant of a hammer run.
 type goContender struct {
 	who    string
-	lock   runtime.LockHandle
-	mode   string // x or r
+	lock   section
+	mode   string // x, r or s
 	cycles int
 	hold   time.Duration // inside the critical section
 }
@@ -138,7 +146,7 @@ func logRun(t *testing.T, s stats, took time.Duration, peers []*peer) {
 
 // holdLock takes l and reports the entry to the referee as who, for the
 // step-by-step tests; the returned function leaves and unlocks.
-func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l runtime.LockHandle, mode string) (leave func()) {
+func holdLock(t *testing.T, ctx context.Context, ref *referee, who string, l section, mode string) (leave func()) {
 	t.Helper()
 	if err := l.Lock(ctx); err != nil {
 		t.Fatalf("%s: lock: %v; referee: %s", who, err, ref)
@@ -177,4 +185,83 @@ func mustNotGet(t *testing.T, ctx context.Context, l runtime.LockHandle, why str
 		l.Unlock(ctx)
 		t.Fatalf("TryLock succeeded although %s", why)
 	}
+}
+
+// never is the Lost channel of what cannot be lost.
+var never = make(chan struct{})
+
+// electionSection is a candidate: Lock campaigns until it is the
+// acknowledged leader, Unlock resigns.
+type electionSection[T any] struct {
+	e       runtime.ElectionHandle[T]
+	payload T
+	l       *runtime.Leadership[T]
+}
+
+func (c *electionSection[T]) Lock(ctx context.Context) (err error) {
+	c.l, err = c.e.Campaign(ctx, c.payload)
+	return err
+}
+
+func (c *electionSection[T]) Unlock(ctx context.Context) error { return c.l.Resign(ctx) }
+func (c *electionSection[T]) Lost() <-chan struct{}            { return c.l.Lost() }
+
+// semaphoreSection is a participant of a semaphore: Lock acquires a
+// lease, Unlock releases it.
+type semaphoreSection struct {
+	m runtime.SemaphoreHandle
+	l *runtime.Lease
+}
+
+func (c *semaphoreSection) Lock(ctx context.Context) (err error) {
+	c.l, err = c.m.Acquire(ctx)
+	return err
+}
+
+func (c *semaphoreSection) Unlock(ctx context.Context) error { return c.l.Release(ctx) }
+func (c *semaphoreSection) Lost() <-chan struct{}            { return c.l.Lost() }
+
+// counterSection adds 1 to a counter each cycle (in Lock).
+type counterSection struct{ k runtime.CounterHandle }
+
+func (c counterSection) Lock(ctx context.Context) error {
+	_, err := c.k.Add(ctx, 1)
+	return err
+}
+
+func (counterSection) Unlock(context.Context) error { return nil }
+func (counterSection) Lost() <-chan struct{}        { return never }
+
+// peerStart is a peer process to start: its arguments (path and referee
+// are filled in) and the peer that runs them.
+type peerStart struct {
+	args  peerArgs
+	start func(t *testing.T, a peerArgs) *peer
+}
+
+// mixed runs Go contenders and peer processes on path under one referee
+// that admits leases s holders, until all are done, and checks that every
+// contender completed its cycles without a violation. It logs the run and
+// returns the referee's figures and the peers.
+func mixed(t *testing.T, ctx context.Context, path string, leases int, goes []goContender, starts []peerStart) (stats, []*peer) {
+	t.Helper()
+	want := map[string]int{}
+	for _, g := range goes {
+		want[g.who] = g.cycles
+	}
+	for _, p := range starts {
+		p.args.who(want)
+	}
+	ref := newReferee(t, len(want))
+	ref.setLeases(leases)
+	var peers []*peer
+	for _, p := range starts {
+		a := p.args
+		a.path, a.referee = path, ref.Addr()
+		peers = append(peers, p.start(t, a))
+	}
+	took := hammer(t, ctx, ref, goes, peers)
+	st := ref.check(t, want)
+	logRun(t, st, took, peers)
+	return st, peers
 }

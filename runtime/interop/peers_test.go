@@ -118,8 +118,10 @@ type peerArgs struct {
 	path    string
 	referee string
 	name    string   // process name; its threads are <name>-<i>-<role>
-	roles   []string // m = mutex, r = read, w = write
+	roles   []string // m = mutex, r = read, w = write, e = election, s = semaphore, c/k/a = counters
 	cycles  int
+	leases  int           // a semaphore's leases
+	members int           // the group size a g thread waits for
 	holdR   time.Duration // inside a read critical section
 	holdX   time.Duration // inside an exclusive one
 	timeout time.Duration // bound on each acquire
@@ -140,6 +142,8 @@ func (a peerArgs) list() []string {
 		"hold_ms_r=" + strconv.FormatInt(a.holdR.Milliseconds(), 10),
 		"hold_ms_x=" + strconv.FormatInt(a.holdX.Milliseconds(), 10),
 		"timeout_s=" + strconv.FormatInt(int64(timeout/time.Second), 10),
+		"leases=" + strconv.Itoa(max(a.leases, 1)),
+		"members=" + strconv.Itoa(max(a.members, 1)),
 	}
 }
 

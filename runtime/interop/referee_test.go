@@ -20,13 +20,15 @@ import (
 // on. The protocol, one request and one answer per line:
 //
 //	hello <who>        -> go   once every expected contender said hello
-//	enter <who> <mode> -> ok   mode x = exclusive (mutex, write), r = shared (read)
+//	enter <who> <mode> -> ok   mode x = exclusive (mutex, write, leadership),
+//	                           r = shared (read), s = one of a semaphore's leases
 //	exit <who> <mode>  -> ok
 //
 // Anything else is answered "err ..." and recorded as a protocol error.
 //
-// A violation is an x entry while anyone is inside, or an r entry while an x
-// holder is inside. The referee also counts completed cycles per contender
+// A violation is an x entry while anyone is inside, an r entry while an x
+// holder is inside, or an s entry that makes more s holders inside than the
+// referee's leases (see setLeases), or next to an x holder. The referee also counts completed cycles per contender
 // and how often a reader entered while other readers were inside.
 type referee struct {
 	ln net.Listener
@@ -40,6 +42,8 @@ type referee struct {
 	cycles   map[string]int
 	overlaps int // r entries while another reader was inside
 	maxIn    int // most contenders inside at once
+	leases   int // most s holders allowed inside at once
+	maxS     int // most s holders inside at once
 	lastLib  string
 	switches int // entries by another library than the previous entry's
 	bad      []string
@@ -163,7 +167,7 @@ func (r *referee) serve(c net.Conn) {
 			if !answer("go") {
 				return
 			}
-		case len(f) == 3 && (f[0] == "enter" || f[0] == "exit") && (f[2] == "x" || f[2] == "r"):
+		case len(f) == 3 && (f[0] == "enter" || f[0] == "exit") && (f[2] == "x" || f[2] == "r" || f[2] == "s"):
 			if f[1] != who {
 				r.protocol(answer, "%s for %q on the connection of %q", f[0], f[1], who)
 				return
@@ -232,15 +236,18 @@ func (r *referee) enter(who, mode string) *pause {
 	if m, in := r.inside[who]; in {
 		r.badf("protocol error: %s entered (%s) while already inside (%s)", who, mode, m)
 	}
-	var others, writers, readers []string
+	var others, writers, readers, leases []string
 	for o, m := range r.inside {
 		if o == who {
 			continue
 		}
 		others = append(others, o+"("+m+")")
-		if m == "x" {
+		switch m {
+		case "x":
 			writers = append(writers, o)
-		} else {
+		case "s":
+			leases = append(leases, o)
+		default:
 			readers = append(readers, o)
 		}
 	}
@@ -248,10 +255,15 @@ func (r *referee) enter(who, mode string) *pause {
 	switch {
 	case mode == "x" && len(others) > 0:
 		r.badf("VIOLATION: %s entered exclusively while inside: %s", who, strings.Join(others, ", "))
-	case mode == "r" && len(writers) > 0:
-		r.badf("VIOLATION: reader %s entered while inside: %s", who, strings.Join(others, ", "))
+	case mode != "x" && len(writers) > 0:
+		r.badf("VIOLATION: %s (%s) entered while inside: %s", who, mode, strings.Join(others, ", "))
+	case mode == "s" && len(leases)+1 > r.leases:
+		r.badf("VIOLATION: %s took lease %d of %d; inside: %s", who, len(leases)+1, r.leases, strings.Join(others, ", "))
 	case mode == "r" && len(readers) > 0:
 		r.overlaps++
+	}
+	if mode == "s" {
+		r.maxS = max(r.maxS, len(leases)+1)
 	}
 	r.inside[who] = mode
 	r.maxIn = max(r.maxIn, len(r.inside))
@@ -283,6 +295,14 @@ func (r *referee) exit(who, mode string) {
 	delete(r.inside, who)
 	r.cycles[who]++
 	r.notify()
+}
+
+// setLeases sets how many s holders may be inside at once (default 0: an s
+// entry is a violation).
+func (r *referee) setLeases(n int) {
+	r.mu.Lock()
+	r.leases = n
+	r.mu.Unlock()
 }
 
 // library is the language part of a contender name: "go" for go1-x,
@@ -326,6 +346,7 @@ type stats struct {
 	total    int
 	overlaps int
 	maxIn    int
+	maxS     int // most semaphore holders inside at once
 	switches int
 	bad      []string
 }
@@ -333,7 +354,7 @@ type stats struct {
 func (r *referee) stats() stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := stats{cycles: map[string]int{}, overlaps: r.overlaps, maxIn: r.maxIn, switches: r.switches, bad: slices.Clone(r.bad)}
+	s := stats{cycles: map[string]int{}, overlaps: r.overlaps, maxIn: r.maxIn, maxS: r.maxS, switches: r.switches, bad: slices.Clone(r.bad)}
 	for w, n := range r.cycles {
 		s.cycles[w] = n
 		s.total += n
@@ -456,7 +477,7 @@ func TestRefereeRules(t *testing.T) {
 	st := ref.stats()
 	want := []string{
 		"VIOLATION: c entered exclusively while inside: a(r), b(r)",
-		"VIOLATION: reader a entered while inside: c(x)",
+		"VIOLATION: a (r) entered while inside: c(x)",
 		"protocol error: b left (r) without being inside",
 	}
 	if !slices.Equal(st.bad, want) {
@@ -464,5 +485,32 @@ func TestRefereeRules(t *testing.T) {
 	}
 	if st.overlaps != 1 || st.cycles["a"] != 2 || st.cycles["b"] != 1 || st.cycles["c"] != 1 {
 		t.Errorf("overlaps %d, cycles %v; want 1 and a=2 b=1 c=1", st.overlaps, st.cycles)
+	}
+}
+
+// The referee's semaphore rule, without ZooKeeper: up to leases s holders
+// share, one more is a violation.
+func TestRefereeLeases(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	ref := newReferee(t, 0)
+	ref.setLeases(2)
+	var cs []*refClient
+	for _, who := range []string{"a", "b", "c"} {
+		rc, err := dialReferee(ctx, ref.Addr(), who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		cs = append(cs, rc)
+	}
+	for i, rc := range cs {
+		if err := rc.enter(ctx, "s"); err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+	}
+	st := ref.stats()
+	want := []string{"VIOLATION: c took lease 3 of 2; inside: a(s), b(s)"}
+	if !slices.Equal(st.bad, want) || st.maxS != 3 {
+		t.Errorf("recorded %q, max %d inside; want %q and 3", st.bad, st.maxS, want)
 	}
 }

@@ -1,7 +1,8 @@
-// CuratorContender is a lock contender for zkgen's interoperability tests:
-// it takes Apache Curator locks on one path over and over and tells the Go
-// test's referee (a line-based TCP server on 127.0.0.1) each time it enters
-// and leaves its critical section.
+// CuratorContender is a contender for zkgen's interoperability tests: it
+// takes Apache Curator locks (or leads a LeaderLatch election, takes a
+// semaphore lease, adds to a counter) on one path over and over and tells
+// the Go test's referee (a line-based TCP server on 127.0.0.1) each time it
+// enters and leaves its critical section.
 //
 // Arguments are key=value pairs:
 //
@@ -10,7 +11,17 @@
 //	referee=127.0.0.1:N the referee's address
 //	name=curator1       contender name prefix
 //	roles=m,r,w         one thread per role: m = InterProcessMutex,
-//	                    r / w = read / write side of InterProcessReadWriteLock
+//	                    r / w = read / write side of InterProcessReadWriteLock,
+//	                    e = LeaderLatch (leadership is the section, mode x),
+//	                    s = InterProcessSemaphoreV2 (mode s),
+//	                    k = SharedCount, a = DistributedAtomicLong: each
+//	                    cycle adds 1, then enters and leaves (mode r),
+//	                    g = GroupMember (payload: its name): each cycle
+//	                    joins, waits until the group has `members` members,
+//	                    prints their payloads ("members ..."), enters and
+//	                    leaves (mode r), and leaves the group
+//	leases=1            the semaphore's leases
+//	members=1           the group size a g thread waits for
 //	cycles=50           lock/unlock cycles per thread
 //	hold_ms_r=0         time spent inside a read critical section
 //	hold_ms_x=0         time spent inside an exclusive critical section
@@ -21,7 +32,8 @@
 // own referee connection and speaks:
 //
 //	hello <who>        -> go   (once every contender of the test said hello)
-//	enter <who> <mode> -> ok   (mode x = exclusive, r = shared)
+//	enter <who> <mode> -> ok   (mode x = exclusive, r = shared,
+//	                            s = one of a semaphore's leases)
 //	exit <who> <mode>  -> ok
 //
 // It prints one "summary" line per thread and exits 0, or prints the error
@@ -39,12 +51,23 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -79,6 +102,120 @@ public final class CuratorContender {
         }
     }
 
+    // Body is what a contender does inside its section: tell the referee.
+    private interface Body {
+        void run() throws Exception;
+    }
+
+    // Section is one cycle of a role: acquire, run the body, release.
+    private interface Section {
+        void cycle(Body body, long timeout) throws Exception;
+    }
+
+    private static Section lockSection(InterProcessLock lock) {
+        return (body, timeout) -> {
+            if (!lock.acquire(timeout, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("lock not acquired within " + timeout + "s");
+            }
+            try {
+                body.run();
+            } finally {
+                lock.release();
+            }
+        };
+    }
+
+    // A fresh LeaderLatch per cycle: start, await leadership, body, close
+    // (which deletes the latch node and hands leadership on).
+    private static Section latchSection(CuratorFramework client, String path, String who) {
+        return (body, timeout) -> {
+            LeaderLatch latch = new LeaderLatch(client, path, who);
+            latch.start();
+            try {
+                if (!latch.await(timeout, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("leadership not won within " + timeout + "s");
+                }
+                body.run();
+            } finally {
+                latch.close();
+            }
+        };
+    }
+
+    private static Section semaphoreSection(InterProcessSemaphoreV2 sem) {
+        return (body, timeout) -> {
+            Lease lease = sem.acquire(timeout, TimeUnit.SECONDS);
+            if (lease == null) {
+                throw new IllegalStateException("lease not acquired within " + timeout + "s");
+            }
+            try {
+                body.run();
+            } finally {
+                sem.returnLease(lease);
+            }
+        };
+    }
+
+    // SharedCount: compare-and-set on the version until it wins.
+    private static Section sharedCountSection(SharedCount count) {
+        return (body, timeout) -> {
+            while (true) {
+                VersionedValue<Integer> v = count.getVersionedValue();
+                if (count.trySetCount(v, v.getValue() + 1)) {
+                    break;
+                }
+            }
+            body.run();
+        };
+    }
+
+    // GroupMember: join, wait for the group to have `members` members (a
+    // children watch wakes it; the members come from GroupMember's own cache,
+    // which may lag the watch, so it looks again after a bounded wait), print
+    // them, run the body, leave.
+    private static Section groupSection(CuratorFramework client, String path, String who, int members) {
+        return (body, timeout) -> {
+            GroupMember member = new GroupMember(client, path, who, who.getBytes(StandardCharsets.UTF_8));
+            member.start();
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeout);
+                TreeSet<String> seen = new TreeSet<>();
+                while (true) {
+                    CountDownLatch changed = new CountDownLatch(1);
+                    client.getChildren().usingWatcher((org.apache.zookeeper.Watcher) e -> changed.countDown()).forPath(path);
+                    seen.clear();
+                    for (byte[] b : member.getCurrentMembers().values()) {
+                        seen.add(new String(b, StandardCharsets.UTF_8));
+                    }
+                    if (seen.size() >= members) {
+                        break;
+                    }
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("group has " + seen + ", not " + members + " members, after " + timeout + "s");
+                    }
+                    changed.await(200, TimeUnit.MILLISECONDS);
+                }
+                System.out.println("members who=" + who + " saw=" + String.join(",", seen));
+                body.run();
+            } finally {
+                member.close();
+            }
+        };
+    }
+
+    // DistributedAtomicLong: optimistic increment, again until it succeeds.
+    private static Section atomicLongSection(DistributedAtomicLong n) {
+        return (body, timeout) -> {
+            while (true) {
+                AtomicValue<Long> v = n.increment();
+                if (v.succeeded()) {
+                    break;
+                }
+            }
+            body.run();
+        };
+    }
+
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = new HashMap<>();
         for (String a : args) {
@@ -97,6 +234,8 @@ public final class CuratorContender {
         long holdR = Long.parseLong(opt.getOrDefault("hold_ms_r", "0"));
         long holdX = Long.parseLong(opt.getOrDefault("hold_ms_x", "0"));
         long timeout = Long.parseLong(opt.getOrDefault("timeout_s", "60"));
+        int leases = Integer.parseInt(opt.getOrDefault("leases", "1"));
+        int members = Integer.parseInt(opt.getOrDefault("members", "1"));
 
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zk)
@@ -115,20 +254,43 @@ public final class CuratorContender {
             for (int i = 0; i < roles.length; i++) {
                 String role = roles[i];
                 String who = name + "-" + i + "-" + role;
-                InterProcessLock lock;
+                Section lock;
                 String mode;
+                SharedCount shared = null;
                 switch (role) {
                     case "m":
-                        lock = new InterProcessMutex(client, path);
+                        lock = lockSection(new InterProcessMutex(client, path));
                         mode = "x";
                         break;
                     case "r":
-                        lock = new InterProcessReadWriteLock(client, path).readLock();
+                        lock = lockSection(new InterProcessReadWriteLock(client, path).readLock());
                         mode = "r";
                         break;
                     case "w":
-                        lock = new InterProcessReadWriteLock(client, path).writeLock();
+                        lock = lockSection(new InterProcessReadWriteLock(client, path).writeLock());
                         mode = "x";
+                        break;
+                    case "e":
+                        lock = latchSection(client, path, who);
+                        mode = "x";
+                        break;
+                    case "s":
+                        lock = semaphoreSection(new InterProcessSemaphoreV2(client, path, leases));
+                        mode = "s";
+                        break;
+                    case "k":
+                        shared = new SharedCount(client, path, 0);
+                        shared.start();
+                        lock = sharedCountSection(shared);
+                        mode = "r";
+                        break;
+                    case "g":
+                        lock = groupSection(client, path, who, members);
+                        mode = "r";
+                        break;
+                    case "a":
+                        lock = atomicLongSection(new DistributedAtomicLong(client, path, new RetryNTimes(1000, 1)));
+                        mode = "r";
                         break;
                     default:
                         throw new IllegalArgumentException("unknown role " + role);
@@ -158,23 +320,23 @@ public final class CuratorContender {
         System.exit(0);
     }
 
-    private static void run(InterProcessLock lock, String who, String mode, String refAddr, int cycles,
+    private static void run(Section lock, String who, String mode, String refAddr, int cycles,
             long hold, long timeout, String version) throws Exception {
         long start = System.nanoTime();
         try (Referee ref = new Referee(refAddr)) {
             ref.call("hello " + who, "go");
-            for (int i = 0; i < cycles; i++) {
-                if (!lock.acquire(timeout, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("cycle " + i + ": lock not acquired within " + timeout + "s");
+            Body body = () -> {
+                ref.call("enter " + who + " " + mode, "ok");
+                if (hold > 0) {
+                    Thread.sleep(hold); // the work done under the lock
                 }
+                ref.call("exit " + who + " " + mode, "ok");
+            };
+            for (int i = 0; i < cycles; i++) {
                 try {
-                    ref.call("enter " + who + " " + mode, "ok");
-                    if (hold > 0) {
-                        Thread.sleep(hold); // the work done under the lock
-                    }
-                    ref.call("exit " + who + " " + mode, "ok");
-                } finally {
-                    lock.release();
+                    lock.cycle(body, timeout);
+                } catch (Exception e) {
+                    throw new IllegalStateException("cycle " + i + ": " + e, e);
                 }
             }
         }

@@ -46,7 +46,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // Nodes it creates are accessible only to the authenticated identity that created
 // them (acl: creator_all); the session needs runtime.WithAuth.
 func (c *Client) Migration() MigrationHandle {
-	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"), runtime.WithNodeACL(runtime.CreatorAllACL()))
+	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"), runtime.WithNodeACL(runtime.CreatorAllACL()), runtime.WithResourceName("migration"))
 }
 
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
@@ -60,7 +60,7 @@ func (c *Client) Migration() MigrationHandle {
 // Nodes it creates are readable by everyone and writable only by the authenticated
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
 func (c *Client) CacheFill(key string) CacheFillHandle {
-	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key), runtime.WithNodeACL(runtime.WorldReadACL()))
+	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key), runtime.WithNodeACL(runtime.WorldReadACL()), runtime.WithResourceName("cache_fill"))
 }
 
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
@@ -75,7 +75,7 @@ func (c *Client) Partition(partition int) PartitionHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition), runtime.WithNodeACL(runtime.DigestACL(
 		runtime.DigestUser{ID: "ops:YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=", Perms: "rwcda"},
 		runtime.DigestUser{ID: "reader:MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A=", Perms: "r"},
-	)))
+	)), runtime.WithResourceName("partition"))
 }
 
 // Jobs returns a handle on the FIFO queue jobs at /prod/eu-west-1/app/queues/jobs, of string (raw UTF-8) items, delivered at least once.
@@ -88,7 +88,7 @@ func (c *Client) Partition(partition int) PartitionHandle {
 // Nodes it creates are readable by everyone and writable only by the authenticated
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
 func (c *Client) Jobs() JobsHandle {
-	return runtime.NewAckQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/jobs"), runtime.StringCodec(), runtime.WithNodeACL(runtime.WorldReadACL()))
+	return runtime.NewAckQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/jobs"), runtime.StringCodec(), runtime.WithNodeACL(runtime.WorldReadACL()), runtime.WithResourceName("jobs"))
 }
 
 // Slots returns a participant in the semaphore slots at /prod/eu-west-1/app/semaphores/slots, which grants at most 2 leases at once.
@@ -98,7 +98,7 @@ func (c *Client) Jobs() JobsHandle {
 // Nodes it creates are accessible only to the authenticated identity that created
 // them (acl: creator_all); the session needs runtime.WithAuth.
 func (c *Client) Slots() SlotsHandle {
-	return runtime.NewSemaphore(c.sess, runtime.At("/prod/eu-west-1/app/semaphores/slots"), 2, runtime.WithNodeACL(runtime.CreatorAllACL()))
+	return runtime.NewSemaphore(c.sess, runtime.At("/prod/eu-west-1/app/semaphores/slots"), 2, runtime.WithNodeACL(runtime.CreatorAllACL()), runtime.WithResourceName("slots"))
 }
 
 // Priorities of the priority queue alerts, most urgent first.
@@ -118,7 +118,7 @@ const (
 //
 // Nodes it creates are open to everyone (acl: world_all).
 func (c *Client) Alerts() AlertsHandle {
-	return runtime.NewPriorityQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithNodeACL(runtime.WorldAllACL()))
+	return runtime.NewPriorityQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithNodeACL(runtime.WorldAllACL()), runtime.WithResourceName("alerts"))
 }
 
 // MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.

@@ -43,7 +43,7 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Migration() MigrationHandle {
-	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"))
+	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"), runtime.WithResourceName("migration"))
 }
 
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
@@ -54,7 +54,7 @@ func (c *Client) Migration() MigrationHandle {
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) CacheFill(key string) CacheFillHandle {
-	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key))
+	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key), runtime.WithResourceName("cache_fill"))
 }
 
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
@@ -63,7 +63,7 @@ func (c *Client) CacheFill(key string) CacheFillHandle {
 // Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Partition(partition int) PartitionHandle {
-	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition))
+	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition), runtime.WithResourceName("partition"))
 }
 
 // MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.

@@ -1,0 +1,521 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Partitioner shares a fixed number of partitions among the members of a
+// group, each partition owned by at most one member at any moment.
+//
+// Under its directory:
+//
+//	members/_c_<uuid>-member-<seq>  ephemeral sequential, one per member
+//	owners/p-<i>                    ephemeral, the owner of partition i
+//	assignment                      the target plan (JSON), written by the leader
+//
+// The member that joined first is the leader: after a membership change
+// (a join debounced, see WithRebalanceDelay) it computes the target plan from the
+// previous one — balanced (⌊N/M⌋ or ⌈N/M⌉ each) and sticky (members keep
+// what they have up to their quota, so a join or a leave moves about
+// ⌈N/M⌉ partitions, not all) — and publishes it with a conditional write.
+// Every member follows the plan: it first releases the partitions the plan
+// took from it (deleting their owner nodes), then creates the owner nodes
+// of the partitions the plan gives it. A create that finds the node owned
+// waits with an exists watch on that one node until the old owner released
+// it or its session ended; so a partition never has two owners, even in
+// the middle of a rebalance or when members act on different plans.
+//
+// Each member watches the members directory and the assignment node, and
+// each waiting member the one owner node it waits for: a membership change
+// costs O(M) notifications plus one per moved partition.
+//
+// The directory records the partition count (see ErrSpecMismatch): a
+// member generated with another count is refused before it joins.
+type Partitioner[T any] struct {
+	s     *Session
+	dir   string
+	err   error
+	n     int
+	names []string
+	codec Codec[T]
+	acl   []zk.ACL
+
+	busy slot
+}
+
+// NewPartitioner returns a member handle for a partitioner of n partitions
+// at directory p, with members encoded by codec. It does no I/O. opts:
+// WithNodeACL, WithPartitionNames.
+func NewPartitioner[T any](s *Session, p Path, n int, codec Codec[T], opts ...HandleOption) *Partitioner[T] {
+	c := handleOptions(opts)
+	err := p.Err()
+	if err == nil && n < 1 {
+		err = fmt.Errorf("partitioner %s: %d partitions: at least 1 is needed", p, n)
+	}
+	if err == nil && c.partitionNames != nil && len(c.partitionNames) != n {
+		err = fmt.Errorf("partitioner %s: %d names for %d partitions", p, len(c.partitionNames), n)
+	}
+	return &Partitioner[T]{s: s, dir: p.String(), err: err, n: n, names: c.partitionNames, codec: codec, acl: c.acl}
+}
+
+// PartitionNames is the option that names a partitioner's partitions, in
+// order (see WithPartitionNames).
+type PartitionNames struct{ names []string }
+
+// WithPartitionNames returns the option that names a partitioner's
+// partitions: names[i] is partition i's name (Partitioner.Name). There must
+// be exactly one name per partition. The slice is copied.
+func WithPartitionNames(names ...string) PartitionNames {
+	return PartitionNames{names: slices.Clone(names)}
+}
+
+func (o PartitionNames) applyHandle(c *handleConfig) { c.partitionNames = o.names }
+
+// Path returns the partitioner's directory.
+func (p *Partitioner[T]) Path() string { return p.dir }
+
+// Partitions returns the number of partitions.
+func (p *Partitioner[T]) Partitions() int { return p.n }
+
+// Name returns partition i's name: its name from WithPartitionNames, or i
+// in decimal.
+func (p *Partitioner[T]) Name(i int) string {
+	if i >= 0 && i < len(p.names) {
+		return p.names[i]
+	}
+	return strconv.Itoa(i)
+}
+
+func (p *Partitioner[T]) membersDir() string { return joinPath(p.dir, "members") }
+func (p *Partitioner[T]) ownersDir() string  { return joinPath(p.dir, "owners") }
+func (p *Partitioner[T]) planPath() string   { return joinPath(p.dir, "assignment") }
+func (p *Partitioner[T]) ownerNode(i int) string {
+	return joinPath(p.ownersDir(), "p-"+strconv.Itoa(i))
+}
+
+// JoinOption configures a partitioner member (Partitioner.Join).
+type JoinOption func(*joinConfig)
+
+type joinConfig struct {
+	acquired   func(partition int)
+	releasing  func(partition int)
+	delay      time.Duration
+	streamWait time.Duration
+}
+
+// WithPartitionHooks returns the option that calls acquired(i) right after
+// the member became partition i's owner (its owner node was created), and
+// releasing(i) right before it stops being the owner: before its owner node
+// is deleted, or when the ownership was lost with the session (the node
+// went with it). Both are called from the member's one goroutine, in order;
+// the member waits for releasing to return before it deletes the node, so
+// work on the partition stopped in releasing is never concurrent with the
+// next owner's. Either may be nil.
+func WithPartitionHooks(acquired, releasing func(partition int)) JoinOption {
+	return func(c *joinConfig) { c.acquired, c.releasing = acquired, releasing }
+}
+
+// WithRebalanceDelay returns the option that sets how long the leader waits
+// after a member joined before it publishes a new plan, so that a burst of
+// joins (a rolling restart) is one rebalance. A member gone is planned at
+// once: its partitions have nobody to serve them. Default 200ms; 0 plans
+// every change at once.
+func WithRebalanceDelay(d time.Duration) JoinOption {
+	return func(c *joinConfig) { c.delay = max(d, 0) }
+}
+
+// WithStreamWait returns the option that sets how long a release waits for
+// an Owned stream's reader to receive the set without the partition before
+// it takes the stream as abandoned (see Assignment.Owned). Default 10s.
+func WithStreamWait(d time.Duration) JoinOption {
+	return func(c *joinConfig) { c.streamWait = max(d, 0) }
+}
+
+// record is the spec record of the partitioner's directory.
+func (p *Partitioner[T]) record() specRecord {
+	return specRecord{Kind: "partitioner", Partitions: p.n}
+}
+
+// Join makes member a member of the partitioner and returns its
+// Assignment, which follows the plan until Leave or until it is lost. It
+// returns once the member node exists, before any partition is owned:
+// Owned streams the owned partitions. Join on a handle that is a member
+// returns ErrAlreadyHeld; a directory recording another partition count,
+// ErrSpecMismatch.
+func (p *Partitioner[T]) Join(ctx context.Context, member T, opts ...JoinOption) (*Assignment[T], error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	cfg := joinConfig{delay: 200 * time.Millisecond, streamWait: 10 * time.Second}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	data, err := p.codec.Encode(member)
+	if err != nil {
+		return nil, fmt.Errorf("partitioner %s: encoding member: %w", p.dir, err)
+	}
+	if !p.busy.take() {
+		return nil, fmt.Errorf("partitioner %s: %w", p.dir, ErrAlreadyHeld)
+	}
+	a, err := p.join(ctx, member, data, cfg)
+	if err != nil {
+		p.busy.free()
+	}
+	return a, err
+}
+
+func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg joinConfig) (*Assignment[T], error) {
+	if err := p.s.guardSpec(ctx, p.dir, p.acl, p.record()); err != nil {
+		return nil, err
+	}
+	node, err := p.s.createProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(0), data)
+	if err != nil {
+		return nil, err
+	}
+	h, err := p.s.startHoldAs(ctx, node, 0, false, ErrMembershipLost)
+	if err != nil {
+		return nil, p.s.abandon(node, err)
+	}
+	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
+		changed: make(chan struct{}), leave: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
+		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
+	remove := p.s.closing.add(a.done)
+	go func() {
+		a.run()
+		remove()
+	}()
+	return a, nil
+}
+
+// Assignment is one member's part in a partitioner: the partitions it owns,
+// which change as members join and leave. It ends with Leave (every
+// partition released first) or when it is lost — the session ended or the
+// member node was deleted by someone else; then the partitions are no
+// longer owned (the hooks' releasing is called for each). Lost, Context and
+// Node are those of the membership; context.Cause wraps ErrMembershipLost
+// on loss.
+type Assignment[T any] struct {
+	tenure
+	p      *Partitioner[T]
+	member T
+	name   string // the member node's name
+	cfg    joinConfig
+
+	mu      sync.Mutex
+	owned   map[int]bool
+	changed chan struct{} // closed and replaced when owned changes
+	streams map[*ownedStream]struct{}
+	handed  chan struct{} // closed and replaced when a stream delivered or closed
+
+	leave     chan struct{} // closed by Leave
+	leaveOnce sync.Once
+	done      chan struct{} // closed when the member's loop has ended
+	leaveErr  error         // the loop's release error, read after done
+}
+
+// Member returns the member this assignment was joined with.
+func (a *Assignment[T]) Member() T { return a.member }
+
+// Current returns the partitions the member owns now, ascending.
+func (a *Assignment[T]) Current() []int {
+	cur, _ := a.snapshot()
+	return cur
+}
+
+func (a *Assignment[T]) snapshot() ([]int, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]int, 0, len(a.owned))
+	for i := range a.owned {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out, a.changed
+}
+
+// setOwned records that partition i is owned (or not) and wakes Owned's
+// streams.
+func (a *Assignment[T]) setOwned(i int, owned bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if owned {
+		a.owned[i] = true
+	} else {
+		delete(a.owned, i)
+	}
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// Owned streams the partitions the member owns, ascending: the current set
+// first, then the set after every change. A reader slower than the changes
+// receives the newest set, never a stale one. The channel is closed when
+// the assignment has ended (every partition released or lost). Each call
+// returns a new stream.
+//
+// Releases wait for the streams: before the member deletes a partition's
+// owner node, every open stream has handed its reader a set without that
+// partition, so a reader that stops its work on a partition as soon as it
+// receives a set without it never overlaps the next owner (acquired
+// partitions are delivered after their node was created). A stream that
+// keeps a reader waiting longer than the stream wait (WithStreamWait,
+// default 10s) is taken as abandoned and no longer waited for.
+func (a *Assignment[T]) Owned() <-chan []int {
+	st := &ownedStream{}
+	a.mu.Lock()
+	a.streams[st] = struct{}{}
+	a.mu.Unlock()
+	out := make(chan []int)
+	go func() {
+		defer close(out)
+		defer a.dropStream(st)
+		var last []int
+		sent := false
+		for {
+			cur, changed := a.snapshot()
+			if !sent || !slices.Equal(cur, last) {
+				select {
+				case out <- cur:
+					last, sent = cur, true
+					a.delivered(st, cur)
+				case <-changed:
+				case <-a.done:
+					return
+				}
+				continue
+			}
+			select {
+			case <-changed:
+			case <-a.done:
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// ownedStream is one Owned stream as releases see it.
+type ownedStream struct {
+	last      []int // the newest set its reader received
+	abandoned bool  // kept a release waiting too long
+}
+
+// delivered records that st's reader received set and wakes releases.
+func (a *Assignment[T]) delivered(st *ownedStream, set []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.last = set
+	close(a.handed)
+	a.handed = make(chan struct{})
+}
+
+func (a *Assignment[T]) dropStream(st *ownedStream) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.streams, st)
+	close(a.handed)
+	a.handed = make(chan struct{})
+}
+
+// handedOver reports whether every stream that is read has handed its
+// reader a set without partition i, and returns the channel of the next
+// delivery.
+func (a *Assignment[T]) handedOver(i int) (bool, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for st := range a.streams {
+		if !st.abandoned && slices.Contains(st.last, i) {
+			return false, a.handed
+		}
+	}
+	return true, a.handed
+}
+
+// abandonStreams marks the streams whose reader still has partition i.
+func (a *Assignment[T]) abandonStreams(i int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for st := range a.streams {
+		if slices.Contains(st.last, i) {
+			st.abandoned = true
+		}
+	}
+}
+
+// waitHandedOver waits until every read stream has handed over partition
+// i (see Owned), the stream wait passed, or the membership ended.
+func (a *Assignment[T]) waitHandedOver(i int) {
+	var timeout <-chan time.Time
+	for {
+		ok, next := a.handedOver(i)
+		if ok {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(a.cfg.streamWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-next:
+		case <-a.h.lost:
+			return
+		case <-timeout:
+			a.s.log.Warn("partitioner: an Owned stream was not read; no longer waiting for it", "path", a.h.node, "partition", i)
+			a.abandonStreams(i)
+			return
+		}
+	}
+}
+
+// Leave releases every owned partition (calling the releasing hook before
+// each), leaves the partitioner and returns once that is done. It returns
+// ErrMembershipLost if the assignment had been lost, ErrNotMember on a
+// second call, ctx's error if ctx ends first (the release carries on in the
+// background). The Partitioner handle can join again afterwards.
+func (a *Assignment[T]) Leave(ctx context.Context) error {
+	if !a.giveUp() {
+		return fmt.Errorf("partitioner %s: %w", a.p.dir, ErrNotMember)
+	}
+	defer a.p.busy.free()
+	a.leaveOnce.Do(func() { close(a.leave) })
+	select {
+	case <-a.done:
+		return a.leaveErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cleanUp removes the assignment node after the last member left, so that
+// the directories (containers) go too. A member joining meanwhile writes a
+// new plan: the conditional delete then fails, which is fine.
+func (p *Partitioner[T]) cleanUp(ctx context.Context) {
+	kids, err := p.s.children(ctx, p.membersDir())
+	if err != nil || len(groupMembers.sortContenders(kids)) > 0 {
+		return
+	}
+	_, st, err := p.s.get(ctx, p.planPath())
+	if err != nil {
+		return
+	}
+	if err := p.s.delete(ctx, p.planPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+		p.s.log.Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
+	}
+}
+
+// PartitionOwners is a partitioner's state as read at one moment: the
+// members in join order and, for each partition, the index in Members of
+// its owner (-1 while nobody owns it, mid-move or with no members).
+type PartitionOwners[T any] struct {
+	Members []T
+	Owner   []int
+}
+
+// Owners reads the members and the owner of each partition. It reads each
+// member node and each owner node once (for operators and tests; members
+// learn their own partitions from Owned). A missing directory is a
+// partitioner without members.
+func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error) {
+	out := PartitionOwners[T]{Owner: make([]int, p.n)}
+	if p.err != nil {
+		return out, p.err
+	}
+	for i := range out.Owner {
+		out.Owner[i] = -1
+	}
+	kids, err := p.s.children(ctx, p.membersDir())
+	if err != nil && !isNoNode(err) {
+		return out, err
+	}
+	index := map[string]int{}
+	for _, c := range groupMembers.sortContenders(kids) {
+		data, _, err := p.s.get(ctx, joinPath(p.membersDir(), c.name))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		v, err := p.codec.Decode(data)
+		if err != nil {
+			return out, fmt.Errorf("partitioner %s: member %s: %w", p.dir, c.name, err)
+		}
+		index[c.name] = len(out.Members)
+		out.Members = append(out.Members, v)
+	}
+	for i := range out.Owner {
+		data, _, err := p.s.get(ctx, p.ownerNode(i))
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if k, ok := index[string(data)]; ok {
+			out.Owner[i] = k
+		}
+	}
+	return out, nil
+}
+
+// closeWaits are the ends Session.Close waits for before it closes the
+// session on the server: partitioner members reporting their partitions
+// released.
+type closeWaits struct {
+	mu    sync.Mutex
+	waits map[*struct{}]<-chan struct{}
+}
+
+// closeWaitBound bounds Close's wait (a hook that does not return, or a
+// Close called from a hook).
+const closeWaitBound = 5 * time.Second
+
+// add registers done, closed once the member has reported everything
+// released; remove unregisters it.
+func (c *closeWaits) add(done <-chan struct{}) (remove func()) {
+	key := new(struct{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waits == nil {
+		c.waits = map[*struct{}]<-chan struct{}{}
+	}
+	c.waits[key] = done
+	return func() {
+		c.mu.Lock()
+		delete(c.waits, key)
+		c.mu.Unlock()
+	}
+}
+
+// wait waits for every registered end, up to closeWaitBound in all.
+func (c *closeWaits) wait() {
+	c.mu.Lock()
+	var chans []<-chan struct{}
+	for _, ch := range c.waits {
+		chans = append(chans, ch)
+	}
+	c.mu.Unlock()
+	if len(chans) == 0 {
+		return
+	}
+	t := time.NewTimer(closeWaitBound)
+	defer t.Stop()
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
+}

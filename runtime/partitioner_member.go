@@ -1,0 +1,374 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A partitioner member's loop (see Partitioner): read the members and the
+// plan when their watches fired, publish a new plan if it leads, release
+// what the plan took away, acquire what it gives, and wait for the next
+// watch.
+
+// errLeaving ends the loop when Leave was called.
+var errLeaving = errors.New("partitioner: leaving")
+
+// follower is the state of one member's loop; only the loop touches it.
+type follower[T any] struct {
+	a *Assignment[T]
+	p *Partitioner[T]
+	s *Session
+
+	memCh, planCh chan struct{} // a watch fired (buffered: one pending is enough)
+	freed         chan int      // a waited-for owner node changed
+	stop          chan struct{} // closed when the loop ends: stops the forwarders
+
+	members     []string // member node names, join order
+	plan        partitionPlan
+	planVer     int32
+	planExists  bool
+	needMembers bool
+	needPlan    bool
+	waiting     map[int]bool // partitions whose owner node we watch
+	undeleted   map[int]bool // released partitions whose owner node is still to delete
+	timer       *time.Timer  // the leader's debounce
+	publish     bool         // the debounce elapsed
+}
+
+func (a *Assignment[T]) run() {
+	defer close(a.done)
+	f := &follower[T]{a: a, p: a.p, s: a.s, memCh: make(chan struct{}, 1), planCh: make(chan struct{}, 1),
+		freed: make(chan int, a.p.n), stop: make(chan struct{}), needMembers: true, needPlan: true,
+		waiting: map[int]bool{}, undeleted: map[int]bool{}}
+	err := f.loop()
+	close(f.stop)
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if !errors.Is(err, errLeaving) {
+		f.lose(ctx)
+		_ = a.s.release(ctx, a.h) // lost already: only stops its monitor
+		a.leaveErr = fmt.Errorf("partitioner %s: %w", a.h.node, ErrMembershipLost)
+		return
+	}
+	if err := f.releaseAll(ctx); err != nil {
+		f.lose(ctx)
+		a.leaveErr = fmt.Errorf("partitioner %s: %w", a.h.node, err)
+		_ = a.s.release(ctx, a.h)
+		return
+	}
+	rerr := a.s.release(ctx, a.h)
+	if errors.Is(rerr, ErrMembershipLost) {
+		a.leaveErr = fmt.Errorf("partitioner %s: %w", a.h.node, ErrMembershipLost)
+		return
+	}
+	a.leaveErr = rerr
+	if rerr == nil {
+		a.p.cleanUp(ctx)
+	}
+}
+
+// lose ends every ownership after the assignment was lost: the hooks are
+// told, and while the session lives (the member node was deleted by
+// someone else) the owner nodes are deleted too.
+func (f *follower[T]) lose(ctx context.Context) {
+	if f.s.check() == nil {
+		if err := f.releaseAll(ctx); err == nil {
+			return
+		}
+	}
+	for _, i := range f.a.Current() {
+		f.releasing(i)
+	}
+}
+
+func (f *follower[T]) releaseAll(ctx context.Context) error {
+	if err := f.deletePending(ctx); err != nil {
+		return err
+	}
+	for _, i := range f.a.Current() {
+		if err := f.release(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loop follows the plan until Leave (errLeaving) or the loss of the
+// membership (the hold's loss error).
+func (f *follower[T]) loop() error {
+	ctx := f.a.h.ctx // ends when the membership is lost
+	failures := 0
+	for {
+		err := f.step(ctx)
+		switch {
+		case err == nil:
+			failures = 0
+		case ctx.Err() != nil || f.s.check() != nil:
+			return ErrMembershipLost
+		default:
+			failures++
+			f.s.log.Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
+			f.needMembers, f.needPlan = true, true
+			if f.s.sleep(ctx, f.s.policy.delay(min(failures, 10))) != nil {
+				return ErrMembershipLost
+			}
+			continue
+		}
+		if err := f.wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// wait blocks until something the member follows changed.
+func (f *follower[T]) wait() error {
+	var timerC <-chan time.Time
+	if f.timer != nil {
+		timerC = f.timer.C
+	}
+	select {
+	case <-f.memCh:
+		f.needMembers = true
+	case <-f.planCh:
+		f.needPlan = true
+	case i := <-f.freed:
+		delete(f.waiting, i)
+	case <-timerC:
+		f.timer, f.publish = nil, true
+	case <-f.a.leave:
+		return errLeaving
+	case <-f.a.h.lost:
+		return ErrMembershipLost
+	}
+	return nil
+}
+
+// forward calls fn when w fires, unless the loop ended first.
+func (f *follower[T]) forward(w <-chan zk.Event, fn func()) {
+	go func() {
+		select {
+		case <-w:
+			fn()
+		case <-f.stop:
+		}
+	}()
+}
+
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// step reads what changed, leads if it must, then releases and acquires.
+func (f *follower[T]) step(ctx context.Context) error {
+	if err := f.read(ctx); err != nil {
+		return err
+	}
+	if err := f.lead(ctx); err != nil {
+		return err
+	}
+	if err := f.deletePending(ctx); err != nil {
+		return err
+	}
+	mine := map[int]bool{}
+	for _, i := range f.plan.partitionsOf(f.a.name) {
+		mine[i] = true
+	}
+	for _, i := range f.a.Current() {
+		if !mine[i] {
+			if err := f.release(ctx, i); err != nil {
+				return err
+			}
+		}
+	}
+	for _, i := range f.plan.partitionsOf(f.a.name) {
+		if f.a.owned[i] || f.waiting[i] {
+			continue
+		}
+		if err := f.acquire(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read re-reads the members and the plan, when their watches fired.
+func (f *follower[T]) read(ctx context.Context) error {
+	if f.needMembers {
+		r, err := f.s.childrenW(ctx, f.p.membersDir())
+		if err != nil {
+			return err
+		}
+		f.members = f.members[:0]
+		for _, c := range groupMembers.sortContenders(r.kids) {
+			f.members = append(f.members, c.name)
+		}
+		f.needMembers = false
+		f.forward(r.watch, func() { kick(f.memCh) })
+		if f.timer != nil {
+			f.timer.Reset(f.a.cfg.delay) // debounce: wait for a quiet moment
+		}
+	}
+	if f.needPlan {
+		r, exists, err := f.s.getOrExistsW(ctx, f.p.planPath())
+		if err != nil {
+			return err
+		}
+		f.plan, f.planExists, f.planVer = partitionPlan{}, exists, 0
+		if exists {
+			f.plan, f.planVer = decodePlan(r.data), r.stat.Version
+		}
+		f.needPlan = false
+		f.forward(r.watch, func() { kick(f.planCh) })
+	}
+	return nil
+}
+
+// lead publishes a new plan when this member is the leader and the
+// membership differs from the plan's, once the debounce has elapsed.
+func (f *follower[T]) lead(ctx context.Context) error {
+	if len(f.members) == 0 || f.members[0] != f.a.name {
+		f.publish = false
+		return nil
+	}
+	want := planPartitions(f.p.n, f.plan, f.members)
+	if want.equal(f.plan) {
+		f.publish = false
+		return nil
+	}
+	if !f.publish && f.a.cfg.delay > 0 && !f.memberGone() {
+		if f.timer == nil {
+			f.timer = time.NewTimer(f.a.cfg.delay)
+		}
+		return nil
+	}
+	f.publish = false
+	data := want.encode()
+	var err error
+	if f.planExists {
+		err = f.s.retry(ctx, func() error {
+			_, err := await(ctx, f.s, func() (*zk.Stat, error) { return f.s.conn.Set(f.p.planPath(), data, f.planVer) })
+			return err
+		})
+	} else {
+		acl := f.s.nodeACL(f.p.acl)
+		err = f.s.retry(ctx, func() error {
+			_, err := await(ctx, f.s, func() (string, error) { return f.s.conn.Create(f.p.planPath(), data, 0, acl) })
+			return err
+		})
+	}
+	f.needPlan = true // our own write (or a concurrent one) is read back
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists) {
+		return nil // someone wrote meanwhile: read again
+	}
+	return err
+}
+
+// memberGone reports whether a member of the plan is no longer a member:
+// its partitions wait for a new plan, which is then published at once
+// (only joins are debounced).
+func (f *follower[T]) memberGone() bool {
+	for _, m := range f.plan.Members {
+		if !slices.Contains(f.members, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// acquire tries to own partition i: it creates the owner node, or watches
+// the owner node that is in the way.
+func (f *follower[T]) acquire(ctx context.Context, i int) error {
+	node := f.p.ownerNode(i)
+	acl := f.s.nodeACL(f.p.acl)
+	if err := f.s.creatable(acl); err != nil {
+		return opError("create", node, err)
+	}
+	for {
+		err := f.s.retry(ctx, func() error {
+			_, err := await(ctx, f.s, func() (string, error) {
+				return f.s.conn.Create(node, []byte(f.a.name), zk.FlagEphemeral, acl)
+			})
+			return err
+		})
+		switch {
+		case err == nil:
+			f.acquired(i)
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := f.s.ensurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
+				return err
+			}
+			continue
+		case !errors.Is(err, zk.ErrNodeExists):
+			return opError("create", node, err)
+		}
+		r, err := f.s.getW(ctx, node)
+		if isNoNode(err) {
+			continue // released meanwhile: try again
+		}
+		if err != nil {
+			return err
+		}
+		if r.stat.EphemeralOwner == f.s.ID() {
+			// Ours: the reply of a create that went through was lost. The
+			// data watch fires once, when we release it.
+			f.acquired(i)
+			return nil
+		}
+		f.waiting[i] = true
+		f.forward(r.watch, func() {
+			select {
+			case f.freed <- i:
+			case <-f.stop:
+			}
+		})
+		return nil
+	}
+}
+
+func (f *follower[T]) acquired(i int) {
+	f.a.setOwned(i, true)
+	if f.a.cfg.acquired != nil {
+		f.a.cfg.acquired(i)
+	}
+}
+
+func (f *follower[T]) releasing(i int) {
+	f.a.setOwned(i, false)
+	if f.a.cfg.releasing != nil {
+		f.a.cfg.releasing(i)
+	}
+}
+
+// release gives partition i up: the hook first, then the owner node. A
+// delete that fails while the session lives is tried again on the next
+// step (deletePending), before anything is acquired.
+func (f *follower[T]) release(ctx context.Context, i int) error {
+	f.releasing(i)
+	f.a.waitHandedOver(i)
+	f.undeleted[i] = true
+	return f.deletePending(ctx)
+}
+
+// deletePending deletes the owner nodes of released partitions.
+func (f *follower[T]) deletePending(ctx context.Context) error {
+	for i := range f.undeleted {
+		err := f.s.deleteOwned(ctx, f.p.ownerNode(i))
+		if err != nil && !isNoNode(err) {
+			return err
+		}
+		delete(f.undeleted, i) // gone (NoNode: deleted by someone else)
+	}
+	return nil
+}

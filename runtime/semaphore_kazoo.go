@@ -1,0 +1,214 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// --- Semaphore protocol, kazoo's layout (WithLayout(LayoutKazoo))
+//
+// Python kazoo's Semaphore, in its layout:
+//
+//	<dir>                  persistent; its data is the number of leases,
+//	                       decimal ASCII (kazoo's max_leases)
+//	<dir>/<uuid hex>       one ephemeral node per lease; kazoo counts every
+//	                       child of <dir> as a lease
+//	<dir>-__lock__/<hex>__lock__<seq>  a kazoo Lock (a sibling directory)
+//	                       serialising acquirers
+//
+// An acquirer takes the sibling lock, then lists <dir> with a children
+// watch: while there are as many children as leases it waits for the
+// watch, else it creates its lease node; then it releases the lock. Only
+// the lock's holder watches <dir>, so a release wakes one client. The
+// directory's number is the guard that kazoo itself applies: a handle whose
+// leases differ from it is refused (ErrSpecMismatch) before it takes part.
+
+// kazooLockSuffix names the sibling lock directory of a kazoo semaphore.
+const kazooLockSuffix = "-__lock__"
+
+// guardKazoo makes sure the semaphore's directory records m.leases as
+// kazoo's max_leases: it creates the directory with it (persistent, as
+// kazoo does: a container could vanish under a kazoo client that created
+// it once), writes it into a directory without data, and refuses a
+// directory that holds another number or something else.
+func (m *Semaphore) guardKazoo(ctx context.Context) error {
+	key := "kazoo semaphore " + m.dir // not a path: not the key of another guard on this session
+	if _, ok := m.s.specs.ok.Load(key); ok {
+		return nil
+	}
+	want := []byte(strconv.Itoa(m.leases))
+	for {
+		data, st, err := m.s.get(ctx, m.dir)
+		switch {
+		case isNoNode(err):
+			if parent := parentPath(m.dir); parent != "/" {
+				if err := m.s.ensurePath(ctx, m.acl, parent); err != nil {
+					return err
+				}
+			}
+			_, err := await(ctx, m.s, func() (string, error) { return m.s.create(m.dir, want, 0, m.acl) })
+			if errors.Is(err, zk.ErrNodeExists) || isNoNode(err) {
+				continue // created meanwhile, or the parent vanished: look again
+			}
+			if err != nil && !IsRecoverable(err) {
+				return opError("create", m.dir, err)
+			}
+			continue // read what is there now
+		case err != nil:
+			return err
+		case len(data) == 0:
+			_, err := await(ctx, m.s, func() (*zk.Stat, error) { return m.s.conn.Set(m.dir, want, st.Version) })
+			if err != nil && !errors.Is(err, zk.ErrBadVersion) && !IsRecoverable(err) {
+				return opError("set", m.dir, err)
+			}
+			continue
+		}
+		n, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+		if perr != nil {
+			return fmt.Errorf("semaphore %s: %w: the directory holds %q, not kazoo's number of leases (a semaphore of another layout uses it?)",
+				m.dir, ErrSpecMismatch, truncate(data, 40))
+		}
+		if n != m.leases {
+			return fmt.Errorf("semaphore %s: %w: the directory records kazoo's max_leases %d, this handle has %d leases",
+				m.dir, ErrSpecMismatch, n, m.leases)
+		}
+		m.s.specs.ok.Store(key, struct{}{})
+		return nil
+	}
+}
+
+// acquireKazoo is acquire in kazoo's layout.
+func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string) (*hold, error) {
+	if err := m.guardKazoo(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.mutex.Lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.unlockInternal()
+	node := joinPath(m.dir, strings.ReplaceAll(newGUID(), "-", ""))
+	var token int64
+	for {
+		r, err := m.s.childrenW(ctx, m.dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.kids) < m.leases {
+			// Detached from ctx (bounded by the retry policy and the
+			// session), so its outcome is known and a cancelled acquire
+			// leaves no lease behind.
+			err := m.createLease(context.WithoutCancel(ctx), node, m.s.owner(purpose))
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				return nil, m.s.abandon(node, err)
+			}
+			token = r.stat.Pzxid
+			break
+		}
+		select {
+		case <-r.watch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-m.s.done:
+			return nil, m.s.Err()
+		case <-m.mutex.Lost():
+			return nil, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost)
+		}
+	}
+	h, err := m.s.startHold(ctx, node, token, false)
+	if err != nil {
+		return nil, m.s.abandon(node, err)
+	}
+	return h, nil
+}
+
+// unlockInternal releases the internal lock (bounded, detached from the
+// caller's context).
+func (m *Semaphore) unlockInternal() {
+	uctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := m.mutex.Unlock(uctx); err != nil {
+		m.s.log.Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
+	}
+}
+
+// createLease creates the ephemeral lease node, whose name is unique to
+// this attempt: after a connection loss the create is sent again, and a
+// node found existing is ours if this session owns it.
+func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) error {
+	return m.s.retry(ctx, func() error {
+		_, err := await(ctx, m.s, func() (string, error) { return m.s.create(node, data, zk.FlagEphemeral, m.acl) })
+		if errors.Is(err, zk.ErrNodeExists) {
+			_, st, gerr := m.s.get(ctx, node)
+			if gerr == nil && st.EphemeralOwner == m.s.ID() {
+				return nil
+			}
+		}
+		if err != nil && !IsRecoverable(err) {
+			return opError("create", node, err)
+		}
+		return err
+	})
+}
+
+// holdersKazoo lists the lease holders (every child of the directory, in
+// creation order) with their metadata.
+func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
+	kids, err := m.s.children(ctx, m.dir)
+	if isNoNode(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Holder
+	for _, k := range kids {
+		p := joinPath(m.dir, k)
+		data, st, err := m.s.get(ctx, p)
+		if isNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		o, known := parseOwner(data)
+		out = append(out, Holder{Node: p, Token: st.Czxid, Created: time.UnixMilli(st.Ctime).UTC(), Holds: true, Owner: o, Known: known})
+	}
+	slices.SortFunc(out, func(a, b Holder) int { return int(min(max(a.Token-b.Token, -1), 1)) })
+	return out, nil
+}
+
+// reapKazoo deletes lease nodes created before olderThan ago.
+func (m *Semaphore) reapKazoo(ctx context.Context, olderThan time.Duration) ([]Holder, error) {
+	hs, err := m.holdersKazoo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.s.reapHolders(ctx, m.dir, hs, olderThan)
+}
+
+// parentPath returns the parent of an absolute path ("/" for a top-level
+// node).
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
+}
+
+// truncate shortens data for an error message.
+func truncate(data []byte, n int) string {
+	if len(data) > n {
+		return string(data[:n]) + "..."
+	}
+	return string(data)
+}

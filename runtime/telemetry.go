@@ -1,0 +1,482 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// --- Telemetry
+//
+// Metrics and traces through the OpenTelemetry API, opt-in per session:
+// WithMeterProvider, WithTracerProvider, WithGlobalTelemetry. A session
+// given none has a nil *telemetry, every hook below is a method that
+// returns at once on a nil receiver, and nothing is recorded, timed or
+// allocated. Recipes call the hooks in one line each; the machinery is
+// here. The instruments and their attributes are listed in README.md
+// ("Telemetry").
+
+// instrumentationName is the instrumentation scope of the meter and tracer.
+const instrumentationName = "github.com/zkgen/zkgen/runtime"
+
+// WithMeterProvider records the session's metrics (wait, hold and latency
+// histograms, retry, connection-loss, expiry and lost-tenure counters; see
+// README "Telemetry") with mp. Default: none, nothing recorded.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(s *Session) { s.telCfg.mp = mp }
+}
+
+// WithTracerProvider records a span per recipe operation (lock acquire,
+// queue put, campaign, ...) with tp, with the resource's name, kind and
+// znode path as attributes and its error recorded. Default: none.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(s *Session) { s.telCfg.tp = tp }
+}
+
+// WithGlobalTelemetry records metrics and spans with OpenTelemetry's global
+// providers (otel.GetMeterProvider, otel.GetTracerProvider) as they are
+// when Connect runs. Set them first (otel.SetMeterProvider,
+// otel.SetTracerProvider): the API forwards what was created before only
+// to the first providers it is given, and until then its no-op ones record
+// nothing but still cost the hooks their calls. WithMeterProvider and
+// WithTracerProvider given after it replace one of them.
+func WithGlobalTelemetry() Option {
+	return func(s *Session) {
+		s.telCfg.mp = otel.GetMeterProvider()
+		s.telCfg.tp = otel.GetTracerProvider()
+	}
+}
+
+// WithResourceName names the spec resource a handle stands for: it is the
+// zkgen.resource.name attribute of the handle's metrics and spans (without
+// it, the handle's directory path is used). Generated handles pass the
+// resource's spec name. It is accepted by every handle constructor.
+func WithResourceName(name string) ResourceName { return ResourceName{name: name} }
+
+// ResourceName is the option WithResourceName returns; it is a LockOption,
+// a QueueOption, a TwoPCOption and a HandleOption.
+type ResourceName struct{ name string }
+
+func (o ResourceName) applyHandle(c *handleConfig) { c.name = o.name }
+
+func (o ResourceName) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
+
+func (o ResourceName) applyQueue(c *queueConfig) { o.applyHandle(&c.handleConfig) }
+
+func (o ResourceName) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }
+
+// telConfig is what the telemetry options set.
+type telConfig struct {
+	mp metric.MeterProvider
+	tp trace.TracerProvider
+}
+
+// Attribute keys.
+const (
+	attrName   = attribute.Key("zkgen.resource.name")
+	attrKind   = attribute.Key("zkgen.resource.kind")
+	attrPath   = attribute.Key("zkgen.znode.path")
+	attrClass  = attribute.Key("zkgen.error.class")
+	attrOrigin = attribute.Key("zkgen.session.expiry.origin")
+	attrMode   = attribute.Key("zkgen.lock.mode")
+	attrPhase  = attribute.Key("zkgen.barrier.phase")
+	attrStatus = attribute.Key("zkgen.outcome")
+)
+
+// op is a recipe operation: its span name and the histogram of its
+// duration (histNone: a span only).
+type op int
+
+const (
+	opLockAcquire op = iota
+	opLockRelease
+	opSemAcquire
+	opQueuePut
+	opQueueTake
+	opCampaign
+	opBarrierWait
+	opBarrierEnter
+	opBarrierLeave
+	opCoordinate
+	opPropose
+	opJoin
+	opVote
+	opRaise
+	opLower
+	opAck
+	opRelease
+	numOps
+)
+
+// hist indexes the session's duration histograms.
+type hist int
+
+const (
+	histNone hist = iota - 1
+	histLockWait
+	histLockHold
+	histSemWait
+	histSemHold
+	histQueuePut
+	histQueueTake
+	histFailover
+	histBarrierWait
+	histTwoPCRound
+	numHists
+)
+
+var opInfo = [numOps]struct {
+	span string
+	hist hist
+}{
+	opLockAcquire:  {"zkgen.lock.acquire", histLockWait},
+	opLockRelease:  {"zkgen.lock.release", histNone},
+	opSemAcquire:   {"zkgen.semaphore.acquire", histSemWait},
+	opQueuePut:     {"zkgen.queue.put", histQueuePut},
+	opQueueTake:    {"zkgen.queue.take", histQueueTake},
+	opCampaign:     {"zkgen.election.campaign", histNone},
+	opBarrierWait:  {"zkgen.barrier.wait", histBarrierWait},
+	opBarrierEnter: {"zkgen.barrier.enter", histBarrierWait},
+	opBarrierLeave: {"zkgen.barrier.leave", histBarrierWait},
+	opCoordinate:   {"zkgen.twopc.coordinate", histTwoPCRound},
+	opPropose:      {"zkgen.twopc.propose", histNone},
+	opJoin:         {"zkgen.twopc.join", histNone},
+	opVote:         {"zkgen.twopc.vote", histNone},
+	opRaise:        {"zkgen.barrier.raise", histNone},
+	opLower:        {"zkgen.barrier.lower", histNone},
+	opAck:          {"zkgen.queue.ack", histNone},
+	opRelease:      {"zkgen.queue.release", histNone},
+}
+
+// histInfo names the histograms (unit s).
+var histInfo = [numHists]struct{ name, desc string }{
+	histLockWait:    {"zkgen.lock.wait.duration", "Time from Lock or TryLock to holding the lock (acquisitions only)."},
+	histLockHold:    {"zkgen.lock.hold.duration", "Time a lock was held, until Unlock or loss."},
+	histSemWait:     {"zkgen.semaphore.wait.duration", "Time from Acquire to holding a lease (acquisitions only)."},
+	histSemHold:     {"zkgen.semaphore.hold.duration", "Time a semaphore lease was held, until Release or loss."},
+	histQueuePut:    {"zkgen.queue.put.duration", "Duration of a queue Put or PutAll."},
+	histQueueTake:   {"zkgen.queue.take.duration", "Duration of a queue Take or TakeN, waiting for an item included."},
+	histFailover:    {"zkgen.election.failover.duration", "Time without a leader as seen by a new leader: from the wake-up that found its candidate first to its acknowledgement."},
+	histBarrierWait: {"zkgen.barrier.wait.duration", "Time a barrier Wait, or a double barrier Enter or Leave, blocked."},
+	histTwoPCRound:  {"zkgen.twopc.round.duration", "Duration of a two-phase commit Coordinate: from the call to the decision."},
+}
+
+// durationBuckets are the histograms' bucket boundaries, in seconds: from
+// a millisecond (one round trip on a LAN) to five minutes.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// telemetry is a session's instruments. nil: none configured.
+type telemetry struct {
+	tracer      trace.Tracer // nil: no tracer provider
+	hists       [numHists]metric.Float64Histogram
+	retries     metric.Int64Counter
+	connLosses  metric.Int64Counter
+	expiries    metric.Int64Counter
+	tenuresLost metric.Int64Counter
+}
+
+// newTelemetry builds the instruments of c; nil when c sets no provider.
+// The provider's errors are returned (Connect logs them); an instrument it
+// does not give is replaced by a no-op one.
+func newTelemetry(c telConfig) (*telemetry, error) {
+	if c.mp == nil && c.tp == nil {
+		return nil, nil
+	}
+	t := &telemetry{}
+	if c.tp != nil {
+		t.tracer = c.tp.Tracer(instrumentationName)
+	}
+	mp := c.mp
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	m := mp.Meter(instrumentationName)
+	noop := metricnoop.Meter{}
+	var errs []error
+	for i, h := range histInfo {
+		var err error
+		t.hists[i], err = m.Float64Histogram(h.name, metric.WithUnit("s"), metric.WithDescription(h.desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		if t.hists[i] == nil {
+			t.hists[i], _ = noop.Float64Histogram(h.name)
+		}
+		errs = append(errs, err)
+	}
+	counter := func(dst *metric.Int64Counter, name, unit, desc string) {
+		var err error
+		*dst, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if *dst == nil {
+			*dst, _ = noop.Int64Counter(name)
+		}
+		errs = append(errs, err)
+	}
+	counter(&t.retries, "zkgen.retries", "{retry}", "Operations sent again after a recoverable error (zkgen.error.class recoverable) or a race that called for sending again (normal).")
+	counter(&t.connLosses, "zkgen.connection.losses", "{loss}", "Connections to ZooKeeper lost while the session lived on (one per outage, not per reconnect attempt).")
+	counter(&t.expiries, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock.")
+	counter(&t.tenuresLost, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
+	return t, errors.Join(errs...)
+}
+
+// resAttrs are the attributes of a resource's metrics.
+func resAttrs(kind, name, path string) []attribute.KeyValue {
+	if name == "" {
+		name = path
+	}
+	return []attribute.KeyValue{attrName.String(name), attrKind.String(kind)}
+}
+
+// span is one recipe operation in progress; the zero span (no telemetry)
+// records nothing.
+type span struct {
+	t     *telemetry
+	op    op
+	kind  string
+	name  string // the resource name, or its path when it has none
+	path  string
+	start time.Time
+	sp    trace.Span
+	extra attribute.KeyValue // zkgen.lock.mode or zkgen.barrier.phase, if Valid
+}
+
+// begin starts the operation o on the resource (kind, name, path). Use it
+// as `defer s.tel.begin(ctx, ...).end(&err)` on a named error result, or
+// end it with acquired.
+func (t *telemetry) begin(ctx context.Context, o op, kind, name, path string) span {
+	if t == nil {
+		return span{}
+	}
+	var extra attribute.KeyValue
+	switch o {
+	case opBarrierEnter:
+		extra = attrPhase.String("enter")
+	case opBarrierLeave:
+		extra = attrPhase.String("leave")
+	}
+	return t.beginWith(ctx, o, kind, name, path, extra)
+}
+
+// lockOp starts the operation o of the lock handle l (nothing for the
+// internal lock of a semaphore).
+func (t *telemetry) lockOp(ctx context.Context, o op, l *Lock) span {
+	if t == nil || l.cfg.internal {
+		return span{}
+	}
+	kind, mode := l.telMode()
+	return t.beginWith(ctx, o, kind, l.cfg.name, l.dir, mode)
+}
+
+// internalLock marks a semaphore's own lock: it records no telemetry.
+var internalLock = lockOptionFunc(func(c *lockConfig) { c.internal = true })
+
+// beginWith is begin with one more attribute (ignored when not valid).
+func (t *telemetry) beginWith(ctx context.Context, o op, kind, name, path string, extra attribute.KeyValue) span {
+	if t == nil {
+		return span{}
+	}
+	sp := span{t: t, op: o, kind: kind, name: name, path: path, start: time.Now(), extra: extra}
+	if name == "" {
+		sp.name = path
+	}
+	if t.tracer != nil {
+		attrs := []attribute.KeyValue{attrName.String(sp.name), attrKind.String(kind), attrPath.String(path)}
+		if extra.Valid() {
+			attrs = append(attrs, extra)
+		}
+		_, sp.sp = t.tracer.Start(ctx, opInfo[o].span, trace.WithAttributes(attrs...))
+	}
+	return sp
+}
+
+// end ends the operation with the error *err, recording its duration
+// (for the wait histograms, of successful operations only) and its span.
+func (sp span) end(err *error) {
+	if sp.t == nil {
+		return
+	}
+	e := *err
+	sp.finish(e, e == nil || !waitHist(opInfo[sp.op].hist))
+}
+
+// acquired ends an acquisition (lock, semaphore lease, leadership) that
+// gave the tenure h (nil: not acquired) or err; the tenure then records
+// its end (hold time, loss).
+func (sp span) acquired(h *hold, err error) {
+	if sp.t == nil {
+		return
+	}
+	sp.finish(err, h != nil)
+	if h != nil {
+		sp.t.tenure(h, sp.kind, sp.name, sp.path, sp.extra)
+	}
+}
+
+// finish records the operation's duration if timed (and it has a
+// histogram) and ends its span with err.
+func (sp span) finish(err error, timed bool) {
+	if h := opInfo[sp.op].hist; h != histNone && timed {
+		attrs := []attribute.KeyValue{attrName.String(sp.name), attrKind.String(sp.kind), attrStatus.String(outcomeOf(err))}
+		if sp.extra.Valid() {
+			attrs = append(attrs, sp.extra)
+		}
+		sp.t.hists[h].Record(context.Background(), time.Since(sp.start).Seconds(), metric.WithAttributes(attrs...))
+	}
+	if sp.sp != nil {
+		if err != nil {
+			sp.sp.RecordError(err)
+			sp.sp.SetStatus(codes.Error, err.Error())
+		}
+		sp.sp.End()
+	}
+}
+
+// waitHist reports whether h records acquisitions only.
+func waitHist(h hist) bool { return h == histLockWait || h == histSemWait }
+
+// outcomeOf is the zkgen.outcome attribute of an operation's error.
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	default:
+		return "error"
+	}
+}
+
+// telMode is the kind attribute of a lock handle and its zkgen.lock.mode: none for an
+// exclusive lock, read or write for a side of a read/write lock.
+func (l *Lock) telMode() (kind string, mode attribute.KeyValue) {
+	if l.fam == curatorRW || l.fam == kazooRW {
+		if l.kind == kindRead {
+			return "rwlock", attrMode.String("read")
+		}
+		return "rwlock", attrMode.String("write")
+	}
+	return "lock", attribute.KeyValue{}
+}
+
+// tenureTel is what a tenure records when it ends: its hold time (locks
+// and semaphores) and, if lost, the lost-tenure count.
+type tenureTel struct {
+	t     *telemetry
+	hold  hist // histNone: no hold time
+	attrs []attribute.KeyValue
+	start time.Time
+}
+
+// tenure makes the tenure h record its end, for the resource (kind, name,
+// path); extra is one more attribute (if valid). Exactly one of h.end and
+// this records, whichever comes last sees the other's mark.
+func (t *telemetry) tenure(h *hold, kind, name, path string, extra attribute.KeyValue) {
+	if t == nil || h == nil {
+		return
+	}
+	tt := &tenureTel{t: t, hold: histNone, attrs: resAttrs(kind, name, path), start: time.Now()}
+	if extra.Valid() {
+		tt.attrs = append(tt.attrs, extra)
+	}
+	switch kind {
+	case "lock", "rwlock":
+		tt.hold = histLockHold
+	case "semaphore":
+		tt.hold = histSemHold
+	}
+	h.tel.Store(tt)
+	select {
+	case <-h.lost:
+		// Ended before the mark was set: record here unless end saw it.
+		if h.tel.CompareAndSwap(tt, nil) {
+			tt.record(h.wasLost.Load())
+		}
+	default:
+	}
+}
+
+// endTenure is called by hold.end.
+func endTenure(p *atomic.Pointer[tenureTel], lost bool) {
+	if tt := p.Swap(nil); tt != nil {
+		tt.record(lost)
+	}
+}
+
+func (tt *tenureTel) record(lost bool) {
+	ctx := context.Background()
+	if tt.hold != histNone {
+		tt.t.hists[tt.hold].Record(ctx, time.Since(tt.start).Seconds(), metric.WithAttributes(tt.attrs...))
+	}
+	if lost {
+		tt.t.tenuresLost.Add(ctx, 1, metric.WithAttributes(tt.attrs...))
+	}
+}
+
+// tenureOf makes the tenure h of a resource record its loss.
+func (t *telemetry) tenureOf(h *hold, kind, name, path string) {
+	t.tenure(h, kind, name, path, attribute.KeyValue{})
+}
+
+// wokeAt is when the candidate whose acknowledgement reads r are woke and
+// found itself first; zero when it did not wait (r nil) or telemetry is
+// off.
+func (r *ackReads) wokeAt() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return r.woke
+}
+
+// now returns the time when telemetry is on, the zero time otherwise.
+func (t *telemetry) now() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// failover records an election's failover: from woke, when the new leader
+// found its candidate first after a wake-up, to now. A zero woke (the
+// candidate never waited) records nothing.
+func (t *telemetry) failover(woke time.Time, name, path string) {
+	if t == nil || woke.IsZero() {
+		return
+	}
+	t.hists[histFailover].Record(context.Background(), time.Since(woke).Seconds(),
+		metric.WithAttributes(resAttrs("election", name, path)...))
+}
+
+// retried counts one operation sent again after an error of class c.
+func (t *telemetry) retried(c Class) {
+	if t == nil {
+		return
+	}
+	t.retries.Add(context.Background(), 1, metric.WithAttributes(attrClass.String(c.String())))
+}
+
+// connectionLost counts a connection loss.
+func (t *telemetry) connectionLost() {
+	if t == nil {
+		return
+	}
+	t.connLosses.Add(context.Background(), 1)
+}
+
+// expired counts a session expiry; byClient: given up by the client's
+// clock rather than told by the server.
+func (t *telemetry) expired(byClient bool) {
+	if t == nil {
+		return
+	}
+	origin := "server"
+	if byClient {
+		origin = "client"
+	}
+	t.expiries.Add(context.Background(), 1, metric.WithAttributes(attrOrigin.String(origin)))
+}
