@@ -55,3 +55,24 @@ func TestDelayItemNames(t *testing.T) {
 		}
 	}
 }
+
+// A delay queue records its own kind in its spec record and telemetry, so a
+// FIFO or priority queue handle on its directory is refused.
+func TestDelayQueueKindName(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  queueConfig
+		want string
+	}{
+		{queueConfig{}, "queue"},
+		{queueConfig{priority: true, levels: 2}, "priority_queue"},
+		{queueConfig{delay: true}, "delay_queue"},
+		{queueConfig{delay: true, ack: true}, "delay_queue"},
+	} {
+		if got := tc.cfg.kindName(); got != tc.want {
+			t.Errorf("%+v: kindName = %q, want %q", tc.cfg, got, tc.want)
+		}
+		if got := tc.cfg.record().Kind; got != tc.want {
+			t.Errorf("%+v: record kind = %q, want %q", tc.cfg, got, tc.want)
+		}
+	}
+}

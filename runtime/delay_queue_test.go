@@ -493,3 +493,19 @@ func TestAckDelayQueueRelease(t *testing.T) {
 		t.Fatalf("Len = %d, %v", n, err)
 	}
 }
+
+// A FIFO queue handle on a delay queue's directory is refused (the spec
+// record says delay_queue), rather than taking items before they are due.
+func TestDelayQueueKindGuarded(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	s := connect(t, srv.Servers())
+	if err := runtime.NewDelayQueue(s, runtime.At(dir), runtime.StringCodec()).Put(ctx, "later", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	other := connect(t, srv.Servers()) // a session checks a directory's record once
+	if _, err := runtime.NewQueue(other, runtime.At(dir), runtime.StringCodec()).Take(ctx); !errors.Is(err, runtime.ErrSpecMismatch) {
+		t.Fatalf("FIFO Take on a delay queue = %v; want ErrSpecMismatch", err)
+	}
+}
