@@ -404,7 +404,8 @@ func TestTelemetryRetryCounted(t *testing.T) {
 }
 
 // A session expired by the server counts one expiry (origin server) and
-// one lost tenure per tenure it held, by recipe; the hold time of the lost
+// one lost tenure per tenure it held, by recipe (a lock, a group
+// membership, a partitioner membership); the hold time of the lost
 // lock is recorded too.
 func TestTelemetryExpiry(t *testing.T) {
 	srv := server(t)
@@ -422,10 +423,15 @@ func TestTelemetryExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a, err := runtime.NewPartitioner(f.s, runtime.At(root+"/shards"), 2, runtime.StringCodec(), runtime.WithResourceName("shards")).Join(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.expire(t, srv)
 	<-f.s.Done()
 	<-l.Lost()
 	<-m.Lost()
+	<-a.Lost()
 	if !errors.Is(f.s.Err(), runtime.ErrSessionExpired) {
 		t.Fatalf("session ended with %v, want ErrSessionExpired", f.s.Err())
 	}
@@ -437,6 +443,9 @@ func TestTelemetryExpiry(t *testing.T) {
 	}
 	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("workers"), keyKind.String("group")); n != 1 {
 		t.Errorf("lost memberships %d, want 1", n)
+	}
+	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("shards"), keyKind.String("partitioner")); n != 1 {
+		t.Errorf("lost partitioner memberships %d, want 1", n)
 	}
 	if n := o.histCount(t, "zkgen.lock.hold.duration", keyName.String("guard")); n != 1 {
 		t.Errorf("hold count %d, want 1 (the lost tenure)", n)
