@@ -29,8 +29,9 @@ import (
 const instrumentationName = "github.com/zkgen/zkgen/runtime"
 
 // WithMeterProvider records the session's metrics (wait, hold and latency
-// histograms, retry, connection-loss, expiry and lost-tenure counters; see
-// README "Telemetry") with mp. Default: none, nothing recorded.
+// histograms, retry, connection-loss, expiry, lost-tenure and partition
+// acquisition counters; see README "Telemetry") with mp. Default: none,
+// nothing recorded.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(s *Session) { s.telCfg.mp = mp }
 }
