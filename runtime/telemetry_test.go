@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
+	"github.com/zkgen/zkgen/spec"
 )
 
 // Telemetry is checked with the OpenTelemetry SDK itself: a ManualReader
@@ -647,9 +649,10 @@ func TestTelemetrySupervise(t *testing.T) {
 }
 
 // Every other recipe operation has its span, named after it, with the
-// resource's name, kind and path, and no error status when it succeeds; a
-// counter's own config reads and writes record nothing of their own, and
-// LockAll's members' acquisitions are children of its span. A TTL lease
+// resource's name, kind (the spec's name of the kind) and path, and no
+// error status when it succeeds; a counter's own config reads and writes
+// record nothing of their own, and LockAll's members' acquisitions are
+// children of its span. A TTL lease
 // whose node was deleted by someone else fails its Renew: an error span
 // and one lost tenure. A partitioner member counts the partitions it
 // acquires; a TTL lease acquisition is timed.
@@ -734,6 +737,9 @@ func TestTelemetryOperationSpans(t *testing.T) {
 		}
 	}
 	for _, st := range steps {
+		if st.kind != "multi_lock" && !slices.Contains(spec.Kinds, spec.Kind(st.kind)) {
+			t.Errorf("span %s: kind %q is not a spec kind", st.span, st.kind)
+		}
 		spans := o.spansNamed(st.span)
 		if len(spans) != 1 {
 			t.Errorf("%d %s spans, want 1", len(spans), st.span)
