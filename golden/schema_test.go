@@ -67,7 +67,7 @@ func TestSchema(t *testing.T) {
 		"kind_missing", "path_missing", "path_relative", "path_trailing_slash", "leases_zero", "leases_missing",
 		"size_zero", "size_negative", "priorities_duplicate", "priorities_101", "participants_duplicate",
 		"field_wrong_kind", "layout_unknown", "duration_bad", "revocable_bad_value", "output_not_go_file",
-		"acl_unknown", "acl_digest_bad_perms", "name_not_snake_case",
+		"acl_unknown", "acl_digest_bad_perms", "name_not_snake_case", "dead_letter_at_most_once",
 	} {
 		p := filepath.Join(name, specFile)
 		if _, err := os.Stat(p); err != nil {

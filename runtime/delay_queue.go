@@ -81,6 +81,11 @@ func (q *DelayQueue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
 	return out, err
 }
 
+// Peek returns the item due first, due or not, without taking it; ok is
+// false when the queue is empty. It does not block and does not disturb
+// this handle's Takes.
+func (q *DelayQueue[T]) Peek(ctx context.Context) (item T, ok bool, err error) { return q.q.peek(ctx) }
+
 // Len returns the number of items in the queue, due or not.
 func (q *DelayQueue[T]) Len(ctx context.Context) (int, error) { return q.q.length(ctx) }
 
@@ -128,6 +133,12 @@ func (q *AckDelayQueue[T]) Take(ctx context.Context) (*Delivery[T], error) {
 // TakeN claims up to n due items, earliest due first; see AckQueue.TakeN.
 func (q *AckDelayQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T], error) {
 	return q.q.take(ctx, n)
+}
+
+// Peek returns the unclaimed item due first, due or not, without claiming
+// it; see DelayQueue.Peek.
+func (q *AckDelayQueue[T]) Peek(ctx context.Context) (item T, ok bool, err error) {
+	return q.q.peek(ctx)
 }
 
 // Len returns the number of items in the queue, claimed ones included.

@@ -65,6 +65,9 @@ func TestDelayQueueDueOrderNeverEarly(t *testing.T) {
 	if want := ceilMilli(due[3]); !st.NextDue.Equal(want) {
 		t.Fatalf("Stats.NextDue = %v, want %v", st.NextDue, want)
 	}
+	if j, ok, err := cons.Peek(ctx); !ok || err != nil || j.N != 3 {
+		t.Fatalf("Peek = %v, %v, %v; want item 3, due first", j, ok, err)
+	}
 	var last time.Time
 	for i := 0; i < N; i++ {
 		j, err := cons.Take(ctx)

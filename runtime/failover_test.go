@@ -398,7 +398,7 @@ func queueFailover(t *testing.T, ack bool) {
 
 	// Nothing left behind: no claims while the consumers are still
 	// connected, and after every client has closed only the queue's
-	// persistent directories (buckets, marks, claims), all empty.
+	// persistent directories (buckets, marks, claims, attempts), all empty.
 	if ack {
 		if kids := childrenOf(t, sessions[0], dir+"/claims"); len(kids) != 0 {
 			t.Fatalf("claims left behind: %v", kids)
@@ -409,7 +409,7 @@ func queueFailover(t *testing.T, ack bool) {
 	}
 	check := connect(t, ens.Servers())
 	for _, k := range childrenOf(t, check, dir) {
-		if k != "marks" && k != "claims" && !strings.HasPrefix(k, "b-") {
+		if k != "marks" && k != "claims" && k != "attempts" && !strings.HasPrefix(k, "b-") {
 			t.Errorf("unexpected node %s/%s", dir, k)
 			continue
 		}

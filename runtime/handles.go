@@ -44,6 +44,7 @@ type SemaphoreHandle interface {
 	Path() string
 	SetPurpose(purpose string)
 	Acquire(ctx context.Context) (*Lease, error)
+	TryAcquire(ctx context.Context) (*Lease, bool, error)
 	Lock(ctx context.Context) error
 	Unlock(ctx context.Context) error
 	Lost() <-chan struct{}
@@ -67,7 +68,9 @@ type QueueHandle[T any] interface {
 	PutAll(ctx context.Context, items []T) (int, error)
 	Take(ctx context.Context) (T, error)
 	TakeN(ctx context.Context, n int) ([]T, error)
+	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
+	Stats(ctx context.Context) (QueueStats, error)
 }
 
 // AckQueueHandle is the method set of *AckQueue[T].
@@ -77,7 +80,10 @@ type AckQueueHandle[T any] interface {
 	PutAll(ctx context.Context, items []T) (int, error)
 	Take(ctx context.Context) (*Delivery[T], error)
 	TakeN(ctx context.Context, n int) ([]*Delivery[T], error)
+	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
+	Stats(ctx context.Context) (QueueStats, error)
+	DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
@@ -88,7 +94,9 @@ type PriorityQueueHandle[T any] interface {
 	PutAll(ctx context.Context, p Priority, items []T) (int, error)
 	Take(ctx context.Context) (T, error)
 	TakeN(ctx context.Context, n int) ([]T, error)
+	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
+	Stats(ctx context.Context) (QueueStats, error)
 }
 
 // AckPriorityQueueHandle is the method set of *AckPriorityQueue[T].
@@ -98,7 +106,10 @@ type AckPriorityQueueHandle[T any] interface {
 	PutAll(ctx context.Context, p Priority, items []T) (int, error)
 	Take(ctx context.Context) (*Delivery[T], error)
 	TakeN(ctx context.Context, n int) ([]*Delivery[T], error)
+	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
+	Stats(ctx context.Context) (QueueStats, error)
+	DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
@@ -109,6 +120,7 @@ type DelayQueueHandle[T any] interface {
 	PutAll(ctx context.Context, items []T, due time.Time) (int, error)
 	Take(ctx context.Context) (T, error)
 	TakeN(ctx context.Context, n int) ([]T, error)
+	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
 	Stats(ctx context.Context) (QueueStats, error)
 }
@@ -120,6 +132,7 @@ type AckDelayQueueHandle[T any] interface {
 	PutAll(ctx context.Context, items []T, due time.Time) (int, error)
 	Take(ctx context.Context) (*Delivery[T], error)
 	TakeN(ctx context.Context, n int) ([]*Delivery[T], error)
+	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
 	Stats(ctx context.Context) (QueueStats, error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error

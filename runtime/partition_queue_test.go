@@ -162,12 +162,12 @@ func TestPartitionQueues(t *testing.T) {
 }
 
 // requireQueueEmpty fails the test unless the queue at dir holds only its
-// persistent directories (buckets, marks, claims), all empty. owner names
+// persistent directories (buckets, marks, claims, attempts), all empty. owner names
 // the session that owns a node left behind.
 func requireQueueEmpty(t *testing.T, s *runtime.Session, dir string, owner func(int64) string) {
 	t.Helper()
 	for _, k := range childrenOf(t, s, dir) {
-		if k != "marks" && k != "claims" && !strings.HasPrefix(k, "b-") {
+		if k != "marks" && k != "claims" && k != "attempts" && !strings.HasPrefix(k, "b-") {
 			t.Errorf("unexpected node %s/%s", dir, k)
 			continue
 		}

@@ -255,7 +255,8 @@ func (q *AckPriorityQueue[T]) Len(ctx context.Context) (int, error) { return q.q
 // oldest item's age.
 func (q *AckPriorityQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
 
-// QueueOption configures a queue handle: WithBucketSize, WithNodeACL.
+// QueueOption configures a queue handle: WithBucketSize, WithNodeACL,
+// WithPriorityNames, WithDeadLetterAfter.
 type QueueOption interface{ applyQueue(*queueConfig) }
 
 type queueOptionFunc func(*queueConfig)
@@ -295,6 +296,7 @@ type queueConfig struct {
 	levels     int      // number of priorities (priority queues)
 	ack        bool     // at-least-once: claim, then delete on Ack
 	delay      bool     // due-prefixed names in one bucket, served once due (delay queues)
+	deadAfter  int      // at-least-once: deliveries before an item moves to the dead letters; 0: never
 	names      []string // priority names (WithPriorityNames), for the spec record
 }
 

@@ -17,12 +17,19 @@ import (
 type Delivery[T any] struct {
 	// Value is the decoded item.
 	Value T
+	// Attempt is how many times the item has been delivered, this delivery
+	// included: 1 the first time. It is counted in ZooKeeper, across
+	// consumers and sessions; a delivery whose consumer's session ended
+	// before Ack or Release counts too, and so does a claim given back
+	// because the Take's ctx ended before it returned. It is 0 for
+	// at-most-once queues.
+	Attempt int
 
 	q     *queue[T]
 	node  string
 	claim string
-	mu    sync.Mutex
-	done  bool
+	data  []byte // the item's encoding, for a move to the dead letters
+	once  settleOnce
 }
 
 // Node returns the item's znode path.
@@ -52,7 +59,8 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 		}
 		sent = true
 		_, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.conn.Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1})
+			return s.conn.Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1},
+				&zk.DeleteRequest{Path: d.q.attemptsPath(d.claim), Version: -1})
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
 			// Only the claim's holder deletes a claimed item: the lost
@@ -80,12 +88,17 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 }
 
 // Release gives the item back without consuming it: its claim is deleted
-// and another consumer (or this one, on a later pass) takes it again.
-// Errors are as for Ack.
+// and another consumer (or this one, on a later pass) takes it again. On a
+// queue with WithDeadLetterAfter(n), a delivery whose Attempt is n or more
+// is moved to the dead letters instead (see AckQueue.DeadLetters), in one
+// multi. Errors are as for Ack.
 func (d *Delivery[T]) Release(ctx context.Context) (err error) {
 	defer d.q.s.tel.begin(ctx, opRelease, d.q.kindName(), d.q.name, d.q.dir).end(&err)
 	if err := d.finish(); err != nil {
 		return err
+	}
+	if n := d.q.deadAfter; n > 0 && d.Attempt >= n {
+		return d.q.moveDead(ctx, d.node, d.claim, d.data)
 	}
 	err = d.q.s.deleteOwned(ctx, d.claim)
 	switch {
@@ -98,14 +111,30 @@ func (d *Delivery[T]) Release(ctx context.Context) (err error) {
 	return err
 }
 
-func (d *Delivery[T]) finish() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done {
-		return fmt.Errorf("queue %s: %w", d.node, ErrNotHeld)
+func (d *Delivery[T]) finish() error { return d.once.settle("queue", d.node) }
+
+// settleOnce lets a Delivery or DeadLetter be acted on once: the first
+// settle succeeds, later ones return ErrNotHeld (until undo).
+type settleOnce struct {
+	mu   sync.Mutex
+	done bool
+}
+
+func (o *settleOnce) settle(what, node string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return fmt.Errorf("%s %s: %w", what, node, ErrNotHeld)
 	}
-	d.done = true
+	o.done = true
 	return nil
+}
+
+// undo lets the caller try again after an error that changed nothing.
+func (o *settleOnce) undo() {
+	o.mu.Lock()
+	o.done = false
+	o.mu.Unlock()
 }
 
 // refreshBusy forgets the items whose claims by other consumers vanished; if
@@ -175,17 +204,12 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 	defer cancel()
 	bp := q.bucketPath(bucket)
 	cdir := joinPath(q.dir, claimsDir)
-	type claimed struct {
-		path, claim string
-		ok, busy    bool
-		err         error
-	}
 	cs := make([]claimed, len(cands))
 	parallel(len(cands), 32, func(i int) {
 		p := joinPath(bp, cands[i].name)
 		c := joinPath(cdir, q.claimName(p))
-		ok, err := q.createClaim(ctx, cdir, c)
-		cs[i] = claimed{path: p, claim: c, ok: ok, busy: !ok && err == nil, err: err}
+		ok, attempt, err := q.createClaim(ctx, cdir, c)
+		cs[i] = claimed{path: p, claim: c, ok: ok, busy: !ok && err == nil, attempt: attempt, err: err}
 	})
 	var paths []string
 	var errs []error
@@ -205,9 +229,39 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 			items = append(items, cands[i])
 		}
 	}
+	out, errs := q.deliver(ctx, held, q.fetch(ctx, paths, items, true), errs)
+	return out, errors.Join(errs...)
+}
+
+// claimed is one claim attempt of claimAll.
+type claimed struct {
+	path, claim string
+	ok, busy    bool
+	attempt     int
+	err         error
+}
+
+// deliver turns the claimed items, read as fs, into deliveries, adding to
+// errs; it moves the items delivered too often to the dead letters, and
+// gives back the claims of the items it cannot deliver.
+func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, errs []error) ([]*Delivery[T], []error) {
 	var out []*Delivery[T]
-	for i, f := range q.fetch(ctx, paths, items, true) {
+	for i, f := range fs {
 		c := held[i]
+		if errors.Is(f.err, zk.ErrNoNode) {
+			// Acked (or moved to the dead letters) by someone before our
+			// claim: give the claim back, and the count we made for it.
+			q.unclaimGone(c.claim)
+			continue
+		}
+		if f.err == nil && q.deadAfter > 0 && c.attempt > q.deadAfter {
+			// Delivered deadAfter times already without an ack: a poison
+			// item. Move it instead of delivering it again.
+			if err := q.moveDead(ctx, c.path, c.claim, f.data); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		var v T
 		err := f.err
 		if err == nil {
@@ -217,57 +271,129 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 			}
 		}
 		if err != nil {
-			// Acked by someone before our claim (NoNode), undecodable, or
-			// unreadable: give the claim back.
+			// Undecodable or unreadable: give the claim back.
 			q.unclaim(c.claim)
-			if !errors.Is(err, zk.ErrNoNode) {
-				errs = append(errs, err)
-			}
+			errs = append(errs, err)
 			continue
 		}
-		out = append(out, &Delivery[T]{Value: v, q: q, node: c.path, claim: c.claim})
+		out = append(out, &Delivery[T]{Value: v, Attempt: c.attempt, q: q, node: c.path, claim: c.claim, data: f.data})
 	}
-	return out, errors.Join(errs...)
+	return out, errs
 }
 
-// createClaim creates an ephemeral claim node. It reports false (and no
-// error) when another session holds the claim. A create retried after a
-// connection loss that finds the node checks whether it is ours.
-func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (bool, error) {
+// createClaim claims an item: one multi creates the ephemeral claim node
+// and counts the delivery in the item's persistent attempts node
+// (<dir>/attempts/<bucket>.<item>, created at the first delivery, its data
+// version bumped at each later one), so the count survives the consumers'
+// sessions. It reports ok false (and no error) when another session holds
+// the claim, and otherwise the delivery's attempt number (1 for the first).
+// A multi retried after a connection loss that finds the claim checks
+// whether it is ours, and then reads the count.
+func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (ok bool, attempt int, err error) {
+	att := q.attemptsPath(claim)
 	retried := false
+	first := true // no attempts node seen: create it with the claim
 	for {
+		var res []zk.MultiResponse
 		err := q.s.retry(ctx, func() error {
-			_, err := await(ctx, q.s, func() (string, error) {
-				return q.s.create(claim, nil, zk.FlagEphemeral, q.acl)
-			})
+			ops := []any{&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)}}
+			if first {
+				ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.nodeACL(q.acl)})
+			} else {
+				ops = append(ops, &zk.SetDataRequest{Path: att, Version: -1})
+			}
+			var err error
+			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 			if IsRecoverable(err) {
 				retried = true
 			}
 			return err
 		})
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
-				return false, err
+		if err == nil {
+			if first {
+				return true, 1, nil
 			}
-			continue
-		case errors.Is(err, zk.ErrNodeExists):
-			if !retried {
-				return false, nil
-			}
-			_, st, err := q.s.get(ctx, claim)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return false, err
-			}
-			return st.EphemeralOwner == q.s.ID(), nil
-		default:
-			return false, opError("create", claim, err)
+			return true, int(res[1].Stat.Version) + 1, nil
 		}
+		i, _ := failedOp(res)
+		switch {
+		case i == 0 && errors.Is(err, zk.ErrNoNode):
+			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
+				return false, 0, err
+			}
+		case i == 0 && errors.Is(err, zk.ErrNodeExists):
+			if !retried {
+				return false, 0, nil
+			}
+			if ok, attempt, err := q.ownClaim(ctx, claim); err != errClaimGone {
+				return ok, attempt, err
+			}
+		case i == 1 && first && errors.Is(err, zk.ErrNoNode):
+			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, attemptsDir)); err != nil {
+				return false, 0, err
+			}
+		case i == 1 && first && errors.Is(err, zk.ErrNodeExists):
+			first = false // delivered before: count this one
+		case i == 1 && !first && errors.Is(err, zk.ErrNoNode):
+			first = true // the count went with its item meanwhile
+		default:
+			return false, 0, opError("claim", claim, err)
+		}
+	}
+}
+
+// errClaimGone makes createClaim try again: the claim it found after a
+// connection loss is gone.
+var errClaimGone = errors.New("queue: claim gone")
+
+// ownClaim settles a claim multi retried after a connection loss that found
+// the claim node: it is this session's (the lost multi went through, and
+// the count is read back) or another's.
+func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error) {
+	_, st, err := q.s.get(ctx, claim)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return false, 0, errClaimGone
+	case err != nil:
+		return false, 0, err
+	case st.EphemeralOwner != q.s.ID():
+		return false, 0, nil
+	}
+	att := q.attemptsPath(claim)
+	_, ast, err := q.s.get(ctx, att)
+	if err != nil {
+		return false, 0, opError("get", att, err)
+	}
+	return true, int(ast.Version) + 1, nil
+}
+
+// attemptsPath is the attempts node of the item whose claim is claim.
+func (q *queue[T]) attemptsPath(claim string) string {
+	return joinPath(joinPath(q.dir, attemptsDir), baseName(claim))
+}
+
+// unclaimGone deletes a claim and the attempts node created with it, for an
+// item that was gone when claimed (acked or moved by another meanwhile).
+func (q *queue[T]) unclaimGone(claim string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	att := q.attemptsPath(claim)
+	err := q.s.retry(ctx, func() error {
+		_, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) {
+			return q.s.connMulti(&zk.DeleteRequest{Path: claim, Version: -1}, &zk.DeleteRequest{Path: att, Version: -1})
+		})
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		// A retry after the lost attempt did it, or only one is left.
+		q.unclaim(claim)
+		if err := q.s.delete(ctx, att, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
+			q.s.log.Warn("could not remove attempts node", "path", att, "err", err)
+		}
+		return
+	}
+	if err != nil && q.s.check() == nil {
+		q.s.log.Warn("could not release claim", "path", claim, "err", err)
 	}
 }
 

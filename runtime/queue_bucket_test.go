@@ -54,7 +54,7 @@ func TestAckQueueLateBucketDrop(t *testing.T) {
 		_, err := b.Take(bctx)
 		bdone <- err
 	}()
-	waitChildren(t, ctx, check, dir, 3) // b-0000000002, claims, marks
+	waitChildren(t, ctx, check, dir, 4) // b-0000000002, claims, attempts, marks
 	cancel()
 	if err := <-bdone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("b: Take = %v, want context.Canceled", err)

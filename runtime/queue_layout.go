@@ -18,6 +18,8 @@ import (
 //	<dir>/b-0000000000/item-d001763872345678-0000000000  items due at a Unix millisecond (delay queues)
 //	<dir>/marks/<guid>                       ephemeral markers of puts and takes
 //	<dir>/claims/<bucket>.<item>             ephemeral claims (at-least-once delivery)
+//	<dir>/attempts/<bucket>.<item>           deliveries so far, persistent (queue_dead.go)
+//	<dir>/dead/<bucket>.<item>               dead letters, persistent (queue_dead.go)
 //
 // Items live in numbered buckets so that no single getChildren reply grows
 // past jute.maxbuffer. A bucket is open while its data version is 0; the

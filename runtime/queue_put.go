@@ -105,20 +105,26 @@ var errRetryPut = errors.New("queue: bucket changed, retry")
 // would prove nothing, but consumers never touch the marker. The marker
 // lingers until the next put, whose multi deletes it (or a moment of
 // idleness, see lingering): a marker costs no request of its own.
-func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte) error {
+//
+// extra ops (a Requeue's delete of its dead letter) go at the end of the
+// multi; when one of them fails, putChunk returns errExtraFailed.
+func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte, extra ...any) error {
 	marker := q.newMarker()
 	// Once a multi is sent its outcome must be learnt, so the sending and
 	// the recovery run detached from ctx (bounded by the retry policy and
 	// the session); ctx is checked before each attempt.
 	dctx := context.WithoutCancel(ctx)
 	return q.markedMulti(dctx, marker, &q.prod.mark, ErrPutUncertain, func() (outcome, error) {
-		return q.putOnce(ctx, dctx, marker, prio, datas)
+		return q.putOnce(ctx, dctx, marker, prio, datas, extra)
 	})
 }
 
+// errExtraFailed means an extra op of putChunk failed: nothing was put.
+var errExtraFailed = errors.New("queue: extra op of a put failed")
+
 // putOnce is one attempt of putChunk: the multi sent on dctx into the open
 // bucket, found with ctx.
-func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, datas [][]byte) (outcome, error) {
+func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, datas [][]byte, extra []any) (outcome, error) {
 	if err := q.s.check(); err != nil {
 		return outcomeKnown, err
 	}
@@ -134,12 +140,12 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 	}
 	bp := q.bucketPath(b)
 	old := q.prod.mark.path
-	ops := q.putOps(bp, marker, old, prio, datas)
+	ops := append(q.putOps(bp, marker, old, prio, datas), extra...)
 	res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 	switch {
 	case err == nil:
 		q.prod.mark.path = marker
-		q.afterPut(dctx, b, res[len(res)-1].String)
+		q.afterPut(dctx, b, res[len(res)-1-len(extra)].String)
 		return outcomeKnown, nil
 	case IsRecoverable(err):
 		return outcomeHidden, err
@@ -155,6 +161,8 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 		}
 	case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
 		q.prod.mark.path = "" // the old marker is gone already (reaped)
+	case failed >= len(ops)-len(extra):
+		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, errExtraFailed, err)
 	default:
 		return outcomeKnown, opError("multi", bp, err)
 	}

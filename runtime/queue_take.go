@@ -490,7 +490,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 	}
 	out := make([]*Delivery[T], len(b.items))
 	for i, f := range b.items {
-		out[i] = &Delivery[T]{Value: b.vals[i], q: q, node: f.path, done: true}
+		out[i] = &Delivery[T]{Value: b.vals[i], q: q, node: f.path, once: settleOnce{done: true}}
 	}
 	return out, errors.Join(errs...)
 }

@@ -92,49 +92,63 @@ func (m *Semaphore) leasesDir() string { return joinPath(m.dir, "leases") }
 // session ends; on ctx's end it removes its nodes before returning ctx's
 // error. The lease is held until Release, or lost (see Lease.Lost).
 func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	l, _, err := m.tryAcquire(ctx, true)
+	return l, err
+}
+
+// TryAcquire takes a lease if one is free now, without waiting: it returns
+// the lease and true, or nil and false at once when every lease is held (or
+// another participant is acquiring, holding the internal lock, which it
+// does while the leases are all held). It leaves no node behind when it
+// returns false.
+func (m *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
+	return m.tryAcquire(ctx, false)
+}
+
+func (m *Semaphore) tryAcquire(ctx context.Context, wait bool) (*Lease, bool, error) {
 	if m.err != nil {
-		return nil, m.err
+		return nil, false, m.err
 	}
 	m.mu.Lock()
 	if m.busy {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("semaphore %s: %w", m.dir, ErrAlreadyHeld)
+		return nil, false, fmt.Errorf("semaphore %s: %w", m.dir, ErrAlreadyHeld)
 	}
 	m.busy = true
 	purpose := m.purpose
 	m.mu.Unlock()
 
 	sp := m.s.tel.begin(ctx, opSemAcquire, "semaphore", m.name, m.dir)
-	h, err := m.acquire(ctx, purpose)
+	h, err := m.acquire(ctx, purpose, wait)
 	sp.acquired(h, err)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err != nil {
+	if err != nil || h == nil {
 		m.busy = false
-		return nil, err
+		return nil, false, err
 	}
 	m.lease = &Lease{tenure: tenure{s: m.s, h: h}, sem: m}
-	return m.lease, nil
+	return m.lease, true, nil
 }
 
-func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) {
+// acquire runs the semaphore protocol. Without wait it returns a nil hold
+// and no error when no lease is free now.
+func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*hold, error) {
 	if m.kazoo {
-		return m.acquireKazoo(ctx, purpose)
+		return m.acquireKazoo(ctx, purpose, wait)
 	}
 	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
 		return nil, err
 	}
-	if err := m.mutex.Lock(ctx); err != nil {
+	if wait {
+		if err := m.mutex.Lock(ctx); err != nil {
+			return nil, err
+		}
+	} else if ok, err := m.mutex.TryLock(ctx); err != nil || !ok {
 		return nil, err
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		if err := m.mutex.Unlock(uctx); err != nil {
-			m.s.log.Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
-		}
-	}()
+	defer m.unlockInternal()
 	dir := m.leasesDir()
 	node, err := m.s.createProtected(ctx, m.acl, dir, curatorLeases.prefix(0), m.s.owner(purpose))
 	if err != nil {
@@ -154,6 +168,9 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string) (*hold, error) 
 		if len(cs) <= m.leases {
 			token = r.stat.Pzxid
 			break
+		}
+		if !wait {
+			return nil, m.s.abandon(node, nil)
 		}
 		select {
 		case <-r.watch:
@@ -232,8 +249,9 @@ func (m *Semaphore) Reap(ctx context.Context, olderThan time.Duration) ([]Holder
 // Release gives the lease back, waking the one participant waiting for a
 // lease. It returns ErrLockLost if the lease had been lost, ErrNotHeld if it
 // was released already.
-func (le *Lease) Release(ctx context.Context) error {
+func (le *Lease) Release(ctx context.Context) (err error) {
 	m := le.sem
+	defer m.s.tel.begin(ctx, opSemRelease, "semaphore", m.name, m.dir).end(&err)
 	m.mu.Lock()
 	if m.lease != le {
 		m.mu.Unlock()

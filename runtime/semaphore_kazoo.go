@@ -85,11 +85,15 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 }
 
 // acquireKazoo is acquire in kazoo's layout.
-func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string) (*hold, error) {
+func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool) (*hold, error) {
 	if err := m.guardKazoo(ctx); err != nil {
 		return nil, err
 	}
-	if err := m.mutex.Lock(ctx); err != nil {
+	if wait {
+		if err := m.mutex.Lock(ctx); err != nil {
+			return nil, err
+		}
+	} else if ok, err := m.mutex.TryLock(ctx); err != nil || !ok {
 		return nil, err
 	}
 	defer m.unlockInternal()
@@ -113,6 +117,9 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string) (*hold, er
 			}
 			token = r.stat.Pzxid
 			break
+		}
+		if !wait {
+			return nil, nil // every lease held now: TryAcquire's false
 		}
 		select {
 		case <-r.watch:

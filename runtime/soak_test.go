@@ -1358,7 +1358,7 @@ func (sk *soak) scan(s *runtime.Session, final bool) {
 			case len(parts) == 1:
 				return true
 			case len(parts) == 2:
-				return parts[1] == "marks" || parts[1] == "claims" || strings.HasPrefix(parts[1], "b-")
+				return parts[1] == "marks" || parts[1] == "claims" || parts[1] == "attempts" || strings.HasPrefix(parts[1], "b-")
 			}
 			// items: allowed until drained (or when the drain failed,
 			// which is reported already)

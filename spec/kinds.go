@@ -107,6 +107,10 @@ type Resource struct {
 	Item       *TypeRef
 	Delivery   Delivery // AtMostOnce (default) or AtLeastOnce
 	Priorities []Name
+	// DeadLetterAfter is how many deliveries without an ack move an item
+	// to the dead letters (at_least_once only); 0 when not set.
+	DeadLetterAfter    int
+	DeadLetterAfterPos Pos // position of its value
 
 	// double_barrier
 	Size int
@@ -201,7 +205,7 @@ var kindTable = []KindInfo{
 		Kind:     KindQueue,
 		Doc:      "a FIFO queue",
 		Example:  `jobs: {kind: queue, path: /queues/jobs, item: Job}`,
-		Fields:   []string{"item", "delivery"},
+		Fields:   []string{"item", "delivery", "dead_letter_after"},
 		Required: []string{"item"},
 		Defaults: queueDefaults,
 		Settings: queueSettings,
@@ -210,7 +214,7 @@ var kindTable = []KindInfo{
 		Kind:     KindPriorityQueue,
 		Doc:      "a priority queue",
 		Example:  `tasks: {kind: priority_queue, path: /queues/tasks, item: Job, priorities: [urgent, normal, bulk]}`,
-		Fields:   []string{"item", "priorities", "delivery"},
+		Fields:   []string{"item", "priorities", "delivery", "dead_letter_after"},
 		Required: []string{"item", "priorities"},
 		Defaults: queueDefaults,
 		Settings: queueSettings,
@@ -303,6 +307,10 @@ var kindFieldTable = []struct {
 	{"delivery", func(p *parser, r *Resource, n *yaml.Node, field string) {
 		r.Delivery, _ = enum(p, n, field, Deliveries)
 	}},
+	{"dead_letter_after", func(p *parser, r *Resource, n *yaml.Node, field string) {
+		r.DeadLetterAfter, _ = p.count(n, field)
+		r.DeadLetterAfterPos = posOf(n)
+	}},
 	{"priorities", func(p *parser, r *Resource, n *yaml.Node, field string) {
 		r.Priorities = p.names(r, n, field, "priority", maxPriorities)
 	}},
@@ -354,6 +362,9 @@ func queueSettings(r *Resource) []string {
 	}
 	if r.Delivery == AtLeastOnce {
 		d = append(d, "at least once")
+	}
+	if r.DeadLetterAfter > 0 {
+		d = append(d, fmt.Sprintf("dead letter after %d", r.DeadLetterAfter))
 	}
 	return d
 }

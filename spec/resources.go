@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -90,6 +91,10 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 		}
 	}
 	p.defaults(r)
+	if r.DeadLetterAfter > 0 && r.Delivery != AtLeastOnce {
+		p.errs = append(p.errs, &Error{File: p.file, Pos: r.DeadLetterAfterPos, Field: join(field, "dead_letter_after"),
+			Msg: fmt.Sprintf("needs delivery: at_least_once (delivery is %s: a take removes the item, which is never delivered again)", r.Delivery)})
+	}
 	if !nameOK {
 		return nil
 	}

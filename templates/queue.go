@@ -12,7 +12,7 @@ import (
 func init() {
 	register(spec.KindQueue, descriptor{
 		handle: queueHandle("Queue"),
-		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Item)} },
+		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{codecExpr(r.Item)}, deadLetterOpt(r)...) },
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a handle on the FIFO queue %s at %s, of %s items, %s.",
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
@@ -26,7 +26,8 @@ func init() {
 			for i, p := range r.Priorities {
 				names[i] = jen.Lit(p.Name)
 			}
-			return []jen.Code{codecExpr(r.Item), jen.Lit(len(r.Priorities)), jen.Qual(runtimePkg, "WithPriorityNames").Call(names...)}
+			return append([]jen.Code{codecExpr(r.Item), jen.Lit(len(r.Priorities)), jen.Qual(runtimePkg, "WithPriorityNames").Call(names...)},
+				deadLetterOpt(r)...)
 		},
 		decls: priorityConsts,
 		summary: func(r *spec.Resource) []string {
@@ -50,10 +51,16 @@ func init() {
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
 		},
 		usage: func(r *spec.Resource) []string {
+			doc := queueMethodsDoc(r, "Put adds an item due at a time")
+			if r.Delivery == spec.AtLeastOnce {
+				// A delay queue has no dead_letter_after (nor DeadLetters).
+				doc = append(doc[:len(doc)-2], "an item's deliveries across consumers.")
+			}
 			return append([]string{
 				"Take returns an item only once its due time has passed by this process's",
-				"clock, earliest due first; it waits on a timer and a watch, without polling.",
-			}, queueMethodsDoc(r, "Put adds an item due at a time")...)
+				"clock, earliest due first; it waits on a timer and a watch, without polling;",
+				"Peek shows the item due first, due or not.",
+			}, doc...)
 		},
 	})
 }
@@ -67,6 +74,14 @@ func queueHandle(typ string) func(r *spec.Resource) (string, []jen.Code) {
 		}
 		return typ, []jen.Code{goType(r.Item)}
 	}
+}
+
+// deadLetterOpt is the queue option of r's dead_letter_after, if set.
+func deadLetterOpt(r *spec.Resource) []jen.Code {
+	if r.DeadLetterAfter == 0 {
+		return nil
+	}
+	return []jen.Code{jen.Qual(runtimePkg, "WithDeadLetterAfter").Call(jen.Lit(r.DeadLetterAfter))}
 }
 
 // priorityConsts emits one runtime.Priority constant per priority of r.
@@ -88,15 +103,22 @@ func priorityConsts(f *jen.File, r *spec.Resource) {
 func queueMethodsDoc(r *spec.Resource, put string) []string {
 	first := put + " (once, even across a connection loss); PutAll puts many in multis;"
 	if r.Delivery == spec.AtLeastOnce {
-		return []string{first,
+		doc := []string{first,
 			"Take blocks until it claims an item and returns it as a delivery: Ack consumes it,",
 			"Release gives it back, and a consumer whose session ends before Ack releases it;",
-			"TakeN claims several; Len counts the items, claimed ones included.",
+			"TakeN claims several; Len counts the items, claimed ones included; Peek shows",
+			"the next one without claiming it; Stats counts them. Delivery.Attempt counts",
+			"an item's deliveries across consumers;",
 		}
+		if r.DeadLetterAfter > 0 {
+			return append(doc, fmt.Sprintf("after %d without an ack the item moves to DeadLetters (Requeue, Discard).", r.DeadLetterAfter))
+		}
+		return append(doc, "DeadLetters lists the dead letters (none unless dead_letter_after is set).")
 	}
 	return []string{first,
 		"Take blocks until it removes an item and returns it (ctx cancellation leaves",
-		"nothing behind); TakeN removes several at once; Len counts the items.",
+		"nothing behind); TakeN removes several at once; Len counts the items; Peek",
+		"shows the next one without taking it; Stats counts them.",
 	}
 }
 

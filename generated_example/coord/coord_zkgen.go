@@ -99,7 +99,8 @@ func (c *Client) Leases() LeasesHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 func (c *Client) Jobs() JobsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job](), runtime.WithResourceName("jobs"))
 }
@@ -120,7 +121,10 @@ const (
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included.
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers;
+// DeadLetters lists the dead letters (none unless dead_letter_after is set).
 func (c *Client) Tasks() TasksHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
@@ -128,11 +132,14 @@ func (c *Client) Tasks() TasksHandle {
 // Reminders returns a handle on the delay queue reminders at /zkgen-example/queues/reminders, of Job (JSON) items, delivered at least once.
 //
 // Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling.
+// clock, earliest due first; it waits on a timer and a watch, without polling;
+// Peek shows the item due first, due or not.
 // Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included.
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers.
 func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job](), runtime.WithResourceName("reminders"))
 }

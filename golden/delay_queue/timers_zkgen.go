@@ -46,10 +46,12 @@ type Reminder struct {
 // Reminders sent to users at the time they asked for.
 //
 // Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling.
+// clock, earliest due first; it waits on a timer and a watch, without polling;
+// Peek shows the item due first, due or not.
 // Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewDelayQueue(c.sess, runtime.At("/timers/delay/reminders"), runtime.JSONCodec[Reminder](), runtime.WithResourceName("reminders"))
 }
@@ -57,11 +59,14 @@ func (c *Client) Reminders() RemindersHandle {
 // Retries returns a handle on the delay queue retries at /timers/delay/retries/{tenant:string}, of raw bytes items, delivered at least once.
 //
 // Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling.
+// clock, earliest due first; it waits on a timer and a watch, without polling;
+// Peek shows the item due first, due or not.
 // Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included.
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Retries(tenant string) RetriesHandle {

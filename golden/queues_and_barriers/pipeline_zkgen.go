@@ -54,7 +54,8 @@ type Line struct {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 func (c *Client) RawFrames() RawFramesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/frames"), runtime.BytesCodec(), runtime.WithResourceName("raw_frames"))
 }
@@ -65,7 +66,8 @@ func (c *Client) RawFrames() RawFramesHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) LogLines(service string) LogLinesHandle {
@@ -77,7 +79,10 @@ func (c *Client) LogLines(service string) LogLinesHandle {
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included.
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers;
+// DeadLetters lists the dead letters (none unless dead_letter_after is set).
 func (c *Client) Orders() OrdersHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order](), runtime.WithResourceName("orders"))
 }
@@ -86,7 +91,8 @@ func (c *Client) Orders() OrdersHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 func (c *Client) ShardEvents(shard int) ShardEventsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/events").Int("shard", shard), runtime.JSONCodec[json.RawMessage](), runtime.WithResourceName("shard_events"))
 }
@@ -104,7 +110,8 @@ const (
 // Priorities, most urgent first: AlertsPage, AlertsTicket; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 func (c *Client) Alerts() AlertsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithResourceName("alerts"))
 }
@@ -129,7 +136,10 @@ const (
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included.
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers;
+// DeadLetters lists the dead letters (none unless dead_letter_after is set).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Fulfilment(region string) FulfilmentHandle {
@@ -147,7 +157,8 @@ const (
 // Priorities, most urgent first: CountsOnly; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 func (c *Client) Counts() CountsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1, runtime.WithPriorityNames("only"), runtime.WithResourceName("counts"))
 }

@@ -116,6 +116,10 @@ var rules = withKinds([]Rule{
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "delivery", check: checkDelivery,
 		Breaks: "any change (at-most-once consumers ignore at-least-once claims and take claimed items)"},
+	{Field: "dead_letter_after",
+		Safe: "any change: every consumer counts deliveries in the same attempts nodes and applies its own limit, " +
+			"so during a rollout an item moves after the old or the new count; lowering it moves items already " +
+			"delivered that often at their next claim; removing it leaves the dead letters listed by `DeadLetters`"},
 	{Field: "priorities", check: checkPriorities,
 		Breaks: "a level removed, inserted or moved (an item carries its level's number)",
 		Safe:   "appending a lowest level; renaming a level in place"},

@@ -612,14 +612,7 @@ func TestLiveLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := zkgen(t, "inspect", servers, "--json")
-	r.want(t, ExitOK, nil, empty)
-	dec := json.NewDecoder(strings.NewReader(r.stdout))
-	dec.DisallowUnknownFields()
-	var snap inspect.Snapshot
-	if err := dec.Decode(&snap); err != nil {
-		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
-	}
+	snap := inspectJSON(t, servers)
 	if len(snap.Resources) != 1 || snap.Resources[0].Lease == nil {
 		t.Fatalf("resources %+v", snap.Resources)
 	}

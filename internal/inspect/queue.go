@@ -12,26 +12,45 @@ import (
 
 func init() {
 	register(spec.KindQueue, kindOps{provision: provisionPath,
-		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, error) {
+		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
 			if r.Delivery == spec.AtLeastOnce {
-				return runtime.NewAckQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+				q := runtime.NewAckQueue(sess, p, runtime.BytesCodec())
+				return ackQueueState(ctx, q.Stats, q.DeadLetters)
 			}
-			return runtime.NewQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			st, err := runtime.NewQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			return st, nil, err
 		})})
 	register(spec.KindPriorityQueue, kindOps{provision: provisionPath,
-		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, error) {
+		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
 			if r.Delivery == spec.AtLeastOnce {
-				return runtime.NewAckPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities)).Stats(ctx)
+				q := runtime.NewAckPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities))
+				return ackQueueState(ctx, q.Stats, q.DeadLetters)
 			}
-			return runtime.NewPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities)).Stats(ctx)
+			st, err := runtime.NewPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities)).Stats(ctx)
+			return st, nil, err
 		})})
 	register(spec.KindDelayQueue, kindOps{provision: provisionPath,
-		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, error) {
+		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
+			var st runtime.QueueStats
+			var err error
 			if r.Delivery == spec.AtLeastOnce {
-				return runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+				st, err = runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			} else {
+				st, err = runtime.NewDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
 			}
-			return runtime.NewDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			return st, nil, err // a delay queue has no dead letters (yet)
 		})})
+}
+
+// ackQueueState reads an at-least-once queue's statistics and dead letters.
+func ackQueueState(ctx context.Context, stats func(context.Context) (runtime.QueueStats, error),
+	dead func(context.Context) ([]*runtime.DeadLetter[[]byte], error)) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
+	st, err := stats(ctx)
+	if err != nil {
+		return st, nil, err
+	}
+	ds, err := dead(ctx)
+	return st, ds, err
 }
 
 // QueueState is a queue's depth.
@@ -42,6 +61,17 @@ type QueueState struct {
 	Oldest     *time.Time      `json:"oldest,omitempty"`     // the oldest item's creation time
 	OldestAge  float64         `json:"oldest_age_seconds"`   // 0 when empty
 	NextDue    *time.Time      `json:"next_due,omitempty"`   // delay queues: the earliest due time
+	// DeadLetters are the items moved out after too many deliveries
+	// (at-least-once queues with dead_letter_after), oldest move first.
+	DeadLetters []DeadLetter `json:"dead_letters,omitempty"`
+}
+
+// DeadLetter is one item in a queue's dead letters.
+type DeadLetter struct {
+	Node       string    `json:"node"`
+	Moved      time.Time `json:"moved"`       // when it was moved (server clock)
+	AgeSeconds float64   `json:"age_seconds"` // since it was moved
+	Payload    Value     `json:"payload"`
 }
 
 // PriorityDepth is the number of items of one priority.
@@ -52,13 +82,16 @@ type PriorityDepth struct {
 
 // queueReader returns the read function of a queue kind whose statistics
 // stats reads.
-func queueReader(stats func(context.Context, *runtime.Session, *spec.Resource, runtime.Path) (runtime.QueueStats, error)) func(context.Context, *runtime.Session, *spec.Resource, runtime.Path, *Resource) error {
+func queueReader(stats func(context.Context, *runtime.Session, *spec.Resource, runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error)) func(context.Context, *runtime.Session, *spec.Resource, runtime.Path, *Resource) error {
 	return func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path, res *Resource) error {
-		qs, err := stats(ctx, sess, r, p)
+		qs, dead, err := stats(ctx, sess, r, p)
 		if err != nil {
 			return err
 		}
 		st := &QueueState{Depth: qs.Len, Claimed: qs.Claimed}
+		for _, d := range dead {
+			st.DeadLetters = append(st.DeadLetters, DeadLetter{Node: d.Node(), Moved: d.Moved, Payload: valueOf(d.Value)})
+		}
 		for i, n := range qs.ByPriority {
 			if i < len(r.Priorities) {
 				st.Priorities = append(st.Priorities, PriorityDepth{Name: r.Priorities[i].Name, Depth: n})
@@ -95,13 +128,25 @@ func (q *QueueState) summary() string {
 	if q.NextDue != nil {
 		s += ", next due " + q.NextDue.UTC().Format(time.RFC3339)
 	}
+	if len(q.DeadLetters) > 0 {
+		s += ", " + plural(len(q.DeadLetters), "dead letter")
+	}
 	return s
 }
 
-func (q *QueueState) details() [][3]string { return nil }
+func (q *QueueState) details() [][3]string {
+	var out [][3]string
+	for _, d := range q.DeadLetters {
+		out = append(out, [3]string{"dead letter", show(&d.Payload), "moved " + age(d.AgeSeconds) + " ago  " + base(d.Node)})
+	}
+	return out
+}
 
 func (q *QueueState) setAges(age func(time.Time) float64) {
 	if q.Oldest != nil {
 		q.OldestAge = age(*q.Oldest)
+	}
+	for i := range q.DeadLetters {
+		q.DeadLetters[i].AgeSeconds = age(q.DeadLetters[i].Moved)
 	}
 }

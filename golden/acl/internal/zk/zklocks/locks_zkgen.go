@@ -83,7 +83,10 @@ func (c *Client) Partition(partition int) PartitionHandle {
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
 // Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included.
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers;
+// DeadLetters lists the dead letters (none unless dead_letter_after is set).
 //
 // Nodes it creates are readable by everyone and writable only by the authenticated
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
@@ -114,7 +117,8 @@ const (
 // Priorities, most urgent first: AlertsPage, AlertsTicket; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items.
+// nothing behind); TakeN removes several at once; Len counts the items; Peek
+// shows the next one without taking it; Stats counts them.
 //
 // Nodes it creates are open to everyone (acl: world_all).
 func (c *Client) Alerts() AlertsHandle {

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkgen/zkgen/internal/inspect"
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+// zkgen inspect shows an at-least-once queue's dead letters: their count
+// on the queue's line, one row each (payload, when moved, node), and in
+// --json the dead_letters list.
+func TestInspectDeadLetters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	chdirTemp(t)
+	root := fmt.Sprintf("/zkgen-cli-dead-%d", os.Getpid())
+	writeFile(t, "zkgen.yaml", `version: 1
+package: coord
+root: `+root+`
+resources:
+  jobs: {kind: queue, path: /jobs, item: string, delivery: at_least_once, dead_letter_after: 1}
+`)
+	s := liveConnect(t, srv)
+	q := runtime.NewAckQueue(s, runtime.At(root+"/jobs"), runtime.StringCodec(), runtime.WithDeadLetterAfter(1))
+	if _, err := q.PutAll(ctx, []string{`{"name":"poison"}`, `{"name":"fine"}`}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := q.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Release(ctx); err != nil { // its first delivery: moved
+		t.Fatal(err)
+	}
+	servers := "--servers=" + strings.Join(srv.Servers(), ",")
+
+	snap := inspectJSON(t, servers)
+	if len(snap.Resources) != 1 || snap.Resources[0].Queue == nil {
+		t.Fatalf("resources %+v", snap.Resources)
+	}
+	qs := snap.Resources[0].Queue
+	if qs.Depth != 1 || len(qs.DeadLetters) != 1 || compactJSON(t, qs.DeadLetters[0].Payload.JSON) != `{"name":"poison"}` ||
+		qs.DeadLetters[0].Moved.IsZero() || !strings.HasPrefix(qs.DeadLetters[0].Node, root+"/jobs/dead/") {
+		t.Fatalf("queue %+v", qs)
+	}
+
+	r := zkgen(t, "inspect", servers)
+	r.want(t, ExitOK, nil, empty)
+	if !strings.Contains(r.stdout, "1 item, oldest") || !strings.Contains(r.stdout, ", 1 dead letter\n") {
+		t.Errorf("queue line without its depth and dead letters:\n%s", r.stdout)
+	}
+	row := false
+	for _, line := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(line)
+		row = row || len(f) >= 5 && f[0] == "dead" && f[1] == "letter" && f[2] == `{"name":"poison"}` && f[3] == "moved"
+	}
+	if !row {
+		t.Errorf("no dead letter row:\n%s", r.stdout)
+	}
+}
+
+// inspectJSON runs zkgen inspect --json and decodes its document, which
+// must be exactly the documented structure.
+func inspectJSON(t *testing.T, servers string) inspect.Snapshot {
+	t.Helper()
+	r := zkgen(t, "inspect", servers, "--json")
+	r.want(t, ExitOK, nil, empty)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	var snap inspect.Snapshot
+	if err := dec.Decode(&snap); err != nil {
+		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
+	}
+	return snap
+}

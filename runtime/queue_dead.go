@@ -1,0 +1,241 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Dead letters of at-least-once queues:
+//
+//	<dir>/attempts/<bucket>.<item>  persistent; data version + 1 = deliveries so far
+//	<dir>/dead/<bucket>.<item>      persistent; the item's encoding
+//
+// A claim (queue_ack.go) creates the item's attempts node, or bumps its data
+// version, in the claim's own multi, so the count survives the consumers'
+// sessions. With WithDeadLetterAfter(n), a claim that finds the item
+// delivered n times already, or a Release of its n-th delivery, moves the
+// item: one multi deletes the item, its claim and its attempts node and
+// creates its dead letter, so the item is in exactly one of the two places.
+// Only the claim's holder moves or acks an item, so a move retried after a
+// connection loss that finds the item gone was done by the lost attempt.
+// Requeue puts a dead letter back like a Put, in a multi that also deletes
+// the dead letter (and is settled by the put's marker after a connection
+// loss); Discard deletes it.
+
+const (
+	attemptsDir = "attempts"
+	deadDir     = "dead"
+)
+
+// WithDeadLetterAfter makes an at-least-once queue move an item delivered n
+// times without an ack to its dead letters (<dir>/dead, listed by
+// DeadLetters) instead of delivering it again: the n-th delivery's Release
+// moves it, and so does the next Take that claims it after its n-th
+// consumer's session ended. 0 (the default) never moves items. Every
+// consumer of a queue should use the same n (each applies its own).
+// At-most-once queues ignore it.
+func WithDeadLetterAfter(n int) QueueOption {
+	return queueOptionFunc(func(c *queueConfig) { c.deadAfter = n })
+}
+
+// moveDead moves the claimed item at path, encoded as data, to the dead
+// letters: one multi deletes the item, its claim and its attempts node and
+// creates <dir>/dead/<bucket>.<item>. It runs detached from ctx, like the
+// claim it ends.
+func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	dead := joinPath(joinPath(q.dir, deadDir), baseName(claim))
+	retried := false
+	for {
+		var res []zk.MultiResponse
+		err := q.s.retry(ctx, func() error {
+			if err := q.s.check(); err != nil {
+				return err
+			}
+			var err error
+			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) {
+				return q.s.connMulti(
+					&zk.DeleteRequest{Path: path, Version: -1},
+					&zk.DeleteRequest{Path: claim, Version: -1},
+					&zk.DeleteRequest{Path: q.attemptsPath(claim), Version: -1},
+					&zk.CreateRequest{Path: dead, Data: data, Acl: q.s.nodeACL(q.acl)})
+			})
+			if IsRecoverable(err) {
+				retried = true
+			}
+			return err
+		})
+		if err == nil {
+			q.deadLettered(path)
+			return nil
+		}
+		i, _ := failedOp(res)
+		switch {
+		case retried && i >= 0 && i < 3 && errors.Is(err, zk.ErrNoNode):
+			// Only the claim's holder moves a claimed item: the lost
+			// attempt did it.
+			q.deadLettered(path)
+			return nil
+		case i == 3 && errors.Is(err, zk.ErrNoNode):
+			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, deadDir)); err != nil {
+				return err
+			}
+			continue
+		case i >= 0 && i < 3 && errors.Is(err, zk.ErrNoNode):
+			return fmt.Errorf("queue %s: moving to the dead letters: %w (%w)", path, ErrClaimLost, err)
+		case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
+			// The claim is gone with the session: the item is moved, or
+			// still queued and moved by the next consumer that claims it.
+			return fmt.Errorf("queue %s: move to the dead letters outcome unknown: %w", path, err)
+		}
+		return opError("dead-letter", path, err)
+	}
+}
+
+// deadLettered is called once per item this handle moved to the dead
+// letters, the place for a metric of dead-lettered items.
+func (q *queue[T]) deadLettered(path string) {
+	q.s.log.Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
+}
+
+// DeadLetter is an item of an at-least-once queue that was delivered too
+// many times without an ack (see WithDeadLetterAfter) and now waits in the
+// queue's dead letters for Requeue or Discard.
+type DeadLetter[T any] struct {
+	// Value is the decoded item; the zero value when Err is set.
+	Value T
+	// Err wraps ErrDecode when the item cannot be decoded (Discard still
+	// works; Requeue puts the same bytes back).
+	Err error
+	// Moved is when the item was moved to the dead letters (server clock).
+	Moved time.Time
+
+	q    *queue[T]
+	node string
+	item qitem
+	data []byte
+	once settleOnce
+}
+
+// Node returns the dead letter's znode path.
+func (d *DeadLetter[T]) Node() string { return d.node }
+
+// Requeue puts the item back at the tail of the queue (at its priority, for
+// a priority queue) as a new item, whose Attempt starts again at 1. One
+// multi creates the item and deletes the dead letter, so after Requeue
+// returns nil the item is queued once and no longer a dead letter, a
+// connection loss included (settled like Put's, ErrPutUncertain if the
+// session ends meanwhile). It returns ErrNotHeld when the dead letter is
+// gone (requeued or discarded already, here or by another handle).
+func (d *DeadLetter[T]) Requeue(ctx context.Context) error {
+	if err := d.finish(); err != nil {
+		return err
+	}
+	q := d.q
+	if q.priority && d.item.prio >= q.levels {
+		d.undo()
+		return fmt.Errorf("queue dead letter %s: %w: %d (have %d)", d.node, ErrPriorityRange, d.item.prio, q.levels)
+	}
+	if err := q.s.guardSpec(ctx, q.dir, q.acl, q.record()); err != nil {
+		d.undo()
+		return err
+	}
+	if err := q.lock(ctx, &q.prod.side); err != nil {
+		d.undo()
+		return err
+	}
+	defer q.unlock(&q.prod.side)
+	err := q.putChunk(ctx, d.item.prio, [][]byte{d.data}, &zk.DeleteRequest{Path: d.node, Version: -1})
+	if errors.Is(err, errExtraFailed) {
+		return fmt.Errorf("queue dead letter %s: %w (requeued or discarded already)", d.node, ErrNotHeld)
+	}
+	if err != nil && !errors.Is(err, ErrPutUncertain) {
+		d.undo()
+	}
+	return err
+}
+
+// Discard deletes the dead letter: the item is gone for good. It returns
+// ErrNotHeld when the dead letter is gone (requeued or discarded already).
+func (d *DeadLetter[T]) Discard(ctx context.Context) error {
+	if err := d.finish(); err != nil {
+		return err
+	}
+	// A retry after a connection loss that finds it gone counts as done.
+	err := d.q.s.delete(ctx, d.node, -1)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("queue dead letter %s: %w (requeued or discarded already)", d.node, ErrNotHeld)
+	}
+	d.undo()
+	return err
+}
+
+func (d *DeadLetter[T]) finish() error { return d.once.settle("queue dead letter", d.node) }
+
+func (d *DeadLetter[T]) undo() { d.once.undo() }
+
+// deadLetters lists the queue's dead letters, oldest move first.
+func (q *queue[T]) deadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	dir := joinPath(q.dir, deadDir)
+	kids, err := q.s.children(ctx, dir)
+	if isNoNode(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*DeadLetter[T], len(kids))
+	errs := make([]error, len(kids))
+	parallel(len(kids), 32, func(i int) {
+		p := joinPath(dir, kids[i])
+		data, st, err := q.s.get(ctx, p)
+		if err != nil {
+			if !isNoNode(err) { // gone meanwhile: not listed
+				errs[i] = err
+			}
+			return
+		}
+		_, name, _ := strings.Cut(kids[i], ".")
+		it, _ := parseItem(name)
+		d := &DeadLetter[T]{q: q, node: p, item: it, data: data, Moved: time.UnixMilli(st.Ctime).UTC()}
+		if d.Value, err = q.codec.Decode(data); err != nil {
+			d.Err = fmt.Errorf("queue dead letter %s: %w", p, err)
+		}
+		out[i] = d
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out = slices.DeleteFunc(out, func(d *DeadLetter[T]) bool { return d == nil })
+	slices.SortFunc(out, func(a, b *DeadLetter[T]) int {
+		return cmp.Or(a.Moved.Compare(b.Moved), strings.Compare(a.node, b.node))
+	})
+	return out, nil
+}
+
+// DeadLetters lists the items moved to the queue's dead letters (see
+// WithDeadLetterAfter), oldest move first, decoded; each can be requeued or
+// discarded.
+func (q *AckQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+	return q.q.deadLetters(ctx)
+}
+
+// DeadLetters lists the items moved to the queue's dead letters; see
+// AckQueue.DeadLetters. Requeue puts an item back at its priority.
+func (q *AckPriorityQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+	return q.q.deadLetters(ctx)
+}

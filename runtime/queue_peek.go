@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+)
+
+// peek returns the item the next Take would get (at least once: the oldest
+// unclaimed one), without taking or claiming it: it lists the buckets from
+// the lowest and reads the first item still there. ok is false when there
+// is none. It does not touch the handle's consumer state.
+func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
+	if q.err != nil {
+		return v, false, q.err
+	}
+	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
+		return v, false, err
+	}
+	claimed := map[string]bool{}
+	if q.ack {
+		kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+		if err != nil && !isNoNode(err) {
+			return v, false, err
+		}
+		for _, k := range kids {
+			claimed[k] = true
+		}
+	}
+	bs, err := q.buckets(ctx)
+	if err != nil {
+		return v, false, err
+	}
+	for _, b := range bs {
+		bp := q.bucketPath(b)
+		kids, err := q.s.children(ctx, bp)
+		if isNoNode(err) {
+			continue // drained and dropped meanwhile
+		}
+		if err != nil {
+			return v, false, err
+		}
+		for _, it := range sortItems(kids) {
+			p := joinPath(bp, it.name)
+			if claimed[q.claimName(p)] {
+				continue
+			}
+			data := it.inline
+			if !it.hasIn {
+				d, _, err := q.s.get(ctx, p)
+				if isNoNode(err) {
+					continue // taken meanwhile: the next one is the head
+				}
+				if err != nil {
+					return v, false, err
+				}
+				data = d
+			}
+			if v, err = q.codec.Decode(data); err != nil {
+				return v, false, fmt.Errorf("queue item %s: %w", p, err)
+			}
+			return v, true, nil
+		}
+	}
+	return v, false, nil
+}
+
+// Peek returns the oldest item without taking it; ok is false when the
+// queue is empty. It does not block and does not disturb this handle's
+// Takes. An undecodable head is reported with its path (ErrDecode).
+func (q *Queue[T]) Peek(ctx context.Context) (item T, ok bool, err error) { return q.q.peek(ctx) }
+
+// Peek returns the oldest unclaimed item (the one the next Take would
+// claim) without claiming it; see Queue.Peek.
+func (q *AckQueue[T]) Peek(ctx context.Context) (item T, ok bool, err error) { return q.q.peek(ctx) }
+
+// Peek returns the most urgent, oldest item without taking it; see
+// Queue.Peek.
+func (q *PriorityQueue[T]) Peek(ctx context.Context) (item T, ok bool, err error) {
+	return q.q.peek(ctx)
+}
+
+// Peek returns the most urgent, oldest unclaimed item without claiming it;
+// see Queue.Peek.
+func (q *AckPriorityQueue[T]) Peek(ctx context.Context) (item T, ok bool, err error) {
+	return q.q.peek(ctx)
+}
