@@ -349,7 +349,7 @@ func TestDelayQueueFaults(t *testing.T) {
 		cons := runtime.NewAckDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
 		for i := 0; i < 3; i++ {
 			var d *runtime.Delivery[job]
-			err := f.inject(t, ctx, srv, zktest.OpCreate, cut, nil, func() (err error) {
+			err := f.inject(t, ctx, srv, zktest.OpMulti, cut, nil, func() (err error) {
 				d, err = cons.Take(ctx)
 				return err
 			})
