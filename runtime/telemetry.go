@@ -219,6 +219,7 @@ type telemetry struct {
 	expiries    metric.Int64Counter
 	tenuresLost metric.Int64Counter
 	partitions  metric.Int64Counter
+	deadLetters metric.Int64Counter
 }
 
 // newTelemetry builds the instruments of c; nil when c sets no provider.
@@ -261,6 +262,7 @@ func newTelemetry(c telConfig) (*telemetry, error) {
 	counter(&t.expiries, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock.")
 	counter(&t.tenuresLost, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
 	counter(&t.partitions, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
+	counter(&t.deadLetters, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
 	return t, errors.Join(errs...)
 }
 
@@ -472,6 +474,14 @@ func (t *telemetry) partitionAcquired(name, path string) {
 		return
 	}
 	t.partitions.Add(context.Background(), 1, metric.WithAttributes(resAttrs("partitioner", name, path)...))
+}
+
+// deadLettered counts an item moved to a queue's dead letters.
+func (t *telemetry) deadLettered(kind, name, path string) {
+	if t == nil {
+		return
+	}
+	t.deadLetters.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
 }
 
 // context returns ctx carrying the span, so that the operations it runs

@@ -801,3 +801,31 @@ func TestTelemetryOperationSpans(t *testing.T) {
 		t.Errorf("lost leases %d after a second failed Renew, want 1 (one lease)", n)
 	}
 }
+
+// An item released as often as dead_letter_after allows is counted once in
+// zkgen.queue.dead_lettered, by the consumer that moved it.
+func TestTelemetryDeadLettered(t *testing.T) {
+	srv := server(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, 30*time.Second)
+	q := runtime.NewAckQueue(connect(t, srv.Servers(), o.opts...), runtime.At(testRoot(t)+"/acked"), runtime.StringCodec(),
+		runtime.WithResourceName("acked"), runtime.WithDeadLetterAfter(2))
+	if err := q.Put(ctx, "poison"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if n := o.counterSum(t, "zkgen.queue.dead_lettered"); n != 0 {
+			t.Fatalf("dead-lettered %d before delivery %d was released, want 0", n, i)
+		}
+		d, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := o.counterSum(t, "zkgen.queue.dead_lettered", keyName.String("acked"), keyKind.String("queue")); n != 1 {
+		t.Errorf("dead-lettered %d, want 1", n)
+	}
+}
