@@ -104,7 +104,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 // letters: it logs it and counts it (zkgen.queue.dead_lettered).
 func (q *queue[T]) deadLettered(path string) {
 	q.s.log.Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
-	q.s.tel.deadLettered(queueKind(q.priority), q.name, q.dir)
+	q.s.tel.deadLettered(q.kindName(), q.name, q.dir)
 }
 
 // DeadLetter is an item of an at-least-once queue that was delivered too
