@@ -49,13 +49,25 @@ type Config[T any] struct {
 	err   error
 	codec Codec[T]
 	acl   []zk.ACL // of created nodes; empty: the session's default
+	name  string   // WithResourceName
+	quiet bool     // a Counter's: records no telemetry of its own
 }
 
 // NewConfig returns a handle on the config node p, with values encoded by
 // codec. It does no I/O. If p is invalid, every method returns p's error.
 // opts: WithNodeACL.
 func NewConfig[T any](s *Session, p Path, codec Codec[T], opts ...HandleOption) *Config[T] {
-	return &Config[T]{s: s, path: p.String(), err: p.Err(), codec: codec, acl: handleOptions(opts).acl}
+	cfg := handleOptions(opts)
+	return &Config[T]{s: s, path: p.String(), err: p.Err(), codec: codec, acl: cfg.acl, name: cfg.name}
+}
+
+// tel is the telemetry of the config's own operations: none for a
+// Counter's, which records its own.
+func (c *Config[T]) tel() *telemetry {
+	if c.quiet {
+		return nil
+	}
+	return c.s.tel
 }
 
 // Path returns the config node's path.
@@ -63,7 +75,8 @@ func (c *Config[T]) Path() string { return c.path }
 
 // Get reads the value and its version. A missing node is an error wrapping
 // ErrNoValue. It does not block beyond the read.
-func (c *Config[T]) Get(ctx context.Context) (T, Version, error) {
+func (c *Config[T]) Get(ctx context.Context) (_ T, _ Version, err error) {
+	defer c.tel().begin(ctx, opConfigGet, "config", c.name, c.path).end(&err)
 	var zero T
 	if c.err != nil {
 		return zero, NoVersion, c.err
@@ -92,7 +105,8 @@ func (c *Config[T]) Get(ctx context.Context) (T, Version, error) {
 // on after the write was sent — Set returns an error wrapping
 // ErrOutcomeUnknown (recoverable): v was written once or not at all, and is
 // never written again over a newer value.
-func (c *Config[T]) Set(ctx context.Context, v T) (Version, error) {
+func (c *Config[T]) Set(ctx context.Context, v T) (_ Version, err error) {
+	defer c.tel().begin(ctx, opConfigSet, "config", c.name, c.path).end(&err)
 	if c.err != nil {
 		return NoVersion, c.err
 	}
@@ -132,7 +146,8 @@ func (c *Config[T]) Set(ctx context.Context, v T) (Version, error) {
 // version; ErrVersionConflict means nothing was written; any other error
 // (ErrOutcomeUnknown, the session's end, ctx's end while the request was in
 // flight) means v was written at most once — maybe not at all.
-func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (Version, error) {
+func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (_ Version, err error) {
+	defer c.tel().begin(ctx, opConfigCAS, "config", c.name, c.path).end(&err)
 	if c.err != nil {
 		return NoVersion, c.err
 	}
@@ -237,7 +252,8 @@ func (c *Config[T]) settle(ctx context.Context, data []byte, ver Version, blind 
 
 // Delete removes the node. Deleting a missing node is not an error. Parents
 // created as container nodes are removed by the server once empty.
-func (c *Config[T]) Delete(ctx context.Context) error {
+func (c *Config[T]) Delete(ctx context.Context) (err error) {
+	defer c.tel().begin(ctx, opConfigDelete, "config", c.name, c.path).end(&err)
 	if c.err != nil {
 		return c.err
 	}

@@ -65,7 +65,9 @@ func NewCounter(s *Session, p Path, opts ...HandleOption) *Counter {
 	if handleOptions(opts).layout == LayoutKazoo {
 		codec = int32Codec{}
 	}
-	return &Counter{c: NewConfig[int64](s, p, codec, opts...)}
+	c := NewConfig[int64](s, p, codec, opts...)
+	c.quiet = true
+	return &Counter{c: c}
 }
 
 // Path returns the counter node's path.
@@ -73,7 +75,8 @@ func (k *Counter) Path() string { return k.c.path }
 
 // Get returns the counter's value (0 when the node does not exist). It does
 // not block beyond the read.
-func (k *Counter) Get(ctx context.Context) (int64, error) {
+func (k *Counter) Get(ctx context.Context) (_ int64, err error) {
+	defer k.c.s.tel.begin(ctx, opCounterGet, "counter", k.c.name, k.c.path).end(&err)
 	v, _, err := k.c.Get(ctx)
 	if errors.Is(err, ErrNoValue) {
 		return 0, nil
@@ -92,7 +95,8 @@ func (k *Counter) Get(ctx context.Context) (int64, error) {
 // so the counter always equals the sum of the successful Adds plus some of
 // the failed ones; an application that must know reads the counter (or
 // keeps its own record in the value it counts).
-func (k *Counter) Add(ctx context.Context, delta int64) (int64, error) {
+func (k *Counter) Add(ctx context.Context, delta int64) (_ int64, err error) {
+	defer k.c.s.tel.begin(ctx, opCounterAdd, "counter", k.c.name, k.c.path).end(&err)
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err

@@ -20,8 +20,8 @@
 //     lease): Acquire by holder id (re-attaching after a restart), Renew,
 //     Release, Expires by the holder's own clock. The server must allow TTL
 //     nodes (ErrTTLDisabled).
-//   - Queue and PriorityQueue (at-most-once), AckQueue and AckPriorityQueue
-//     (at-least-once: Delivery.Ack).
+//   - Queue, PriorityQueue and DelayQueue (at-most-once), AckQueue,
+//     AckPriorityQueue and AckDelayQueue (at-least-once: Delivery.Ack).
 //   - Barrier and DoubleBarrier.
 //   - Election: leader election with an acknowledged leader and a growing
 //     epoch per leadership (a fencing token); Campaign hands out a
@@ -151,6 +151,7 @@ package runtime
 //	partitioner_member.go  a member's loop: plan, release, acquire
 //	partition_plan.go  the plan: balanced, sticky, pure
 //	queue.go           the four queue handles, QueueOption, Stats
+//	delay_queue.go     the two delay queue handles (items taken once due)
 //	queue_core.go      the shared handle: producer and consumer state, buckets, markers
 //	queue_layout.go    node layout and names
 //	queue_put.go       puts

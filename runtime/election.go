@@ -492,7 +492,8 @@ func (l *Leadership[T]) Payload() T { return l.payload }
 // the deletion is confirmed, it carries on in the background (bounded) and
 // Resign returns ctx's error. Either way the Election handle can campaign
 // again.
-func (l *Leadership[T]) Resign(ctx context.Context) error {
+func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
+	defer l.e.s.tel.begin(ctx, opResign, "election", l.e.name, l.e.dir).end(&err)
 	if !l.giveUp() {
 		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)
 	}

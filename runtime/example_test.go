@@ -266,6 +266,37 @@ func ExampleQueue() {
 	// resize [thumbnail notify]
 }
 
+// A delay queue hands an item out only once its due time has passed, by
+// the consumer's clock, earliest due first: Take waits on a timer and a
+// watch until then.
+func ExampleDelayQueue() {
+	ctx := context.Background()
+	sess := session()
+	defer sess.Close()
+	q := runtime.NewDelayQueue(sess, runtime.At(app+"/queues/retries"), runtime.StringCodec())
+
+	now := time.Now()
+	due := map[string]time.Time{
+		"retry upload": now.Add(200 * time.Millisecond),
+		"retry email":  now.Add(-time.Second), // due already
+	}
+	for item, at := range due {
+		if err := q.Put(ctx, item, at); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for range due {
+		item, err := q.Take(ctx) // blocks until the earliest item is due
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(item, "- taken after its due time:", !time.Now().Before(due[item]))
+	}
+	// Output:
+	// retry email - taken after its due time: true
+	// retry upload - taken after its due time: true
+}
+
 // An at-least-once queue delivers an item until it is acked: a released
 // item (or one whose consumer's session ended) is delivered again.
 func ExampleAckQueue() {

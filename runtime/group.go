@@ -73,7 +73,8 @@ func (g *Group[T]) Path() string { return g.dir }
 // and returns once it exists. It blocks only for the create; if ctx ends
 // first it returns ctx's error and removes the node if the create went
 // through after all. The node stays until Leave or the end of the session.
-func (g *Group[T]) Join(ctx context.Context, member T) (*Membership[T], error) {
+func (g *Group[T]) Join(ctx context.Context, member T) (_ *Membership[T], err error) {
+	defer g.s.tel.begin(ctx, opGroupJoin, "group", g.name, g.dir).end(&err)
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -112,12 +113,13 @@ func (m *Membership[T]) Member() T { return m.member }
 // second call. If ctx ends before the delete is confirmed, the delete
 // carries on in the background (bounded) and Leave returns ctx's error.
 // Either way the Group handle can join again.
-func (m *Membership[T]) Leave(ctx context.Context) error {
+func (m *Membership[T]) Leave(ctx context.Context) (err error) {
+	defer m.g.s.tel.begin(ctx, opGroupLeave, "group", m.g.name, m.g.dir).end(&err)
 	if !m.giveUp() {
 		return fmt.Errorf("group %s: %w", m.g.dir, ErrNotMember)
 	}
 	defer m.g.busy.free()
-	err := m.g.s.release(ctx, m.h)
+	err = m.g.s.release(ctx, m.h)
 	if errors.Is(err, ErrMembershipLost) {
 		return fmt.Errorf("group %s: %w", m.h.node, ErrMembershipLost)
 	}

@@ -113,6 +113,31 @@ type AckPriorityQueueHandle[T any] interface {
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
+// DelayQueueHandle is the method set of *DelayQueue[T].
+type DelayQueueHandle[T any] interface {
+	Path() string
+	Put(ctx context.Context, item T, due time.Time) error
+	PutAll(ctx context.Context, items []T, due time.Time) (int, error)
+	Take(ctx context.Context) (T, error)
+	TakeN(ctx context.Context, n int) ([]T, error)
+	Peek(ctx context.Context) (T, bool, error)
+	Len(ctx context.Context) (int, error)
+	Stats(ctx context.Context) (QueueStats, error)
+}
+
+// AckDelayQueueHandle is the method set of *AckDelayQueue[T].
+type AckDelayQueueHandle[T any] interface {
+	Path() string
+	Put(ctx context.Context, item T, due time.Time) error
+	PutAll(ctx context.Context, items []T, due time.Time) (int, error)
+	Take(ctx context.Context) (*Delivery[T], error)
+	TakeN(ctx context.Context, n int) ([]*Delivery[T], error)
+	Peek(ctx context.Context) (T, bool, error)
+	Len(ctx context.Context) (int, error)
+	Stats(ctx context.Context) (QueueStats, error)
+	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
+}
+
 // BarrierHandle is the method set of *Barrier.
 type BarrierHandle interface {
 	Path() string
@@ -200,6 +225,8 @@ var (
 	_ AckQueueHandle[int]          = (*AckQueue[int])(nil)
 	_ PriorityQueueHandle[int]     = (*PriorityQueue[int])(nil)
 	_ AckPriorityQueueHandle[int]  = (*AckPriorityQueue[int])(nil)
+	_ DelayQueueHandle[int]        = (*DelayQueue[int])(nil)
+	_ AckDelayQueueHandle[int]     = (*AckDelayQueue[int])(nil)
 	_ BarrierHandle                = (*Barrier)(nil)
 	_ DoubleBarrierHandle          = (*DoubleBarrier)(nil)
 	_ ElectionHandle[int]          = (*Election[int])(nil)

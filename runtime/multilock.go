@@ -63,8 +63,10 @@ var ErrDuplicateMember = errors.New("two members of one multi-lock share a path"
 //
 // The members may be on different sessions. Two members with one path are
 // refused (ErrDuplicateMember), and so is an empty list. The group's Lost
-// fires when any member is lost; Unlock releases every member.
-func LockAll(ctx context.Context, locks ...Locker) (*LockGroup, error) {
+// fires when any member is lost; Unlock releases every member. With
+// telemetry (of the first member's session that has some) the acquisition
+// is one zkgen.lock.all span, the parent of the members' acquisitions.
+func LockAll(ctx context.Context, locks ...Locker) (_ *LockGroup, err error) {
 	if len(locks) == 0 {
 		return nil, errors.New("LockAll: no locks given")
 	}
@@ -80,6 +82,8 @@ func LockAll(ctx context.Context, locks ...Locker) (*LockGroup, error) {
 			return nil, fmt.Errorf("LockAll: %s: %w", ms[i].Path(), ErrDuplicateMember)
 		}
 	}
+	ctx, sp := lockAll(ctx, ms)
+	defer sp.end(&err)
 	for i, m := range ms {
 		if err := m.Lock(ctx); err != nil {
 			if uerr := unlockAll(ms[:i]); uerr != nil {

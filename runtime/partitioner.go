@@ -47,6 +47,7 @@ type Partitioner[T any] struct {
 	names []string
 	codec Codec[T]
 	acl   []zk.ACL
+	name  string // WithResourceName
 
 	busy slot
 }
@@ -63,7 +64,7 @@ func NewPartitioner[T any](s *Session, p Path, n int, codec Codec[T], opts ...Ha
 	if err == nil && c.partitionNames != nil && len(c.partitionNames) != n {
 		err = fmt.Errorf("partitioner %s: %d names for %d partitions", p, len(c.partitionNames), n)
 	}
-	return &Partitioner[T]{s: s, dir: p.String(), err: err, n: n, names: c.partitionNames, codec: codec, acl: c.acl}
+	return &Partitioner[T]{s: s, dir: p.String(), err: err, n: n, names: c.partitionNames, codec: codec, acl: c.acl, name: c.name}
 }
 
 // PartitionNames is the option that names a partitioner's partitions, in
@@ -150,7 +151,8 @@ func (p *Partitioner[T]) record() specRecord {
 // Owned streams the owned partitions. Join on a handle that is a member
 // returns ErrAlreadyHeld; a directory recording another partition count,
 // ErrSpecMismatch.
-func (p *Partitioner[T]) Join(ctx context.Context, member T, opts ...JoinOption) (*Assignment[T], error) {
+func (p *Partitioner[T]) Join(ctx context.Context, member T, opts ...JoinOption) (_ *Assignment[T], err error) {
+	defer p.s.tel.begin(ctx, opPartitionerJoin, "partitioner", p.name, p.dir).end(&err)
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -186,6 +188,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	if err != nil {
 		return nil, p.s.abandon(node, err)
 	}
+	p.s.tel.tenureOf(h, "partitioner", p.name, p.dir)
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
 		changed: make(chan struct{}), leave: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
@@ -383,7 +386,8 @@ func (a *Assignment[T]) waitHandedOver(i int) {
 // ErrMembershipLost if the assignment had been lost, ErrNotMember on a
 // second call, ctx's error if ctx ends first (the release carries on in the
 // background). The Partitioner handle can join again afterwards.
-func (a *Assignment[T]) Leave(ctx context.Context) error {
+func (a *Assignment[T]) Leave(ctx context.Context) (err error) {
+	defer a.s.tel.begin(ctx, opPartitionerLeave, "partitioner", a.p.name, a.p.dir).end(&err)
 	if !a.giveUp() {
 		return fmt.Errorf("partitioner %s: %w", a.p.dir, ErrNotMember)
 	}

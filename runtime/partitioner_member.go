@@ -338,6 +338,7 @@ func (f *follower[T]) acquire(ctx context.Context, i int) error {
 }
 
 func (f *follower[T]) acquired(i int) {
+	f.s.tel.partitionAcquired(f.p.name, f.p.dir)
 	f.a.setOwned(i, true)
 	if f.a.cfg.acquired != nil {
 		f.a.cfg.acquired(i)

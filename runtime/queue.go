@@ -267,9 +267,9 @@ func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 // constructor, and its options.
 // record is the spec record of the queue's directory (specguard.go).
 func (c queueConfig) record() specRecord {
-	r := specRecord{Kind: "queue", Delivery: "at_most_once"}
+	r := specRecord{Kind: c.kindName(), Delivery: "at_most_once"}
 	if c.priority {
-		r.Kind, r.Levels, r.Priorities, r.Layout = "priority_queue", c.levels, c.names, prioLayout
+		r.Levels, r.Priorities, r.Layout = c.levels, c.names, prioLayout
 	}
 	if c.ack {
 		r.Delivery = "at_least_once"
@@ -277,12 +277,25 @@ func (c queueConfig) record() specRecord {
 	return r
 }
 
+// kindName is the spec kind of the queue: queue, priority_queue or
+// delay_queue (in its spec record and its telemetry).
+func (c queueConfig) kindName() string {
+	switch {
+	case c.priority:
+		return "priority_queue"
+	case c.delay:
+		return "delay_queue"
+	}
+	return "queue"
+}
+
 type queueConfig struct {
 	handleConfig
-	bucketSize int      // items per bucket (per level of a priority queue)
-	priority   bool     // a priority queue (one FIFO queue per level)
+	bucketSize int      // items per bucket (per level of a priority queue); 0: one bucket, never sealed (delay queues)
+	priority   bool     // a priority queue (one FIFO queue per level, queue_prio.go)
 	levels     int      // number of priorities (priority queues)
 	ack        bool     // at-least-once: claim, then delete on Ack
+	delay      bool     // due-prefixed names in one bucket, served once due (delay queues)
 	deadAfter  int      // at-least-once: deliveries before an item moves to the dead letters; 0: never
 	names      []string // priority names (WithPriorityNames), for the spec record
 }
@@ -315,6 +328,29 @@ type QueueStats struct {
 	ByPriority []int     // priority queues: items per priority index (0 first); nil for FIFO queues
 	Oldest     time.Time // creation time (server clock) of the oldest item; zero when empty
 	Claimed    int       // at-least-once queues: items claimed by a consumer and not yet acked
+	NextDue    time.Time // delay queues: the earliest due time of an item; zero when empty
+}
+
+// tally counts the items of one bucket, in serving order, into st, and
+// returns them oldest first: for a priority or delay queue the oldest item
+// is the one with the lowest sequence number, whatever its priority or due
+// time.
+func (q *queue[T]) tally(st *QueueStats, items []qitem) []qitem {
+	st.Len += len(items)
+	if q.delay && len(items) > 0 {
+		st.NextDue = time.UnixMilli(items[0].due).UTC()
+	}
+	if q.priority {
+		for _, it := range items {
+			if it.prio < len(st.ByPriority) {
+				st.ByPriority[it.prio]++
+			}
+		}
+	}
+	if q.priority || q.delay {
+		slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
+	}
+	return items
 }
 
 // stats lists the queue's items (each bucket once) and reads the oldest
@@ -340,18 +376,7 @@ func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
 		if err != nil {
 			return st, err
 		}
-		items := sortItems(kids)
-		st.Len += len(items)
-		if q.priority {
-			for _, it := range items {
-				if it.prio < len(st.ByPriority) {
-					st.ByPriority[it.prio]++
-				}
-			}
-			// The oldest item is the one with the lowest sequence
-			// number, whatever its priority.
-			slices.SortStableFunc(items, func(a, b qitem) int { return seqCompare(a.seq, b.seq) })
-		}
+		items := q.tally(&st, sortItems(kids))
 		if oldest == nil {
 			for _, it := range items {
 				oldest = append(oldest, joinPath(q.bucketPath(b), it.name))

@@ -94,6 +94,9 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 			o.applyQueue(&cfg)
 		}
 	}
+	if cfg.delay {
+		cfg.bucketSize = 0
+	}
 	q := &queue[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, queueConfig: cfg,
 		prod: producer{side: side{mu: make(chan struct{}, 1)}},
 		cons: consumer{side: side{mu: make(chan struct{}, 1)},
@@ -103,7 +106,7 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 	if q.inline == 0 {
 		q.inline = -1
 	}
-	if q.err == nil && q.bucketSize < 1 {
+	if q.err == nil && !q.delay && q.bucketSize < 1 {
 		q.err = fmt.Errorf("queue %s: bucket size must be >= 1, got %d", q.dir, q.bucketSize)
 	}
 	return q
@@ -115,13 +118,20 @@ func (q *queue[T]) bucketPath(b string) string { return joinPath(q.dir, b) }
 // records its deliveries' operations (own) as the priority queue's, and
 // leaves its puts and takes to the priority queue.
 func (q *queue[T]) telOp(ctx context.Context, o op, own bool) span {
-	switch {
-	case q.top == "":
-		return q.s.tel.begin(ctx, o, queueKind(q.priority), q.name, q.dir)
-	case own:
-		return q.s.tel.begin(ctx, o, queueKind(true), q.name, q.top)
+	if q.top != "" && !own {
+		return span{}
 	}
-	return span{}
+	kind, path := q.telKind()
+	return q.s.tel.begin(ctx, o, kind, q.name, path)
+}
+
+// telKind is the kind and path the queue's telemetry records: a priority
+// queue's level records as the priority queue.
+func (q *queue[T]) telKind() (kind, path string) {
+	if q.top != "" {
+		return "priority_queue", q.top
+	}
+	return q.kindName(), q.dir
 }
 
 // buckets lists the bucket names in order (none when the queue directory

@@ -101,9 +101,11 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 }
 
 // deadLettered is called once per item this handle moved to the dead
-// letters, the place for a metric of dead-lettered items.
+// letters: it logs it and counts it (zkgen.queue.dead_lettered).
 func (q *queue[T]) deadLettered(path string) {
 	q.s.log.Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
+	kind, dir := q.telKind()
+	q.s.tel.deadLettered(kind, q.name, dir)
 }
 
 // DeadLetter is an item of an at-least-once queue that was delivered too

@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Queue layout under the queue directory <dir>:
@@ -14,6 +16,7 @@ import (
 //	<dir>/b-0000000000/item-.<b64>.0000000001  a small item carried in its name
 //	<dir>/p-07/b-0000000000/item-0000000000 items of priority 7 (priority queues, queue_prio.go)
 //	<dir>/b-0000000000/item-07-0000000000   the same before zkgen's levels layout (upgradeLegacy)
+//	<dir>/b-0000000000/item-d001763872345678-0000000000  items due at a Unix millisecond (delay queues)
 //	<dir>/marks/<guid>                       ephemeral markers of puts and takes
 //	<dir>/claims/<bucket>.<item>             ephemeral claims (at-least-once delivery)
 //	<dir>/attempts/<bucket>.<item>           deliveries so far, persistent (queue_dead.go)
@@ -26,7 +29,10 @@ import (
 // its bucket, so nothing lands in a sealed bucket, and a consumer that lists
 // a sealed bucket sees its final contents. Consumers walk buckets in order
 // and delete a sealed bucket once it is empty. A priority queue is one such
-// queue per priority.
+// queue per priority. Delay queues use a single bucket that is never
+// sealed, whose item names carry the due time (Unix milliseconds, fixed
+// width) before the sequence number, so that name order is due order, then
+// put order.
 //
 // A FIFO item whose encoding is short rides in its node's name, base64url
 // between dots, and the node holds no data: a consumer's listing then
@@ -91,6 +97,30 @@ func itemNamePrefix(priority bool, prio int, data []byte, inline bool) string {
 	return name
 }
 
+// Delay queue item names: item-d<due>-<seq>, due in Unix milliseconds
+// written in dueDigits digits.
+const (
+	dueDigits = 15
+	maxDue    = 999_999_999_999_999
+)
+
+// delayItemPrefix is the name a delay queue item due at the Unix
+// millisecond due is created with (ZooKeeper appends the sequence number).
+func delayItemPrefix(due int64) string {
+	return fmt.Sprintf("%sd%0*d-", itemPrefix, dueDigits, min(max(due, 0), maxDue))
+}
+
+// dueMillis is t as the Unix millisecond written in a delay queue item's
+// name: rounded up, so that an item is never taken before t, and clamped to
+// what the name can hold.
+func dueMillis(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++ // a fraction of a millisecond past ms
+	}
+	return min(max(ms, 0), maxDue)
+}
+
 // Inline items: a bucket's listing carries at most inlineBudget bytes of
 // names, so an item rides in its name when its encoding fits the bucket
 // size's share of that, and never past maxInline encoded characters.
@@ -117,6 +147,7 @@ func inlineLimit(size int) int {
 type qitem struct {
 	name   string
 	prio   int
+	due    int64 // delay queues: the Unix millisecond the item is due
 	seq    int32
 	inline []byte // the data carried in the name, if any
 	hasIn  bool   // the item is inline (even an empty one)
@@ -130,6 +161,14 @@ func parseItem(name string) (qitem, bool) {
 	}
 	rest := name[len(itemPrefix):]
 	it := qitem{name: name}
+	if len(rest) == 2+dueDigits+10 && rest[0] == 'd' && rest[1+dueDigits] == '-' {
+		due, err := strconv.ParseInt(rest[1:1+dueDigits], 10, 64)
+		if err != nil || due < 0 {
+			return qitem{}, false
+		}
+		it.due = due
+		rest = rest[2+dueDigits:]
+	}
 	if len(rest) == 13 && rest[0] != '.' && rest[2] == '-' {
 		p, err := strconv.Atoi(rest[:2])
 		if err != nil || p < 0 {
@@ -159,7 +198,8 @@ func parseItem(name string) (qitem, bool) {
 }
 
 // sortItems keeps the item names of kids in serving order: lower priority
-// index first, then sequence order (serial arithmetic, wrap-safe).
+// index first, earlier due time first (delay queues), then sequence order
+// (serial arithmetic, wrap-safe).
 func sortItems(kids []string) []qitem {
 	out := make([]qitem, 0, len(kids))
 	for _, k := range kids {
@@ -170,6 +210,9 @@ func sortItems(kids []string) []qitem {
 	slices.SortFunc(out, func(a, b qitem) int {
 		if a.prio != b.prio {
 			return a.prio - b.prio
+		}
+		if a.due != b.due {
+			return cmp.Compare(a.due, b.due)
 		}
 		if c := seqCompare(a.seq, b.seq); c != 0 {
 			return c

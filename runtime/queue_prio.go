@@ -174,7 +174,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 
 // put puts items at level prio.
 func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
-	defer pq.s.tel.begin(ctx, opQueuePut, queueKind(true), pq.cfg.name, pq.dir).end(&err)
+	defer pq.s.tel.begin(ctx, opQueuePut, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
 	if pq.err != nil {
 		return 0, pq.err
 	}
@@ -190,7 +190,7 @@ func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, er
 // take returns between 1 and n items of the most urgent level that has one
 // for this consumer, blocking until there is one.
 func (pq *prioQueue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err error) {
-	defer pq.s.tel.begin(ctx, opQueueTake, queueKind(true), pq.cfg.name, pq.dir).end(&err)
+	defer pq.s.tel.begin(ctx, opQueueTake, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", pq.dir, n)
 	}

@@ -9,7 +9,9 @@ import (
 )
 
 // put encodes items and puts them in order, in multis of at most
-// maxBatchOps items / maxBatchBytes. It returns how many were put.
+// maxBatchOps items / maxBatchBytes. It returns how many were put. prio is
+// the items' priority index, or for a delay queue their due time in Unix
+// milliseconds (see dueMillis).
 func (q *queue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
 	defer q.telOp(ctx, opQueuePut, false).end(&err)
 	if q.err != nil {
@@ -185,6 +187,9 @@ func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []an
 			data = nil
 		}
 		name := joinPath(bp, itemNamePrefix(q.priority, prio, d, inline))
+		if q.delay {
+			name = joinPath(bp, delayItemPrefix(int64(prio)))
+		}
 		ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
 	}
 	return ops

@@ -39,8 +39,19 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 			}
 			continue
 		}
+		k := n
+		if q.delay {
+			due, err := q.dueItems(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if due == 0 {
+				continue // waited: look again
+			}
+			k = min(n, due)
+		}
 		began := time.Now()
-		out, err := q.takeCached(ctx, n)
+		out, err := q.takeCached(ctx, k)
 		if len(out) > 0 || err != nil {
 			return out, err
 		}
@@ -59,14 +70,70 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 	}
 }
 
-// checkCache drops the cached listing when an item this handle had was
-// given back: the walk starts again from the lowest bucket so that the item
-// is served in its turn.
+// checkCache drops the cached listing when it must be listed again before
+// it is served: an item this handle had was given back (walk again from
+// the lowest bucket so it is served in its turn), or, for a delay queue,
+// the listing changed and an item due earlier may have arrived.
 func (q *queue[T]) checkCache() {
 	c := &q.cons
 	if c.released.Swap(false) {
 		c.cache, c.pos, c.watch, c.bucket = nil, 0, nil, ""
 	}
+	if !q.delay || c.pos >= len(c.cache) {
+		return
+	}
+	changed := c.watch == nil
+	if !changed {
+		select {
+		case <-c.watch: // something changed: an item due earlier may have arrived
+			changed = true
+		default:
+		}
+	}
+	if changed {
+		c.cache, c.pos, c.watch = nil, 0, nil
+	}
+}
+
+// dueItems returns how many items of a delay queue's cached listing, from
+// the consumer's position on, are due by this consumer's clock. When the
+// first is not due yet it waits, without polling, until it is (a timer),
+// until the listing's child watch fires (an item due earlier may have
+// arrived: the listing is dropped) or until a claim of another consumer
+// vanishes, and returns 0 to look again.
+func (q *queue[T]) dueItems(ctx context.Context) (int, error) {
+	c := &q.cons
+	now := time.Now().UnixMilli()
+	due := 0
+	for _, it := range c.cache[c.pos:] {
+		if it.due > now {
+			break
+		}
+		due++
+	}
+	if due > 0 {
+		return due, nil
+	}
+	claimsW, again, err := q.claimsWatch(ctx)
+	if again || err != nil {
+		return 0, err
+	}
+	timer := time.NewTimer(time.Until(time.UnixMilli(c.cache[c.pos].due)))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-c.watch:
+		c.cache, c.pos, c.watch = nil, 0, nil
+	case <-claimsW:
+		if err := q.refreshBusy(ctx); err != nil {
+			return 0, err
+		}
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-q.s.done:
+		return 0, q.s.Err()
+	}
+	return 0, nil
 }
 
 // takeCached takes up to n items of the cached listing, at most once or at

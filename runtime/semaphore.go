@@ -249,8 +249,9 @@ func (m *Semaphore) Reap(ctx context.Context, olderThan time.Duration) ([]Holder
 // Release gives the lease back, waking the one participant waiting for a
 // lease. It returns ErrLockLost if the lease had been lost, ErrNotHeld if it
 // was released already.
-func (le *Lease) Release(ctx context.Context) error {
+func (le *Lease) Release(ctx context.Context) (err error) {
 	m := le.sem
+	defer m.s.tel.begin(ctx, opSemRelease, "semaphore", m.name, m.dir).end(&err)
 	m.mu.Lock()
 	if m.lease != le {
 		m.mu.Unlock()

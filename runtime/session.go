@@ -180,7 +180,6 @@ func (s *Session) onEvent(ev zk.Event) {
 
 func (s *Session) expire() {
 	if s.end(ErrSessionExpired) {
-		s.tel.expired(s.gaveUp.Load())
 		// Close on another goroutine: we may be on go-zookeeper's loop, and
 		// Close waits for it. The dialer refuses to reconnect meanwhile.
 		// (Before Connect has the conn, Connect closes it itself.)
@@ -194,7 +193,8 @@ func (s *Session) expire() {
 }
 
 // end marks the session over with reason err; it reports whether this call
-// ended it.
+// ended it. An expiry is counted before Done is closed, so that whoever
+// saw Done sees the count.
 func (s *Session) end(err error) bool {
 	first := false
 	s.doneOnce.Do(func() {
@@ -207,6 +207,9 @@ func (s *Session) end(err error) bool {
 			s.expiryTimer = nil
 		}
 		s.mu.Unlock()
+		if errors.Is(err, ErrSessionExpired) {
+			s.tel.expired(s.gaveUp.Load())
+		}
 		close(s.done)
 	})
 	return first

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +29,9 @@ import (
 const instrumentationName = "github.com/zkgen/zkgen/runtime"
 
 // WithMeterProvider records the session's metrics (wait, hold and latency
-// histograms, retry, connection-loss, expiry and lost-tenure counters; see
-// README "Telemetry") with mp. Default: none, nothing recorded.
+// histograms, retry, connection-loss, expiry, lost-tenure and partition
+// acquisition counters; see README "Telemetry") with mp. Default: none,
+// nothing recorded.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(s *Session) { s.telCfg.mp = mp }
 }
@@ -113,6 +115,22 @@ const (
 	opLower
 	opAck
 	opRelease
+	opConfigGet
+	opConfigSet
+	opConfigCAS
+	opConfigDelete
+	opCounterGet
+	opCounterAdd
+	opGroupJoin
+	opGroupLeave
+	opResign
+	opSemRelease
+	opLeaseAcquire
+	opLeaseRenew
+	opLeaseRelease
+	opLockAll
+	opPartitionerJoin
+	opPartitionerLeave
 	numOps
 )
 
@@ -130,6 +148,7 @@ const (
 	histFailover
 	histBarrierWait
 	histTwoPCRound
+	histLeaseWait
 	numHists
 )
 
@@ -154,6 +173,23 @@ var opInfo = [numOps]struct {
 	opLower:        {"zkgen.barrier.lower", histNone},
 	opAck:          {"zkgen.queue.ack", histNone},
 	opRelease:      {"zkgen.queue.release", histNone},
+
+	opConfigGet:        {"zkgen.config.get", histNone},
+	opConfigSet:        {"zkgen.config.set", histNone},
+	opConfigCAS:        {"zkgen.config.compare_and_set", histNone},
+	opConfigDelete:     {"zkgen.config.delete", histNone},
+	opCounterGet:       {"zkgen.counter.get", histNone},
+	opCounterAdd:       {"zkgen.counter.add", histNone},
+	opGroupJoin:        {"zkgen.group.join", histNone},
+	opGroupLeave:       {"zkgen.group.leave", histNone},
+	opResign:           {"zkgen.election.resign", histNone},
+	opSemRelease:       {"zkgen.semaphore.release", histNone},
+	opLeaseAcquire:     {"zkgen.lease.acquire", histLeaseWait},
+	opLeaseRenew:       {"zkgen.lease.renew", histNone},
+	opLeaseRelease:     {"zkgen.lease.release", histNone},
+	opLockAll:          {"zkgen.lock.all", histNone},
+	opPartitionerJoin:  {"zkgen.partitioner.join", histNone},
+	opPartitionerLeave: {"zkgen.partitioner.leave", histNone},
 }
 
 // histInfo names the histograms (unit s).
@@ -167,6 +203,7 @@ var histInfo = [numHists]struct{ name, desc string }{
 	histFailover:    {"zkgen.election.failover.duration", "Time without a leader as seen by a new leader: from the wake-up that found its candidate first to its acknowledgement."},
 	histBarrierWait: {"zkgen.barrier.wait.duration", "Time a barrier Wait, or a double barrier Enter or Leave, blocked."},
 	histTwoPCRound:  {"zkgen.twopc.round.duration", "Duration of a two-phase commit Coordinate: from the call to the decision."},
+	histLeaseWait:   {"zkgen.lease.wait.duration", "Time from a TTL lease's Acquire to holding the lease (acquisitions only)."},
 }
 
 // durationBuckets are the histograms' bucket boundaries, in seconds: from
@@ -181,6 +218,8 @@ type telemetry struct {
 	connLosses  metric.Int64Counter
 	expiries    metric.Int64Counter
 	tenuresLost metric.Int64Counter
+	partitions  metric.Int64Counter
+	deadLetters metric.Int64Counter
 }
 
 // newTelemetry builds the instruments of c; nil when c sets no provider.
@@ -222,15 +261,14 @@ func newTelemetry(c telConfig) (*telemetry, error) {
 	counter(&t.connLosses, "zkgen.connection.losses", "{loss}", "Connections to ZooKeeper lost while the session lived on (one per outage, not per reconnect attempt).")
 	counter(&t.expiries, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock.")
 	counter(&t.tenuresLost, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
+	counter(&t.partitions, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
+	counter(&t.deadLetters, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
 	return t, errors.Join(errs...)
 }
 
 // resAttrs are the attributes of a resource's metrics.
 func resAttrs(kind, name, path string) []attribute.KeyValue {
-	if name == "" {
-		name = path
-	}
-	return []attribute.KeyValue{attrName.String(name), attrKind.String(kind)}
+	return []attribute.KeyValue{attrName.String(orPath(name, path)), attrKind.String(kind)}
 }
 
 // span is one recipe operation in progress; the zero span (no telemetry)
@@ -276,23 +314,12 @@ func (t *telemetry) lockOp(ctx context.Context, o op, l *Lock) span {
 // internalLock marks a semaphore's own lock: it records no telemetry.
 var internalLock = lockOptionFunc(func(c *lockConfig) { c.internal = true })
 
-// queueKind is the kind attribute of a queue.
-func queueKind(priority bool) string {
-	if priority {
-		return "priority_queue"
-	}
-	return "queue"
-}
-
 // beginWith is begin with one more attribute (ignored when not valid).
 func (t *telemetry) beginWith(ctx context.Context, o op, kind, name, path string, extra attribute.KeyValue) span {
 	if t == nil {
 		return span{}
 	}
-	sp := span{t: t, op: o, kind: kind, name: name, path: path, start: time.Now(), extra: extra}
-	if name == "" {
-		sp.name = path
-	}
+	sp := span{t: t, op: o, kind: kind, name: orPath(name, path), path: path, start: time.Now(), extra: extra}
 	if t.tracer != nil {
 		attrs := []attribute.KeyValue{attrName.String(sp.name), attrKind.String(kind), attrPath.String(path)}
 		if extra.Valid() {
@@ -346,7 +373,7 @@ func (sp span) finish(err error, timed bool) {
 }
 
 // waitHist reports whether h records acquisitions only.
-func waitHist(h hist) bool { return h == histLockWait || h == histSemWait }
+func waitHist(h hist) bool { return h == histLockWait || h == histSemWait || h == histLeaseWait }
 
 // outcomeOf is the zkgen.outcome attribute of an operation's error.
 func outcomeOf(err error) string {
@@ -429,6 +456,93 @@ func (tt *tenureTel) record(lost bool) {
 // tenureOf makes the tenure h of a resource record its loss.
 func (t *telemetry) tenureOf(h *hold, kind, name, path string) {
 	t.tenure(h, kind, name, path, attribute.KeyValue{})
+}
+
+// tenureLost counts the loss of a tenure that has no hold of its own (a
+// TTL lease: it outlives sessions).
+func (t *telemetry) tenureLost(kind, name, path string) {
+	if t == nil {
+		return
+	}
+	t.tenuresLost.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
+}
+
+// partitionAcquired counts a partition a partitioner member became the
+// owner of.
+func (t *telemetry) partitionAcquired(name, path string) {
+	if t == nil {
+		return
+	}
+	t.partitions.Add(context.Background(), 1, metric.WithAttributes(resAttrs("partitioner", name, path)...))
+}
+
+// deadLettered counts an item moved to a queue's dead letters.
+func (t *telemetry) deadLettered(kind, name, path string) {
+	if t == nil {
+		return
+	}
+	t.deadLetters.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
+}
+
+// context returns ctx carrying the span, so that the operations it runs
+// record theirs as its children; ctx itself when no span is recorded.
+func (sp span) context(ctx context.Context) context.Context {
+	if sp.sp == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, sp.sp)
+}
+
+// telLocker is a LockAll member that records telemetry (*Lock,
+// *Semaphore): its session's telemetry and its resource name (its path
+// when unnamed).
+type telLocker interface {
+	telResource() (*telemetry, string)
+}
+
+func (l *Lock) telResource() (*telemetry, string) { return sessionTel(l.s), orPath(l.cfg.name, l.dir) }
+
+func (m *Semaphore) telResource() (*telemetry, string) { return sessionTel(m.s), orPath(m.name, m.dir) }
+
+// orPath is a resource's name, or its path when it has none.
+func orPath(name, path string) string {
+	if name == "" {
+		return path
+	}
+	return name
+}
+
+func sessionTel(s *Session) *telemetry {
+	if s == nil {
+		return nil
+	}
+	return s.tel
+}
+
+// lockAll starts the span of a LockAll of ms (in the order they are
+// taken), with the telemetry of the first member that has some: kind
+// multi_lock, the members' names and paths joined by commas. The returned
+// context parents the members' acquisitions on it.
+func lockAll(ctx context.Context, ms []Locker) (context.Context, span) {
+	var t *telemetry
+	for _, m := range ms {
+		if tl, ok := m.(telLocker); ok && t == nil {
+			t, _ = tl.telResource()
+		}
+	}
+	if t == nil {
+		return ctx, span{}
+	}
+	names := make([]string, len(ms))
+	paths := make([]string, len(ms))
+	for i, m := range ms {
+		paths[i], names[i] = m.Path(), m.Path()
+		if tl, ok := m.(telLocker); ok {
+			_, names[i] = tl.telResource()
+		}
+	}
+	sp := t.begin(ctx, opLockAll, "multi_lock", strings.Join(names, ","), strings.Join(paths, ","))
+	return sp.context(ctx), sp
 }
 
 // wokeAt is when the candidate whose acknowledgement reads r are woke and

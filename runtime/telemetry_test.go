@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
+	"github.com/zkgen/zkgen/spec"
 )
 
 // Telemetry is checked with the OpenTelemetry SDK itself: a ManualReader
@@ -446,7 +448,8 @@ func TestTelemetryRetryCounted(t *testing.T) {
 }
 
 // A session expired by the server counts one expiry (origin server) and
-// one lost tenure per tenure it held, by recipe; the hold time of the lost
+// one lost tenure per tenure it held, by recipe (a lock, a group
+// membership, a partitioner membership); the hold time of the lost
 // lock is recorded too.
 func TestTelemetryExpiry(t *testing.T) {
 	srv := server(t)
@@ -464,10 +467,15 @@ func TestTelemetryExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a, err := runtime.NewPartitioner(f.s, runtime.At(root+"/shards"), 2, runtime.StringCodec(), runtime.WithResourceName("shards")).Join(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.expire(t, srv)
 	<-f.s.Done()
 	<-l.Lost()
 	<-m.Lost()
+	<-a.Lost()
 	if !errors.Is(f.s.Err(), runtime.ErrSessionExpired) {
 		t.Fatalf("session ended with %v, want ErrSessionExpired", f.s.Err())
 	}
@@ -479,6 +487,9 @@ func TestTelemetryExpiry(t *testing.T) {
 	}
 	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("workers"), keyKind.String("group")); n != 1 {
 		t.Errorf("lost memberships %d, want 1", n)
+	}
+	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("shards"), keyKind.String("partitioner")); n != 1 {
+		t.Errorf("lost partitioner memberships %d, want 1", n)
 	}
 	if n := o.histCount(t, "zkgen.lock.hold.duration", keyName.String("guard")); n != 1 {
 		t.Errorf("hold count %d, want 1 (the lost tenure)", n)
@@ -676,5 +687,187 @@ func TestTelemetrySupervise(t *testing.T) {
 	}
 	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("guard")); n != 1 {
 		t.Errorf("lost locks %d, want 1", n)
+	}
+}
+
+// Every other recipe operation has its span, named after it, with the
+// resource's name, kind (the spec's name of the kind) and path, and no
+// error status when it succeeds; a counter's own config reads and writes
+// record nothing of their own, and LockAll's members' acquisitions are
+// children of its span. A TTL lease
+// whose node was deleted by someone else fails its Renew: an error span
+// and one lost tenure. A partitioner member counts the partitions it
+// acquires; a TTL lease acquisition is timed.
+func TestTelemetryOperationSpans(t *testing.T) {
+	srv := ttlServer(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, time.Minute)
+	s := connect(t, srv.Servers(), o.opts...)
+	root := testRoot(t)
+	at := func(name string) runtime.Path { return runtime.At(root + "/" + name) }
+	cfg := runtime.NewConfig(s, at("flags"), runtime.StringCodec(), runtime.WithResourceName("flags"))
+	hits := runtime.NewCounter(s, at("hits"), runtime.WithResourceName("hits"))
+	grp := runtime.NewGroup(s, at("workers"), runtime.StringCodec(), runtime.WithResourceName("workers"))
+	el := runtime.NewElection(s, at("primary"), runtime.StringCodec(), runtime.WithResourceName("primary"))
+	sem := runtime.NewSemaphore(s, at("slots"), 1, runtime.WithResourceName("slots"))
+	leases := runtime.NewTTLLeases(s, at("leases"), 2, time.Minute, runtime.WithResourceName("leases"))
+	part := runtime.NewPartitioner(s, at("shards"), 2, runtime.StringCodec(), runtime.WithResourceName("shards"))
+	lockA := runtime.NewLock(s, at("a"), runtime.WithResourceName("a"))
+	lockB := runtime.NewLock(s, at("b"))
+	var (
+		member *runtime.Membership[string]
+		lease  *runtime.TTLLease
+		assign *runtime.Assignment[string]
+	)
+	steps := []struct {
+		span, name, kind, path string
+		run                    func() error
+	}{
+		{"zkgen.config.set", "flags", "config", root + "/flags", func() error { _, err := cfg.Set(ctx, "on"); return err }},
+		{"zkgen.config.get", "flags", "config", root + "/flags", func() error { _, _, err := cfg.Get(ctx); return err }},
+		{"zkgen.config.compare_and_set", "flags", "config", root + "/flags", func() error { _, err := cfg.CompareAndSet(ctx, "off", 0); return err }},
+		{"zkgen.config.delete", "flags", "config", root + "/flags", func() error { return cfg.Delete(ctx) }},
+		{"zkgen.counter.add", "hits", "counter", root + "/hits", func() error { _, err := hits.Add(ctx, 2); return err }},
+		{"zkgen.counter.get", "hits", "counter", root + "/hits", func() error { _, err := hits.Get(ctx); return err }},
+		{"zkgen.group.join", "workers", "group", root + "/workers", func() (err error) { member, err = grp.Join(ctx, "w1"); return err }},
+		{"zkgen.group.leave", "workers", "group", root + "/workers", func() error { return member.Leave(ctx) }},
+		{"zkgen.election.resign", "primary", "election", root + "/primary", func() error {
+			l, err := el.Campaign(ctx, "me")
+			if err != nil {
+				return err
+			}
+			return l.Resign(ctx)
+		}},
+		{"zkgen.semaphore.release", "slots", "semaphore", root + "/slots", func() error {
+			le, err := sem.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			return le.Release(ctx)
+		}},
+		{"zkgen.lease.acquire", "leases", "lease", root + "/leases", func() (err error) { lease, err = leases.Acquire(ctx, "h1"); return err }},
+		{"zkgen.lease.renew", "leases", "lease", root + "/leases", func() error { return lease.Renew(ctx) }},
+		{"zkgen.lease.release", "leases", "lease", root + "/leases", func() error { return lease.Release(ctx) }},
+		{"zkgen.partitioner.join", "shards", "partitioner", root + "/shards", func() (err error) {
+			if assign, err = part.Join(ctx, "m1", runtime.WithRebalanceDelay(0)); err != nil {
+				return err
+			}
+			owned := assign.Owned()
+			for got := range owned {
+				if len(got) == 2 {
+					break
+				}
+			}
+			go func() {
+				for range owned { // read on, so that Leave's releases need not wait
+				}
+			}()
+			return nil
+		}},
+		{"zkgen.partitioner.leave", "shards", "partitioner", root + "/shards", func() error { return assign.Leave(ctx) }},
+		{"zkgen.lock.all", "a," + root + "/b", "multi_lock", root + "/a," + root + "/b", func() error {
+			g, err := runtime.LockAll(ctx, lockB, lockA)
+			if err != nil {
+				return err
+			}
+			return g.Unlock(ctx)
+		}},
+	}
+	for _, st := range steps {
+		if err := st.run(); err != nil {
+			t.Fatalf("%s: %v", st.span, err)
+		}
+	}
+	for _, st := range steps {
+		if st.kind != "multi_lock" && !slices.Contains(spec.Kinds, spec.Kind(st.kind)) {
+			t.Errorf("span %s: kind %q is not a spec kind", st.span, st.kind)
+		}
+		spans := o.spansNamed(st.span)
+		if len(spans) != 1 {
+			t.Errorf("%d %s spans, want 1", len(spans), st.span)
+			continue
+		}
+		for key, want := range map[attribute.Key]string{keyName: st.name, keyKind: st.kind, keyPath: st.path} {
+			if v, _ := spanAttr(spans[0], key); v.AsString() != want {
+				t.Errorf("span %s: %s = %q, want %q", st.span, key, v.AsString(), want)
+			}
+		}
+		if spans[0].Status().Code == codes.Error {
+			t.Errorf("span %s has error status %q", st.span, spans[0].Status().Description)
+		}
+	}
+	if all := o.spansNamed("zkgen.lock.all"); len(all) == 1 {
+		var children int
+		for _, sp := range o.spansNamed("zkgen.lock.acquire") {
+			if sp.Parent().SpanID() == all[0].SpanContext().SpanID() {
+				children++
+			}
+		}
+		if children != 2 {
+			t.Errorf("%d lock acquisitions under the zkgen.lock.all span, want 2", children)
+		}
+	}
+	if n := o.counterSum(t, "zkgen.partitioner.acquisitions", keyName.String("shards"), keyKind.String("partitioner")); n != 2 {
+		t.Errorf("partitions acquired %d, want 2", n)
+	}
+	if n := o.histCount(t, "zkgen.lease.wait.duration", keyName.String("leases"), keyKind.String("lease")); n != 1 {
+		t.Errorf("lease wait count %d, want 1", n)
+	}
+
+	lost, err := leases.Acquire(ctx, "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Conn().Delete(lost.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := lost.Renew(ctx); !errors.Is(err, runtime.ErrLeaseExpired) {
+		t.Fatalf("Renew of a deleted lease: %v, want ErrLeaseExpired", err)
+	}
+	var failed []sdktrace.ReadOnlySpan
+	for _, sp := range o.spansNamed("zkgen.lease.renew") {
+		if sp.Status().Code == codes.Error {
+			failed = append(failed, sp)
+		}
+	}
+	if len(failed) != 1 || len(failed[0].Events()) == 0 || failed[0].Events()[0].Name != "exception" {
+		t.Errorf("failed renew spans %v, want 1 with an exception event", failed)
+	}
+	if n := o.counterSum(t, "zkgen.tenures.lost", keyName.String("leases"), keyKind.String("lease")); n != 1 {
+		t.Errorf("lost leases %d, want 1", n)
+	}
+	if err := lost.Renew(ctx); !errors.Is(err, runtime.ErrLeaseExpired) {
+		t.Fatalf("second Renew: %v, want ErrLeaseExpired", err)
+	}
+	if n := o.counterSum(t, "zkgen.tenures.lost", keyKind.String("lease")); n != 1 {
+		t.Errorf("lost leases %d after a second failed Renew, want 1 (one lease)", n)
+	}
+}
+
+// An item released as often as dead_letter_after allows is counted once in
+// zkgen.queue.dead_lettered, by the consumer that moved it.
+func TestTelemetryDeadLettered(t *testing.T) {
+	srv := server(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, 30*time.Second)
+	q := runtime.NewAckQueue(connect(t, srv.Servers(), o.opts...), runtime.At(testRoot(t)+"/acked"), runtime.StringCodec(),
+		runtime.WithResourceName("acked"), runtime.WithDeadLetterAfter(2))
+	if err := q.Put(ctx, "poison"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if n := o.counterSum(t, "zkgen.queue.dead_lettered"); n != 0 {
+			t.Fatalf("dead-lettered %d before delivery %d was released, want 0", n, i)
+		}
+		d, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := o.counterSum(t, "zkgen.queue.dead_lettered", keyName.String("acked"), keyKind.String("queue")); n != 1 {
+		t.Errorf("dead-lettered %d, want 1", n)
 	}
 }

@@ -21,13 +21,19 @@ func TestTelemetryOffAllocatesNothing(t *testing.T) {
 	l := NewLock(nil, At("/a/b"), WithResourceName("orders"))
 	h := &hold{lost: make(chan struct{})}
 	fail := errors.New("x")
+	members := []Locker{l, NewSemaphore(nil, At("/a/c"), 1)}
 	allocs := testing.AllocsPerRun(100, func() {
 		var err error
 		tel.lockOp(ctx, opLockAcquire, l).acquired(h, nil)
-		sp := tel.begin(ctx, opQueuePut, queueKind(false), "jobs", "/a/b")
+		sp := tel.begin(ctx, opQueuePut, queueConfig{}.kindName(), "jobs", "/a/b")
 		err = fail
 		sp.end(&err)
 		tel.tenureOf(h, "group", "g", "/a/b")
+		tel.tenureLost("lease", "l", "/a/b")
+		tel.partitionAcquired("p", "/a/b")
+		lctx, lsp := lockAll(ctx, members)
+		_ = lsp.context(lctx)
+		lsp.end(&err)
 		tel.failover(tel.now(), "e", "/a/b")
 		tel.failover(time.Now(), "e", "/a/b")
 		tel.retried(Recoverable)

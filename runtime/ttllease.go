@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -74,6 +75,7 @@ type TTLLeases struct {
 	leases int
 	ttl    time.Duration
 	acl    []zk.ACL
+	name   string // WithResourceName
 }
 
 // TTLLease is one lease held from TTLLeases.Acquire. Methods are safe for
@@ -91,6 +93,8 @@ type TTLLease struct {
 	deadline time.Time // the end of the lease by the holder's clock
 	released bool
 	unsure   bool // a write of ours may have applied unseen (see settle)
+
+	lossCounted atomic.Bool // its expiry was counted as a lost tenure
 }
 
 // leaseData is the data of a slot node.
@@ -108,7 +112,8 @@ const maxTTL = time.Duration(1<<40-1) * time.Millisecond
 // lease lasting ttl unless renewed. It does no I/O. Every participant must
 // use the same numbers. opts: WithNodeACL.
 func NewTTLLeases(s *Session, p Path, leases int, ttl time.Duration, opts ...HandleOption) *TTLLeases {
-	m := &TTLLeases{s: s, dir: p.String(), err: p.Err(), leases: leases, ttl: ttl, acl: handleOptions(opts).acl}
+	cfg := handleOptions(opts)
+	m := &TTLLeases{s: s, dir: p.String(), err: p.Err(), leases: leases, ttl: ttl, acl: cfg.acl, name: cfg.name}
 	switch {
 	case m.err != nil:
 	case leases < 1:
@@ -200,7 +205,8 @@ func containsString(ss []string, s string) bool {
 // A slot taken by others frees when its holder releases it or when the
 // server removes it after its TTL. On ctx's end no node of this call is
 // left. holder must not be empty and must be unique among the holders.
-func (m *TTLLeases) Acquire(ctx context.Context, holder string) (*TTLLease, error) {
+func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, err error) {
+	defer m.s.tel.begin(ctx, opLeaseAcquire, "lease", m.name, m.dir).end(&err)
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -411,8 +417,18 @@ func (l *TTLLease) Expires() time.Time {
 // node for removal already; the node is then deleted) — so renew well
 // before Expires, every third of the TTL, say. ErrNotHeld after Release.
 // Other errors (connection, ctx) leave Expires as it was.
-func (l *TTLLease) Renew(ctx context.Context) error {
+func (l *TTLLease) Renew(ctx context.Context) (err error) {
+	defer l.m.s.tel.begin(ctx, opLeaseRenew, "lease", l.m.name, l.m.dir).end(&err)
+	defer l.countLoss(&err)
 	return l.renew(ctx, true)
+}
+
+// countLoss counts the lease as a lost tenure, once, when *err says it
+// expired (Renew, Release): it ended by loss, not release.
+func (l *TTLLease) countLoss(err *error) {
+	if errors.Is(*err, ErrLeaseExpired) && l.lossCounted.CompareAndSwap(false, true) {
+		l.m.s.tel.tenureLost("lease", l.m.name, l.m.dir)
+	}
 }
 
 // renew writes the node with a versioned setData. checkDeadline is false
@@ -523,7 +539,9 @@ func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
 // still ours, is deleted all the same). If ctx ends before the delete is
 // confirmed, the delete carries on in the background (bounded) and Release
 // returns ctx's error; a node left anyway goes when its TTL runs out.
-func (l *TTLLease) Release(ctx context.Context) error {
+func (l *TTLLease) Release(ctx context.Context) (err error) {
+	defer l.m.s.tel.begin(ctx, opLeaseRelease, "lease", l.m.name, l.m.dir).end(&err)
+	defer l.countLoss(&err)
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -541,7 +559,6 @@ func (l *TTLLease) Release(ctx context.Context) error {
 		defer l.mu.Unlock()
 		done <- l.deleteOurs(dctx)
 	}()
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():

@@ -27,6 +27,7 @@ const (
 	KindLease          Kind = "lease"
 	KindQueue          Kind = "queue"
 	KindPriorityQueue  Kind = "priority_queue"
+	KindDelayQueue     Kind = "delay_queue"
 	KindBarrier        Kind = "barrier"
 	KindDoubleBarrier  Kind = "double_barrier"
 	KindTwoPhaseCommit Kind = "two_phase_commit"
@@ -102,7 +103,7 @@ type Resource struct {
 	// lease
 	TTL time.Duration // how long a lease lasts unless renewed
 
-	// queue, priority_queue
+	// queue, priority_queue, delay_queue
 	Item       *TypeRef
 	Delivery   Delivery // AtMostOnce (default) or AtLeastOnce
 	Priorities []Name
@@ -215,6 +216,15 @@ var kindTable = []KindInfo{
 		Example:  `tasks: {kind: priority_queue, path: /queues/tasks, item: Job, priorities: [urgent, normal, bulk]}`,
 		Fields:   []string{"item", "priorities", "delivery", "dead_letter_after"},
 		Required: []string{"item", "priorities"},
+		Defaults: queueDefaults,
+		Settings: queueSettings,
+	},
+	{
+		Kind:     KindDelayQueue,
+		Doc:      "a delay queue (items taken once due)",
+		Example:  `reminders: {kind: delay_queue, path: /queues/reminders, item: Job}`,
+		Fields:   []string{"item", "delivery"},
+		Required: []string{"item"},
 		Defaults: queueDefaults,
 		Settings: queueSettings,
 	},

@@ -43,6 +43,26 @@ func init() {
 				queueMethodsDoc(r, "Put adds an item at a priority")...)
 		},
 	})
+	register(spec.KindDelayQueue, descriptor{
+		handle: queueHandle("DelayQueue"),
+		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Item)} },
+		summary: func(r *spec.Resource) []string {
+			return []string{fmt.Sprintf("%s returns a handle on the delay queue %s at %s, of %s items, %s.",
+				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
+		},
+		usage: func(r *spec.Resource) []string {
+			doc := queueMethodsDoc(r, "Put adds an item due at a time")
+			if r.Delivery == spec.AtLeastOnce {
+				// A delay queue has no dead_letter_after (nor DeadLetters).
+				doc = append(doc[:len(doc)-2], "an item's deliveries across consumers.")
+			}
+			return append([]string{
+				"Take returns an item only once its due time has passed by this process's",
+				"clock, earliest due first; it waits on a timer and a watch, without polling;",
+				"Peek shows the item due first, due or not.",
+			}, doc...)
+		},
+	})
 }
 
 // queueHandle returns the handle function of a queue kind whose

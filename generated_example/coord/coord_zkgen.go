@@ -129,6 +129,21 @@ func (c *Client) Tasks() TasksHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
 
+// Reminders returns a handle on the delay queue reminders at /zkgen-example/queues/reminders, of Job (JSON) items, delivered at least once.
+//
+// Take returns an item only once its due time has passed by this process's
+// clock, earliest due first; it waits on a timer and a watch, without polling;
+// Peek shows the item due first, due or not.
+// Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
+// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
+// Release gives it back, and a consumer whose session ends before Ack releases it;
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers.
+func (c *Client) Reminders() RemindersHandle {
+	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job](), runtime.WithResourceName("reminders"))
+}
+
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
 //
 // Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
@@ -271,6 +286,9 @@ type JobsHandle = runtime.QueueHandle[Job]
 // TasksHandle is the interface of the handle Tasks returns (runtime.AckPriorityQueueHandle), for fakes in tests.
 type TasksHandle = runtime.AckPriorityQueueHandle[Job]
 
+// RemindersHandle is the interface of the handle Reminders returns (runtime.AckDelayQueueHandle), for fakes in tests.
+type RemindersHandle = runtime.AckDelayQueueHandle[Job]
+
 // StartHandle is the interface of the handle Start returns (runtime.BarrierHandle), for fakes in tests.
 type StartHandle = runtime.BarrierHandle
 
@@ -316,6 +334,7 @@ type API interface {
 	Leases() LeasesHandle
 	Jobs() JobsHandle
 	Tasks() TasksHandle
+	Reminders() RemindersHandle
 	Start(run string) StartHandle
 	Epoch(n int) EpochHandle
 	Deploy(id string) DeployHandle

@@ -200,6 +200,35 @@ func ExampleClient_Tasks() {
 	// stopped: <nil>
 }
 
+// Reminders come out once due, earliest due first, whatever the order they
+// were put in; one due in the past comes at once.
+func ExampleClient_Reminders() {
+	c, closeSession := client()
+	defer closeSession()
+
+	reminders := c.Reminders()
+	ctx, stop := context.WithCancel(context.Background())
+	now := time.Now()
+	reminders.Put(ctx, coord.Job{Name: "send invoice"}, now.Add(300*time.Millisecond))
+	reminders.Put(ctx, coord.Job{Name: "welcome"}, now.Add(-time.Second))
+	reminders.Put(ctx, coord.Job{Name: "follow up"}, now.Add(100*time.Millisecond))
+
+	served := 0
+	err := reminders.Consume(ctx, func(ctx context.Context, j coord.Job) error {
+		fmt.Println(j.Name)
+		if served++; served == 3 {
+			stop() // this one is still acked
+		}
+		return nil
+	})
+	fmt.Println("stopped:", err)
+	// Output:
+	// welcome
+	// follow up
+	// send invoice
+	// stopped: <nil>
+}
+
 // The start barrier of one run holds its waiters until it is lowered.
 func ExampleClient_Start() {
 	ctx := context.Background()

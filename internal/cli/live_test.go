@@ -41,6 +41,7 @@ resources:
   slots:      {kind: semaphore, path: /semaphores/slots, leases: 3}
   jobs:       {kind: queue, path: /queues/jobs, item: Job}
   tasks:      {kind: priority_queue, path: /queues/tasks, item: Job, priorities: [urgent, normal, bulk]}
+  reminders:  {kind: delay_queue, path: /queues/reminders, item: Job}
   start:      {kind: barrier, path: "/barriers/start/{run:string}"}
   epoch:      {kind: double_barrier, path: "/barriers/epoch/{n:int}", size: 3}
   deploy:     {kind: two_phase_commit, path: "/tx/deploy/{id:string}", participants: [database, cache, search]}
@@ -89,6 +90,10 @@ func awaitChildren(t *testing.T, ctx context.Context, s *runtime.Session, dir st
 	}
 }
 
+// liveNextDue is the due time of the first item of the delay queue the live
+// commands inspect (the second is due 59 minutes later).
+var liveNextDue = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // contended sets up a contended run of the spec's resources and returns the
 // lock holder's handle.
 func contended(t *testing.T, ctx context.Context, srv *zktest.Server, root string) *runtime.Lock {
@@ -132,6 +137,13 @@ func contended(t *testing.T, ctx context.Context, srv *zktest.Server, root strin
 	tasks := runtime.NewPriorityQueue(a, runtime.At(root+"/queues/tasks"), runtime.StringCodec(), 3)
 	for _, p := range []runtime.Priority{2, 0, 2} {
 		if err := tasks.Put(ctx, p, `{"name":"t"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reminders := runtime.NewDelayQueue(a, runtime.At(root+"/queues/reminders"), runtime.StringCodec())
+	for _, in := range []time.Duration{time.Hour, time.Minute} {
+		if err := reminders.Put(ctx, `{"name":"r"}`, liveNextDue.Add(in-time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -207,7 +219,7 @@ func TestLiveCommands(t *testing.T) {
 			byPath[strings.TrimPrefix(res.Path, root)] = res
 			paths = append(paths, strings.TrimPrefix(res.Path, root))
 		}
-		wantPaths := []string{"/locks/orders/7", "/locks/tables/{table:string}", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/barriers/start/run-1",
+		wantPaths := []string{"/locks/orders/7", "/locks/tables/{table:string}", "/semaphores/slots", "/queues/jobs", "/queues/tasks", "/queues/reminders", "/barriers/start/run-1",
 			"/barriers/epoch/4", "/tx/deploy/tx-1", "/election/scheduler", "/groups/workers", "/config/flags", "/counters/hits"}
 		if !slices.Equal(paths, wantPaths) {
 			t.Fatalf("instances %v, want %v", paths, wantPaths)
@@ -235,6 +247,9 @@ func TestLiveCommands(t *testing.T) {
 		wantPrio := []inspect.PriorityDepth{{Name: "urgent", Depth: 1}, {Name: "normal", Depth: 0}, {Name: "bulk", Depth: 2}}
 		if q := byPath["/queues/tasks"].Queue; q.Depth != 3 || !slices.Equal(q.Priorities, wantPrio) {
 			t.Errorf("tasks %+v", q)
+		}
+		if q := byPath["/queues/reminders"].Queue; q.Depth != 2 || q.NextDue == nil || !q.NextDue.Equal(liveNextDue) {
+			t.Errorf("reminders %+v, want 2 items, the next due at %v", q, liveNextDue)
 		}
 		if b := byPath["/barriers/start/run-1"].Barrier; !b.Up {
 			t.Errorf("barrier %+v", b)
@@ -452,7 +467,7 @@ func TestProvision(t *testing.T) {
 	s := liveConnect(t, srv)
 
 	want := []string{root, root + "/locks", root + "/locks/orders", root + "/locks/tables", root + "/semaphores",
-		root + "/semaphores/slots", root + "/queues", root + "/queues/jobs", root + "/queues/tasks", root + "/barriers",
+		root + "/semaphores/slots", root + "/queues", root + "/queues/jobs", root + "/queues/tasks", root + "/queues/reminders", root + "/barriers",
 		root + "/barriers/start", root + "/barriers/epoch", root + "/tx", root + "/tx/deploy", root + "/election",
 		root + "/election/scheduler", root + "/groups", root + "/groups/workers", root + "/config", root + "/counters"}
 	var dry, wet bytes.Buffer

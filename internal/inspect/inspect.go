@@ -44,7 +44,7 @@ type Resource struct {
 
 	Lock          *LockState          `json:"lock,omitempty"`           // lock, rwlock, semaphore
 	Lease         *LeaseState         `json:"lease,omitempty"`          // lease
-	Queue         *QueueState         `json:"queue,omitempty"`          // queue, priority_queue
+	Queue         *QueueState         `json:"queue,omitempty"`          // queue, priority_queue, delay_queue
 	Barrier       *BarrierState       `json:"barrier,omitempty"`        // barrier
 	DoubleBarrier *DoubleBarrierState `json:"double_barrier,omitempty"` // double_barrier
 	Election      *ElectionState      `json:"election,omitempty"`       // election

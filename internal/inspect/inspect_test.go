@@ -115,6 +115,7 @@ func TestValueOf(t *testing.T) {
 
 func TestText(t *testing.T) {
 	taken := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	due := taken.Add(time.Hour)
 	snap := &Snapshot{Root: "/app", Taken: taken, Resources: []Resource{
 		{Name: "order_lock", Kind: "lock", Path: "/app/locks/orders/7", Lock: &LockState{
 			Holders: []Contender{{Node: "/app/locks/orders/7/n-1", Host: "web\t1", PID: 42, Purpose: "reindex", AgeSeconds: 75}},
@@ -122,6 +123,8 @@ func TestText(t *testing.T) {
 		}},
 		{Name: "tasks", Kind: "priority_queue", Path: "/app/q", Queue: &QueueState{Depth: 3, OldestAge: 12,
 			Oldest: &taken, Priorities: []PriorityDepth{{"urgent", 1}, {"bulk", 2}}}},
+		{Name: "reminders", Kind: "delay_queue", Path: "/app/d", Queue: &QueueState{Depth: 2, OldestAge: 5,
+			Oldest: &taken, NextDue: &due}},
 		{Name: "flags", Kind: "config", Path: "/app/config/flags", Config: &ConfigState{Version: -1}},
 		{Name: "broken", Kind: "group", Path: "/app/g", Error: "get /app/g: zk: not authenticated"},
 	}}
@@ -134,6 +137,7 @@ order_lock  lock            /app/locks/orders/7     held, 1 waiting
               holder        web?1 pid 42 "reindex"  held 1m15s  n-1
               waiter 1      (no owner metadata)     waiting 3.3s  n-2
 tasks       priority_queue  /app/q                  3 items (urgent 1, bulk 2), oldest 12s
+reminders   delay_queue     /app/d                  2 items, oldest 5s, next due 2026-01-02T04:04:05Z
 flags       config          /app/config/flags       absent
 broken      group           /app/g                  error: get /app/g: zk: not authenticated
 `

@@ -29,6 +29,17 @@ func init() {
 			st, err := runtime.NewPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities)).Stats(ctx)
 			return st, nil, err
 		})})
+	register(spec.KindDelayQueue, kindOps{provision: provisionPath,
+		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
+			var st runtime.QueueStats
+			var err error
+			if r.Delivery == spec.AtLeastOnce {
+				st, err = runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			} else {
+				st, err = runtime.NewDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			}
+			return st, nil, err // a delay queue has no dead letters (yet)
+		})})
 }
 
 // ackQueueState reads an at-least-once queue's statistics and dead letters.
@@ -49,6 +60,7 @@ type QueueState struct {
 	Claimed    int             `json:"claimed,omitempty"`    // at-least-once: claimed, not acked
 	Oldest     *time.Time      `json:"oldest,omitempty"`     // the oldest item's creation time
 	OldestAge  float64         `json:"oldest_age_seconds"`   // 0 when empty
+	NextDue    *time.Time      `json:"next_due,omitempty"`   // delay queues: the earliest due time
 	// DeadLetters are the items moved out after too many deliveries
 	// (at-least-once queues with dead_letter_after), oldest move first.
 	DeadLetters []DeadLetter `json:"dead_letters,omitempty"`
@@ -89,6 +101,10 @@ func queueReader(stats func(context.Context, *runtime.Session, *spec.Resource, r
 			o := qs.Oldest
 			st.Oldest = &o
 		}
+		if !qs.NextDue.IsZero() {
+			d := qs.NextDue
+			st.NextDue = &d
+		}
 		res.Queue = st
 		return nil
 	}
@@ -108,6 +124,9 @@ func (q *QueueState) summary() string {
 	}
 	if q.Oldest != nil {
 		s += ", oldest " + age(q.OldestAge)
+	}
+	if q.NextDue != nil {
+		s += ", next due " + q.NextDue.UTC().Format(time.RFC3339)
 	}
 	if len(q.DeadLetters) > 0 {
 		s += ", " + plural(len(q.DeadLetters), "dead letter")
