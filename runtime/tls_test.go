@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,6 +313,11 @@ func TestTLSx509ACL(t *testing.T) {
 	plain := connect(t, srv.Servers())
 	root := testRoot(t)
 	acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: zktest.ClientSubject}}
+	// The TLS server is shared by the TLS tests: root's parent exists only
+	// if one of them ran before.
+	if _, err := sec.Conn().Create(path.Dir(root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatal(err)
+	}
 	if _, err := sec.Conn().Create(root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
