@@ -208,7 +208,10 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 	parallel(len(cands), 32, func(i int) {
 		p := joinPath(bp, cands[i].name)
 		c := joinPath(cdir, q.claimName(p))
-		ok, attempt, err := q.createClaim(ctx, cdir, c)
+		ok, attempt, err := q.createClaim(ctx, cdir, c, p)
+		if errors.Is(err, errItemGone) {
+			return // acked or moved by another since our listing: nothing to claim
+		}
 		cs[i] = claimed{path: p, claim: c, ok: ok, busy: !ok && err == nil, attempt: attempt, err: err}
 	})
 	var paths []string
@@ -288,15 +291,21 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 // sessions. It reports ok false (and no error) when another session holds
 // the claim, and otherwise the delivery's attempt number (1 for the first).
 // A multi retried after a connection loss that finds the claim checks
-// whether it is ours, and then reads the count.
-func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (ok bool, attempt int, err error) {
+// whether it is ours, and then reads the count. The multi also checks that
+// item exists: a claim of an item acked or moved since the caller listed
+// it creates nothing (errItemGone), so no attempts node is left for a gone
+// item if this session ends before it could clean up.
+func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (ok bool, attempt int, err error) {
 	att := q.attemptsPath(claim)
 	retried := false
 	first := true // no attempts node seen: create it with the claim
 	for {
 		var res []zk.MultiResponse
 		err := q.s.retry(ctx, func() error {
-			ops := []any{&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)}}
+			ops := []any{
+				&zk.CheckVersionRequest{Path: item, Version: -1},
+				&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)},
+			}
 			if first {
 				ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.nodeACL(q.acl)})
 			} else {
@@ -313,10 +322,16 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (ok bool
 			if first {
 				return true, 1, nil
 			}
-			return true, int(res[1].Stat.Version) + 1, nil
+			return true, int(res[2].Stat.Version) + 1, nil
 		}
 		i, _ := failedOp(res)
+		i-- // the claim's create is op 0 below, the attempts node's op 1
 		switch {
+		case i == -1 && errors.Is(err, zk.ErrNoNode):
+			// Acked or moved by another consumer since the listing. (Not
+			// after a lost multi of ours that went through: our claim
+			// would have kept every other consumer off the item.)
+			return false, 0, errItemGone
 		case i == 0 && errors.Is(err, zk.ErrNoNode):
 			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
 				return false, 0, err
@@ -341,6 +356,9 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim string) (ok bool
 		}
 	}
 }
+
+// errItemGone is createClaim's answer for an item that no longer exists.
+var errItemGone = errors.New("queue: item gone")
 
 // errClaimGone makes createClaim try again: the claim it found after a
 // connection loss is gone.
