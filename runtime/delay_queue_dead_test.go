@@ -189,3 +189,39 @@ func TestDelayQueueDeadLetterLostReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Attempts of a delay queue item count across expired consumers: with
+// dead_letter_after: 2, the item two consumers took before their sessions
+// expired is moved by the third consumer's Take when it claims it, and that
+// Take returns the item due next instead.
+func TestDelayQueueDeadLetterAcrossExpiredConsumers(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	opts := []runtime.QueueOption{runtime.WithDeadLetterAfter(2)}
+	qc := runtime.NewAckDelayQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[job](), opts...)
+	now := wall(time.Now())
+	if err := qc.Put(ctx, job{N: 2}, now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := qc.Put(ctx, job{N: 1}, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		f := newFaulty(t, srv)
+		q := runtime.NewAckDelayQueue(f.s, runtime.At(dir), runtime.JSONCodec[job](), opts...)
+		d := takeDue(t, ctx, q)
+		if d.Value.N != 1 || d.Attempt != i {
+			t.Fatalf("consumer %d: item %d attempt %d; want item 1 attempt %d", i, d.Value.N, d.Attempt, i)
+		}
+		f.expire(t, srv)
+		<-f.s.Done()
+	}
+	d := takeDue(t, ctx, qc)
+	if d.Value.N != 2 || d.Attempt != 1 {
+		t.Fatalf("third consumer: item %d attempt %d; want item 2 attempt 1 (item 1 dead-lettered)", d.Value.N, d.Attempt)
+	}
+	if dead := deadDue(t, ctx, qc); len(dead) != 1 || dead[0].Value.N != 1 {
+		t.Fatalf("dead letters = %+v; want item 1", dead)
+	}
+}
