@@ -9,7 +9,7 @@ import (
 
 // The generated handle interfaces carry the whole method set of their
 // runtime types, so code written against them (c.Orders().Stats, Peek,
-// DeadLetters) compiles: each method expression below must exist on the
+// DeadLetters, a delay queue's too) compiles: each method expression below must exist on the
 // generated interface, or this file does not build.
 func TestGeneratedQueueInterfaces(t *testing.T) {
 	methods := []any{
@@ -19,6 +19,7 @@ func TestGeneratedQueueInterfaces(t *testing.T) {
 		pipeline.FulfilmentHandle.Stats, pipeline.FulfilmentHandle.Peek, pipeline.FulfilmentHandle.DeadLetters,
 		jobs.BuildsHandle.Stats, jobs.BuildsHandle.DeadLetters,
 		jobs.DeploysHandle.Stats, jobs.DeploysHandle.DeadLetters,
+		jobs.RolloutsHandle.Stats, jobs.RolloutsHandle.Peek, jobs.RolloutsHandle.DeadLetters,
 	}
 	for i, m := range methods {
 		if m == nil {

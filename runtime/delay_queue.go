@@ -101,7 +101,8 @@ func (q *DelayQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return 
 type AckDelayQueue[T any] struct{ q *queue[T] }
 
 // NewAckDelayQueue returns an at-least-once delay queue handle at p. It does
-// no I/O.
+// no I/O. opts: WithNodeACL, WithDeadLetterAfter (an item delivered that
+// often without an ack moves to DeadLetters, as for AckQueue).
 func NewAckDelayQueue[T any](s *Session, p Path, codec Codec[T], opts ...QueueOption) *AckDelayQueue[T] {
 	return &AckDelayQueue[T]{newQueue(s, p, codec, queueConfig{delay: true, ack: true}, opts)}
 }

@@ -135,6 +135,7 @@ type AckDelayQueueHandle[T any] interface {
 	Peek(ctx context.Context) (T, bool, error)
 	Len(ctx context.Context) (int, error)
 	Stats(ctx context.Context) (QueueStats, error)
+	DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 

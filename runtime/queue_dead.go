@@ -131,7 +131,9 @@ type DeadLetter[T any] struct {
 func (d *DeadLetter[T]) Node() string { return d.node }
 
 // Requeue puts the item back at the tail of the queue (at its priority, for
-// a priority queue) as a new item, whose Attempt starts again at 1. One
+// a priority queue; at its original due time for a delay queue, which has
+// passed, so it is due at once and served before items due later) as a new
+// item, whose Attempt starts again at 1. One
 // multi creates the item and deletes the dead letter, so after Requeue
 // returns nil the item is queued once and no longer a dead letter, a
 // connection loss included (settled like Put's, ErrPutUncertain if the
@@ -155,7 +157,17 @@ func (d *DeadLetter[T]) Requeue(ctx context.Context) error {
 		return err
 	}
 	defer q.unlock(&q.prod.side)
-	err := q.putChunk(ctx, d.item.prio, [][]byte{d.data}, &zk.DeleteRequest{Path: d.node, Version: -1})
+	key := d.item.prio
+	if q.delay {
+		// Back at its own due time, which has passed: due at once, served
+		// in due order among the items due already.
+		key = int(d.item.due)
+		if int64(key) != d.item.due { // a 32-bit int
+			d.undo()
+			return fmt.Errorf("queue dead letter %s: due time %d does not fit this platform's int", d.node, d.item.due)
+		}
+	}
+	err := q.putChunk(ctx, key, [][]byte{d.data}, &zk.DeleteRequest{Path: d.node, Version: -1})
 	if errors.Is(err, errExtraFailed) {
 		return fmt.Errorf("queue dead letter %s: %w (requeued or discarded already)", d.node, ErrNotHeld)
 	}
@@ -239,5 +251,12 @@ func (q *AckQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
 // DeadLetters lists the items moved to the queue's dead letters; see
 // AckQueue.DeadLetters. Requeue puts an item back at its priority.
 func (q *AckPriorityQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+	return q.q.deadLetters(ctx)
+}
+
+// DeadLetters lists the items moved to the queue's dead letters; see
+// AckQueue.DeadLetters. Requeue puts an item back at its original due
+// time: due at once.
+func (q *AckDelayQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
 	return q.q.deadLetters(ctx)
 }

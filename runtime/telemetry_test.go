@@ -845,29 +845,45 @@ func TestTelemetryOperationSpans(t *testing.T) {
 }
 
 // An item released as often as dead_letter_after allows is counted once in
-// zkgen.queue.dead_lettered, by the consumer that moved it.
+// zkgen.queue.dead_lettered, by the consumer that moved it, under its
+// queue's kind (queue, delay_queue).
 func TestTelemetryDeadLettered(t *testing.T) {
 	srv := server(t)
-	o := newOtelSink(t)
-	ctx := testCtx(t, 30*time.Second)
-	q := runtime.NewAckQueue(connect(t, srv.Servers(), o.opts...), runtime.At(testRoot(t)+"/acked"), runtime.StringCodec(),
-		runtime.WithResourceName("acked"), runtime.WithDeadLetterAfter(2))
-	if err := q.Put(ctx, "poison"); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 2; i++ {
-		if n := o.counterSum(t, "zkgen.queue.dead_lettered"); n != 0 {
-			t.Fatalf("dead-lettered %d before delivery %d was released, want 0", n, i)
-		}
-		d, err := q.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := o.counterSum(t, "zkgen.queue.dead_lettered", keyName.String("acked"), keyKind.String("queue")); n != 1 {
-		t.Errorf("dead-lettered %d, want 1", n)
+	for _, tc := range []struct {
+		kind string
+		take func(ctx context.Context, s *runtime.Session, dir string) (func(context.Context) (*runtime.Delivery[string], error), error)
+	}{
+		{"queue", func(ctx context.Context, s *runtime.Session, dir string) (func(context.Context) (*runtime.Delivery[string], error), error) {
+			q := runtime.NewAckQueue(s, runtime.At(dir), runtime.StringCodec(), runtime.WithResourceName("acked"), runtime.WithDeadLetterAfter(2))
+			return q.Take, q.Put(ctx, "poison")
+		}},
+		{"delay_queue", func(ctx context.Context, s *runtime.Session, dir string) (func(context.Context) (*runtime.Delivery[string], error), error) {
+			q := runtime.NewAckDelayQueue(s, runtime.At(dir), runtime.StringCodec(), runtime.WithResourceName("acked"), runtime.WithDeadLetterAfter(2))
+			return q.Take, q.Put(ctx, "poison", time.Now().Add(-time.Minute))
+		}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			o := newOtelSink(t)
+			ctx := testCtx(t, 30*time.Second)
+			take, err := tc.take(ctx, connect(t, srv.Servers(), o.opts...), testRoot(t)+"/acked")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 2; i++ {
+				if n := o.counterSum(t, "zkgen.queue.dead_lettered"); n != 0 {
+					t.Fatalf("dead-lettered %d before delivery %d was released, want 0", n, i)
+				}
+				d, err := take(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := o.counterSum(t, "zkgen.queue.dead_lettered", keyName.String("acked"), keyKind.String(tc.kind)); n != 1 {
+				t.Errorf("dead-lettered %d, want 1", n)
+			}
+		})
 	}
 }

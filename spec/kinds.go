@@ -223,7 +223,7 @@ var kindTable = []KindInfo{
 		Kind:     KindDelayQueue,
 		Doc:      "a delay queue (items taken once due)",
 		Example:  `reminders: {kind: delay_queue, path: /queues/reminders, item: Job}`,
-		Fields:   []string{"item", "delivery"},
+		Fields:   []string{"item", "delivery", "dead_letter_after"},
 		Required: []string{"item"},
 		Defaults: queueDefaults,
 		Settings: queueSettings,

@@ -45,7 +45,7 @@ func init() {
 	})
 	register(spec.KindDelayQueue, descriptor{
 		handle: queueHandle("DelayQueue"),
-		args:   func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Item)} },
+		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{codecExpr(r.Item)}, deadLetterOpt(r)...) },
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a handle on the delay queue %s at %s, of %s items, %s.",
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
@@ -53,8 +53,7 @@ func init() {
 		usage: func(r *spec.Resource) []string {
 			doc := queueMethodsDoc(r, "Put adds an item due at a time")
 			if r.Delivery == spec.AtLeastOnce {
-				// A delay queue has no dead_letter_after (nor DeadLetters).
-				doc = append(doc[:len(doc)-2], "an item's deliveries across consumers.")
+				doc = append(doc, "Requeue puts a dead letter back at its due time, which has passed: due at once.")
 			}
 			return append([]string{
 				"Take returns an item only once its due time has passed by this process's",

@@ -139,7 +139,9 @@ func (c *Client) Tasks() TasksHandle {
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included; Peek shows
 // the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers.
+// an item's deliveries across consumers;
+// DeadLetters lists the dead letters (none unless dead_letter_after is set).
+// Requeue puts a dead letter back at its due time, which has passed: due at once.
 func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job](), runtime.WithResourceName("reminders"))
 }

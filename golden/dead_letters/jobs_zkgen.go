@@ -78,6 +78,23 @@ func (c *Client) Deploys(env string) DeploysHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/jobs/queues/deploys").Str("env", env), runtime.JSONCodec[Job](), 2, runtime.WithPriorityNames("hotfix", "release"), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("deploys"))
 }
 
+// Rollouts returns a handle on the delay queue rollouts at /jobs/queues/rollouts, of Job (JSON) items, delivered at least once.
+//
+// Take returns an item only once its due time has passed by this process's
+// clock, earliest due first; it waits on a timer and a watch, without polling;
+// Peek shows the item due first, due or not.
+// Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
+// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
+// Release gives it back, and a consumer whose session ends before Ack releases it;
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers;
+// after 4 without an ack the item moves to DeadLetters (Requeue, Discard).
+// Requeue puts a dead letter back at its due time, which has passed: due at once.
+func (c *Client) Rollouts() RolloutsHandle {
+	return runtime.NewAckDelayQueue(c.sess, runtime.At("/jobs/queues/rollouts"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(4), runtime.WithResourceName("rollouts"))
+}
+
 // Retries returns a handle on the FIFO queue retries at /jobs/queues/retries, of Job (JSON) items, delivered at least once.
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
@@ -97,6 +114,9 @@ type BuildsHandle = runtime.AckQueueHandle[Job]
 // DeploysHandle is the interface of the handle Deploys returns (runtime.AckPriorityQueueHandle), for fakes in tests.
 type DeploysHandle = runtime.AckPriorityQueueHandle[Job]
 
+// RolloutsHandle is the interface of the handle Rollouts returns (runtime.AckDelayQueueHandle), for fakes in tests.
+type RolloutsHandle = runtime.AckDelayQueueHandle[Job]
+
 // RetriesHandle is the interface of the handle Retries returns (runtime.AckQueueHandle), for fakes in tests.
 type RetriesHandle = runtime.AckQueueHandle[Job]
 
@@ -105,6 +125,7 @@ type RetriesHandle = runtime.AckQueueHandle[Job]
 type API interface {
 	Builds() BuildsHandle
 	Deploys(env string) DeploysHandle
+	Rollouts() RolloutsHandle
 	Retries() RetriesHandle
 }
 

@@ -66,7 +66,9 @@ func (c *Client) Reminders() RemindersHandle {
 // Release gives it back, and a consumer whose session ends before Ack releases it;
 // TakeN claims several; Len counts the items, claimed ones included; Peek shows
 // the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers.
+// an item's deliveries across consumers;
+// DeadLetters lists the dead letters (none unless dead_letter_after is set).
+// Requeue puts a dead letter back at its due time, which has passed: due at once.
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Retries(tenant string) RetriesHandle {

@@ -14,9 +14,9 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
-// zkgen inspect shows an at-least-once queue's dead letters: their count
-// on the queue's line, one row each (payload, when moved, node), and in
-// --json the dead_letters list.
+// zkgen inspect shows an at-least-once queue's dead letters, a delay
+// queue's too: their count on the queue's line, one row each (payload,
+// when moved, node), and in --json the dead_letters list.
 func TestInspectDeadLetters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs ZooKeeper")
@@ -31,43 +31,58 @@ package: coord
 root: `+root+`
 resources:
   jobs: {kind: queue, path: /jobs, item: string, delivery: at_least_once, dead_letter_after: 1}
+  later: {kind: delay_queue, path: /later, item: string, delivery: at_least_once, dead_letter_after: 1}
 `)
 	s := liveConnect(t, srv)
 	q := runtime.NewAckQueue(s, runtime.At(root+"/jobs"), runtime.StringCodec(), runtime.WithDeadLetterAfter(1))
 	if _, err := q.PutAll(ctx, []string{`{"name":"poison"}`, `{"name":"fine"}`}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := q.Take(ctx)
-	if err != nil {
+	dq := runtime.NewAckDelayQueue(s, runtime.At(root+"/later"), runtime.StringCodec(), runtime.WithDeadLetterAfter(1))
+	if _, err := dq.PutAll(ctx, []string{`{"name":"late-poison"}`, `{"name":"late-fine"}`}, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Release(ctx); err != nil { // its first delivery: moved
-		t.Fatal(err)
+	for _, take := range []func(context.Context) (*runtime.Delivery[string], error){q.Take, dq.Take} {
+		d, err := take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Release(ctx); err != nil { // its first delivery: moved
+			t.Fatal(err)
+		}
 	}
 	servers := "--servers=" + strings.Join(srv.Servers(), ",")
 
 	snap := inspectJSON(t, servers)
-	if len(snap.Resources) != 1 || snap.Resources[0].Queue == nil {
+	if len(snap.Resources) != 2 {
 		t.Fatalf("resources %+v", snap.Resources)
 	}
-	qs := snap.Resources[0].Queue
-	if qs.Depth != 1 || len(qs.DeadLetters) != 1 || compactJSON(t, qs.DeadLetters[0].Payload.JSON) != `{"name":"poison"}` ||
-		qs.DeadLetters[0].Moved.IsZero() || !strings.HasPrefix(qs.DeadLetters[0].Node, root+"/jobs/dead/") {
-		t.Fatalf("queue %+v", qs)
+	for _, want := range []struct{ name, payload string }{{"jobs", `{"name":"poison"}`}, {"later", `{"name":"late-poison"}`}} {
+		var qs *inspect.QueueState
+		for _, r := range snap.Resources {
+			if r.Name == want.name {
+				qs = r.Queue
+			}
+		}
+		if qs == nil || qs.Depth != 1 || len(qs.DeadLetters) != 1 || compactJSON(t, qs.DeadLetters[0].Payload.JSON) != want.payload ||
+			qs.DeadLetters[0].Moved.IsZero() || !strings.HasPrefix(qs.DeadLetters[0].Node, root+"/"+want.name+"/dead/") {
+			t.Fatalf("%s: queue %+v", want.name, qs)
+		}
 	}
 
 	r := zkgen(t, "inspect", servers)
 	r.want(t, ExitOK, nil, empty)
-	if !strings.Contains(r.stdout, "1 item, oldest") || !strings.Contains(r.stdout, ", 1 dead letter\n") {
-		t.Errorf("queue line without its depth and dead letters:\n%s", r.stdout)
+	if strings.Count(r.stdout, ", 1 dead letter\n") != 2 {
+		t.Errorf("queue lines without their dead letters:\n%s", r.stdout)
 	}
-	row := false
+	rows := map[string]bool{}
 	for _, line := range strings.Split(r.stdout, "\n") {
-		f := strings.Fields(line)
-		row = row || len(f) >= 5 && f[0] == "dead" && f[1] == "letter" && f[2] == `{"name":"poison"}` && f[3] == "moved"
+		if f := strings.Fields(line); len(f) >= 5 && f[0] == "dead" && f[1] == "letter" && f[3] == "moved" {
+			rows[f[2]] = true
+		}
 	}
-	if !row {
-		t.Errorf("no dead letter row:\n%s", r.stdout)
+	if !rows[`{"name":"poison"}`] || !rows[`{"name":"late-poison"}`] {
+		t.Errorf("dead letter rows %v:\n%s", rows, r.stdout)
 	}
 }
 

@@ -31,14 +31,12 @@ func init() {
 		})})
 	register(spec.KindDelayQueue, kindOps{provision: provisionPath,
 		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
-			var st runtime.QueueStats
-			var err error
 			if r.Delivery == spec.AtLeastOnce {
-				st, err = runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
-			} else {
-				st, err = runtime.NewDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+				q := runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec())
+				return ackQueueState(ctx, q.Stats, q.DeadLetters)
 			}
-			return st, nil, err // a delay queue has no dead letters (yet)
+			st, err := runtime.NewDelayQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
+			return st, nil, err
 		})})
 }
 
