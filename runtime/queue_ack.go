@@ -294,7 +294,9 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 // whether it is ours, and then reads the count. The multi also checks that
 // item exists: a claim of an item acked or moved since the caller listed
 // it creates nothing (errItemGone), so no attempts node is left for a gone
-// item if this session ends before it could clean up.
+// item if this session ends before it could clean up. (A lost multi of
+// ours that went through cannot be the case: our claim would have kept
+// every other consumer off the item.)
 func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (ok bool, attempt int, err error) {
 	att := q.attemptsPath(claim)
 	retried := false
@@ -328,10 +330,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 		i-- // the claim's create is op 0 below, the attempts node's op 1
 		switch {
 		case i == -1 && errors.Is(err, zk.ErrNoNode):
-			// Acked or moved by another consumer since the listing. (Not
-			// after a lost multi of ours that went through: our claim
-			// would have kept every other consumer off the item.)
-			return false, 0, errItemGone
+			return false, 0, errItemGone // see above
 		case i == 0 && errors.Is(err, zk.ErrNoNode):
 			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
 				return false, 0, err
