@@ -355,7 +355,8 @@ func (q *queue[T]) tally(st *QueueStats, items []qitem) []qitem {
 
 // stats lists the queue's items (each bucket once) and reads the oldest
 // item's creation time.
-func (q *queue[T]) stats(ctx context.Context) (QueueStats, error) {
+func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
+	defer q.telOp(ctx, opStats, false).end(&err)
 	var st QueueStats
 	if q.err != nil {
 		return st, q.err

@@ -139,7 +139,8 @@ func (d *DeadLetter[T]) Node() string { return d.node }
 // connection loss included (settled like Put's, ErrPutUncertain if the
 // session ends meanwhile). It returns ErrNotHeld when the dead letter is
 // gone (requeued or discarded already, here or by another handle).
-func (d *DeadLetter[T]) Requeue(ctx context.Context) error {
+func (d *DeadLetter[T]) Requeue(ctx context.Context) (err error) {
+	defer d.q.telOp(ctx, opRequeue, true).end(&err)
 	if err := d.finish(); err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func (d *DeadLetter[T]) Requeue(ctx context.Context) error {
 			return fmt.Errorf("queue dead letter %s: due time %d does not fit this platform's int", d.node, d.item.due)
 		}
 	}
-	err := q.putChunk(ctx, key, [][]byte{d.data}, &zk.DeleteRequest{Path: d.node, Version: -1})
+	err = q.putChunk(ctx, key, [][]byte{d.data}, &zk.DeleteRequest{Path: d.node, Version: -1})
 	if errors.Is(err, errExtraFailed) {
 		return fmt.Errorf("queue dead letter %s: %w (requeued or discarded already)", d.node, ErrNotHeld)
 	}
@@ -179,12 +180,13 @@ func (d *DeadLetter[T]) Requeue(ctx context.Context) error {
 
 // Discard deletes the dead letter: the item is gone for good. It returns
 // ErrNotHeld when the dead letter is gone (requeued or discarded already).
-func (d *DeadLetter[T]) Discard(ctx context.Context) error {
+func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
+	defer d.q.telOp(ctx, opDiscard, true).end(&err)
 	if err := d.finish(); err != nil {
 		return err
 	}
 	// A retry after a connection loss that finds it gone counts as done.
-	err := d.q.s.delete(ctx, d.node, -1)
+	err = d.q.s.delete(ctx, d.node, -1)
 	switch {
 	case err == nil:
 		return nil
@@ -200,7 +202,8 @@ func (d *DeadLetter[T]) finish() error { return d.once.settle("queue dead letter
 func (d *DeadLetter[T]) undo() { d.once.undo() }
 
 // deadLetters lists the queue's dead letters, oldest move first.
-func (q *queue[T]) deadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err error) {
+	defer q.telOp(ctx, opDeadLetters, false).end(&err)
 	if q.err != nil {
 		return nil, q.err
 	}

@@ -10,6 +10,7 @@ import (
 // the lowest and reads the first item still there. ok is false when there
 // is none. It does not touch the handle's consumer state.
 func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
+	defer q.telOp(ctx, opPeek, false).end(&err)
 	if q.err != nil {
 		return v, false, q.err
 	}

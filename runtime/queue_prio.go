@@ -316,7 +316,8 @@ func (pq *prioQueue[T]) length(ctx context.Context) (int, error) {
 }
 
 // stats sums the levels' stats; Oldest is the oldest item of any level.
-func (pq *prioQueue[T]) stats(ctx context.Context) (QueueStats, error) {
+func (pq *prioQueue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
+	defer pq.s.tel.begin(ctx, opStats, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
 	st := QueueStats{ByPriority: make([]int, len(pq.lvl))}
 	if pq.err != nil {
 		return st, pq.err
@@ -339,6 +340,7 @@ func (pq *prioQueue[T]) stats(ctx context.Context) (QueueStats, error) {
 // peek returns the item the next Take would get: the head of the most
 // urgent level that has one (see queue.peek).
 func (pq *prioQueue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
+	defer pq.s.tel.begin(ctx, opPeek, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
 	if err := pq.guard(ctx, false); err != nil {
 		return v, false, err
 	}
@@ -352,7 +354,8 @@ func (pq *prioQueue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 
 // deadLetters lists every level's dead letters, oldest move first; each
 // is requeued into its own level.
-func (pq *prioQueue[T]) deadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
+func (pq *prioQueue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err error) {
+	defer pq.s.tel.begin(ctx, opDeadLetters, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
 	if pq.err != nil {
 		return nil, pq.err
 	}

@@ -131,6 +131,11 @@ const (
 	opLockAll
 	opPartitionerJoin
 	opPartitionerLeave
+	opPeek
+	opStats
+	opDeadLetters
+	opRequeue
+	opDiscard
 	numOps
 )
 
@@ -190,6 +195,11 @@ var opInfo = [numOps]struct {
 	opLockAll:          {"zkgen.lock.all", histNone},
 	opPartitionerJoin:  {"zkgen.partitioner.join", histNone},
 	opPartitionerLeave: {"zkgen.partitioner.leave", histNone},
+	opPeek:             {"zkgen.queue.peek", histNone},
+	opStats:            {"zkgen.queue.stats", histNone},
+	opDeadLetters:      {"zkgen.queue.dead_letters", histNone},
+	opRequeue:          {"zkgen.queue.requeue", histNone},
+	opDiscard:          {"zkgen.queue.discard", histNone},
 }
 
 // histInfo names the histograms (unit s).

@@ -887,3 +887,83 @@ func TestTelemetryDeadLettered(t *testing.T) {
 		})
 	}
 }
+
+// Peek, Stats, DeadLetters, Requeue and Discard record one span each, as
+// the queue's kind; a priority queue's Peek and Stats record one span, not
+// one per level.
+func TestTelemetryQueueInspectionSpans(t *testing.T) {
+	srv := server(t)
+	o := newOtelSink(t)
+	ctx := testCtx(t, 30*time.Second)
+	s := connect(t, srv.Servers(), o.opts...)
+	q := runtime.NewAckQueue(s, runtime.At(testRoot(t)+"/acked"), runtime.StringCodec(), runtime.WithResourceName("acked"), runtime.WithDeadLetterAfter(1))
+	poison := func() {
+		t.Helper()
+		d, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Release(ctx); err != nil { // the first release moves it: dead_letter_after 1
+			t.Fatal(err)
+		}
+	}
+	dead := func() *runtime.DeadLetter[string] {
+		t.Helper()
+		ds, err := q.DeadLetters(ctx)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("DeadLetters = %v, %v; want one", ds, err)
+		}
+		return ds[0]
+	}
+	if err := q.Put(ctx, "poison"); err != nil {
+		t.Fatal(err)
+	}
+	poison()
+	if err := dead().Requeue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := q.Peek(ctx); err != nil || !ok {
+		t.Fatalf("Peek = %v, %v", ok, err)
+	}
+	if _, err := q.Stats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poison()
+	if err := dead().Discard(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"zkgen.queue.peek": 1, "zkgen.queue.stats": 1, "zkgen.queue.dead_letters": 2,
+		"zkgen.queue.requeue": 1, "zkgen.queue.discard": 1} {
+		spans := o.spansNamed(name)
+		if len(spans) != want {
+			t.Errorf("%d %s spans, want %d", len(spans), name, want)
+		}
+		for _, sp := range spans {
+			if v, _ := spanAttr(sp, keyKind); v.AsString() != "queue" {
+				t.Errorf("%s kind %q, want queue", name, v.AsString())
+			}
+			if v, _ := spanAttr(sp, keyName); v.AsString() != "acked" {
+				t.Errorf("%s name %q, want acked", name, v.AsString())
+			}
+		}
+	}
+
+	pq := runtime.NewPriorityQueue(s, runtime.At(testRoot(t)+"/prio"), runtime.StringCodec(), 3, runtime.WithResourceName("prio"))
+	if _, _, err := pq.Peek(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pq.Stats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"zkgen.queue.peek", "zkgen.queue.stats"} {
+		n := 0
+		for _, sp := range o.spansNamed(name) {
+			if v, _ := spanAttr(sp, keyKind); v.AsString() == "priority_queue" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d priority_queue %s spans, want 1", n, name)
+		}
+	}
+}
