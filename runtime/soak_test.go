@@ -1360,6 +1360,17 @@ func (sk *soak) scan(s *runtime.Session, final bool) {
 			case len(parts) == 2:
 				return parts[1] == "marks" || parts[1] == "claims" || parts[1] == "attempts" || strings.HasPrefix(parts[1], "b-")
 			}
+			if len(parts) == 3 && parts[1] == "attempts" {
+				// An item's delivery count: kept while its item is queued
+				// (delivered and released, or its consumer's session
+				// ended), an orphan once the item is gone.
+				b, item, ok := strings.Cut(parts[2], ".")
+				if !ok {
+					return false
+				}
+				exists, _, err := s.Conn().Exists(path.Join(sk.root, parts[0], b, item))
+				return err == nil && exists
+			}
 			// items: allowed until drained (or when the drain failed,
 			// which is reported already)
 			l := sk.q
