@@ -116,7 +116,10 @@ type joinConfig struct {
 // the member became partition i's owner (its owner node was created), and
 // releasing(i) right before it stops being the owner: before its owner node
 // is deleted, or when the ownership was lost with the session (the node
-// went with it). Both are called from the member's one goroutine, in order;
+// went with it: then the call is a report after the fact, and the next
+// owner may have taken the partition already, as with any recipe whose
+// session the server ends before the client can tell; see Sessions and
+// errors). Both are called from the member's one goroutine, in order;
 // the member waits for releasing to return before it deletes the node, so
 // work on the partition stopped in releasing is never concurrent with the
 // next owner's. Either may be nil.
