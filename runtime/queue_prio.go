@@ -172,9 +172,15 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// telOp begins the span (and timing) of one operation on the priority
+// queue as a whole; its levels record none of their own.
+func (pq *prioQueue[T]) telOp(ctx context.Context, o op) span {
+	return pq.s.tel.begin(ctx, o, pq.cfg.kindName(), pq.cfg.name, pq.dir)
+}
+
 // put puts items at level prio.
 func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
-	defer pq.s.tel.begin(ctx, opQueuePut, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
+	defer pq.telOp(ctx, opQueuePut).end(&err)
 	if pq.err != nil {
 		return 0, pq.err
 	}
@@ -190,7 +196,7 @@ func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, er
 // take returns between 1 and n items of the most urgent level that has one
 // for this consumer, blocking until there is one.
 func (pq *prioQueue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err error) {
-	defer pq.s.tel.begin(ctx, opQueueTake, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
+	defer pq.telOp(ctx, opQueueTake).end(&err)
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", pq.dir, n)
 	}
@@ -317,7 +323,7 @@ func (pq *prioQueue[T]) length(ctx context.Context) (int, error) {
 
 // stats sums the levels' stats; Oldest is the oldest item of any level.
 func (pq *prioQueue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
-	defer pq.s.tel.begin(ctx, opStats, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
+	defer pq.telOp(ctx, opStats).end(&err)
 	st := QueueStats{ByPriority: make([]int, len(pq.lvl))}
 	if pq.err != nil {
 		return st, pq.err
@@ -340,7 +346,7 @@ func (pq *prioQueue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 // peek returns the item the next Take would get: the head of the most
 // urgent level that has one (see queue.peek).
 func (pq *prioQueue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
-	defer pq.s.tel.begin(ctx, opPeek, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
+	defer pq.telOp(ctx, opPeek).end(&err)
 	if err := pq.guard(ctx, false); err != nil {
 		return v, false, err
 	}
@@ -355,7 +361,7 @@ func (pq *prioQueue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 // deadLetters lists every level's dead letters, oldest move first; each
 // is requeued into its own level.
 func (pq *prioQueue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err error) {
-	defer pq.s.tel.begin(ctx, opDeadLetters, pq.cfg.kindName(), pq.cfg.name, pq.dir).end(&err)
+	defer pq.telOp(ctx, opDeadLetters).end(&err)
 	if pq.err != nil {
 		return nil, pq.err
 	}

@@ -141,11 +141,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
 		return nil, err
 	}
-	if wait {
-		if err := m.mutex.Lock(ctx); err != nil {
-			return nil, err
-		}
-	} else if ok, err := m.mutex.TryLock(ctx); err != nil || !ok {
+	if ok, err := m.lockInternal(ctx, wait); err != nil || !ok {
 		return nil, err
 	}
 	defer m.unlockInternal()

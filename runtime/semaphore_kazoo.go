@@ -89,11 +89,7 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 	if err := m.guardKazoo(ctx); err != nil {
 		return nil, err
 	}
-	if wait {
-		if err := m.mutex.Lock(ctx); err != nil {
-			return nil, err
-		}
-	} else if ok, err := m.mutex.TryLock(ctx); err != nil || !ok {
+	if ok, err := m.lockInternal(ctx, wait); err != nil || !ok {
 		return nil, err
 	}
 	defer m.unlockInternal()
@@ -136,6 +132,15 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 		return nil, m.s.abandon(node, err)
 	}
 	return h, nil
+}
+
+// lockInternal takes the internal lock: waiting for it, or (without wait)
+// only if it is free now, reporting false otherwise.
+func (m *Semaphore) lockInternal(ctx context.Context, wait bool) (bool, error) {
+	if !wait {
+		return m.mutex.TryLock(ctx)
+	}
+	return true, m.mutex.Lock(ctx)
 }
 
 // unlockInternal releases the internal lock (bounded, detached from the
