@@ -527,7 +527,9 @@ func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err err
 // evaluate reads the decision and the votes, leaving watches (handed to
 // forward) on everything whose change could determine the outcome. It
 // returns the standing decision (decided false), or the decision the votes
-// determine (decided true), or 0 when undetermined.
+// determine (decided true), or 0 when undetermined. The votes are read
+// concurrently, up to evalReads at a time: one session's requests are
+// pipelined, so reading n votes takes about one round trip instead of n.
 func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk.Event)) (d Decision, decided bool, err error) {
 	r, ok, err := t.s.getOrExistsW(ctx, t.decisionPath())
 	if err != nil {
@@ -541,31 +543,26 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 		return d, false, nil
 	}
 	forward(r.watch)
+	votes := make([]voteState, len(t.parts))
+	var wg sync.WaitGroup
+	gate := make(chan struct{}, evalReads)
+	for i, p := range t.parts {
+		wg.Add(1)
+		gate <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-gate }()
+			votes[i] = t.readVote(ctx, p, forward)
+		}()
+	}
+	wg.Wait()
 	abort, all := false, true
-	for _, p := range t.parts {
-		r, ok, err := t.s.getOrExistsW(ctx, t.votePath(p))
-		if err != nil {
-			return 0, false, err
+	for _, v := range votes {
+		if v.err != nil {
+			return 0, false, v.err
 		}
-		forward(r.watch)
-		if !ok { // not proposed yet
-			all = false
-			continue
-		}
-		switch v, _ := parseDecision(r.data); {
-		case v == Abort:
-			abort = true
-		case v == Commit:
-		case string(r.data) == txJoined:
-			all = false
-			lost, err := t.presenceLost(ctx, p, forward)
-			if err != nil {
-				return 0, false, err
-			}
-			abort = abort || lost
-		default:
-			all = false
-		}
+		abort = abort || v.abort
+		all = all && !v.pending
 	}
 	switch {
 	case abort:
@@ -574,6 +571,39 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 		return Commit, true, nil
 	}
 	return 0, false, nil
+}
+
+// evalReads bounds the votes evaluate reads at once.
+const evalReads = 64
+
+// voteState is what evaluate learned of one participant: its vote (or lost
+// presence) makes the transaction abort, or it has not committed yet.
+type voteState struct {
+	abort, pending bool
+	err            error
+}
+
+// readVote reads participant p's vote node (and presence, if it joined and
+// has not voted), leaving watches handed to forward.
+func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, forward func(<-chan zk.Event)) voteState {
+	r, ok, err := t.s.getOrExistsW(ctx, t.votePath(p))
+	if err != nil {
+		return voteState{err: err}
+	}
+	forward(r.watch)
+	if !ok { // not proposed yet
+		return voteState{pending: true}
+	}
+	switch v, _ := parseDecision(r.data); {
+	case v == Abort:
+		return voteState{abort: true}
+	case v == Commit:
+		return voteState{}
+	case string(r.data) == txJoined:
+		lost, err := t.presenceLost(ctx, p, forward)
+		return voteState{abort: lost, pending: true, err: err}
+	}
+	return voteState{pending: true}
 }
 
 // presenceLost reports whether participant p, which joined and has not
