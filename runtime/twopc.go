@@ -488,49 +488,89 @@ func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err err
 	if t.err != nil {
 		return 0, t.err
 	}
+	w := newTxWatches()
+	defer close(w.stop)
 	for {
-		wake := make(chan struct{}, 1)
-		stop := make(chan struct{})
-		forward := func(w <-chan zk.Event) {
-			go func() {
-				select {
-				case <-w:
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				case <-stop:
-				}
-			}()
-		}
-		d, decided, err := t.evaluate(ctx, forward)
+		d, decided, err := t.evaluate(ctx, w)
 		if err == nil && decided {
 			d, err = t.decide(ctx, d)
 		}
 		if err != nil || d != 0 {
-			close(stop)
 			return d, err
 		}
 		select {
-		case <-wake:
-			close(stop)
+		case <-w.wake:
 		case <-ctx.Done():
-			close(stop)
 			return 0, ctx.Err()
 		case <-t.s.done:
-			close(stop)
 			return 0, t.s.Err()
 		}
 	}
 }
 
+// txWatches turns the watches Coordinate leaves into wake-ups, and
+// remembers which participants' commit votes stand: a vote is written once,
+// so a commit read with a watch that has not fired since is still the
+// vote, and evaluate does not read it again. Every evaluation then reads
+// only the votes still open or changed, not all n.
+type txWatches struct {
+	wake chan struct{} // signalled when any watch fires
+	stop chan struct{} // closed when Coordinate returns
+
+	mu      sync.Mutex
+	settled map[Participant]bool
+}
+
+func newTxWatches() *txWatches {
+	return &txWatches{wake: make(chan struct{}, 1), stop: make(chan struct{}), settled: map[Participant]bool{}}
+}
+
+// forward wakes Coordinate when w fires.
+func (x *txWatches) forward(w <-chan zk.Event) { x.forwardVote("", w) }
+
+// forwardVote wakes Coordinate when w, the watch on participant p's vote
+// node (p empty: another node), fires, and forgets p's settled vote.
+func (x *txWatches) forwardVote(p Participant, w <-chan zk.Event) {
+	go func() {
+		select {
+		case <-w:
+			if p != "" {
+				x.mu.Lock()
+				delete(x.settled, p)
+				x.mu.Unlock()
+			}
+			select {
+			case x.wake <- struct{}{}:
+			default:
+			}
+		case <-x.stop:
+		}
+	}()
+}
+
+// settle records p's commit vote, read with a watch not forwarded yet.
+func (x *txWatches) settle(p Participant) {
+	x.mu.Lock()
+	x.settled[p] = true
+	x.mu.Unlock()
+}
+
+// isSettled reports whether p's commit vote stands unchanged since it was
+// read.
+func (x *txWatches) isSettled(p Participant) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.settled[p]
+}
+
 // evaluate reads the decision and the votes, leaving watches (handed to
-// forward) on everything whose change could determine the outcome. It
-// returns the standing decision (decided false), or the decision the votes
+// w) on everything whose change could determine the outcome. It returns
+// the standing decision (decided false), or the decision the votes
 // determine (decided true), or 0 when undetermined. The votes are read
 // concurrently, up to evalReads at a time: one session's requests are
-// pipelined, so reading n votes takes about one round trip instead of n.
-func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk.Event)) (d Decision, decided bool, err error) {
+// pipelined, so reading n votes takes about one round trip instead of n;
+// settled commit votes (see txWatches) are not read again.
+func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, w *txWatches) (d Decision, decided bool, err error) {
 	r, ok, err := t.s.getOrExistsW(ctx, t.decisionPath())
 	if err != nil {
 		return 0, false, err
@@ -542,17 +582,20 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, forward func(<-chan zk
 		}
 		return d, false, nil
 	}
-	forward(r.watch)
+	w.forward(r.watch)
 	votes := make([]voteState, len(t.parts))
 	var wg sync.WaitGroup
 	gate := make(chan struct{}, evalReads)
 	for i, p := range t.parts {
+		if w.isSettled(p) {
+			continue
+		}
 		wg.Add(1)
 		gate <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-gate }()
-			votes[i] = t.readVote(ctx, p, forward)
+			votes[i] = t.readVote(ctx, p, w)
 		}()
 	}
 	wg.Wait()
@@ -584,13 +627,14 @@ type voteState struct {
 }
 
 // readVote reads participant p's vote node (and presence, if it joined and
-// has not voted), leaving watches handed to forward.
-func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, forward func(<-chan zk.Event)) voteState {
+// has not voted), leaving watches handed to w; a commit vote is settled
+// before its watch is forwarded, so that the watch firing unsettles it.
+func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWatches) voteState {
 	r, ok, err := t.s.getOrExistsW(ctx, t.votePath(p))
 	if err != nil {
 		return voteState{err: err}
 	}
-	forward(r.watch)
+	defer w.forwardVote(p, r.watch)
 	if !ok { // not proposed yet
 		return voteState{pending: true}
 	}
@@ -598,9 +642,10 @@ func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, forward
 	case v == Abort:
 		return voteState{abort: true}
 	case v == Commit:
+		w.settle(p)
 		return voteState{}
 	case string(r.data) == txJoined:
-		lost, err := t.presenceLost(ctx, p, forward)
+		lost, err := t.presenceLost(ctx, p, w.forward)
 		return voteState{abort: lost, pending: true, err: err}
 	}
 	return voteState{pending: true}
