@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -45,13 +46,15 @@ type queueOps struct {
 	take    func(ctx context.Context, j int) error
 }
 
-// Four producers put 2000 items (Put, one at a time, 500 each) into a queue
-// already holding N items, then four consumers take 2000 (Take), each on its
-// own session, so the depth stays between N and N+2000. put-items/sec and
-// take-items/sec are each phase's throughput, items/sec both phases';
-// req/op and notify/op are per item put and taken, and put-req/op,
-// take-req/op, take-notify/op each phase's share. Items are JSON of 256
-// bytes. The preload (PutAll) is outside the timing and the counts. A
+// Four producers and four consumers, each on its own session, on a queue
+// already holding N items: they put and take 2000 items at once (Put and
+// Take, one item each; items/sec, and req/op and notify/op per item put and
+// taken), then the producers put 2000 alone (put-items/sec, put-req/op),
+// then the consumers take 2000 alone (take-items/sec, take-req/op,
+// take-notify/op), so the depth stays between N and N+2000. Items are JSON
+// of 256 bytes. kazoo's Queue (impl=kazoo) runs the first phase, its
+// driver preloading the same depth and item size (Curator's driver has no
+// preload: a DistributedQueue's consumers drain a preload at once). The preload (PutAll) is outside the timing and the counts. A
 // server of its own, with a 1 GiB heap (6 GiB with ZKGEN_SWEEP_FULL=1's
 // 1,000,000 items).
 func BenchmarkSweepQueue(b *testing.B) {
@@ -78,6 +81,7 @@ func BenchmarkSweepQueue(b *testing.B) {
 			},
 		})
 	})
+	sweep(b, "kazoo", sizes, func(b *testing.B, n int) { peerQueueSweep(b, peerNamed("kazoo"), srv, n) })
 }
 
 // The same for a priority queue of 3 levels: the preload spread evenly over
@@ -134,20 +138,23 @@ func repeat(v []byte, k int) [][]byte {
 }
 
 // queueSweep preloads n items, then per round puts and takes
-// sweepQueueItems items, and reports.
+// sweepQueueItems items three times: producers and consumers at once
+// (items/sec, req/op, notify/op, as the peers run it), producers alone
+// (put-), consumers alone (take-).
 func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 	ctx := context.Background()
 	if err := q.preload(ctx, n); err != nil {
 		b.Fatal(err)
 	}
-	pm, tm := &meter{p: p}, &meter{p: p}
-	var putTime, takeTime time.Duration
-	// phase runs fn on 4 workers, sweepQueueItems/4 calls each.
-	phase := func(m *meter, fn func(w, k int) error) time.Duration {
+	bm, pm, tm := &meter{p: p}, &meter{p: p}, &meter{p: p}
+	var bothTime, putTime, takeTime time.Duration
+	// phase runs put on producers workers and take on consumers workers,
+	// sweepQueueItems calls of each in all.
+	phase := func(m *meter, put, take bool) time.Duration {
 		m.start()
 		t0 := time.Now()
 		var wg sync.WaitGroup
-		for w := range producers {
+		run := func(w int, fn func(w, k int) error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -159,6 +166,14 @@ func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 				}
 			}()
 		}
+		for w := range producers {
+			if put {
+				run(w, func(w, k int) error { return q.put(ctx, w, k) })
+			}
+			if take {
+				run(w, func(w, _ int) error { return q.take(ctx, w) })
+			}
+		}
 		wg.Wait()
 		d := time.Since(t0)
 		m.stop()
@@ -166,17 +181,53 @@ func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		putTime += phase(pm, func(w, k int) error { return q.put(ctx, w, k) })
-		takeTime += phase(tm, func(w, _ int) error { return q.take(ctx, w) })
+		bothTime += phase(bm, true, true)
+		putTime += phase(pm, true, false)
+		takeTime += phase(tm, false, true)
 	}
 	b.StopTimer()
 	items := float64(sweepQueueItems * b.N)
-	b.ReportMetric(2*items/(putTime+takeTime).Seconds(), "items/sec")
+	b.ReportMetric(items/bothTime.Seconds(), "items/sec")
+	b.ReportMetric(float64(bm.req)/items, "req/op")
+	b.ReportMetric(float64(bm.notify)/items, "notify/op")
 	b.ReportMetric(items/putTime.Seconds(), "put-items/sec")
 	b.ReportMetric(items/takeTime.Seconds(), "take-items/sec")
-	b.ReportMetric(float64(pm.req+tm.req)/items, "req/op")
-	b.ReportMetric(float64(pm.notify+tm.notify)/items, "notify/op")
 	b.ReportMetric(float64(pm.req)/items, "put-req/op")
 	b.ReportMetric(float64(tm.req)/items, "take-req/op")
 	b.ReportMetric(float64(tm.notify)/items, "take-notify/op")
+}
+
+// peerQueueSweep runs impl's queue workload (producers and consumers at
+// once) on a queue its driver preloads with n items of jobPayload's size,
+// through a proxy to srv: one round of sweepQueueItems items, reported as
+// queueSweep's first phase.
+func peerQueueSweep(b *testing.B, impl *peerImpl, srv *zktest.Server, n int) {
+	p := zktest.NewProxy(b, srv.Addr())
+	path := fmt.Sprintf("/sweep/%s-queue-%d", impl.name, seq.Add(1))
+	d := startDriver(b, impl, p, path, "queue", "n="+strconv.Itoa(sweepQueueItems),
+		"depth="+strconv.Itoa(n), "payload_bytes="+strconv.Itoa(len(jobPayload)))
+	d.ready()
+	m := &meter{p: p}
+	b.ResetTimer()
+	m.start()
+	elapsed, k := d.round()
+	m.stop()
+	b.StopTimer()
+	if k != sweepQueueItems {
+		b.Fatalf("%s did %d items, want %d", d.name, k, sweepQueueItems)
+	}
+	m.report(b, sweepQueueItems)
+	b.ReportMetric(float64(sweepQueueItems)/elapsed.Seconds(), "items/sec")
+	b.ReportMetric(float64(elapsed.Nanoseconds()), "ns/op")
+	d.finish()
+}
+
+// peerNamed returns the peer called name.
+func peerNamed(name string) *peerImpl {
+	for _, p := range peers {
+		if p.name == name {
+			return p
+		}
+	}
+	panic("no peer " + name)
 }

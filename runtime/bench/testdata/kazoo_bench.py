@@ -28,6 +28,9 @@ Arguments are key=value pairs:
     consumers=4
     warmup_ms=1000     before ready, run the workload for this long (at
                        least one operation; not for election)
+    depth=0            queue: items put (in transactions of 1000) before
+                       the warm-up, so the queue holds that many throughout
+    payload_bytes=16   queue: the size of every item
 """
 
 import os
@@ -150,9 +153,29 @@ class Queue(object):
                      for _ in range(int(opt.get("consumers", "4")))]
         self.n = int(opt["n"])
         self.warmup = int(opt.get("warmup_ms", "1000"))
+        self.depth = int(opt.get("depth", "0"))
+        size = int(opt.get("payload_bytes", str(len(PAYLOAD))))
+        self.payload = (PAYLOAD * (size // len(PAYLOAD) + 1))[:size]
 
     def prepare(self):
+        self.preload()
         warm(self.warmup, lambda: self.items(50))
+
+    def preload(self):
+        """Puts depth items with the nodes kazoo's Queue.put creates
+        (entry-<priority>-<seq>, priority 100), 1000 per transaction."""
+        client = self.put[0].client
+        client.ensure_path(self.path)
+        left = self.depth
+        while left > 0:
+            t = client.transaction()
+            for _ in range(min(left, 1000)):
+                t.create(self.path + "/entry-100-", self.payload,
+                         sequence=True)
+            for r in t.commit():
+                if isinstance(r, Exception):
+                    raise r
+            left -= min(left, 1000)
 
     def round(self):
         return self.items(self.n), self.n
@@ -160,7 +183,8 @@ class Queue(object):
     def items(self, total):
         mu = threading.Lock()
         taken = [0]
-        done = threading.Event()
+        claimed = [0]  # gets under way or done: a preloaded queue would
+        done = threading.Event()  # let the consumers take more than total
         k = len(self.put)
         deadline = time.monotonic() + TIMEOUT_S
 
@@ -168,15 +192,23 @@ class Queue(object):
             if i < k:  # a producer
                 q = self.put[i]
                 for _ in range(total // k + (1 if i < total % k else 0)):
-                    q.put(PAYLOAD)
+                    q.put(self.payload)
                 return
             q = self.take[i - k]
             while not done.is_set():
-                if q.get() is not None:
-                    with mu:
+                with mu:
+                    if claimed[0] >= total:
+                        return
+                    claimed[0] += 1
+                got = q.get()
+                with mu:
+                    if got is None:
+                        claimed[0] -= 1
+                    else:
                         taken[0] += 1
                         if taken[0] >= total:
                             done.set()
+                if got is not None:
                     continue
                 woken = threading.Event()
                 if q.client.get_children(self.path,
