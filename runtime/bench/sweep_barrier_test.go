@@ -106,6 +106,7 @@ func sweepDoubleBarrier(b *testing.B, n int) {
 				ds[i] = runtime.NewDoubleBarrier(s, runtime.At(dir), n)
 			}
 			m.start()
+			c0 := p.Counts()
 			var wg sync.WaitGroup
 			done := make(chan time.Time, n)
 			for _, d := range ds[:n-1] {
@@ -131,6 +132,8 @@ func sweepDoubleBarrier(b *testing.B, n int) {
 				last = later(last, <-done)
 			}
 			enter.add(last.Sub(t0))
+			opsSince(b, p, c0, n)
+			c0 = p.Counts()
 			t0 = time.Now()
 			for _, d := range ds {
 				wg.Add(1)
@@ -143,6 +146,7 @@ func sweepDoubleBarrier(b *testing.B, n int) {
 			}
 			wg.Wait()
 			leave.add(time.Since(t0))
+			opsSince(b, p, c0, n)
 			m.stop()
 		}
 	}

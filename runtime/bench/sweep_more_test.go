@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
 // The sweeps of the recipes other than the lock, the election and the
@@ -81,6 +82,22 @@ func sessions(b *testing.B, addr string, n int) []*runtime.Session {
 		b.Fatal(firstErr)
 	}
 	return ss
+}
+
+// opsSince logs the requests by opcode since before, per unit of work
+// (units), when ZKGEN_BENCH_OPS is set.
+func opsSince(b *testing.B, p *zktest.Proxy, before zktest.Counts, units int) {
+	if os.Getenv("ZKGEN_BENCH_OPS") == "" {
+		return
+	}
+	now := p.Counts()
+	per := map[int32]float64{}
+	for op, k := range now.Requests {
+		if d := k - before.Requests[op]; d > 0 && op != zktest.OpPing {
+			per[op] = float64(d) / float64(units)
+		}
+	}
+	b.Logf("requests by opcode per unit: %v; notifications %.2f", per, float64(now.Notifications-before.Notifications)/float64(units))
 }
 
 // cmp returns a if it is set, else b.
