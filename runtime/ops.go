@@ -327,26 +327,47 @@ func (s *Session) ensurePath(ctx context.Context, acl []zk.ACL, path string) err
 	if err := s.creatable(acl); err != nil {
 		return opError("create", path, err)
 	}
-	for i := 1; i <= len(path); i++ {
-		if i < len(path) && path[i] != '/' {
-			continue
-		}
-		p := path[:i]
+	_, err := s.ensureContainer(ctx, acl, path, nil)
+	return err
+}
+
+// ensureContainer creates p as a container with data unless it exists,
+// bottom-up: it tries p first and creates the missing ancestors only when
+// that create reports them missing (ErrNoNode), then tries again. When the
+// parent exists, as it does for every participant after the first, that is
+// one request, not one per path component. A parent reaped (an empty
+// container) between the two creates is created again, a bounded number of
+// times. It reports whether p was created here.
+func (s *Session) ensureContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (created bool, err error) {
+	for attempt := 0; ; attempt++ {
+		created = true
 		err := s.retry(ctx, func() error {
 			_, err := await(ctx, s, func() (string, error) {
-				return s.conn.CreateContainer(p, nil, zk.FlagContainer, acl)
+				return s.conn.CreateContainer(p, data, zk.FlagContainer, acl)
 			})
 			if errors.Is(err, zk.ErrNodeExists) {
+				created = false
 				return nil
 			}
 			return err
 		})
-		if err != nil {
-			return opError("create", p, err)
+		parent := p[:strings.LastIndexByte(p, '/')]
+		if errors.Is(err, zk.ErrNoNode) && parent != "" && attempt < ensureAttempts {
+			if _, err := s.ensureContainer(ctx, acl, parent, nil); err != nil {
+				return false, err
+			}
+			continue
 		}
+		if err != nil {
+			return false, opError("create", p, err)
+		}
+		return created, nil
 	}
-	return nil
 }
+
+// ensureAttempts bounds ensureContainer's creates of one node whose parent
+// keeps vanishing.
+const ensureAttempts = 5
 
 // protectedPrefix marks nodes whose name carries a per-attempt GUID, in
 // Curator's layout: _c_<36-char uuid>-<name><sequence>.

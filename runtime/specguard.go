@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,33 +124,17 @@ func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want spec
 	}
 }
 
-// createRecorded creates dir as a container holding rec, after its missing
+// createRecorded creates dir as a container holding rec, and its missing
 // parents; it reports false when dir exists already.
 func (s *Session) createRecorded(ctx context.Context, dir string, acl []zk.ACL, rec specRecord) (bool, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return false, err
 	}
-	if parent := path.Dir(dir); parent != "/" {
-		if err := s.ensurePath(ctx, acl, parent); err != nil {
-			return false, err
-		}
-	}
 	acl = s.nodeACL(acl)
 	if err := s.creatable(acl); err != nil {
 		return false, opError("create", dir, err)
 	}
-	exists := false
-	err = s.retry(ctx, func() error {
-		_, err := await(ctx, s, func() (string, error) { return s.conn.CreateContainer(dir, data, zk.FlagContainer, acl) })
-		if errors.Is(err, zk.ErrNodeExists) {
-			exists = true
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return false, opError("create", dir, err)
-	}
-	return !exists, nil
+	// Bottom-up: one create when the parent exists (see ensureContainer).
+	return s.ensureContainer(ctx, acl, dir, data)
 }
