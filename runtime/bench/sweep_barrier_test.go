@@ -38,7 +38,7 @@ func sweepBarrier(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	m := &meter{p: p}
-	lat := &latencies{}
+	lat := &durations{}
 	b.ResetTimer()
 	for b.Loop() {
 		for range rounds {
@@ -94,7 +94,7 @@ func sweepDoubleBarrier(b *testing.B, n int) {
 	ss := sessions(b, p.Addr(), n)
 	obs := gozk(b, shared.Addr())
 	m := &meter{p: p}
-	enter, leave := &latencies{}, &latencies{}
+	enter, leave := &durations{}, &durations{}
 	round := 0
 	b.ResetTimer()
 	for b.Loop() {

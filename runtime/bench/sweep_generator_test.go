@@ -100,6 +100,7 @@ func sweepGenerator(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.ReportMetric(float64(total)/float64(runs), "ns/op")
 	b.ReportMetric(float64(total)/float64(time.Millisecond)/float64(runs), "ms/op")
 	b.ReportMetric(float64(peak)/1e6, "MB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/1e6/float64(runs), "alloc-MB/op")

@@ -15,12 +15,16 @@ import (
 
 // The sweeps of the recipes other than the lock, the election and the
 // group (issue 21): each is BenchmarkSweep<Recipe>/impl=<impl>/n=<N> and
-// reports its costs with b.ReportMetric. One b.Loop iteration is one fixed
-// round of work at that N, so -benchtime 1x measures one round and a longer
+// reports its costs with b.ReportMetric, ns/op being the mean of the
+// latency whose p50-ms and p99-ms it reports (a hand-off, a write lock, a
+// release, a round, an item). One b.Loop iteration is one fixed round of
+// work at that N, so -benchtime 1x measures one round and a longer
 // benchtime averages more. The largest N of each sweep runs only with
-// ZKGEN_SWEEP_FULL=1. Run one sweep and keep its raw output:
+// ZKGEN_SWEEP_FULL=1. Run one sweep and keep its raw output under its
+// recipe's name in lower case with dashes (SweepDoubleBarrier:
+// double-barrier.txt), as the charts expect:
 //
-//	go test ./runtime/bench -run '^$' -bench 'SweepSemaphore' -benchtime 1x | tee runtime/bench/results/sweep/semaphore.txt
+//	go test ./runtime/bench -run '^$' -bench 'SweepSemaphore$' -benchtime 1x | tee runtime/bench/results/sweep/semaphore.txt
 
 // sweepFullEnv names the environment variable that adds the largest points.
 const sweepFullEnv = "ZKGEN_SWEEP_FULL"
@@ -108,23 +112,30 @@ func cmp(a, b error) error {
 	return b
 }
 
-// latencies collects durations from many goroutines.
-type latencies struct {
+// durations collects durations from many goroutines.
+type durations struct {
 	mu sync.Mutex
 	ds []time.Duration
 }
 
-func (l *latencies) add(d time.Duration) {
+func (l *durations) add(d time.Duration) {
 	l.mu.Lock()
 	l.ds = append(l.ds, d)
 	l.mu.Unlock()
 }
 
 // report reports the p50 and p99 in milliseconds as p50-ms and p99-ms,
-// with prefix before the names.
-func (l *latencies) report(b *testing.B, prefix string) {
+// with prefix before the names, and without a prefix the mean as ns/op.
+func (l *durations) report(b *testing.B, prefix string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if prefix == "" && len(l.ds) > 0 {
+		var sum time.Duration
+		for _, d := range l.ds {
+			sum += d
+		}
+		b.ReportMetric(float64(sum)/float64(len(l.ds)), "ns/op")
+	}
 	ms(b, percentile(l.ds, 0.5), prefix+"p50-ms")
 	ms(b, percentile(l.ds, 0.99), prefix+"p99-ms")
 }
@@ -137,7 +148,7 @@ func (l *latencies) report(b *testing.B, prefix string) {
 type handoffs struct {
 	mu       sync.Mutex
 	released []time.Time
-	lat      *latencies
+	lat      *durations
 	on       bool // recording
 }
 

@@ -187,6 +187,7 @@ func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 	}
 	b.StopTimer()
 	items := float64(sweepQueueItems * b.N)
+	b.ReportMetric(float64(bothTime.Nanoseconds())/items, "ns/op")
 	b.ReportMetric(items/bothTime.Seconds(), "items/sec")
 	b.ReportMetric(float64(bm.req)/items, "req/op")
 	b.ReportMetric(float64(bm.notify)/items, "notify/op")
@@ -218,7 +219,7 @@ func peerQueueSweep(b *testing.B, impl *peerImpl, srv *zktest.Server, n int) {
 	}
 	m.report(b, sweepQueueItems)
 	b.ReportMetric(float64(sweepQueueItems)/elapsed.Seconds(), "items/sec")
-	b.ReportMetric(float64(elapsed.Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(elapsed.Nanoseconds())/sweepQueueItems, "ns/op")
 	d.finish()
 }
 

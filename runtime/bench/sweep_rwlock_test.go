@@ -40,7 +40,7 @@ func sweepRWLock(b *testing.B, n int) {
 		}
 	}
 	rm, wm := &meter{p: rp}, &meter{p: wp}
-	lat := &latencies{}
+	lat := &durations{}
 	var reads atomic.Int64 // read acquisitions inside the window
 	b.ResetTimer()
 	for b.Loop() {

@@ -32,7 +32,7 @@ func sweepSemaphore(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	m := &meter{p: p}
-	lat := &latencies{}
+	lat := &durations{}
 	b.ResetTimer()
 	for b.Loop() {
 		h := &handoffs{lat: lat}

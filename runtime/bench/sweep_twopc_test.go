@@ -15,8 +15,8 @@ import (
 // (concurrently), the coordinator's Outcome (notify "all", the default:
 // only the coordinator calls Outcome here). p50-ms and p99-ms are the round
 // times over 5 rounds, decide-p50-ms from the last Vote returning to
-// Outcome returning (the coordinator's lag); req/op and notify/op are per participant and round,
-// the coordinator's share included. Removing the transaction is outside
+// Outcome returning (the coordinator's lag); req/op and notify/op are per
+// participant and round, the coordinator's share included. Removing the transaction is outside
 // the timing and the counts.
 func BenchmarkSweepTwoPC(b *testing.B) {
 	sweep(b, "zkgen", sweepSizes([]int{4, 16, 64}, 256), sweepTwoPC)
@@ -33,7 +33,7 @@ func sweepTwoPC(b *testing.B, n int) {
 	cs := session(b, p.Addr())
 	ss := sessions(b, p.Addr(), n)
 	m := &meter{p: p}
-	lat, lag := &latencies{}, &latencies{}
+	lat, lag := &durations{}, &durations{}
 	tx := 0
 	round := func(measure bool) {
 		tx++
