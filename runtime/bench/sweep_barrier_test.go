@@ -37,7 +37,7 @@ func sweepBarrier(b *testing.B, n int) {
 	if err := ctl.Lower(ctx); err != nil {
 		b.Fatal(err)
 	}
-	m := &meter{p: p}
+	m := newWireMeter(p)
 	lat := &durations{}
 	b.ResetTimer()
 	for b.Loop() {
@@ -72,7 +72,7 @@ func sweepBarrier(b *testing.B, n int) {
 		}
 	}
 	b.StopTimer()
-	m.report(b, rounds*n*b.N)
+	m.report(b, rounds*n*b.N, "")
 	lat.report(b, "")
 }
 
@@ -93,7 +93,7 @@ func sweepDoubleBarrier(b *testing.B, n int) {
 	ctx := context.Background()
 	ss := sessions(b, p.Addr(), n)
 	obs := gozk(b, shared.Addr())
-	m := &meter{p: p}
+	m := newWireMeter(p)
 	enter, leave := &durations{}, &durations{}
 	round := 0
 	b.ResetTimer()
@@ -151,7 +151,7 @@ func sweepDoubleBarrier(b *testing.B, n int) {
 		}
 	}
 	b.StopTimer()
-	m.report(b, rounds*n*b.N)
+	m.report(b, rounds*n*b.N, "")
 	enter.report(b, "")
 	leave.mu.Lock()
 	ms(b, percentile(leave.ds, 0.5), "leave-p50-ms")

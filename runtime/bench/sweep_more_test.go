@@ -88,6 +88,39 @@ func sessions(b *testing.B, addr string, n int) []*runtime.Session {
 	return ss
 }
 
+// wireMeter sums the wire counts of the measured spans of a sweep, like
+// meter, and the bytes the clients read: bytesread/op leaves out the ping
+// replies (20 bytes each, sent on a timer, not for the work).
+type wireMeter struct {
+	p                        *zktest.Proxy
+	last                     zktest.Counts
+	req, notify, read, pings int64
+}
+
+func newWireMeter(p *zktest.Proxy) *wireMeter { return &wireMeter{p: p} }
+
+func (m *wireMeter) start() { m.last = m.p.Counts() }
+
+func (m *wireMeter) stop() {
+	c := m.p.Counts()
+	m.req += c.Total() - m.last.Total()
+	m.notify += c.Notifications - m.last.Notifications
+	m.read += c.BytesRead - m.last.BytesRead
+	m.pings += c.Requests[zktest.OpPing] - m.last.Requests[zktest.OpPing]
+}
+
+// report reports req/op, notify/op and bytesread/op over ops operations,
+// with prefix before the names.
+func (m *wireMeter) report(b *testing.B, ops int, prefix string) {
+	b.ReportMetric(float64(m.req)/float64(ops), prefix+"req/op")
+	b.ReportMetric(float64(m.notify)/float64(ops), prefix+"notify/op")
+	b.ReportMetric(float64(m.read-pingReplyBytes*m.pings)/float64(ops), prefix+"bytesread/op")
+}
+
+// pingReplyBytes is the size of a ping's reply frame: length, xid, zxid,
+// err.
+const pingReplyBytes = 4 + 16
+
 // opsSince logs the requests by opcode since before, per unit of work
 // (units), when ZKGEN_BENCH_OPS is set.
 func opsSince(b *testing.B, p *zktest.Proxy, before zktest.Counts, units int) {

@@ -146,11 +146,11 @@ func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 	if err := q.preload(ctx, n); err != nil {
 		b.Fatal(err)
 	}
-	bm, pm, tm := &meter{p: p}, &meter{p: p}, &meter{p: p}
+	bm, pm, tm := newWireMeter(p), newWireMeter(p), newWireMeter(p)
 	var bothTime, putTime, takeTime time.Duration
 	// phase runs put on producers workers and take on consumers workers,
 	// sweepQueueItems calls of each in all.
-	phase := func(m *meter, put, take bool) time.Duration {
+	phase := func(m *wireMeter, put, take bool) time.Duration {
 		m.start()
 		t0 := time.Now()
 		var wg sync.WaitGroup
@@ -189,13 +189,11 @@ func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 	items := float64(sweepQueueItems * b.N)
 	b.ReportMetric(float64(bothTime.Nanoseconds())/items, "ns/op")
 	b.ReportMetric(items/bothTime.Seconds(), "items/sec")
-	b.ReportMetric(float64(bm.req)/items, "req/op")
-	b.ReportMetric(float64(bm.notify)/items, "notify/op")
+	bm.report(b, int(items), "")
 	b.ReportMetric(items/putTime.Seconds(), "put-items/sec")
 	b.ReportMetric(items/takeTime.Seconds(), "take-items/sec")
-	b.ReportMetric(float64(pm.req)/items, "put-req/op")
-	b.ReportMetric(float64(tm.req)/items, "take-req/op")
-	b.ReportMetric(float64(tm.notify)/items, "take-notify/op")
+	pm.report(b, int(items), "put-")
+	tm.report(b, int(items), "take-")
 }
 
 // peerQueueSweep runs impl's queue workload (producers and consumers at
@@ -208,7 +206,7 @@ func peerQueueSweep(b *testing.B, impl *peerImpl, srv *zktest.Server, n int) {
 	d := startDriver(b, impl, p, path, "queue", "n="+strconv.Itoa(sweepQueueItems),
 		"depth="+strconv.Itoa(n), "payload_bytes="+strconv.Itoa(len(jobPayload)))
 	d.ready()
-	m := &meter{p: p}
+	m := newWireMeter(p)
 	b.ResetTimer()
 	m.start()
 	elapsed, k := d.round()
@@ -217,7 +215,7 @@ func peerQueueSweep(b *testing.B, impl *peerImpl, srv *zktest.Server, n int) {
 	if k != sweepQueueItems {
 		b.Fatalf("%s did %d items, want %d", d.name, k, sweepQueueItems)
 	}
-	m.report(b, sweepQueueItems)
+	m.report(b, sweepQueueItems, "")
 	b.ReportMetric(float64(sweepQueueItems)/elapsed.Seconds(), "items/sec")
 	b.ReportMetric(float64(elapsed.Nanoseconds())/sweepQueueItems, "ns/op")
 	d.finish()

@@ -39,7 +39,7 @@ func sweepRWLock(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 	}
-	rm, wm := &meter{p: rp}, &meter{p: wp}
+	rm, wm := newWireMeter(rp), newWireMeter(wp)
 	lat := &durations{}
 	var reads atomic.Int64 // read acquisitions inside the window
 	b.ResetTimer()
@@ -83,10 +83,8 @@ func sweepRWLock(b *testing.B, n int) {
 	}
 	b.StopTimer()
 	r := max(reads.Load(), 1)
-	b.ReportMetric(float64(rm.req)/float64(r), "req/op")
-	b.ReportMetric(float64(rm.notify)/float64(r), "notify/op")
-	b.ReportMetric(float64(wm.req)/float64(writes*b.N), "w-req/op")
-	b.ReportMetric(float64(wm.notify)/float64(writes*b.N), "w-notify/op")
+	rm.report(b, int(r), "")
+	wm.report(b, writes*b.N, "w-")
 	b.ReportMetric(float64(r)/float64(writes*b.N), "reads/write")
 	lat.report(b, "")
 }

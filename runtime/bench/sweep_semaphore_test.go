@@ -31,7 +31,7 @@ func sweepSemaphore(b *testing.B, n int) {
 	if err := le.Release(bg); err != nil {
 		b.Fatal(err)
 	}
-	m := &meter{p: p}
+	m := newWireMeter(p)
 	lat := &durations{}
 	b.ResetTimer()
 	for b.Loop() {
@@ -62,6 +62,6 @@ func sweepSemaphore(b *testing.B, n int) {
 		cancel()
 	}
 	b.StopTimer()
-	m.report(b, ops*b.N)
+	m.report(b, ops*b.N, "")
 	lat.report(b, "")
 }

@@ -32,7 +32,7 @@ func sweepTwoPC(b *testing.B, n int) {
 	ctx := context.Background()
 	cs := session(b, p.Addr())
 	ss := sessions(b, p.Addr(), n)
-	m := &meter{p: p}
+	m := newWireMeter(p)
 	lat, lag := &durations{}, &durations{}
 	tx := 0
 	round := func(measure bool) {
@@ -92,7 +92,7 @@ func sweepTwoPC(b *testing.B, n int) {
 		}
 	}
 	b.StopTimer()
-	m.report(b, rounds*n*b.N)
+	m.report(b, rounds*n*b.N, "")
 	lat.report(b, "")
 	lag.mu.Lock()
 	ms(b, percentile(lag.ds, 0.5), "decide-p50-ms")
