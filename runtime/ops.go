@@ -331,38 +331,51 @@ func (s *Session) ensurePath(ctx context.Context, acl []zk.ACL, path string) err
 	return err
 }
 
-// ensureContainer creates p as a container with data unless it exists,
-// bottom-up: it tries p first and creates the missing ancestors only when
-// that create reports them missing (ErrNoNode), then tries again. When the
+// ensureContainer creates p as a container with data unless it exists. It
+// tries p first, and only when that create reports a missing parent
+// (ErrNoNode) creates the ancestors, top-down, and tries again: when the
 // parent exists, as it does for every participant after the first, that is
-// one request, not one per path component. A parent reaped (an empty
-// container) between the two creates is created again, a bounded number of
+// one request instead of one per path component, and when it does not, one
+// more than creating top-down from the start. A parent reaped (an empty
+// container) between the creates is created again, a bounded number of
 // times. It reports whether p was created here.
-func (s *Session) ensureContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (created bool, err error) {
+func (s *Session) ensureContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		created = true
-		err := s.retry(ctx, func() error {
-			_, err := await(ctx, s, func() (string, error) {
-				return s.conn.CreateContainer(p, data, zk.FlagContainer, acl)
-			})
-			if errors.Is(err, zk.ErrNodeExists) {
-				created = false
-				return nil
-			}
-			return err
-		})
+		created, err := s.createContainer(ctx, acl, p, data)
 		parent := p[:strings.LastIndexByte(p, '/')]
 		if errors.Is(err, zk.ErrNoNode) && parent != "" && attempt < ensureAttempts {
-			if _, err := s.ensureContainer(ctx, acl, parent, nil); err != nil {
-				return false, err
+			for i := 1; i <= len(parent); i++ {
+				if i < len(parent) && parent[i] != '/' {
+					continue
+				}
+				if _, err := s.createContainer(ctx, acl, parent[:i], nil); err != nil {
+					return false, err
+				}
 			}
 			continue
 		}
-		if err != nil {
-			return false, opError("create", p, err)
-		}
-		return created, nil
+		return created, err
 	}
+}
+
+// createContainer creates p as a container with data; it reports false
+// when p exists already.
+func (s *Session) createContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
+	created := true
+	err := s.retry(ctx, func() error {
+		_, err := await(ctx, s, func() (string, error) {
+			return s.conn.CreateContainer(p, data, zk.FlagContainer, acl)
+		})
+		if errors.Is(err, zk.ErrNodeExists) {
+			created = false
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, opError("create", p, err)
+	}
+	return created, nil
 }
 
 // ensureAttempts bounds ensureContainer's creates of one node whose parent
