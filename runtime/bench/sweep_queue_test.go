@@ -183,7 +183,9 @@ func queueSweep(b *testing.B, p *zktest.Proxy, n int, q queueOps) {
 	for b.Loop() {
 		bothTime += phase(bm, true, true)
 		putTime += phase(pm, true, false)
+		c0 := p.Counts()
 		takeTime += phase(tm, false, true)
+		opsSince(b, p, c0, sweepQueueItems)
 	}
 	b.StopTimer()
 	items := float64(sweepQueueItems * b.N)
