@@ -1,0 +1,66 @@
+package runtime_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+// Leaving a double barrier, a participant that is not the lowest learns
+// the lowest's name from the ready node and lists the directory once, after
+// the lowest has gone (it used to list it first too: n names in each of n
+// Leaves). The lowest still waits for all the others.
+func TestDoubleBarrierLeaveListsOnce(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	const size = 4
+	obs := connect(t, srv.Servers())
+	fs := make([]faultyClient, size)
+	ps := make([]*runtime.DoubleBarrier, size)
+	for i := range ps {
+		fs[i] = newFaulty(t, srv)
+		ps[i] = runtime.NewDoubleBarrier(fs[i].s, runtime.At(dir), size)
+	}
+	errs := make(chan error, size)
+	for _, p := range ps {
+		go func() { errs <- p.Enter(ctx) }()
+	}
+	for range ps {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq := func(i int) string { n := ps[i].Node(); return n[len(n)-10:] }
+	order := []int{0, 1, 2, 3}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(seq(a), seq(b)) })
+	low, others := order[0], order[1:]
+	for _, f := range fs {
+		f.p.ResetCounts()
+	}
+	for _, i := range others {
+		go func() { errs <- ps[i].Leave(ctx) }()
+	}
+	waitChildren(t, ctx, obs, dir, 2) // the lowest's node and ready
+	if err := ps[low].Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range others {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range others {
+		c := fs[i].p.Counts()
+		if n := c.Requests[zktest.OpGetChildren2] + c.Requests[zktest.OpGetChildren]; n != 1 {
+			t.Errorf("participant %d (not the lowest) listed the directory %d times leaving, want 1", i, n)
+		}
+	}
+	if kids := childrenOf(t, obs, dir); len(kids) != 0 {
+		t.Fatalf("left behind: %v", kids)
+	}
+}
