@@ -202,12 +202,11 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 		return err
 	}
 	if !up {
-		kids, err := d.s.children(ctx, d.dir)
+		lowest, err := d.complete(ctx)
 		if err != nil {
 			return d.s.abandon(node, err)
 		}
-		if ps := participants(kids); len(ps) >= d.size {
-			lowest := []byte(ps[0].name) // for Leave: see leaveFast
+		if lowest != nil { // for Leave: see leaveFast
 			err := d.s.retry(ctx, func() error {
 				_, err := await(ctx, d.s, func() (string, error) { return d.s.create(d.readyPath(), lowest, 0, d.acl) })
 				if errors.Is(err, zk.ErrNodeExists) {
@@ -230,6 +229,30 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 	}
 	d.setNode(node)
 	return nil
+}
+
+// complete returns the lowest participant's name once size participants
+// have entered, nil before. It reads the directory's child count first and
+// lists the children only when the barrier could be complete: the count
+// takes in every child (ready if it appeared meanwhile, any stray node), so
+// it is never below the participants, and only the last arrivals list n
+// names instead of every participant.
+func (d *DoubleBarrier) complete(ctx context.Context) ([]byte, error) {
+	_, st, err := d.s.get(ctx, d.dir)
+	if err != nil {
+		return nil, err
+	}
+	if int(st.NumChildren) < d.size {
+		return nil, nil
+	}
+	kids, err := d.s.children(ctx, d.dir)
+	if err != nil {
+		return nil, err
+	}
+	if ps := participants(kids); len(ps) >= d.size {
+		return []byte(ps[0].name), nil
+	}
+	return nil, nil
 }
 
 // lock serialises Enter and Leave; it gives up when ctx ends.

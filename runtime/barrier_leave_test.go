@@ -64,3 +64,51 @@ func TestDoubleBarrierLeaveListsOnce(t *testing.T) {
 		t.Fatalf("left behind: %v", kids)
 	}
 }
+
+// Entering a double barrier, a participant reads the directory's child
+// count and lists the children only when the barrier could be complete:
+// the first size-1 participants list nothing, the last lists once.
+func TestDoubleBarrierEnterListsOnlyWhenComplete(t *testing.T) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	const size = 4
+	obs := connect(t, srv.Servers())
+	fs := make([]faultyClient, size)
+	ps := make([]*runtime.DoubleBarrier, size)
+	for i := range ps {
+		fs[i] = newFaulty(t, srv)
+		ps[i] = runtime.NewDoubleBarrier(fs[i].s, runtime.At(dir), size)
+	}
+	errs := make(chan error, size)
+	for _, p := range ps[:size-1] {
+		go func() { errs <- p.Enter(ctx) }()
+	}
+	waitChildren(t, ctx, obs, dir, size-1)
+	if err := ps[size-1].Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range size - 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, f := range fs {
+		c := f.p.Counts()
+		want := int64(0)
+		if i == size-1 {
+			want = 1
+		}
+		if n := c.Requests[zktest.OpGetChildren2] + c.Requests[zktest.OpGetChildren]; n != want {
+			t.Errorf("participant %d listed the directory %d times entering, want %d", i, n, want)
+		}
+	}
+	for _, p := range ps {
+		go func() { errs <- p.Leave(ctx) }()
+	}
+	for range ps {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
