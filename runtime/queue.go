@@ -297,6 +297,7 @@ type queueConfig struct {
 	ack        bool     // at-least-once: claim, then delete on Ack
 	delay      bool     // due-prefixed names in one bucket, served once due (delay queues)
 	deadAfter  int      // at-least-once: deliveries before an item moves to the dead letters; 0: never
+	prefetch   int      // at-most-once FIFO: items taken at a time into the buffer (WithPrefetch)
 	names      []string // priority names (WithPriorityNames), for the spec record
 }
 

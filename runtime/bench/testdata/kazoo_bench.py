@@ -26,6 +26,7 @@ Arguments are key=value pairs:
     clients=8          sessions (lock-contended, election)
     producers=4
     consumers=4
+    item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
     warmup_ms=1000     before ready, run the workload for this long (at
                        least one operation; not for election)
 """
@@ -40,6 +41,13 @@ from kazoo.client import KazooClient
 
 TIMEOUT_S = 120.0  # bound on any single wait
 PAYLOAD = b"0123456789abcdef"
+
+
+def json_item(size):
+    """A JSON item of exactly size bytes (at least 18), the same bytes as
+    the Go benchmark's jsonItem: {"i":"000001","p":"xx..."}."""
+    head = b'{"i":"000001","p":"'
+    return head + b"x" * (size - len(head) - 2) + b'"}'
 
 sessions = []
 
@@ -150,6 +158,8 @@ class Queue(object):
                      for _ in range(int(opt.get("consumers", "4")))]
         self.n = int(opt["n"])
         self.warmup = int(opt.get("warmup_ms", "1000"))
+        size = int(opt.get("item_bytes", "0"))
+        self.payload = json_item(size) if size else PAYLOAD
 
     def prepare(self):
         warm(self.warmup, lambda: self.items(50))
@@ -168,7 +178,7 @@ class Queue(object):
             if i < k:  # a producer
                 q = self.put[i]
                 for _ in range(total // k + (1 if i < total % k else 0)):
-                    q.put(PAYLOAD)
+                    q.put(self.payload)
                 return
             q = self.take[i - k]
             while not done.is_set():
