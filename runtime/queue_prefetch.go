@@ -249,6 +249,9 @@ func (q *queue[T]) claimChunk(ctx context.Context, n int) ([]qitem, string, erro
 		}
 		cands := c.cache[first:end]
 		c.pos = end
+		if len(cands) == 1 {
+			return cands, "", nil // a claim would cost as much as a lost race
+		}
 		claim := joinPath(joinPath(q.dir, claimsDir), name)
 		st, err := q.createChunkClaim(ctx, claim, bp, cands)
 		switch {
