@@ -34,8 +34,11 @@ import (
 // buffer (see the prefetch notes in queue_prefetch.go): fewer requests and
 // round trips an item, at the risk of losing up to n-1 taken items if the
 // process dies before it calls Take for them. Session.Close gives buffered
-// items back. n <= 1 (the default) buffers nothing. Ignored by priority,
-// delay and at-least-once queues.
+// items back. Peek shows the buffer's oldest item first; Len and Stats
+// count only what is in ZooKeeper (not what any handle holds). n <= 1 (the
+// default) buffers nothing. Ignored by priority, delay and at-least-once
+// queues. Consumers of one queue with the same n skip each other's chunks
+// (one ephemeral claim each, <dir>/claims/<bucket>.k<n>-<index>).
 func WithPrefetch(n int) QueueOption {
 	return queueOptionFunc(func(c *queueConfig) { c.prefetch = n })
 }
@@ -61,6 +64,27 @@ func (q *queue[T]) takeBuffered(n int) []*Delivery[T] {
 	}
 	defer q.unlock(&q.cons.side)
 	return q.fromBuffer(n)
+}
+
+// peekBuffer returns the oldest buffered item, if any, without taking it.
+func (q *queue[T]) peekBuffer(ctx context.Context) (v T, ok bool) {
+	if !q.prefetching() || q.lock(ctx, &q.cons.side) != nil {
+		return v, false
+	}
+	defer q.unlock(&q.cons.side)
+	if len(q.buf) == 0 {
+		return v, false
+	}
+	return q.buf[0].Value, true
+}
+
+// batchOf is how many items a take of n asks ZooKeeper for: n, or the
+// prefetch when it is larger.
+func (q *queue[T]) batchOf(n int) int {
+	if q.prefetching() {
+		return max(n, min(q.prefetch, maxBatchOps))
+	}
+	return n
 }
 
 // fromBuffer returns up to n buffered items, oldest first, or nil when the

@@ -239,3 +239,24 @@ func TestQueuePrefetchConsumersShareChunks(t *testing.T) {
 	}
 	t.Logf("items per consumer: %d, %d, %d", len(got[0]), len(got[1]), len(got[2]))
 }
+
+// Peek on a prefetching handle shows the oldest item of its buffer, the
+// one its next Take returns.
+func TestQueuePrefetchPeek(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	s := connect(t, srv.Servers())
+	q := runtime.NewQueue(s, runtime.At(dir), runtime.JSONCodec[int](), runtime.WithPrefetch(4))
+	putInts(t, ctx, q, 0, 6)
+	takeInts(t, ctx, q, 1)
+	for want := 1; want < 6; want++ {
+		v, ok, err := q.Peek(ctx)
+		if err != nil || !ok || v != want {
+			t.Fatalf("Peek = %d, %v, %v; want %d", v, ok, err, want)
+		}
+		if got := takeInts(t, ctx, q, 1); got[0] != want {
+			t.Fatalf("Take after Peek = %d, want %d", got[0], want)
+		}
+	}
+}

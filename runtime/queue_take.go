@@ -34,10 +34,7 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 	if ds := q.fromBuffer(n); ds != nil {
 		return ds, nil
 	}
-	want := n
-	if q.prefetching() {
-		want = max(n, min(q.prefetch, maxBatchOps))
-	}
+	want := q.batchOf(n)
 	if q.cons.noWait {
 		q.cons.waits = nil
 	}
