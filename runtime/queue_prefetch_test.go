@@ -260,3 +260,72 @@ func TestQueuePrefetchPeek(t *testing.T) {
 		}
 	}
 }
+
+// A prefetching take cut off at its chunk claim (a multi) or at its reads:
+// with the session kept, the take goes on and returns the head; with the
+// session expired, it fails, its claim vanishes with the session and
+// another consumer gets every item, in order, none lost or repeated.
+func TestQueuePrefetchFaults(t *testing.T) {
+	srv := server(t)
+	for _, c := range []struct {
+		name string
+		op   int32
+		kind fault
+	}{
+		{"claim/cut", zktest.OpMulti, cut},
+		{"claim/expire", zktest.OpMulti, cutThenExpire},
+		{"read/cut", zktest.OpGetData, cut},
+		{"read/expire", zktest.OpGetData, cutThenExpire},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := testCtx(t, time.Minute)
+			dir := testRoot(t)
+			admin := connect(t, srv.Servers())
+			codec := runtime.JSONCodec[string]()
+			item := func(v int) string { return fmt.Sprintf("%03d%s", v, strings.Repeat("x", 60)) }
+			prod := runtime.NewQueue(admin, runtime.At(dir), codec)
+			var all []string
+			for v := range 20 {
+				all = append(all, item(v))
+			}
+			if _, err := prod.PutAll(ctx, all); err != nil {
+				t.Fatal(err)
+			}
+			makeDirs(t, admin, dir+"/claims", dir+"/marks")
+			f := newFaulty(t, srv)
+			q := runtime.NewQueue(f.s, runtime.At(dir), codec, runtime.WithPrefetch(8))
+			var got string
+			err := f.inject(t, ctx, srv, c.op, c.kind, nil, func() error {
+				var err error
+				got, err = q.Take(ctx)
+				return err
+			})
+			rest := all
+			switch c.kind {
+			case cut:
+				if err != nil || got != all[0] {
+					t.Fatalf("Take = %.3s, %v; want item 000", got, err)
+				}
+				for _, want := range all[1:8] { // the rest of its chunk, from memory
+					if v, err := q.Take(ctx); err != nil || v != want {
+						t.Fatalf("Take = %.3s, %v; want %.3s", v, err, want)
+					}
+				}
+				rest = all[8:]
+			default:
+				if !errors.Is(err, runtime.ErrSessionExpired) {
+					t.Fatalf("Take = %.3s, %v; want ErrSessionExpired", got, err)
+				}
+			}
+			other := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), codec, runtime.WithPrefetch(8))
+			for _, want := range rest {
+				if v, err := other.Take(ctx); err != nil || v != want {
+					t.Fatalf("other consumer: Take = %.3s, %v; want %.3s", v, err, want)
+				}
+			}
+			if n, err := prod.Len(ctx); err != nil || n != 0 {
+				t.Fatalf("Len = %d, %v; want 0", n, err)
+			}
+		})
+	}
+}
