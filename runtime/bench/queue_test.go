@@ -177,14 +177,19 @@ func BenchmarkQueue4P4CBatched(b *testing.B) {
 }
 
 // A priority queue of 3 levels, four producers (putting at levels 0, 1, 2
-// in turn) and four consumers on separate sessions; b.N items in total.
-// kind=fifo is Queue4P4C's zkgen run, in the same run for comparison.
+// in turn) and four consumers on separate sessions; b.N items in total, for
+// each item size. kind=fifo is Queue4P4C's zkgen run (no prefetch), in the
+// same run for comparison.
 func BenchmarkPriorityQueue4P4C(b *testing.B) {
-	b.Run("kind=priority", priorityQueue4P4C)
-	b.Run("kind=fifo", func(b *testing.B) { queue4P4C(b, payload) })
+	for _, size := range itemSizes {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			b.Run("kind=priority", func(b *testing.B) { priorityQueue4P4C(b, jsonItem(size)) })
+			b.Run("kind=fifo", func(b *testing.B) { queue4P4C(b, jsonItem(size)) })
+		})
+	}
 }
 
-func priorityQueue4P4C(b *testing.B) {
+func priorityQueue4P4C(b *testing.B, payload []byte) {
 	const levels = 3
 	p, path := setup(b)
 	var put, take []*runtime.PriorityQueue[[]byte]
