@@ -615,7 +615,7 @@ func TestQueueBagHistoryLinearizable(t *testing.T) {
 // under the same cuts (chunk claims, reads and multis cut).
 func TestQueuePrefetchHistoryLinearizable(t *testing.T) {
 	t.Run("fifo", func(t *testing.T) {
-		h := queueHistoryOf(t, 0, 3, 1, 60, 12, 15, runtime.WithPrefetch(4))
+		h := queueHistoryOf(t, 0, 3, 1, 60, 6, 15, runtime.WithPrefetch(4))
 		h.check(t, fifoQueueModel.ToModel())
 	})
 	t.Run("bag", func(t *testing.T) {

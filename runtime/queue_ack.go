@@ -167,21 +167,26 @@ func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bo
 }
 
 // dropReleased removes from busy the items not among claims and reports
-// whether there were any (then the walk restarts from the lowest bucket).
+// whether there were any: then the current bucket is listed again, and the
+// walk restarts from the lowest bucket when one of them is in another.
 func (q *queue[T]) dropReleased(claims []string) bool {
 	live := make(map[string]bool, len(claims))
 	for _, c := range claims {
 		live[c] = true
 	}
-	dropped := false
+	cur := q.bucketPath(q.cons.bucket) + "/"
+	dropped, elsewhere := false, false
 	for p, claim := range q.cons.busy {
 		if !live[claim] {
 			delete(q.cons.busy, p)
 			dropped = true
+			elsewhere = elsewhere || q.cons.bucket == "" || !strings.HasPrefix(p, cur)
 		}
 	}
-	if dropped {
+	if elsewhere {
 		q.cons.bucket = ""
+	}
+	if dropped {
 		q.cons.cache, q.cons.pos, q.cons.watch = nil, 0, nil
 	}
 	return dropped
