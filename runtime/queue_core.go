@@ -49,6 +49,7 @@ type queue[T any] struct {
 
 	// Guarded by the consumer's mutex (queue_prefetch.go):
 	buf        []*Delivery[T] // prefetched items, served first
+	bufErr     error          // the buffer's take's error, returned once it is used up
 	unregister func()         // removes the buffer's give-back from the session
 }
 

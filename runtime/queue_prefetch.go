@@ -53,14 +53,14 @@ func (c queueConfig) prefetching() bool {
 // handed out even after they ended. It returns nil when the buffer is empty
 // or another Take of the handle is running (the caller then takes the
 // mutex and looks again).
-func (q *queue[T]) takeBuffered(n int) []*Delivery[T] {
+func (q *queue[T]) takeBuffered(n int) ([]*Delivery[T], error) {
 	if !q.prefetching() || q.err != nil {
-		return nil
+		return nil, nil
 	}
 	select {
 	case q.cons.mu <- struct{}{}:
 	default:
-		return nil
+		return nil, nil
 	}
 	defer q.unlock(&q.cons.side)
 	return q.fromBuffer(n)
@@ -87,11 +87,15 @@ func (q *queue[T]) batchOf(n int) int {
 	return n
 }
 
-// fromBuffer returns up to n buffered items, oldest first, or nil when the
-// buffer is empty. The caller holds the consumer's mutex.
-func (q *queue[T]) fromBuffer(n int) []*Delivery[T] {
+// fromBuffer returns up to n buffered items, oldest first; once the buffer
+// is empty, the error its chunk's take had (undecodable items left in
+// place), if not reported yet; else nothing. The caller holds the
+// consumer's mutex.
+func (q *queue[T]) fromBuffer(n int) ([]*Delivery[T], error) {
 	if len(q.buf) == 0 {
-		return nil
+		err := q.bufErr
+		q.bufErr = nil
+		return nil, err
 	}
 	k := min(n, len(q.buf))
 	out := q.buf[:k:k]
@@ -101,21 +105,26 @@ func (q *queue[T]) fromBuffer(n int) []*Delivery[T] {
 		q.unregister()
 		q.unregister = nil
 	}
-	return out
+	return out, nil
 }
 
 // keep buffers the deliveries ds beyond the first n, and returns the first
 // n. The buffer is registered with the session so that Close gives it
-// back.
-func (q *queue[T]) keep(ds []*Delivery[T], n int) []*Delivery[T] {
+// back. A prefetching take's error err that came with items (undecodable
+// ones left in place) is kept until the buffer is used up: returned with
+// items, a caller would drop them.
+func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], error) {
+	if q.prefetching() && err != nil && len(ds) > 0 {
+		q.bufErr, err = err, nil
+	}
 	if len(ds) <= n {
-		return ds
+		return ds, err
 	}
 	q.buf = append(q.buf, ds[n:]...)
 	if q.unregister == nil {
 		q.unregister = q.s.giveBacks.add(q.giveBack)
 	}
-	return ds[:n:n]
+	return ds[:n:n], err
 }
 
 // giveBack returns the buffered items to the queue, each under its own name

@@ -329,3 +329,31 @@ func TestQueuePrefetchFaults(t *testing.T) {
 		})
 	}
 }
+
+// An undecodable item in a prefetched chunk is left in place and reported
+// once the chunk's other items were handed out, not alongside one of them
+// (a caller seeing an error would drop the item that came with it).
+func TestQueuePrefetchUndecodable(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	s := connect(t, srv.Servers())
+	raw := runtime.NewQueue(s, runtime.At(dir), runtime.StringCodec())
+	for _, v := range []string{"1", "not json", "2", "3"} {
+		if err := raw.Put(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[int](), runtime.WithPrefetch(4))
+	for _, want := range []int{1, 2, 3} {
+		if v, err := q.Take(ctx); err != nil || v != want {
+			t.Fatalf("Take = %d, %v; want %d", v, err, want)
+		}
+	}
+	if _, err := q.Take(ctx); !errors.Is(err, runtime.ErrDecode) {
+		t.Fatalf("Take after the good items = %v, want ErrDecode", err)
+	}
+	if n, err := raw.Len(ctx); err != nil || n != 1 {
+		t.Fatalf("Len = %d, %v; want 1 (the undecodable item, left in place)", n, err)
+	}
+}

@@ -21,8 +21,8 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", q.dir, n)
 	}
-	if ds := q.takeBuffered(n); ds != nil {
-		return ds, nil
+	if ds, err := q.takeBuffered(n); ds != nil || err != nil {
+		return ds, err
 	}
 	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
 		return nil, err
@@ -31,8 +31,8 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 		return nil, err
 	}
 	defer q.unlock(&q.cons.side)
-	if ds := q.fromBuffer(n); ds != nil {
-		return ds, nil
+	if ds, err := q.fromBuffer(n); ds != nil || err != nil {
+		return ds, err
 	}
 	want := q.batchOf(n)
 	if q.cons.noWait {
@@ -60,7 +60,7 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 		began := time.Now()
 		out, err := q.takeCached(ctx, max(k, want))
 		if len(out) > 0 || err != nil {
-			return q.keep(out, n), err
+			return q.keep(out, n, err)
 		}
 		if !q.ack && !q.prefetching() {
 			// Lost the race for every candidate: the consumers are going
