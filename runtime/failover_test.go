@@ -400,7 +400,7 @@ func queueFailover(t *testing.T, ack bool) {
 	// connected, and after every client has closed only the queue's
 	// persistent directories (buckets, marks, claims, attempts), all empty.
 	if ack {
-		if kids := childrenOf(t, sessions[0], dir+"/claims"); len(kids) != 0 {
+		if kids := childrenRiding(t, sessions[0], dir+"/claims"); len(kids) != 0 {
 			t.Fatalf("claims left behind: %v", kids)
 		}
 	}
@@ -408,12 +408,12 @@ func queueFailover(t *testing.T, ack bool) {
 		s.Close()
 	}
 	check := connect(t, ens.Servers())
-	for _, k := range childrenOf(t, check, dir) {
+	for _, k := range childrenRiding(t, check, dir) {
 		if k != "marks" && k != "claims" && k != "attempts" && !strings.HasPrefix(k, "b-") {
 			t.Errorf("unexpected node %s/%s", dir, k)
 			continue
 		}
-		if kids := childrenOf(t, check, dir+"/"+k); len(kids) != 0 {
+		if kids := childrenRiding(t, check, dir+"/"+k); len(kids) != 0 {
 			t.Errorf("left behind in %s/%s: %v", dir, k, kids)
 		}
 	}

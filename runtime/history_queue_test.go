@@ -253,13 +253,13 @@ type histQueue struct {
 	len   func(ctx context.Context) (int, error)
 }
 
-func newHistQueue(s *runtime.Session, dir string, levels int, opt runtime.QueueOption) histQueue {
+func newHistQueue(s *runtime.Session, dir string, levels int, opt ...runtime.QueueOption) histQueue {
 	codec := runtime.JSONCodec[int]()
 	if levels == 0 {
-		q := runtime.NewQueue(s, runtime.At(dir), codec, opt)
+		q := runtime.NewQueue(s, runtime.At(dir), codec, opt...)
 		return histQueue{put: q.Put, takeN: q.TakeN, len: q.Len}
 	}
-	q := runtime.NewPriorityQueue(s, runtime.At(dir), codec, levels, opt)
+	q := runtime.NewPriorityQueue(s, runtime.At(dir), codec, levels, opt...)
 	return histQueue{
 		put:   func(ctx context.Context, v int) error { return q.Put(ctx, runtime.Priority(v%levels), v) },
 		takeN: q.TakeN, len: q.Len,
@@ -267,8 +267,8 @@ func newHistQueue(s *runtime.Session, dir string, levels int, opt runtime.QueueO
 }
 
 // queueHistoryOf is queueHistory on a FIFO queue (levels 0) or a priority
-// queue of levels priorities.
-func queueHistoryOf(t *testing.T, levels, producers, consumers, perProducer, backlog, cutsEach int) *history {
+// queue of levels priorities; the consumers' handles also get opts.
+func queueHistoryOf(t *testing.T, levels, producers, consumers, perProducer, backlog, cutsEach int, opts ...runtime.QueueOption) *history {
 	srv := server(t)
 	ctx := testCtx(t, 2*time.Minute)
 	dir := testRoot(t)
@@ -277,11 +277,11 @@ func queueHistoryOf(t *testing.T, levels, producers, consumers, perProducer, bac
 	qopt := runtime.WithBucketSize(8) // buckets sealed and dropped under cuts too
 	h := newHistory()
 	var sessions []*runtime.Session
-	newClient := func() (histQueue, *zktest.Proxy) {
+	newClient := func(opts ...runtime.QueueOption) (histQueue, *zktest.Proxy) {
 		px := zktest.NewProxy(t, srv.Addr())
 		s := connect(t, viaProxy(px))
 		sessions = append(sessions, s)
-		return newHistQueue(s, dir, levels, qopt), px
+		return newHistQueue(s, dir, levels, append([]runtime.QueueOption{qopt}, opts...)...), px
 	}
 	// Producers send a multi per put; consumers list (getChildren2), read
 	// (getData) and delete (multi).
@@ -295,7 +295,7 @@ func queueHistoryOf(t *testing.T, levels, producers, consumers, perProducer, bac
 	conss := make([]histQueue, consumers)
 	for i := range conss {
 		var px *zktest.Proxy
-		conss[i], px = newClient()
+		conss[i], px = newClient(opts...)
 		cutters = append(cutters, newOpCutter(px, seed, len(cutters), cutsEach,
 			zktest.OpMulti, zktest.OpMulti, zktest.OpGetData, zktest.OpGetChildren2))
 	}
@@ -607,6 +607,21 @@ func TestQueueBagHistoryLinearizable(t *testing.T) {
 		}
 	}
 	t.Error("no take recorded")
+}
+
+// The FIFO and bag histories with consumers that prefetch (WithPrefetch):
+// items taken a chunk at a time and served from the handle's buffer keep
+// the FIFO order for one consumer and exactly-once delivery for several,
+// under the same cuts (chunk claims, reads and multis cut).
+func TestQueuePrefetchHistoryLinearizable(t *testing.T) {
+	t.Run("fifo", func(t *testing.T) {
+		h := queueHistoryOf(t, 0, 3, 1, 60, 6, 15, runtime.WithPrefetch(4))
+		h.check(t, fifoQueueModel.ToModel())
+	})
+	t.Run("bag", func(t *testing.T) {
+		h := queueHistoryOf(t, 0, 3, 3, 60, 16, 15, runtime.WithPrefetch(4))
+		h.check(t, bagQueueModel.ToModel())
+	})
 }
 
 // prioFIFOModel is a priority queue of 3 levels, item v at level v%3, seen

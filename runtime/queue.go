@@ -12,7 +12,9 @@ import (
 //
 // Items are persistent (they survive their producer), encoded with the
 // queue's codec, and served in the order they were put: an item is taken
-// only after every earlier one was. A put that returns nil happened exactly
+// only after every earlier one was (with WithPrefetch, a chunk may be taken
+// while an earlier one is held by another consumer, whose death puts the
+// earlier chunk after it). A put that returns nil happened exactly
 // once, a take removes each item it returns once, connection losses
 // included. Items are kept in buckets of WithBucketSize items, so the queue
 // can hold far more items than one getChildren reply allows, and a consumer
@@ -297,6 +299,7 @@ type queueConfig struct {
 	ack        bool     // at-least-once: claim, then delete on Ack
 	delay      bool     // due-prefixed names in one bucket, served once due (delay queues)
 	deadAfter  int      // at-least-once: deliveries before an item moves to the dead letters; 0: never
+	prefetch   int      // at-most-once FIFO: items taken at a time into the buffer (WithPrefetch)
 	names      []string // priority names (WithPriorityNames), for the spec record
 }
 

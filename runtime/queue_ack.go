@@ -153,7 +153,7 @@ func (q *queue[T]) refreshBusy(ctx context.Context) error {
 // vanishes; nil when there is nothing to watch. again reports that claims
 // vanished already (the walk restarts from the lowest bucket).
 func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bool, err error) {
-	if !q.ack || len(q.cons.busy) == 0 {
+	if len(q.cons.busy) == 0 {
 		return nil, false, nil
 	}
 	c, err := q.s.childrenW(ctx, joinPath(q.dir, claimsDir))
@@ -167,21 +167,26 @@ func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bo
 }
 
 // dropReleased removes from busy the items not among claims and reports
-// whether there were any (then the walk restarts from the lowest bucket).
+// whether there were any: then the current bucket is listed again, and the
+// walk restarts from the lowest bucket when one of them is in another.
 func (q *queue[T]) dropReleased(claims []string) bool {
 	live := make(map[string]bool, len(claims))
 	for _, c := range claims {
 		live[c] = true
 	}
-	dropped := false
-	for p := range q.cons.busy {
-		if !live[q.claimName(p)] {
+	cur := q.bucketPath(q.cons.bucket) + "/"
+	dropped, elsewhere := false, false
+	for p, claim := range q.cons.busy {
+		if !live[claim] {
 			delete(q.cons.busy, p)
 			dropped = true
+			elsewhere = elsewhere || q.cons.bucket == "" || !strings.HasPrefix(p, cur)
 		}
 	}
-	if dropped {
+	if elsewhere {
 		q.cons.bucket = ""
+	}
+	if dropped {
 		q.cons.cache, q.cons.pos, q.cons.watch = nil, 0, nil
 	}
 	return dropped
@@ -225,7 +230,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 		case c.busy:
 			// Not counted as a race (raced): a claim may be held for long,
 			// by a live consumer, and skipping it keeps the order.
-			q.cons.busy[c.path] = true
+			q.cons.busy[c.path] = q.claimName(c.path)
 		case c.ok:
 			held = append(held, c)
 			paths = append(paths, c.path)

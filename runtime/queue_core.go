@@ -46,6 +46,11 @@ type queue[T any] struct {
 
 	prod producer
 	cons consumer
+
+	// Guarded by the consumer's mutex (queue_prefetch.go):
+	buf        []*Delivery[T] // prefetched items, served first
+	bufErr     error          // the buffer's take's error, returned once it is used up
+	unregister func()         // removes the buffer's give-back from the session
 }
 
 // side is what the producer and the consumer of a handle each have: a
@@ -75,7 +80,7 @@ type consumer struct {
 	dw          <-chan zk.Event // data watch on dwBucket, set while waiting on it
 	dwBucket    string
 	poison      map[string]bool   // undecodable items, skipped by this handle
-	busy        map[string]bool   // items claimed by others (at-least-once)
+	busy        map[string]string // items claimed by others (at-least-once, prefetch), to their claims' names
 	pendingDrop map[string]bool   // sealed buckets left with claimed items (at-least-once)
 	stale       int               // items of the cached listing found taken by others
 	walked      string            // buckets seen when the walk last restarted from the lowest (healBuckets)
@@ -100,7 +105,7 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 	q := &queue[T]{s: s, dir: p.String(), err: p.Err(), codec: codec, queueConfig: cfg,
 		prod: producer{side: side{mu: make(chan struct{}, 1)}},
 		cons: consumer{side: side{mu: make(chan struct{}, 1)},
-			poison: map[string]bool{}, busy: map[string]bool{}, pendingDrop: map[string]bool{}},
+			poison: map[string]bool{}, busy: map[string]string{}, pendingDrop: map[string]bool{}},
 	}
 	q.inline = inlineLimit(q.bucketSize)
 	if q.inline == 0 {

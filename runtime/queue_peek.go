@@ -8,11 +8,15 @@ import (
 // peek returns the item the next Take would get (at least once: the oldest
 // unclaimed one), without taking or claiming it: it lists the buckets from
 // the lowest and reads the first item still there. ok is false when there
-// is none. It does not touch the handle's consumer state.
+// is none. It does not touch the handle's consumer state. A prefetching
+// handle's next Take gets the oldest item of its buffer, if any: that one.
 func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	defer q.telOp(ctx, opPeek, false).end(&err)
 	if q.err != nil {
 		return v, false, q.err
+	}
+	if v, ok := q.peekBuffer(ctx); ok {
+		return v, true, nil
 	}
 	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
 		return v, false, err

@@ -21,6 +21,9 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", q.dir, n)
 	}
+	if ds, err := q.takeBuffered(n); ds != nil || err != nil {
+		return ds, err
+	}
 	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
 		return nil, err
 	}
@@ -28,6 +31,10 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 		return nil, err
 	}
 	defer q.unlock(&q.cons.side)
+	if ds, err := q.fromBuffer(n); ds != nil || err != nil {
+		return ds, err
+	}
+	want := q.batchOf(n)
 	if q.cons.noWait {
 		q.cons.waits = nil
 	}
@@ -51,11 +58,11 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 			k = min(n, due)
 		}
 		began := time.Now()
-		out, err := q.takeCached(ctx, k)
+		out, err := q.takeCached(ctx, max(k, want))
 		if len(out) > 0 || err != nil {
-			return out, err
+			return q.keep(out, n, err)
 		}
-		if !q.ack {
+		if !q.ack && !q.prefetching() {
 			// Lost the race for every candidate: the consumers are going
 			// for the same items in step. Stand back for a random part of
 			// the time the attempt took (a round trip, as loaded as the
@@ -141,15 +148,24 @@ func (q *queue[T]) dueItems(ctx context.Context) (int, error) {
 // lost to other consumers.
 func (q *queue[T]) takeCached(ctx context.Context, n int) ([]*Delivery[T], error) {
 	c := &q.cons
-	end := min(c.pos+n, len(c.cache))
-	cands := c.cache[c.pos:end]
-	c.pos = end
+	var cands []qitem
+	var chunk string
+	if q.prefetching() {
+		var err error
+		if cands, chunk, err = q.claimChunk(ctx, n); err != nil || len(cands) == 0 {
+			return nil, err
+		}
+	} else {
+		end := min(c.pos+n, len(c.cache))
+		cands = c.cache[c.pos:end]
+		c.pos = end
+	}
 	var out []*Delivery[T]
 	var err error
 	if q.ack {
 		out, err = q.claimAll(ctx, c.bucket, cands)
 	} else {
-		out, err = q.deleteAll(ctx, c.bucket, cands)
+		out, err = q.deleteAll(ctx, c.bucket, cands, chunk)
 	}
 	if q.ack && ctx.Err() != nil {
 		// The caller gave up while the claims were being made: give them
@@ -258,7 +274,7 @@ func (q *queue[T]) refill(ctx context.Context) error {
 // drop because of such items.
 func (q *queue[T]) retryClaimed(ctx context.Context) error {
 	c := &q.cons
-	if q.ack && len(c.busy) > 0 {
+	if len(c.busy) > 0 {
 		if err := q.refreshBusy(ctx); err != nil {
 			return err
 		}
@@ -277,7 +293,7 @@ func (q *queue[T]) servable(bp string, kids []string) []qitem {
 	var items []qitem
 	for _, it := range sortItems(kids) {
 		p := joinPath(bp, it.name)
-		if !q.cons.poison[p] && !q.cons.busy[p] {
+		if _, busy := q.cons.busy[p]; !q.cons.poison[p] && !busy {
 			items = append(items, it)
 		}
 	}
@@ -293,7 +309,7 @@ func (q *queue[T]) passSealed(ctx context.Context, kids int) error {
 		if _, err := q.dropBucket(ctx, c.bucket); err != nil {
 			return err
 		}
-	} else if q.ack && len(c.busy) > 0 {
+	} else if len(c.busy) > 0 {
 		// Only items claimed by others (or undecodable) are left: try
 		// again later, once their consumers have acked them.
 		c.pendingDrop[c.bucket] = true
@@ -498,24 +514,34 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 // It runs detached from the caller's ctx (bounded by cleanupTimeout and the
 // session): once items are being taken, the outcome must be known so that
 // none is removed without being delivered.
-func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) ([]*Delivery[T], error) {
+//
+// chunk, when not empty, is the path of this consumer's claim on the
+// candidates' chunk (prefetch, queue_prefetch.go): the multi deletes it with
+// the items, or it is deleted alone when nothing is taken.
+func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem, chunk string) ([]*Delivery[T], error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	bp := q.bucketPath(bucket)
 	b, errs, err := q.readBatch(ctx, bp, cands)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		b.chunk = chunk
+		marker := q.newMarker()
+		err = q.markedMulti(ctx, marker, &q.cons.mark, ErrTakeUncertain, func() (outcome, error) {
+			return q.deleteOnce(ctx, bp, marker, b)
+		})
 	}
-	marker := q.newMarker()
-	err = q.markedMulti(ctx, marker, &q.cons.mark, ErrTakeUncertain, func() (outcome, error) {
-		return q.deleteOnce(ctx, bp, marker, b)
-	})
+	if chunk != "" && (err != nil || len(b.items) == 0) && q.s.check() == nil {
+		q.dropChunk(chunk)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Delivery[T], len(b.items))
 	for i, f := range b.items {
 		out[i] = &Delivery[T]{Value: b.vals[i], q: q, node: f.path, once: settleOnce{done: true}}
+		if chunk != "" {
+			out[i].data = f.data // to give it back (queue_prefetch.go)
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -525,6 +551,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem) 
 type batch[T any] struct {
 	items []fetched
 	vals  []T
+	chunk string // the consumer's chunk claim, deleted with the items (prefetch)
 }
 
 // drop leaves out item i (lost to another consumer).
@@ -574,6 +601,9 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	old := q.cons.mark.path
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
+	}
+	if b.chunk != "" {
+		ops = append(ops, &zk.DeleteRequest{Path: b.chunk, Version: -1})
 	}
 	first := len(ops) // index of the first item's delete
 	for _, f := range b.items {

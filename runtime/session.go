@@ -50,7 +50,8 @@ type Session struct {
 
 	specs specChecks // directories whose spec record fits (specguard.go)
 
-	closing closeWaits // what Close waits for before it closes (partitioner.go)
+	closing   closeWaits // what Close waits for before it closes (partitioner.go)
+	giveBacks giveBacks  // run by Close while the session is alive (queue_prefetch.go)
 
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	negotiated atomic.Int64 // session timeout granted by the server
@@ -219,8 +220,13 @@ func (s *Session) end(err error) bool {
 // every handle built on it reports lost. A partitioner member reports its
 // partitions released (WithPartitionHooks, Owned) before the session is
 // closed on the server, so the next owner cannot overlap it; for that Close
-// waits for its hooks (bounded: 5s). Close is idempotent and returns nil.
+// waits for its hooks (bounded: 5s). Queue handles with a prefetch give
+// their buffered items back first (WithPrefetch; bounded: 5s). Close is
+// idempotent and returns nil.
 func (s *Session) Close() error {
+	if s.check() == nil {
+		s.giveBacks.run()
+	}
 	if s.end(ErrClosed) {
 		s.closing.wait()
 		s.conn.Close()

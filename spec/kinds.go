@@ -111,6 +111,10 @@ type Resource struct {
 	// to the dead letters (at_least_once only); 0 when not set.
 	DeadLetterAfter    int
 	DeadLetterAfterPos Pos // position of its value
+	// Prefetch is how many items a consumer of an at-most-once FIFO queue
+	// takes at a time and serves from memory (0 or 1: one).
+	Prefetch    int
+	PrefetchPos Pos // position of its value
 
 	// double_barrier
 	Size int
@@ -205,7 +209,7 @@ var kindTable = []KindInfo{
 		Kind:     KindQueue,
 		Doc:      "a FIFO queue",
 		Example:  `jobs: {kind: queue, path: /queues/jobs, item: Job}`,
-		Fields:   []string{"item", "delivery", "dead_letter_after"},
+		Fields:   []string{"item", "delivery", "dead_letter_after", "prefetch"},
 		Required: []string{"item"},
 		Defaults: queueDefaults,
 		Settings: queueSettings,
@@ -311,6 +315,13 @@ var kindFieldTable = []struct {
 		r.DeadLetterAfter, _ = p.count(n, field)
 		r.DeadLetterAfterPos = posOf(n)
 	}},
+	{"prefetch", func(p *parser, r *Resource, n *yaml.Node, field string) {
+		r.Prefetch, _ = p.count(n, field)
+		r.PrefetchPos = posOf(n)
+		if r.Prefetch > MaxPrefetch {
+			p.errorf(n, field, "must be <= %d (items a consumer takes in one multi)", MaxPrefetch)
+		}
+	}},
 	{"priorities", func(p *parser, r *Resource, n *yaml.Node, field string) {
 		r.Priorities = p.names(r, n, field, "priority", maxPriorities)
 	}},
@@ -330,6 +341,10 @@ var kindFieldTable = []struct {
 
 // maxPriorities bounds the priorities of a priority queue.
 const maxPriorities = 100
+
+// MaxPrefetch bounds a queue's prefetch: the items a consumer takes in one
+// multi (runtime's limit of ops a multi).
+const MaxPrefetch = 1000
 
 func layoutDefaults(r *Resource) { r.Layout = cmp.Or(r.Layout, LayoutCurator) }
 
@@ -365,6 +380,9 @@ func queueSettings(r *Resource) []string {
 	}
 	if r.DeadLetterAfter > 0 {
 		d = append(d, fmt.Sprintf("dead letter after %d", r.DeadLetterAfter))
+	}
+	if r.Prefetch > 1 {
+		d = append(d, fmt.Sprintf("prefetch %d", r.Prefetch))
 	}
 	return d
 }

@@ -192,6 +192,10 @@ zkgen.yaml:4:41: resources.a.revocable: unknown field "after"; valid fields are 
 	{"force_after not a string", res("  a: {kind: rwlock, path: /a, revocable: {force_after: 5}}"), `zkgen.yaml:4:56: resources.a.revocable.force_after: must be a duration such as 5s, 500ms or 1m30s, got integer 5`},
 	{"force_after zero", res("  a: {kind: rwlock, path: /a, revocable: {force_after: 0s}}"), `zkgen.yaml:4:56: resources.a.revocable.force_after: must be > 0, got "0s"`},
 	{"layout unknown", res("  a: {kind: lock, path: /a, layout: zk}"), `zkgen.yaml:4:37: resources.a.layout: must be one of curator, kazoo, got "zk"`},
+	{"prefetch at least once", res("  a: {kind: queue, path: /a, item: int, delivery: at_least_once, prefetch: 8}"), `zkgen.yaml:4:76: resources.a.prefetch: needs delivery: at_most_once (delivery is at_least_once: each item is claimed and acked on its own)`},
+	{"prefetch too large", res("  a: {kind: queue, path: /a, item: int, prefetch: 1001}"), `zkgen.yaml:4:51: resources.a.prefetch: must be <= 1000 (items a consumer takes in one multi)`},
+	{"prefetch zero", res("  a: {kind: queue, path: /a, item: int, prefetch: 0}"), `zkgen.yaml:4:51: resources.a.prefetch: must be >= 1, got 0`},
+	{"prefetch on a priority queue", res("  a: {kind: priority_queue, path: /a, item: int, priorities: [x], prefetch: 4}"), `zkgen.yaml:4:67: resources.a: field "prefetch" is not valid for kind priority_queue (only for queue)`},
 	{"delivery unknown", res("  a: {kind: queue, path: /a, item: int, delivery: at_least_one}"), `zkgen.yaml:4:51: resources.a.delivery: must be one of at_most_once, at_least_once, got "at_least_one"; did you mean "at_least_once"?`},
 	{"notify unknown", res("  a: {kind: two_phase_commit, path: /a, participants: [x], notify: everyone}"), `zkgen.yaml:4:68: resources.a.notify: must be one of all, coordinator, got "everyone"`},
 

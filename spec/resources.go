@@ -95,6 +95,10 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 		p.errs = append(p.errs, &Error{File: p.file, Pos: r.DeadLetterAfterPos, Field: join(field, "dead_letter_after"),
 			Msg: fmt.Sprintf("needs delivery: at_least_once (delivery is %s: a take removes the item, which is never delivered again)", r.Delivery)})
 	}
+	if r.Prefetch > 0 && r.Delivery != AtMostOnce {
+		p.errs = append(p.errs, &Error{File: p.file, Pos: r.PrefetchPos, Field: join(field, "prefetch"),
+			Msg: fmt.Sprintf("needs delivery: at_most_once (delivery is %s: each item is claimed and acked on its own)", r.Delivery)})
+	}
 	if !nameOK {
 		return nil
 	}

@@ -12,12 +12,22 @@ import (
 func init() {
 	register(spec.KindQueue, descriptor{
 		handle: queueHandle("Queue"),
-		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{codecExpr(r.Item)}, deadLetterOpt(r)...) },
+		args: func(r *spec.Resource) []jen.Code {
+			return append(append([]jen.Code{codecExpr(r.Item)}, deadLetterOpt(r)...), prefetchOpt(r)...)
+		},
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a handle on the FIFO queue %s at %s, of %s items, %s.",
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
 		},
-		usage: func(r *spec.Resource) []string { return queueMethodsDoc(r, "Put appends an item") },
+		usage: func(r *spec.Resource) []string {
+			doc := queueMethodsDoc(r, "Put appends an item")
+			if r.Prefetch > 1 {
+				doc = append(doc, fmt.Sprintf("With prefetch %d a Take that finds its buffer empty takes up to %d items in one multi", r.Prefetch, r.Prefetch),
+					"and the next Takes hand them out from memory, even after ctx or the session ended; closing the",
+					"session puts unserved ones back; a process that dies holding some loses them.")
+			}
+			return doc
+		},
 	})
 	register(spec.KindPriorityQueue, descriptor{
 		handle: queueHandle("PriorityQueue"),
@@ -81,6 +91,14 @@ func deadLetterOpt(r *spec.Resource) []jen.Code {
 		return nil
 	}
 	return []jen.Code{jen.Qual(runtimePkg, "WithDeadLetterAfter").Call(jen.Lit(r.DeadLetterAfter))}
+}
+
+// prefetchOpt is the queue option of r's prefetch, if above 1.
+func prefetchOpt(r *spec.Resource) []jen.Code {
+	if r.Prefetch <= 1 {
+		return nil
+	}
+	return []jen.Code{jen.Qual(runtimePkg, "WithPrefetch").Call(jen.Lit(r.Prefetch))}
 }
 
 // priorityConsts emits one runtime.Priority constant per priority of r.

@@ -120,6 +120,9 @@ var rules = withKinds([]Rule{
 		Safe: "any change: every consumer counts deliveries in the same attempts nodes and applies its own limit, " +
 			"so during a rollout an item moves after the old or the new count; lowering it moves items already " +
 			"delivered that often at their next claim; removing it leaves the dead letters listed by `DeadLetters`"},
+	{Field: "prefetch",
+		Safe: "any change: consumers with different prefetches share the queue (a chunk claim only excludes consumers of the same prefetch; " +
+			"others take its items one by one), and items a consumer holds go back when its session closes"},
 	{Field: "priorities", check: checkPriorities,
 		Breaks: "a level removed, inserted or moved (an item carries its level's number)",
 		Safe:   "appending a lowest level; renaming a level in place"},

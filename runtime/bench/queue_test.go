@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,17 @@ const (
 )
 
 var payload = []byte("0123456789abcdef")
+
+// itemSizes are the item sizes of the queue benchmarks: JSON jobs of tens
+// to thousands of bytes, as users send them.
+var itemSizes = []int{32, 256, 1024, 4096}
+
+// jsonItem is a JSON item of exactly size bytes (at least 18), the same
+// bytes the peers' drivers put for item_bytes=size: {"i":"000001","p":"xx…"}.
+func jsonItem(size int) []byte {
+	head := `{"i":"000001","p":"`
+	return []byte(head + strings.Repeat("x", max(0, size-len(head)-2)) + `"}`)
+}
 
 // share splits n items among k workers.
 func share(n, k, i int) int { return n/k + btoi(i < n%k) }
@@ -81,16 +93,16 @@ func queueRun(b *testing.B, put func(i, n int) error, take func(j int, ctx conte
 
 // queues opens the producers' and consumers' handles on one fresh queue;
 // done reports the wire counts.
-func queues(b *testing.B) (put, take []*runtime.Queue[[]byte], done func()) {
+func queues(b *testing.B, item []byte, opts ...runtime.QueueOption) (put, take []*runtime.Queue[[]byte], done func()) {
 	px, path := setup(b)
 	for i := 0; i < producers; i++ {
-		put = append(put, runtime.NewQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec()))
+		put = append(put, runtime.NewQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec(), opts...))
 	}
 	for j := 0; j < consumers; j++ {
-		take = append(take, runtime.NewQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec()))
+		take = append(take, runtime.NewQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec(), opts...))
 	}
 	ctx := context.Background()
-	if err := put[0].Put(ctx, payload); err != nil { // parents, outside the timing
+	if err := put[0].Put(ctx, item); err != nil { // parents, outside the timing
 		b.Fatal(err)
 	}
 	if _, err := take[0].Take(ctx); err != nil {
@@ -101,25 +113,31 @@ func queues(b *testing.B) (put, take []*runtime.Queue[[]byte], done func()) {
 }
 
 // Four producers and four consumers on separate sessions, one item per
-// Put and per Take; b.N items in total (the peers' table: 2000). The peers
-// (peers_test.go) run the same: Curator's DistributedQueue, kazoo's Queue.
+// Put and per Take; b.N items in total (the peers' table: 2000), for each
+// item size. The peers (peers_test.go) run the same: Curator's
+// DistributedQueue, kazoo's Queue, with the same items.
 func BenchmarkQueue4P4C(b *testing.B) {
-	b.Run("impl=zkgen", queue4P4C)
-	for _, impl := range peers {
-		b.Run("impl="+impl.name, func(b *testing.B) {
-			peerRun(b, impl, "queue", "items/sec",
-				"producers="+strconv.Itoa(producers), "consumers="+strconv.Itoa(consumers))
+	for _, size := range itemSizes {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			b.Run("impl=zkgen", func(b *testing.B) { queue4P4C(b, jsonItem(size)) })
+			b.Run("impl=zkgen-prefetch16", func(b *testing.B) { queue4P4C(b, jsonItem(size), runtime.WithPrefetch(16)) })
+			for _, impl := range peers {
+				b.Run("impl="+impl.name, func(b *testing.B) {
+					peerRun(b, impl, "queue", "items/sec", "producers="+strconv.Itoa(producers),
+						"consumers="+strconv.Itoa(consumers), "item_bytes="+strconv.Itoa(size))
+				})
+			}
 		})
 	}
 }
 
-func queue4P4C(b *testing.B) {
-	put, take, done := queues(b)
+func queue4P4C(b *testing.B, item []byte, opts ...runtime.QueueOption) {
+	put, take, done := queues(b, item, opts...)
 	bg := context.Background()
 	b.ReportAllocs()
 	queueRun(b, func(i, n int) error {
 		for k := 0; k < n; k++ {
-			if err := put[i].Put(bg, payload); err != nil {
+			if err := put[i].Put(bg, item); err != nil {
 				return err
 			}
 		}
@@ -135,7 +153,7 @@ func queue4P4C(b *testing.B) {
 
 // The same with PutAll and TakeN of up to 16 items.
 func BenchmarkQueue4P4CBatched(b *testing.B) {
-	put, take, done := queues(b)
+	put, take, done := queues(b, payload)
 	bg := context.Background()
 	b.ReportAllocs()
 	queueRun(b, func(i, n int) error {
@@ -159,14 +177,19 @@ func BenchmarkQueue4P4CBatched(b *testing.B) {
 }
 
 // A priority queue of 3 levels, four producers (putting at levels 0, 1, 2
-// in turn) and four consumers on separate sessions; b.N items in total.
-// kind=fifo is Queue4P4C's zkgen run, in the same run for comparison.
+// in turn) and four consumers on separate sessions; b.N items in total, for
+// each item size. kind=fifo is Queue4P4C's zkgen run (no prefetch), in the
+// same run for comparison.
 func BenchmarkPriorityQueue4P4C(b *testing.B) {
-	b.Run("kind=priority", priorityQueue4P4C)
-	b.Run("kind=fifo", queue4P4C)
+	for _, size := range itemSizes {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			b.Run("kind=priority", func(b *testing.B) { priorityQueue4P4C(b, jsonItem(size)) })
+			b.Run("kind=fifo", func(b *testing.B) { queue4P4C(b, jsonItem(size)) })
+		})
+	}
 }
 
-func priorityQueue4P4C(b *testing.B) {
+func priorityQueue4P4C(b *testing.B, payload []byte) {
 	const levels = 3
 	p, path := setup(b)
 	var put, take []*runtime.PriorityQueue[[]byte]

@@ -206,7 +206,7 @@ func peerQueueSweep(b *testing.B, impl *peerImpl, srv *zktest.Server, n int) {
 	p := zktest.NewProxy(b, srv.Addr())
 	path := fmt.Sprintf("/sweep/%s-queue-%d", impl.name, seq.Add(1))
 	d := startDriver(b, impl, p, path, "queue", "n="+strconv.Itoa(sweepQueueItems),
-		"depth="+strconv.Itoa(n), "payload_bytes="+strconv.Itoa(len(jobPayload)))
+		"depth="+strconv.Itoa(n), "item_bytes="+strconv.Itoa(len(jobPayload)))
 	d.ready()
 	m := newWireMeter(p)
 	b.ResetTimer()

@@ -26,6 +26,7 @@
 //	clients=8          sessions (lock-contended, election)
 //	producers=4
 //	consumers=4
+//	item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
 //	warmup_ms=1000     before ready, run the workload for this long (at
 //	                   least one operation) to warm the JIT (not for
 //	                   election)
@@ -71,6 +72,18 @@ public final class CuratorBench {
         void close();
     }
 
+    /**
+     * A JSON item of exactly size bytes (at least 18), the same bytes as the
+     * Go benchmark's jsonItem: {"i":"000001","p":"xx..."}.
+     */
+    static byte[] jsonItem(int size) {
+        StringBuilder sb = new StringBuilder("{\"i\":\"000001\",\"p\":\"");
+        while (sb.length() < size - 2) {
+            sb.append('x');
+        }
+        return sb.append("\"}").toString().getBytes(StandardCharsets.UTF_8);
+    }
+
     private static String zk;
     private static final List<CuratorFramework> clients = new ArrayList<>();
 
@@ -100,7 +113,12 @@ public final class CuratorBench {
                     w = new Locks(path, nclients, n, warmup);
                     break;
                 case "queue":
-                    w = new Queue(path, producers, consumers, n, warmup);
+                    Queue q = new Queue(path, producers, consumers, n, warmup);
+                    int size = Integer.parseInt(opt.getOrDefault("item_bytes", "0"));
+                    if (size > 0) {
+                        q.payload = jsonItem(size);
+                    }
+                    w = q;
                     break;
                 case "election":
                     w = new Election(path, nclients, n);
@@ -280,6 +298,7 @@ public final class CuratorBench {
      */
     private static final class Queue implements Workload {
         private static final byte[] PAYLOAD = "0123456789abcdef".getBytes(StandardCharsets.UTF_8);
+        private byte[] payload = PAYLOAD;
         private final List<DistributedQueue<byte[]>> put = new ArrayList<>();
         private final List<DistributedQueue<byte[]>> take = new ArrayList<>();
         private final Object mu = new Object();
@@ -349,7 +368,7 @@ public final class CuratorBench {
             runThreads(k, i -> {
                 int share = total / k + (i < total % k ? 1 : 0);
                 for (int j = 0; j < share; j++) {
-                    put.get(i).put(PAYLOAD);
+                    put.get(i).put(payload);
                 }
             });
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);

@@ -26,11 +26,11 @@ Arguments are key=value pairs:
     clients=8          sessions (lock-contended, election)
     producers=4
     consumers=4
+    item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
     warmup_ms=1000     before ready, run the workload for this long (at
                        least one operation; not for election)
     depth=0            queue: items put (in transactions of 1000) before
                        the warm-up, so the queue holds that many throughout
-    payload_bytes=16   queue: the size of every item
 """
 
 import os
@@ -43,6 +43,13 @@ from kazoo.client import KazooClient
 
 TIMEOUT_S = 120.0  # bound on any single wait
 PAYLOAD = b"0123456789abcdef"
+
+
+def json_item(size):
+    """A JSON item of exactly size bytes (at least 18), the same bytes as
+    the Go benchmark's jsonItem: {"i":"000001","p":"xx..."}."""
+    head = b'{"i":"000001","p":"'
+    return head + b"x" * (size - len(head) - 2) + b'"}'
 
 sessions = []
 
@@ -154,8 +161,8 @@ class Queue(object):
         self.n = int(opt["n"])
         self.warmup = int(opt.get("warmup_ms", "1000"))
         self.depth = int(opt.get("depth", "0"))
-        size = int(opt.get("payload_bytes", str(len(PAYLOAD))))
-        self.payload = (PAYLOAD * (size // len(PAYLOAD) + 1))[:size]
+        size = int(opt.get("item_bytes", "0"))
+        self.payload = json_item(size) if size else PAYLOAD
 
     def prepare(self):
         self.preload()

@@ -1,0 +1,412 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// --- Prefetch (WithPrefetch)
+//
+// A single Take of an at-most-once FIFO queue costs a read of the item and
+// a multi that deletes it: with the put, three requests an item, each a
+// round trip. A consumer with a prefetch of k instead takes up to k items in
+// one go when it has none left: it reads them concurrently (one round trip)
+// and deletes them in one multi with its marker, exactly as TakeN does, then
+// serves the following Takes from memory. An item then costs its put, its
+// read and a k-th of a multi.
+//
+// Items so prefetched are out of ZooKeeper and in the handle's buffer. Take
+// serves them before anything else, even once its ctx or the session has
+// ended, so a consumer that keeps calling Take until it gets an error loses
+// none. Session.Close gives the buffered items back before it closes the
+// session: each is created again under its own name (so it keeps its place
+// in the queue), or, when its bucket is gone, put again at the tail. What a
+// process holds when it dies is lost: at most k-1 items a consumer, the
+// price of the prefetch; with the default of 1 nothing is buffered.
+
+// WithPrefetch makes an at-most-once FIFO queue handle take up to n items
+// at a time when its buffer is empty and serve its next Takes from the
+// buffer (see the prefetch notes in queue_prefetch.go): fewer requests and
+// round trips an item, at the risk of losing up to n-1 taken items if the
+// process dies before it calls Take for them. Session.Close gives buffered
+// items back. Peek shows the buffer's oldest item first; Len and Stats
+// count only what is in ZooKeeper (not what any handle holds). n <= 1 (the
+// default) buffers nothing. Ignored by priority, delay and at-least-once
+// queues. Consumers of one queue with the same n skip each other's chunks
+// (one ephemeral claim each, <dir>/claims/<bucket>.k<n>-<index>).
+func WithPrefetch(n int) QueueOption {
+	return queueOptionFunc(func(c *queueConfig) { c.prefetch = n })
+}
+
+// prefetching reports whether the queue buffers prefetched items.
+func (c queueConfig) prefetching() bool {
+	return c.prefetch > 1 && !c.ack && !c.priority && !c.delay
+}
+
+// takeBuffered returns up to n buffered items without waiting for the
+// consumer's mutex, nor for ctx or the session: items already taken are
+// handed out even after they ended. It returns nil when the buffer is empty
+// or another Take of the handle is running (the caller then takes the
+// mutex and looks again).
+func (q *queue[T]) takeBuffered(n int) ([]*Delivery[T], error) {
+	if !q.prefetching() || q.err != nil {
+		return nil, nil
+	}
+	select {
+	case q.cons.mu <- struct{}{}:
+	default:
+		return nil, nil
+	}
+	defer q.unlock(&q.cons.side)
+	return q.fromBuffer(n)
+}
+
+// peekBuffer returns the oldest buffered item, if any, without taking it.
+func (q *queue[T]) peekBuffer(ctx context.Context) (v T, ok bool) {
+	if !q.prefetching() || q.lock(ctx, &q.cons.side) != nil {
+		return v, false
+	}
+	defer q.unlock(&q.cons.side)
+	if len(q.buf) == 0 {
+		return v, false
+	}
+	return q.buf[0].Value, true
+}
+
+// batchOf is how many items a take of n asks ZooKeeper for: n, or the
+// prefetch when it is larger.
+func (q *queue[T]) batchOf(n int) int {
+	if q.prefetching() {
+		return max(n, min(q.prefetch, maxBatchOps))
+	}
+	return n
+}
+
+// fromBuffer returns up to n buffered items, oldest first; once the buffer
+// is empty, the error its chunk's take had (undecodable items left in
+// place), if not reported yet; else nothing. The caller holds the
+// consumer's mutex.
+func (q *queue[T]) fromBuffer(n int) ([]*Delivery[T], error) {
+	if len(q.buf) == 0 {
+		err := q.bufErr
+		q.bufErr = nil
+		return nil, err
+	}
+	k := min(n, len(q.buf))
+	out := q.buf[:k:k]
+	q.buf = q.buf[k:]
+	if len(q.buf) == 0 {
+		q.buf = nil
+		q.unregister()
+		q.unregister = nil
+	}
+	return out, nil
+}
+
+// keep buffers the deliveries ds beyond the first n, and returns the first
+// n. The buffer is registered with the session so that Close gives it
+// back. A prefetching take's error err that came with items (undecodable
+// ones left in place) is kept until the buffer is used up: returned with
+// items, a caller would drop them.
+func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], error) {
+	if q.prefetching() && err != nil && len(ds) > 0 {
+		q.bufErr, err = err, nil
+	}
+	if len(ds) <= n {
+		return ds, err
+	}
+	q.buf = append(q.buf, ds[n:]...)
+	if q.unregister == nil {
+		q.unregister = q.s.giveBacks.add(q.giveBack)
+	}
+	return ds[:n:n], err
+}
+
+// giveBack returns the buffered items to the queue, each under its own name
+// where its bucket still exists, at the tail otherwise. Session.Close runs
+// it before closing the session. Items it cannot give back are lost (and
+// logged).
+func (q *queue[T]) giveBack(ctx context.Context) {
+	if err := q.lock(ctx, &q.cons.side); err != nil {
+		q.s.log.Warn("could not give prefetched queue items back", "queue", q.dir, "err", err)
+		return
+	}
+	defer q.unlock(&q.cons.side)
+	ds := q.buf
+	q.buf = nil
+	if q.unregister != nil {
+		q.unregister()
+		q.unregister = nil
+	}
+	if len(ds) == 0 {
+		return
+	}
+	tail, err := q.recreate(ctx, ds)
+	if err == nil && len(tail) > 0 {
+		datas := make([][]byte, len(tail))
+		for i, d := range tail {
+			datas[i] = d.data
+		}
+		err = q.putGivenBack(ctx, datas)
+		if err == nil {
+			tail = nil
+		}
+	}
+	if err != nil {
+		q.s.log.Warn("could not give prefetched queue items back", "queue", q.dir, "items", len(ds), "err", err)
+		return
+	}
+	q.s.log.Debug("gave prefetched queue items back", "queue", q.dir, "items", len(ds), "at_tail", len(tail))
+}
+
+// recreate creates the items ds again under their own names, in one multi
+// with a marker (so a lost reply is settled, not guessed). Items whose
+// bucket is gone are returned, to be put at the tail.
+func (q *queue[T]) recreate(ctx context.Context, ds []*Delivery[T]) (tail []*Delivery[T], err error) {
+	for len(ds) > 0 {
+		marker := q.newMarker()
+		var failed int
+		err := q.markedMulti(ctx, marker, &q.cons.mark, ErrPutUncertain, func() (outcome, error) {
+			out, i, err := q.recreateOnce(ctx, marker, ds)
+			failed = i
+			return out, err
+		})
+		switch {
+		case errors.Is(err, errBucketGone):
+			tail = append(tail, ds[failed])
+			ds = append(ds[:failed:failed], ds[failed+1:]...)
+		case err != nil:
+			return nil, err
+		default:
+			return tail, nil
+		}
+	}
+	return tail, nil
+}
+
+// errBucketGone means an item given back had no bucket to return to.
+var errBucketGone = errors.New("queue: bucket gone")
+
+// recreateOnce is one attempt of recreate: a multi that creates marker,
+// deletes the consumer's previous marker and creates every item of ds
+// under its name. It returns the index of an item whose bucket is gone
+// with errBucketGone.
+func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delivery[T]) (outcome, int, error) {
+	if err := q.s.check(); err != nil {
+		return outcomeKnown, 0, err
+	}
+	ops := []any{&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)}}
+	old := q.cons.mark.path
+	if old != "" {
+		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
+	}
+	first := len(ops)
+	for _, d := range ds {
+		data := d.data
+		if it, ok := parseItem(d.node[strings.LastIndexByte(d.node, '/')+1:]); ok && it.hasIn {
+			data = nil // the name carries it
+		}
+		ops = append(ops, &zk.CreateRequest{Path: d.node, Data: data, Acl: q.s.nodeACL(q.acl)})
+	}
+	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+	if err == nil {
+		q.cons.mark.path = marker
+		return outcomeKnown, 0, nil
+	}
+	if IsRecoverable(err) {
+		return outcomeHidden, 0, err
+	}
+	switch i, _ := failedOp(res); {
+	case i == 0 && errors.Is(err, zk.ErrNoNode):
+		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+			return outcomeKnown, 0, err
+		}
+	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
+		q.cons.mark.path = ""
+	case i >= first && errors.Is(err, zk.ErrNoNode):
+		return outcomeKnown, i - first, errBucketGone
+	default:
+		return outcomeKnown, 0, opError("multi", q.dir, err)
+	}
+	return outcomeResend, 0, nil
+}
+
+// putGivenBack puts datas at the tail of the queue (items given back whose
+// bucket is gone), as Put does.
+func (q *queue[T]) putGivenBack(ctx context.Context, datas [][]byte) error {
+	if err := q.lock(ctx, &q.prod.side); err != nil {
+		return err
+	}
+	defer q.unlock(&q.prod.side)
+	if _, err := q.openBucket(ctx); err != nil && !errors.Is(err, errRetryPut) {
+		return err
+	}
+	if err := q.putChunk(ctx, 0, datas); err != nil {
+		return fmt.Errorf("queue %s: putting back %d prefetched items: %w", q.dir, len(datas), err)
+	}
+	return nil
+}
+
+// chunkName is the name, in the claims directory, of a prefetching
+// consumer's claim on the items of bucket whose sequence numbers divided by
+// k give idx: <bucket>.k<k>-<idx>. Consumers with the same prefetch agree
+// on the chunks.
+func chunkName(bucket string, k int, seq int32) string {
+	return fmt.Sprintf("%s.k%d-%d", bucket, k, int64(uint32(seq))/int64(k))
+}
+
+// claimChunk picks the candidates of a prefetching take: the items of the
+// cached listing, from the consumer's position, that share the first one's
+// chunk (at most n). It claims the chunk with an ephemeral node, in a multi
+// that checks that each candidate still exists: another prefetching
+// consumer's claim skips the chunk (its items are busy until that claim
+// vanishes, as claimed items of at-least-once queues are), and a candidate
+// gone since the listing skips it too (taken by another: the listing is
+// stale). It returns no candidates when the cached listing is used up or
+// proved stale, or the claim's path with them.
+func (q *queue[T]) claimChunk(ctx context.Context, n int) ([]qitem, string, error) {
+	c := &q.cons
+	bp := q.bucketPath(c.bucket)
+	k := min(q.prefetch, maxBatchOps)
+	for c.pos < len(c.cache) && !q.staleCache() {
+		first := c.pos
+		name := chunkName(c.bucket, k, c.cache[first].seq)
+		end := first + 1
+		for end < len(c.cache) && end-first < n && chunkName(c.bucket, k, c.cache[end].seq) == name {
+			end++
+		}
+		cands := c.cache[first:end]
+		c.pos = end
+		if len(cands) == 1 {
+			return cands, "", nil // a claim would cost as much as a lost race
+		}
+		claim := joinPath(joinPath(q.dir, claimsDir), name)
+		st, err := q.createChunkClaim(ctx, claim, bp, cands)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case st == chunkHeld:
+			return cands, claim, nil
+		case st == chunkBusy:
+			for _, it := range cands {
+				c.busy[joinPath(bp, it.name)] = name
+			}
+		default: // chunkGone: count its items, as a plain take's reads would
+			c.stale += len(cands)
+		}
+	}
+	return nil, "", nil
+}
+
+// chunkState is what a chunk claim found.
+type chunkState int
+
+const (
+	chunkHeld chunkState = iota // claimed by this consumer
+	chunkBusy                   // claimed by another consumer
+	chunkGone                   // a candidate was taken since the listing
+)
+
+// createChunkClaim creates the ephemeral chunk claim claim, in one multi
+// with a check that each candidate (of bucket bp) exists. A claim found
+// existing after a retried attempt is this consumer's when its session owns
+// it.
+func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands []qitem) (chunkState, error) {
+	ops := make([]any, 0, len(cands)+1)
+	for _, it := range cands {
+		ops = append(ops, &zk.CheckVersionRequest{Path: joinPath(bp, it.name), Version: -1})
+	}
+	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+	retried := false
+	for {
+		var res []zk.MultiResponse
+		err := q.s.retry(ctx, func() error {
+			var err error
+			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+			if IsRecoverable(err) {
+				retried = true
+			}
+			return err
+		})
+		if err == nil {
+			return chunkHeld, nil
+		}
+		i, _ := failedOp(res)
+		switch {
+		case i < len(cands) && errors.Is(err, zk.ErrNoNode):
+			return chunkGone, nil
+		case i == len(cands) && errors.Is(err, zk.ErrNoNode):
+			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, claimsDir)); err != nil {
+				return chunkGone, err
+			}
+		case i == len(cands) && errors.Is(err, zk.ErrNodeExists):
+			if !retried {
+				return chunkBusy, nil
+			}
+			_, st, err := q.s.get(ctx, claim)
+			switch {
+			case isNoNode(err):
+				// gone meanwhile: try again
+			case err != nil:
+				return chunkGone, err
+			case st.EphemeralOwner == q.s.ID():
+				return chunkHeld, nil // our create went through before the loss
+			default:
+				return chunkBusy, nil
+			}
+		default:
+			return chunkGone, opError("claim", claim, err)
+		}
+	}
+}
+
+// dropChunk deletes this consumer's chunk claim in the background, when its
+// take took nothing (it is ephemeral: the session's end removes it too).
+func (q *queue[T]) dropChunk(claim string) {
+	q.dropMarker(claim)
+}
+
+// giveBacks are what Session.Close runs before it closes the session:
+// queue handles giving their prefetched items back.
+type giveBacks struct {
+	mu  sync.Mutex
+	fns map[*struct{}]func(context.Context)
+}
+
+// add registers fn; remove unregisters it.
+func (g *giveBacks) add(fn func(context.Context)) (remove func()) {
+	key := new(struct{})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fns == nil {
+		g.fns = map[*struct{}]func(context.Context){}
+	}
+	g.fns[key] = fn
+	return func() {
+		g.mu.Lock()
+		delete(g.fns, key)
+		g.mu.Unlock()
+	}
+}
+
+// run runs every registered function, concurrently, bounded by
+// closeWaitBound in all.
+func (g *giveBacks) run() {
+	g.mu.Lock()
+	fns := make([]func(context.Context), 0, len(g.fns))
+	for _, fn := range g.fns {
+		fns = append(fns, fn)
+	}
+	g.mu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeWaitBound)
+	defer cancel()
+	parallel(len(fns), len(fns), func(i int) { fns[i](ctx) })
+}
