@@ -51,6 +51,7 @@ type Proxy struct {
 	countMu  sync.Mutex
 	requests map[int32]int64 // client requests relayed, by opcode
 	notifies int64           // watch notifications relayed (server frames with xid -1)
+	read     int64           // bytes of server frames relayed to the clients
 
 	mu       sync.Mutex
 	conns    map[*proxyConn]struct{}
@@ -538,6 +539,7 @@ func (c *proxyConn) readServer(server net.Conn, out chan<- chunk) {
 		if c.cutting.Load() || c.p.blackhole.Load() {
 			continue
 		}
+		c.p.countRead(len(frame))
 		if !first && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) == -1 {
 			c.p.countNotification()
 		}
@@ -702,6 +704,12 @@ func (p *Proxy) countRequest(op int32) {
 	p.countMu.Unlock()
 }
 
+func (p *Proxy) countRead(n int) {
+	p.countMu.Lock()
+	p.read += int64(n)
+	p.countMu.Unlock()
+}
+
 func (p *Proxy) countNotification() {
 	p.countMu.Lock()
 	p.notifies++
@@ -710,10 +718,16 @@ func (p *Proxy) countNotification() {
 
 // Counts is what a proxy relayed since it started or was last reset: the
 // client requests by opcode (OpCreate, OpGetChildren2, ...) and the watch
-// notifications the server sent. The protocol's cost, counted on the wire.
+// notifications the server sent, and the bytes the clients read. The
+// protocol's cost, counted on the wire.
 type Counts struct {
 	Requests      map[int32]int64
 	Notifications int64
+	// BytesRead is the size of the server's frames relayed to the clients,
+	// length prefixes included (replies, notifications, pings' replies and
+	// the ConnectResponse); a raw stream such as a four-letter word is not
+	// counted.
+	BytesRead int64
 }
 
 // Total returns the number of requests, leaving out pings (OpPing), which
@@ -732,7 +746,7 @@ func (c Counts) Total() int64 {
 func (p *Proxy) Counts() Counts {
 	p.countMu.Lock()
 	defer p.countMu.Unlock()
-	c := Counts{Requests: make(map[int32]int64, len(p.requests)), Notifications: p.notifies}
+	c := Counts{Requests: make(map[int32]int64, len(p.requests)), Notifications: p.notifies, BytesRead: p.read}
 	for op, n := range p.requests {
 		c.Requests[op] = n
 	}
@@ -744,5 +758,6 @@ func (p *Proxy) ResetCounts() {
 	p.countMu.Lock()
 	p.requests = nil
 	p.notifies = 0
+	p.read = 0
 	p.countMu.Unlock()
 }

@@ -244,3 +244,30 @@ func TestProxyCounts(t *testing.T) {
 		t.Fatalf("counts %+v (total %d)", c, c.Total())
 	}
 }
+
+// The proxy counts the bytes the client reads: a getData reply of 1000
+// bytes of data is its frame (4-byte length, 16-byte reply header, 4-byte
+// data length, the data, an 68-byte Stat), plus 20 bytes per ping reply.
+func TestProxyCountsBytesRead(t *testing.T) {
+	srv := zktest.Start(t)
+	p := zktest.NewProxy(t, srv.Addr())
+	conn := connect(t, []string{p.Addr()}, 4*time.Second)
+	data := make([]byte, 1000)
+	if _, err := conn.Create("/read", data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	p.ResetCounts()
+	if _, _, err := conn.Get("/read"); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Counts()
+	const want = 4 + 16 + 4 + 1000 + 68
+	extra := c.BytesRead - want
+	if pings := c.Requests[zktest.OpPing]; extra < 0 || extra%20 != 0 || extra > 20*pings {
+		t.Fatalf("read %d bytes, want %d and 20 per ping reply (%d pings)", c.BytesRead, want, pings)
+	}
+	p.ResetCounts()
+	if c := p.Counts(); c.BytesRead != 0 {
+		t.Fatalf("read %d bytes after ResetCounts", c.BytesRead)
+	}
+}
