@@ -363,3 +363,86 @@ func sweepPeerFailover(b *testing.B, impl *peerImpl, n int) {
 	latencies(b, lat, 0.5, 0.9)
 	d.finish()
 }
+
+// BenchmarkSweepGroup: a group of N members and a watcher (Group.Watch) on
+// its own session; each operation is a change (a member joins, then the
+// next operation it leaves) and measures the time from the Join or Leave
+// call until the watcher's list has the new size (p50-ms, p99-ms; ns/op
+// the mean). The members' sessions (N members on up to 16 sessions; two
+// handles on one session are two members) reach the server directly, so
+// the wire cost per change is the watcher's alone.
+func BenchmarkSweepGroup(b *testing.B) {
+	for _, n := range sizes([]int{10, 100, 1000}, 10000) {
+		b.Run("impl=zkgen/n="+strconv.Itoa(n), func(b *testing.B) { sweepGroup(b, n) })
+	}
+}
+
+func sweepGroup(b *testing.B, n int) {
+	p, path := setup(b)
+	addr := zktest.Shared(b, shared, sharedErr).Addr()
+	ctx := context.Background()
+	members := many(min(n, 16), func() *runtime.Session { return session(b, addr) })
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for i := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := i; j < n; j += len(members) {
+				g := runtime.NewGroup(members[i], runtime.At(path), runtime.StringCodec())
+				if _, err := g.Join(ctx, "m"+strconv.Itoa(j)); err != nil {
+					b.Error(err)
+					failed.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return
+	}
+	watcher := session(b, p.Addr())
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lists := runtime.NewGroup(watcher, runtime.At(path), runtime.StringCodec()).Watch(wctx)
+	// seen waits until the watcher's list has k members.
+	seen := func(k int) time.Time {
+		for l := range lists {
+			if l.Err != nil {
+				b.Fatal(l.Err)
+			}
+			if len(l.Members) == k {
+				return time.Now()
+			}
+		}
+		b.Fatal("the watch ended")
+		return time.Time{}
+	}
+	seen(n)
+	g := runtime.NewGroup(members[0], runtime.At(path), runtime.StringCodec())
+	var m *runtime.Membership[string]
+	var w wire
+	lat := make([]time.Duration, 0, 64)
+	for b.Loop() {
+		w0 := wireNow(p)
+		t0 := time.Now()
+		want := n
+		if m == nil {
+			var err error
+			if m, err = g.Join(ctx, "changing"); err != nil {
+				b.Fatal(err)
+			}
+			want = n + 1
+		} else {
+			if err := m.Leave(ctx); err != nil {
+				b.Fatal(err)
+			}
+			m = nil
+		}
+		lat = append(lat, seen(want).Sub(t0))
+		w = wire{}.add(w, wireNow(p).sub(w0))
+	}
+	w.report(b, len(lat))
+	latencies(b, lat, 0.5, 0.99)
+}
