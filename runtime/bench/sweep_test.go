@@ -50,16 +50,36 @@ const peerCap = 256
 
 // wire is the proxy's counts at a moment, for the difference over a
 // measured span.
-type wire struct{ req, notify, read, pings int64 }
+type wire struct {
+	req, notify, read, pings int64
+	ops                      map[int32]int64 // requests by opcode
+}
 
 func wireNow(p *zktest.Proxy) wire {
 	c := p.Counts()
-	return wire{c.Total(), c.Notifications, c.BytesRead, c.Requests[zktest.OpPing]}
+	return wire{c.Total(), c.Notifications, c.BytesRead, c.Requests[zktest.OpPing], c.Requests}
 }
 
 // sub returns w - o.
 func (w wire) sub(o wire) wire {
-	return wire{w.req - o.req, w.notify - o.notify, w.read - o.read, w.pings - o.pings}
+	ops := map[int32]int64{}
+	for op, k := range w.ops {
+		if d := k - o.ops[op]; d != 0 {
+			ops[op] = d
+		}
+	}
+	return wire{w.req - o.req, w.notify - o.notify, w.read - o.read, w.pings - o.pings, ops}
+}
+
+// add returns a + b.
+func (wire) add(a, b wire) wire {
+	ops := map[int32]int64{}
+	for _, m := range []map[int32]int64{a.ops, b.ops} {
+		for op, k := range m {
+			ops[op] += k
+		}
+	}
+	return wire{a.req + b.req, a.notify + b.notify, a.read + b.read, a.pings + b.pings, ops}
 }
 
 // pingReply is the size of a ping's reply frame: length, xid, zxid, err.
@@ -73,6 +93,9 @@ func (w wire) report(b *testing.B, ops int) {
 	b.ReportMetric(float64(w.req)/float64(ops), "req/op")
 	b.ReportMetric(float64(w.notify)/float64(ops), "notify/op")
 	b.ReportMetric(float64(w.read-pingReply*w.pings)/float64(ops), "bytesread/op")
+	if os.Getenv("ZKGEN_BENCH_OPS") != "" {
+		b.Logf("requests by opcode over %d operations: %v", ops, w.ops)
+	}
 }
 
 // latencies reports the mean (as ns/op), p50 and p99 of ds.
@@ -242,7 +265,6 @@ func sweepLock(b *testing.B, newLock func(b *testing.B, addr, path string) locke
 	wg.Wait()
 	w.report(b, len(lat))
 	latencies(b, lat, 0.5, 0.99)
-	b.ReportMetric(float64(n), "sessions")
 }
 
 // sweepPeer runs ops operations of workload in one round of impl's driver
@@ -287,17 +309,37 @@ func BenchmarkSweepElection(b *testing.B) {
 }
 
 func sweepElection(b *testing.B, n int) {
-	p, path := setup(b)
-	direct := gozk(b, zktest.Shared(b, shared, sharedErr).Addr()) // uncounted, to see the line
+	srv := zktest.Shared(b, shared, sharedErr)
+	_, path := setup(b)
+	direct := gozk(b, srv.Addr()) // uncounted, to see the line
+	// Each candidate has its own proxy, so that the failover's wire cost is
+	// that of the two sessions it involves: the old leader's (its session's
+	// close) and the new leader's (woken, it lists the candidates, takes
+	// up the leadership and writes its acknowledgement), and not the other
+	// candidates' (the replacement's entry, still listing the line when a
+	// failover starts, would otherwise count at random).
+	type candidate struct {
+		s *runtime.Session
+		p *zktest.Proxy
+	}
 	type elected struct {
-		s  *runtime.Session
+		c  candidate
 		at time.Time
 	}
+	var (
+		mu  sync.Mutex
+		all []candidate // guarded by mu
+	)
 	leaders := make(chan elected, n+1)
 	var over atomic.Bool // the sessions close after the benchmark: no errors then
 	defer over.Store(true)
-	campaign := func(s *runtime.Session) {
-		e := runtime.NewElection(s, runtime.At(path), runtime.StringCodec())
+	add := func() {
+		p := zktest.NewProxy(b, srv.Addr())
+		c := candidate{session(b, p.Addr()), p}
+		mu.Lock()
+		all = append(all, c)
+		mu.Unlock()
+		e := runtime.NewElection(c.s, runtime.At(path), runtime.StringCodec())
 		go func() {
 			_, err := e.Campaign(context.Background(), "candidate")
 			if err != nil {
@@ -307,38 +349,48 @@ func sweepElection(b *testing.B, n int) {
 				return
 			}
 			select {
-			case leaders <- elected{s, time.Now()}:
+			case leaders <- elected{c, time.Now()}:
 			default: // elected while the sessions close at the end
 			}
 		}()
 	}
-	for _, s := range many(n, func() *runtime.Session { return session(b, p.Addr()) }) {
-		campaign(s)
-	}
+	many(n, func() struct{} { add(); return struct{}{} })
 	leader := <-leaders
 	inLine(b, direct, path, "latch-", n)
 	var w wire
+	var old candidate // the leader before leader, closed
+	// account adds the last failover's cost: what old and leader sent and
+	// read since the counts were reset before it. It runs after the next
+	// candidate is in line, by when the new leader's follow-up (the watch
+	// on its own node, set in the background) is done too.
+	account := func() {
+		w = wire{}.add(w, wireNow(old.p))
+		w = wire{}.add(w, wireNow(leader.c.p))
+	}
 	lat := make([]time.Duration, 0, 64)
 	for b.Loop() {
-		w0 := wireNow(p)
+		if old.p != nil {
+			account()
+		}
+		mu.Lock()
+		for _, c := range all {
+			c.p.ResetCounts()
+		}
+		mu.Unlock()
 		t0 := time.Now()
-		leader.s.Close()
+		old = leader.c
+		leader.c.s.Close()
 		leader = <-leaders
 		lat = append(lat, leader.at.Sub(t0))
-		w = wire{}.add(w, wireNow(p).sub(w0))
 		b.StopTimer()
-		campaign(session(b, p.Addr()))
+		add()
 		inLine(b, direct, path, "latch-", n)
 		b.StartTimer()
 	}
-	leader.s.Close()
+	account()
+	leader.c.s.Close()
 	w.report(b, len(lat))
 	latencies(b, lat, 0.5, 0.9)
-}
-
-// add returns a + b.
-func (w wire) add(a, b wire) wire {
-	return wire{a.req + b.req, a.notify + b.notify, a.read + b.read, a.pings + b.pings}
 }
 
 // sweepPeerFailover is peerFailover with the rounds b.Loop asks for, each
