@@ -9,7 +9,8 @@
 // (SweepDoubleBarrier: double-barrier); a line is the impl= value, with
 // any other key=value parts added to its label (impl=zkgen/op=put: "zkgen
 // op=put"); x is the n= value. Results of the same benchmark repeated
-// (-count) are reduced to their median.
+// (-count) are reduced to their median. Times per operation (ns/op) are
+// shown in milliseconds (ms/op), the scale of a ZooKeeper round trip.
 package benchplot
 
 import (
@@ -104,6 +105,9 @@ func Parse(r io.Reader, name string) ([]Point, error) {
 			unit, val := v.Unit, v.Value
 			if v.OrigUnit != "" { // as written, not tidied (sec/op for ns/op)
 				unit, val = v.OrigUnit, v.OrigValue
+			}
+			if unit == "ns/op" {
+				unit, val = "ms/op", val/1e6
 			}
 			pts = append(pts, Point{Recipe: recipe, Line: label, N: n, Unit: unit, Value: val})
 		}
@@ -258,21 +262,19 @@ func (c Chart) Value(line string, n float64) (float64, bool) {
 }
 
 // Table writes the charts of one recipe as one markdown table: a row per
-// N, a column per line and unit ("zkgen p50-ms"), "–" where a line was not
-// measured at that N.
+// N and line (N ascending, lines in the charts' order), a column per chart
+// (its unit), "–" where a line was not measured.
 func Table(w io.Writer, charts []Chart) error {
 	if len(charts) == 0 {
 		return errors.New("benchplot: no charts for a table")
 	}
-	type col struct {
-		c    Chart
-		line string
-	}
-	var cols []col
+	var lines []string
 	var ns []float64
 	for _, c := range charts {
 		for _, s := range c.Series {
-			cols = append(cols, col{c, s.Line})
+			if !slices.Contains(lines, s.Line) {
+				lines = append(lines, s.Line)
+			}
 		}
 		for _, n := range c.Ns() {
 			if !slices.Contains(ns, n) {
@@ -280,27 +282,34 @@ func Table(w io.Writer, charts []Chart) error {
 			}
 		}
 	}
+	slices.SortStableFunc(lines, compareLines)
 	slices.Sort(ns)
 	var b strings.Builder
-	b.WriteString("| N |")
-	for _, c := range cols {
-		fmt.Fprintf(&b, " %s %s |", c.line, c.c.Unit)
+	b.WriteString("| N | impl |")
+	for _, c := range charts {
+		fmt.Fprintf(&b, " %s |", c.Unit)
 	}
-	b.WriteString("\n|--:|")
-	for range cols {
+	b.WriteString("\n|--:|:--|")
+	for range charts {
 		b.WriteString("--:|")
 	}
 	b.WriteString("\n")
 	for _, n := range ns {
-		fmt.Fprintf(&b, "| %s |", strconv.FormatFloat(n, 'f', -1, 64))
-		for _, c := range cols {
-			if v, ok := c.c.Value(c.line, n); ok {
-				fmt.Fprintf(&b, " %s |", Format(v))
-			} else {
-				b.WriteString(" – |")
+		for _, l := range lines {
+			row := fmt.Sprintf("| %s | %s |", strconv.FormatFloat(n, 'f', -1, 64), l)
+			any := false
+			for _, c := range charts {
+				if v, ok := c.Value(l, n); ok {
+					row += " " + Format(v) + " |"
+					any = true
+				} else {
+					row += " – |"
+				}
+			}
+			if any {
+				b.WriteString(row + "\n")
 			}
 		}
-		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -302,7 +302,7 @@ func BenchmarkSweepElection(b *testing.B) {
 				if n > peerCap {
 					b.Skipf("%s runs up to N=%d on this machine", impl.name, peerCap)
 				}
-				sweepPeerFailover(b, impl, n)
+				sweepPeerRounds(b, impl, "election", []float64{0.5, 0.9}, "clients="+strconv.Itoa(n))
 			})
 		}
 	}
@@ -393,13 +393,15 @@ func sweepElection(b *testing.B, n int) {
 	latencies(b, lat, 0.5, 0.9)
 }
 
-// sweepPeerFailover is peerFailover with the rounds b.Loop asks for, each
-// one failover among n candidates.
-func sweepPeerFailover(b *testing.B, impl *peerImpl, n int) {
+// sweepPeerRounds runs the rounds b.Loop asks for of impl's workload, one
+// operation (a failover, a change) each, and reports their mean (ns/op),
+// the percentiles pcts and the wire cost per round, all of the driver's
+// sessions counted (extra: its key=value arguments).
+func sweepPeerRounds(b *testing.B, impl *peerImpl, workload string, pcts []float64, extra ...string) {
 	p, path := setup(b)
 	// The driver is told of more rounds than the loop runs; finish tells
 	// it to quit while it waits for the next.
-	d := startDriver(b, impl, p, path, "election", "clients="+strconv.Itoa(n), "n=1000000")
+	d := startDriver(b, impl, p, path, workload, append(extra, "n=1000000")...)
 	var w wire
 	lat := make([]time.Duration, 0, 64)
 	for b.Loop() {
@@ -412,7 +414,7 @@ func sweepPeerFailover(b *testing.B, impl *peerImpl, n int) {
 		lat = append(lat, el)
 	}
 	w.report(b, len(lat))
-	latencies(b, lat, 0.5, 0.9)
+	latencies(b, lat, pcts...)
 	d.finish()
 }
 
@@ -422,10 +424,21 @@ func sweepPeerFailover(b *testing.B, impl *peerImpl, n int) {
 // call until the watcher's list has the new size (p50-ms, p99-ms; ns/op
 // the mean). The members' sessions (N members on up to 16 sessions; two
 // handles on one session are two members) reach the server directly, so
-// the wire cost per change is the watcher's alone.
+// the wire cost per change is the watcher's alone. The peers do the same
+// in their drivers (the group workload): Curator's watcher is a
+// CuratorCache on the directory, kazoo's a ChildrenWatch, the members
+// plain ephemeral nodes (Curator; GroupMember's node) or Party members
+// (kazoo).
 func BenchmarkSweepGroup(b *testing.B) {
 	for _, n := range sizes([]int{10, 100, 1000}, 10000) {
 		b.Run("impl=zkgen/n="+strconv.Itoa(n), func(b *testing.B) { sweepGroup(b, n) })
+		for _, impl := range peers {
+			b.Run("impl="+impl.name+"/n="+strconv.Itoa(n), func(b *testing.B) {
+				direct := zktest.Shared(b, shared, sharedErr).Addr()
+				sweepPeerRounds(b, impl, "group", []float64{0.5, 0.99},
+					"members="+strconv.Itoa(n), "members_zk="+direct)
+			})
+		}
 	}
 }
 
