@@ -346,20 +346,12 @@ func sweepElection(b *testing.B, n int) {
 		mu.Lock()
 		all = append(all, c)
 		mu.Unlock()
-		e := runtime.NewElection(c.s, runtime.At(path), runtime.StringCodec())
-		go func() {
-			_, err := e.Campaign(context.Background(), "candidate")
-			if err != nil {
-				if !errors.Is(err, runtime.ErrClosed) && !over.Load() {
-					b.Error(err)
-				}
-				return
-			}
+		campaign(b, c.s, path, &over, func(at time.Time) {
 			select {
-			case leaders <- elected{c, time.Now()}:
+			case leaders <- elected{c, at}:
 			default: // elected while the sessions close at the end
 			}
-		}()
+		})
 	}
 	many(n, func() struct{} { add(); return struct{}{} })
 	leader := <-leaders
