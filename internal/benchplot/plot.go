@@ -43,6 +43,23 @@ const (
 // SVG draws the chart: the metric against N (log scale when N spans a
 // factor of 10 or more), one line with point marks per series, a legend.
 func SVG(c Chart) ([]byte, error) {
+	p, err := newPlot(c)
+	if err != nil {
+		return nil, err
+	}
+	w, err := p.WriterTo(Width, Height, "svg")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// newPlot lays out the chart c.
+func newPlot(c Chart) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: %s", c.Recipe, c.Unit)
 	p.X.Label.Text = "N (sweep size)"
@@ -70,13 +87,5 @@ func SVG(c Chart) ([]byte, error) {
 		p.Add(l, pts)
 		p.Legend.Add(s.Line, l, pts)
 	}
-	w, err := p.WriterTo(Width, Height, "svg")
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return p, nil
 }
