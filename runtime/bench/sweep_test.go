@@ -183,7 +183,10 @@ func many[S any](n int, open func() S) []S {
 // next holder's Lock return (p50-ms, p99-ms; ns/op is the mean time per
 // acquisition, hand-off and holding included), with the wire cost per
 // acquisition of all N sessions, measured after a first round of N
-// acquisitions (unmeasured) has brought every contender into its loop. The peers (Curator's InterProcessMutex,
+// acquisitions (unmeasured) has brought every contender into its loop, and
+// the CPU time per acquisition of this process (all N clients and the
+// proxy: clientcpu-ms/op) and of the ZooKeeper server (servercpu-ms/op),
+// which unlike the latencies do not grow with the machine's load. The peers (Curator's InterProcessMutex,
 // kazoo's Lock: the lock-contended workload with clients=N) report the
 // mean time per acquisition by their driver's clock and the wire cost.
 func BenchmarkSweepLock(b *testing.B) {
@@ -268,11 +271,19 @@ func sweepLock(b *testing.B, newLock func(b *testing.B, addr, path string) locke
 		<-acquired
 	}
 	w0 := wireNow(p)
+	pid := zktest.Shared(b, shared, sharedErr).PID()
+	self0, server0, cpuOK := cpuTimes(pid)
 	lat := make([]time.Duration, 0, 1024)
 	for b.Loop() {
 		lat = append(lat, <-acquired)
 	}
 	w := wireNow(p).sub(w0)
+	if self1, server1, ok := cpuTimes(pid); ok && cpuOK && len(lat) > 0 {
+		// CPU time, unlike the latencies, does not grow with the
+		// machine's load: it tells the work an acquisition costs.
+		ms(b, (self1-self0)/time.Duration(len(lat)), "clientcpu-ms/op")
+		ms(b, (server1-server0)/time.Duration(len(lat)), "servercpu-ms/op")
+	}
 	close(stop)
 	wg.Wait()
 	w.report(b, len(lat))
