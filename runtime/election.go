@@ -219,20 +219,19 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string) (*ackReads, er
 		if err != nil {
 			return nil, e.s.abandon(node, err)
 		}
-		cs := e.fam.sortContenders(kids)
-		i := indexOf(cs, name)
-		if i < 0 {
+		before, found := e.fam.nearestBlocker(kids, name)
+		if !found {
 			if err := e.s.check(); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
 		}
-		if i == 0 {
+		if before == "" {
 			return pre, nil
 		}
 		// Watch only the candidate just before ours. If it is already
 		// gone, read the children again (no lost wake-up).
-		pred, err := e.s.getW(ctx, joinPath(e.dir, cs[i-1].name))
+		pred, err := e.s.getW(ctx, joinPath(e.dir, before))
 		if isNoNode(err) {
 			continue
 		}

@@ -139,7 +139,7 @@ func (g *Group[T]) Members(ctx context.Context) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms, _, _, err := g.readMembers(ctx, kids, nil)
+	ms, _, _, err := g.readMembers(ctx, kids, true)
 	if err != nil {
 		return nil, err
 	}
@@ -155,25 +155,19 @@ type groupEntry[T any] struct {
 	name string
 	zxid int64 // creation: members are listed in this order
 	v    T
+	seen uint64 // the last read of a Watch stream that listed it
 }
 
-// readMembers reads the members among kids, in the order they joined;
-// cache, if not nil, holds members read before (by name) and is updated.
-// A member of ours that cannot be decoded is an error when strict (cache
-// nil), else left out and returned in bad (its name, marked, is in names:
-// a list with a new undecodable member is a new state); another library's
-// is always left out (and logged). It also returns the member names.
-func (g *Group[T]) readMembers(ctx context.Context, kids []string, cache map[string]groupEntry[T]) (out []groupEntry[T], names []string, bad []error, err error) {
-	strict := cache == nil
-	var badNames []string
+// readMembers reads the members among kids, in the order they joined.
+// A member of ours that cannot be decoded is an error when strict, else
+// left out and returned in bad, its name marked in badNames (a list with a
+// new undecodable member is a new state); another library's is always left
+// out (and logged).
+func (g *Group[T]) readMembers(ctx context.Context, kids []string, strict bool) (out []*groupEntry[T], badNames []string, bad []error, err error) {
 	for _, name := range kids {
 		_, ours := parseSeq(name, g.fam.markers[0])
 		if !ours && g.fam == kazooParty && !strings.Contains(name, kazooPartyMarker) {
 			continue // kazoo's Party counts only its own names
-		}
-		if e, ok := cache[name]; ok {
-			out = append(out, e)
-			continue
 		}
 		p := joinPath(g.dir, name)
 		data, st, err := g.s.get(ctx, p)
@@ -195,18 +189,10 @@ func (g *Group[T]) readMembers(ctx context.Context, kids []string, cache map[str
 			}
 			continue
 		}
-		e := groupEntry[T]{name: name, zxid: st.Czxid, v: v}
-		if cache != nil {
-			cache[name] = e
-		}
-		out = append(out, e)
+		out = append(out, &groupEntry[T]{name: name, zxid: st.Czxid, v: v})
 	}
-	slices.SortFunc(out, func(a, b groupEntry[T]) int { return cmp.Compare(a.zxid, b.zxid) })
-	names = make([]string, 0, len(out)+len(badNames))
-	for _, e := range out {
-		names = append(names, e.name)
-	}
-	return out, append(names, badNames...), bad, nil
+	slices.SortFunc(out, func(a, b *groupEntry[T]) int { return cmp.Compare(a.zxid, b.zxid) })
+	return out, badNames, bad, nil
 }
 
 // Watch streams the member list: the current list first, then the full list
@@ -227,7 +213,7 @@ func (g *Group[T]) Watch(ctx context.Context) <-chan MemberList[T] {
 	if g.err != nil {
 		return failedStream(ctx, MemberList[T]{Members: []T{}, Err: g.err})
 	}
-	cache := map[string]groupEntry[T]{} // member node name -> member; used by the stream goroutine only
+	cache := &groupCache[T]{byName: map[string]*groupEntry[T]{}} // used by the stream goroutine only
 	return stream(ctx, g.s, "group "+g.dir, func(ctx context.Context) (snapshot[MemberList[T]], error) {
 		return g.readList(ctx, cache)
 	}, func(last MemberList[T], err error) MemberList[T] {
@@ -239,10 +225,20 @@ func (g *Group[T]) Watch(ctx context.Context) <-chan MemberList[T] {
 	})
 }
 
+// groupCache is what a Watch stream knows of the members between reads.
+type groupCache[T any] struct {
+	byName map[string]*groupEntry[T] // the members decoded, by node name
+	sorted []*groupEntry[T]          // the same, in the order they joined
+	reads  uint64                    // the reads so far, to mark the members each saw
+}
+
 // readList reads the member list for Watch and leaves a child watch (an
-// exists watch while the directory is missing). cache holds the members
-// decoded before, by node name; readList keeps it to the live members.
-func (g *Group[T]) readList(ctx context.Context, cache map[string]groupEntry[T]) (snapshot[MemberList[T]], error) {
+// exists watch while the directory is missing). Only the members not in
+// cache are read; the list is the cached members still present, in their
+// order, merged with the new ones, so a change costs its own reads and one
+// pass over the names rather than a sort of the whole group. readList keeps
+// cache to the live members.
+func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot[MemberList[T]], error) {
 	var r getResult
 	for {
 		var err error
@@ -258,29 +254,69 @@ func (g *Group[T]) readList(ctx context.Context, cache map[string]groupEntry[T])
 			return snapshot[MemberList[T]]{}, err
 		}
 		if !ok {
-			clear(cache)
+			clear(cache.byName)
+			cache.sorted = nil
 			return snapshot[MemberList[T]]{v: MemberList[T]{Members: []T{}}, key: "", watch: w}, nil
 		}
 		// Created between the two reads: list it.
 	}
-	ms, names, bad, err := g.readMembers(ctx, r.kids, cache)
+	cache.reads++
+	var fresh []string
+	for _, k := range r.kids {
+		if e, ok := cache.byName[k]; ok {
+			e.seen = cache.reads
+		} else {
+			fresh = append(fresh, k)
+		}
+	}
+	added, badNames, bad, err := g.readMembers(ctx, fresh, false)
 	if err != nil {
 		return snapshot[MemberList[T]]{}, err
 	}
-	list := make([]T, len(ms))
-	for i, m := range ms {
-		list[i] = m.v
-	}
-	live := make(map[string]bool, len(r.kids))
-	for _, k := range r.kids {
-		live[k] = true
-	}
-	for k := range cache {
-		if !live[k] {
-			delete(cache, k)
+	kept := make([]*groupEntry[T], 0, len(cache.sorted)+len(added))
+	for _, e := range cache.sorted {
+		if e.seen == cache.reads {
+			kept = append(kept, e)
+		} else {
+			delete(cache.byName, e.name) // left
 		}
 	}
+	for _, e := range added {
+		e.seen = cache.reads
+		cache.byName[e.name] = e
+	}
+	ms := mergeJoined(kept, added)
+	cache.sorted = ms
+	list := make([]T, len(ms))
+	names := make([]string, 0, len(ms)+len(badNames))
+	for i, m := range ms {
+		list[i] = m.v
+		names = append(names, m.name)
+	}
+	names = append(names, badNames...)
 	return snapshot[MemberList[T]]{v: MemberList[T]{Members: list, Err: errors.Join(bad...)}, key: strings.Join(names, "/"), watch: r.watch}, nil
+}
+
+// mergeJoined merges a and b, each in join order, into one list in join
+// order. a has room for b appended: the common case, members newer than all
+// of a, costs no copy.
+func mergeJoined[T any](a, b []*groupEntry[T]) []*groupEntry[T] {
+	if len(b) == 0 || len(a) == 0 || a[len(a)-1].zxid < b[0].zxid {
+		return append(a, b...)
+	}
+	out := make([]*groupEntry[T], 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j].zxid < a[i].zxid {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }
 
 // MemberList is one state of a group that Group.Watch delivers.

@@ -224,14 +224,12 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		if err != nil {
 			return nil, l.s.abandon(node, err)
 		}
-		cs := l.fam.sortContenders(r.kids)
-		i := indexOf(cs, name)
-		if i < 0 {
+		pred, found := l.fam.nearestBlocker(r.kids, name)
+		if !found {
 			return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
 		}
-		b := l.fam.blocker(cs, i)
 		switch {
-		case b < 0:
+		case pred == "":
 			// The directory's pzxid, read after our node was created and
 			// after every node that blocked us was deleted, is the token.
 			h, err := l.s.startHold(ctx, node, r.stat.Pzxid, l.cfg.revocable)
@@ -246,7 +244,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		// gone, it left between our children read and now: read again
 		// rather than wait for an event that will never come (the lost
 		// wake-up).
-		pred, err := l.s.getW(ctx, joinPath(l.dir, cs[b].name))
+		w, err := l.s.getW(ctx, joinPath(l.dir, pred))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -254,7 +252,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 			return nil, l.s.abandon(node, err)
 		}
 		select {
-		case <-pred.watch:
+		case <-w.watch:
 		case <-ctx.Done():
 			return nil, l.s.abandon(node, ctx.Err())
 		case <-l.s.done:

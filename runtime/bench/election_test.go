@@ -3,12 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
@@ -43,45 +40,18 @@ func electionFailover8(b *testing.B) {
 	defer over.Store(true)
 	add := func() {
 		s := session(b, p.Addr())
-		e := runtime.NewElection(s, runtime.At(path), runtime.StringCodec())
-		go func() {
-			_, err := e.Campaign(context.Background(), "candidate")
-			if err != nil {
-				if !errors.Is(err, runtime.ErrClosed) && !over.Load() {
-					b.Error(err)
-				}
-				return
-			}
+		campaign(b, s, path, &over, func(at time.Time) {
 			select {
-			case leaders <- elected{s, time.Now()}:
+			case leaders <- elected{s, at}:
 			default: // elected while the sessions close at the end
 			}
-		}()
-	}
-	// inLine waits until n candidate nodes exist.
-	inLine := func(n int) {
-		for {
-			kids, _, err := direct.Children(path)
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				b.Fatal(err)
-			}
-			c := 0
-			for _, k := range kids {
-				if strings.HasPrefix(k, "_c_") {
-					c++
-				}
-			}
-			if c >= n {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
+		})
 	}
 	for i := 0; i < candidates; i++ {
 		add()
 	}
 	leader := <-leaders
-	inLine(candidates)
+	inLine(b, direct, path, "latch-", candidates)
 	m := &meter{p: p}
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
@@ -95,7 +65,7 @@ func electionFailover8(b *testing.B) {
 		m.stop()
 		b.StopTimer()
 		add()
-		inLine(candidates)
+		inLine(b, direct, path, "latch-", candidates)
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -103,4 +73,22 @@ func electionFailover8(b *testing.B) {
 	m.report(b, b.N)
 	ms(b, percentile(lat, 0.5), "p50-ms")
 	ms(b, percentile(lat, 0.9), "p90-ms")
+}
+
+// campaign starts a candidate on s for the election at path; elected is
+// called with the time its Campaign returned. An error other than the
+// session's close fails b, unless over is set (the sessions closing at the
+// end).
+func campaign(b *testing.B, s *runtime.Session, path string, over *atomic.Bool, elected func(at time.Time)) {
+	e := runtime.NewElection(s, runtime.At(path), runtime.StringCodec())
+	go func() {
+		_, err := e.Campaign(context.Background(), "candidate")
+		if err != nil {
+			if !errors.Is(err, runtime.ErrClosed) && !over.Load() {
+				b.Error(err)
+			}
+			return
+		}
+		elected(time.Now())
+	}()
 }

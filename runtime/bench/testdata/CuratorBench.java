@@ -10,8 +10,8 @@
 //	stdin:  quit (or end of input) close the sessions and exit 0
 //
 // The lock and queue workloads have one round of n operations; the election
-// workload has n rounds of one failover each (it prints ready again once the
-// next round is set up). On an error it prints "error <message>" and exits 1.
+// and group workloads have n rounds of one failover or one change each (they
+// print ready again once the next round is set up). On an error it prints "error <message>" and exits 1.
 //
 // Arguments are key=value pairs:
 //
@@ -21,9 +21,14 @@
 //	                   queue          producers + consumers sessions,
 //	                                  DistributedQueue
 //	                   election       clients sessions, one LeaderLatch each
+//	                   group          members ephemeral member nodes, a
+//	                                  CuratorCache watching them
 //	path=/bench/x      the recipe's path
 //	n=1000             operations (queue: items; election: failovers)
 //	clients=8          sessions (lock-contended, election)
+//	members=10         group members (group)
+//	members_zk=...     connect string for the members' sessions (group;
+//	                   default zk)
 //	producers=4
 //	consumers=4
 //	item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
@@ -46,6 +51,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -55,6 +62,7 @@ import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.recipes.queue.QueueSerializer;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.CreateMode;
 
 public final class CuratorBench {
     /** Bound on any single wait (an acquire, a leader, the queue draining). */
@@ -123,6 +131,10 @@ public final class CuratorBench {
                 case "election":
                     w = new Election(path, nclients, n);
                     break;
+                case "group":
+                    w = new Group(path, Integer.parseInt(opt.getOrDefault("members", "10")), n,
+                            opt.getOrDefault("members_zk", zk));
+                    break;
                 default:
                     throw new IllegalArgumentException("unknown workload " + opt.get("workload"));
             }
@@ -178,8 +190,13 @@ public final class CuratorBench {
 
     /** connect opens one session (a CuratorFramework) and waits until it is connected. */
     private static CuratorFramework connect() throws InterruptedException {
+        return connect(zk);
+    }
+
+    /** connect opens one session to hosts. */
+    private static CuratorFramework connect(String hosts) throws InterruptedException {
         CuratorFramework c = CuratorFrameworkFactory.builder()
-                .connectString(zk)
+                .connectString(hosts)
                 .sessionTimeoutMs(10_000) // as the Go benchmark's sessions
                 .connectionTimeoutMs(15_000)
                 .retryPolicy(new ExponentialBackoffRetry(100, 3))
@@ -495,5 +512,99 @@ public final class CuratorBench {
         }
 
         public void close() {}
+    }
+
+    /**
+     * Group: k members, each an ephemeral node member-<i> under path (the
+     * node GroupMember's PersistentNode keeps; GroupMember itself would give
+     * every member its own cache), on up to 16 sessions to members_zk, and a
+     * watcher: a CuratorCache on path on its own session, counting the
+     * children it is told of. A round is one change, a member joining (the
+     * next round, leaving), and ends when the cache's listener has seen the
+     * group at its new size.
+     */
+    private static final class Group implements Workload {
+        private final String path, membersZk;
+        private final int k, n;
+        private final List<CuratorFramework> members = new ArrayList<>();
+        private final Object mu = new Object();
+        private int size; // guarded by mu: the children the cache was told of
+        private long at; // guarded by mu: when size last changed
+        private CuratorCache cache;
+        private boolean joined;
+
+        Group(String path, int k, int n, String membersZk) {
+            this.path = path;
+            this.k = k;
+            this.n = n;
+            this.membersZk = membersZk;
+        }
+
+        public int rounds() {
+            return n;
+        }
+
+        private void seen(String p, int delta) {
+            if (!p.startsWith(path + "/")) {
+                return; // the directory itself
+            }
+            synchronized (mu) {
+                size += delta;
+                at = System.nanoTime();
+                mu.notifyAll();
+            }
+        }
+
+        /** waitSize waits until the cache has seen want children; returns when. */
+        private long waitSize(int want) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+            synchronized (mu) {
+                while (size != want) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new IllegalStateException("group of " + size + ", want " + want + " after " + TIMEOUT_S + "s");
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(mu, left);
+                }
+                return at;
+            }
+        }
+
+        public void prepare() throws Exception {
+            if (cache == null) {
+                for (int i = 0; i < Math.min(k, 16); i++) {
+                    members.add(connect(membersZk));
+                }
+                for (int i = 0; i < k; i++) {
+                    members.get(i % members.size()).create().creatingParentContainersIfNeeded()
+                            .withMode(CreateMode.EPHEMERAL).forPath(path + "/member-" + i);
+                }
+                cache = CuratorCache.build(connect(), path);
+                cache.listenable().addListener(CuratorCacheListener.builder()
+                        .forCreates(d -> seen(d.getPath(), 1))
+                        .forDeletes(d -> seen(d.getPath(), -1))
+                        .build());
+                cache.start();
+            }
+            waitSize(joined ? k + 1 : k);
+        }
+
+        public long[] round() throws Exception {
+            long t0 = System.nanoTime();
+            String changing = path + "/member-changing";
+            if (joined) {
+                members.get(0).delete().forPath(changing);
+            } else {
+                members.get(0).create().withMode(CreateMode.EPHEMERAL).forPath(changing);
+            }
+            joined = !joined;
+            return new long[] {waitSize(joined ? k + 1 : k) - t0, 1};
+        }
+
+        public void close() {
+            if (cache != null) {
+                cache.close();
+            }
+        }
     }
 }

@@ -11,8 +11,8 @@ line protocol:
     stdin:  quit (or end of input) close the sessions and exit 0
 
 The lock and queue workloads have one round of n operations; the election
-workload has n rounds of one failover each (it prints ready again once the
-next round is set up). On an error it prints "error <message>" and exits 1.
+and group workloads have n rounds of one failover or one change each (they
+print ready again once the next round is set up). On an error it prints "error <message>" and exits 1.
 
 Arguments are key=value pairs:
 
@@ -21,9 +21,13 @@ Arguments are key=value pairs:
                        lock-contended  clients sessions, one Lock each
                        queue           producers + consumers sessions, Queue
                        election        clients sessions, one Election each
+                       group           members Party members, a ChildrenWatch
+                                       watching them
     path=/bench/x      the recipe's path
     n=1000             operations (queue: items; election: failovers)
     clients=8          sessions (lock-contended, election)
+    members=10         group members (group)
+    members_zk=...     hosts for the members' sessions (group; default zk)
     producers=4
     consumers=4
     item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
@@ -305,6 +309,63 @@ class Election(object):
         return at - t0, 1
 
 
+class Group(object):
+    """k members, each a kazoo Party on one of up to 16 sessions to
+    members_zk, and a watcher: a ChildrenWatch on the path on its own
+    session, counting the party's members in each list it is given. A round
+    is one change, a member joining (the next round, leaving), and ends when
+    the watcher's function has seen the party at its new size."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        self.path = opt["path"]
+        self.k = int(opt.get("members", "10"))
+        self.rounds = int(opt["n"])
+        self.cond = threading.Condition()
+        self.size = -1  # guarded by cond
+        self.at = 0  # guarded by cond: when size last changed
+        self.spare = None
+        self.joined = False
+
+    def seen(self, children):
+        c = sum(1 for kid in children if "__party__" in kid)
+        with self.cond:
+            if c != self.size:
+                self.size = c
+                self.at = time.monotonic_ns()
+                self.cond.notify_all()
+
+    def wait_size(self, want):
+        deadline = time.monotonic() + TIMEOUT_S
+        with self.cond:
+            while self.size != want:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("party of %d, want %d after %ss"
+                                       % (self.size, want, TIMEOUT_S))
+                self.cond.wait(left)
+            return self.at
+
+    def prepare(self):
+        if self.spare is None:
+            hosts = self.opt.get("members_zk", self.opt["zk"])
+            clients = [connect(hosts) for _ in range(min(self.k, 16))]
+            for i in range(self.k):
+                clients[i % len(clients)].Party(self.path, "m%d" % i).join()
+            self.spare = clients[0].Party(self.path, "changing")
+            connect(self.opt["zk"]).ChildrenWatch(self.path, self.seen)
+        self.wait_size(self.k + 1 if self.joined else self.k)
+
+    def round(self):
+        t0 = time.monotonic_ns()
+        if self.joined:
+            self.spare.leave()
+        else:
+            self.spare.join()
+        self.joined = not self.joined
+        return self.wait_size(self.k + 1 if self.joined else self.k) - t0, 1
+
+
 def main(argv):
     opt = {}
     for a in argv:
@@ -321,6 +382,8 @@ def main(argv):
         w = Queue(opt)
     elif workload == "election":
         w = Election(opt)
+    elif workload == "group":
+        w = Group(opt)
     else:
         raise ValueError("unknown workload %r" % workload)
     try:
