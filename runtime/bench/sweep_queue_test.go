@@ -52,7 +52,8 @@ type queueOps struct {
 // taken), then the producers put 2000 alone (put-items/sec, put-req/op),
 // then the consumers take 2000 alone (take-items/sec, take-req/op,
 // take-notify/op), so the depth stays between N and N+2000. Items are JSON
-// of 256 bytes. kazoo's Queue (impl=kazoo) runs the first phase, its
+// of 256 bytes. impl=zkgen-prefetch16 is the same queue with
+// WithPrefetch(16). kazoo's Queue (impl=kazoo) runs the first phase, its
 // driver preloading the same depth and item size (Curator's driver has no
 // preload: a DistributedQueue's consumers drain a preload at once). The preload (PutAll) is outside the timing and the counts. A
 // server of its own, with a 1 GiB heap (6 GiB with ZKGEN_SWEEP_FULL=1's
@@ -60,27 +61,31 @@ type queueOps struct {
 func BenchmarkSweepQueue(b *testing.B) {
 	sizes := sweepSizes([]int{1000, 10_000, 100_000}, 1_000_000)
 	srv := queueSweepServer(b, sizes)
-	sweep(b, "zkgen", sizes, func(b *testing.B, n int) {
-		p := zktest.NewProxy(b, srv.Addr())
-		path := fmt.Sprintf("/sweep/queue-%d", seq.Add(1))
-		var qs []*runtime.Queue[[]byte]
-		for _, s := range sessions(b, p.Addr(), producers+consumers) {
-			qs = append(qs, runtime.NewQueue(s, runtime.At(path), runtime.BytesCodec()))
-		}
-		queueSweep(b, p, n, queueOps{
-			preload: func(ctx context.Context, n int) error {
-				return preloadBatches(n, func(k int) error {
-					_, err := qs[0].PutAll(ctx, repeat(jobPayload, k))
+	zkgen := func(opts ...runtime.QueueOption) func(b *testing.B, n int) {
+		return func(b *testing.B, n int) {
+			p := zktest.NewProxy(b, srv.Addr())
+			path := fmt.Sprintf("/sweep/queue-%d", seq.Add(1))
+			var qs []*runtime.Queue[[]byte]
+			for _, s := range sessions(b, p.Addr(), producers+consumers) {
+				qs = append(qs, runtime.NewQueue(s, runtime.At(path), runtime.BytesCodec(), opts...))
+			}
+			queueSweep(b, p, n, queueOps{
+				preload: func(ctx context.Context, n int) error {
+					return preloadBatches(n, func(k int) error {
+						_, err := qs[0].PutAll(ctx, repeat(jobPayload, k))
+						return err
+					})
+				},
+				put: func(ctx context.Context, i, _ int) error { return qs[i].Put(ctx, jobPayload) },
+				take: func(ctx context.Context, j int) error {
+					_, err := qs[producers+j].Take(ctx)
 					return err
-				})
-			},
-			put: func(ctx context.Context, i, _ int) error { return qs[i].Put(ctx, jobPayload) },
-			take: func(ctx context.Context, j int) error {
-				_, err := qs[producers+j].Take(ctx)
-				return err
-			},
-		})
-	})
+				},
+			})
+		}
+	}
+	sweep(b, "zkgen", sizes, zkgen())
+	sweep(b, "zkgen-prefetch16", sizes, zkgen(runtime.WithPrefetch(16)))
 	sweep(b, "kazoo", sizes, func(b *testing.B, n int) { peerQueueSweep(b, peerNamed("kazoo"), srv, n) })
 }
 
