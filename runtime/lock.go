@@ -337,7 +337,7 @@ func (l *Lock) Lost() <-chan struct{} {
 func (l *Lock) Context() context.Context {
 	if h := l.current(); h != nil {
 		l.s.arm(h)
-		return h.ctx
+		return h.context()
 	}
 	return notHeldCtx
 }

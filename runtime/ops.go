@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -358,25 +357,27 @@ const cleanupTimeout = 30 * time.Second
 
 // newGUID returns a random (version 4) UUID in its canonical 36-character
 // form, the form Curator's protected nodes carry.
-func newGUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+func newGUID() string { return string(appendGUID(nil, true)) }
+
+// appendGUID appends a fresh random (version 4) UUID to b: in its canonical
+// form, or with dashes false as 32 hex digits (kazoo's form).
+func appendGUID(b []byte, dashes bool) []byte {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
 		panic("runtime: crypto/rand failed: " + err.Error())
 	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	for i, c := range u {
+		if dashes && (i == 4 || i == 6 || i == 8 || i == 10) {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[c>>4], hexDigits[c&0x0f])
+	}
+	return b
 }
+
+const hexDigits = "0123456789abcdef"
 
 // createProtected creates an ephemeral sequential node dir/<prefix><seq>
 // with data and returns its full path; prefix carries a fresh GUID (see

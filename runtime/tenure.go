@@ -18,8 +18,6 @@ type hold struct {
 	token    int64
 	lost     chan struct{} // closed when the tenure ends (loss or release)
 	revoked  chan struct{} // closed when a revocation is requested
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
 	endOnce  sync.Once
 	revOnce  sync.Once
 	wasLost  atomic.Bool
@@ -31,6 +29,34 @@ type hold struct {
 	watches chan (<-chan zk.Event)    // own-node watches for the monitor
 	untrack func()                    // counts the tenure's end (see Session.track)
 	tel     atomic.Pointer[tenureTel] // what its end records (telemetry.go)
+
+	// The tenure's context, made on first use (context): most tenures
+	// are never asked for one.
+	ctxMu  sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ended  bool // end has run; under ctxMu
+}
+
+// context returns a context cancelled when the tenure ends, with the
+// reason as its cause (see Lock.Context); made on the first call.
+func (h *hold) context() context.Context {
+	h.ctxMu.Lock()
+	defer h.ctxMu.Unlock()
+	if h.ctx == nil {
+			if h.ended {
+			h.cancel(h.endCause())
+		}
+	}
+	return h.ctx
+}
+
+// endCause is the cause of an ended tenure's context.
+func (h *hold) endCause() error {
+	if h.wasLost.Load() {
+		return fmt.Errorf("%s: %w", h.node, h.lostSentinel())
+	}
+	return fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld)
 }
 
 func (h *hold) end(lost bool) {
@@ -40,11 +66,12 @@ func (h *hold) end(lost bool) {
 		}
 		h.wasLost.Store(lost)
 		endTenure(&h.tel, lost)
-		if lost {
-			h.cancel(fmt.Errorf("%s: %w", h.node, h.lostSentinel()))
-		} else {
-			h.cancel(fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld))
+		h.ctxMu.Lock()
+		h.ended = true
+		if h.cancel != nil {
+			h.cancel(h.endCause())
 		}
+		h.ctxMu.Unlock()
 		close(h.lost)
 	})
 }
@@ -84,7 +111,6 @@ func (s *Session) startHold(ctx context.Context, node string, token int64, revoc
 func (s *Session) startHoldAs(ctx context.Context, node string, token int64, revocable bool, lostErr error) (*hold, error) {
 	h := &hold{node: node, token: token, lost: make(chan struct{}), revoked: make(chan struct{}),
 		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
-	h.ctx, h.cancel = context.WithCancelCause(context.Background())
 	var w <-chan zk.Event
 	if revocable {
 		own, err := s.getW(ctx, node)
@@ -289,7 +315,7 @@ func (t *tenure) Lost() <-chan struct{} {
 // ErrMembershipLost, ErrLockLost), or ErrNotHeld once given up.
 func (t *tenure) Context() context.Context {
 	t.s.arm(t.h)
-	return t.h.ctx
+	return t.h.context()
 }
 
 // giveUp marks the tenure given up; it reports false when it was already.
