@@ -30,10 +30,11 @@ import (
 // The create itself is createProtected's, unchanged: a lost reply is
 // settled by the GUID, a cancelled caller's node is removed.
 
-// listing is the reply to a pipelined children read.
+// listing is a pipelined children read: its reply, once done is closed.
 type listing struct {
-	r   getResult
-	err error
+	done chan struct{}
+	r    getResult
+	err  error
 }
 
 // createListed creates dir/<prefix><seq> as createProtected does and lists
@@ -42,15 +43,14 @@ type listing struct {
 // after the create (it contains the node), that listing; otherwise a nil
 // listing, and the caller lists dir itself. An error is the create's.
 func (s *Session) createListed(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte, watch bool) (string, *getResult, error) {
-	ch := make(chan listing, 1)
-	go s.listInto(ch, dir, watch)
+	l := &listing{done: make(chan struct{})}
+	go l.list(s.conn, dir, watch)
 	node, err := s.createProtected(ctx, acl, dir, prefix, data)
 	if err != nil {
 		return "", nil, err
 	}
-	var l listing
 	select {
-	case l = <-ch:
+	case <-l.done:
 	case <-ctx.Done():
 		return node, nil, nil // the caller's own read reports it
 	case <-s.done:
@@ -64,16 +64,15 @@ func (s *Session) createListed(ctx context.Context, acl []zk.ACL, dir, prefix st
 	return node, &l.r, nil
 }
 
-// listInto sends one children read of dir (no retry: a failed listing is
-// simply not used) and delivers its reply to ch.
-func (s *Session) listInto(ch chan<- listing, dir string, watch bool) {
-	var l listing
+// list sends one children read of dir (no retry: a failed listing is
+// simply not used) and closes l.done when its reply is in.
+func (l *listing) list(conn *zk.Conn, dir string, watch bool) {
 	if watch {
-		l.r.kids, l.r.stat, l.r.watch, l.err = s.conn.ChildrenW(dir)
+		l.r.kids, l.r.stat, l.r.watch, l.err = conn.ChildrenW(dir)
 	} else {
-		l.r.kids, l.r.stat, l.err = s.conn.Children(dir)
+		l.r.kids, l.r.stat, l.err = conn.Children(dir)
 	}
-	ch <- l
+	close(l.done)
 }
 
 // pipeStats counts createListed's outcomes on a session: listings used

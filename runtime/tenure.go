@@ -17,7 +17,7 @@ type hold struct {
 	node     string
 	token    int64
 	lost     chan struct{} // closed when the tenure ends (loss or release)
-	revoked  chan struct{} // closed when a revocation is requested
+	revoked  chan struct{} // closed when a revocation is requested; nil unless revocable
 	endOnce  sync.Once
 	revOnce  sync.Once
 	wasLost  atomic.Bool
@@ -27,7 +27,7 @@ type hold struct {
 
 	armOnce sync.Once
 	watches chan (<-chan zk.Event)    // own-node watches for the monitor
-	untrack func()                    // counts the tenure's end (see Session.track)
+	untrack *sync.WaitGroup           // counts the tenure's end (see Session.track)
 	tel     atomic.Pointer[tenureTel] // what its end records (telemetry.go)
 
 	// The tenure's context, made on first use (context): most tenures
@@ -62,7 +62,7 @@ func (h *hold) endCause() error {
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		if h.untrack != nil {
-			defer h.untrack()
+			defer h.untrack.Done()
 		}
 		h.wasLost.Store(lost)
 		endTenure(&h.tel, lost)
@@ -109,8 +109,11 @@ func (s *Session) startHold(ctx context.Context, node string, token int64, revoc
 // election's leadership, a group membership) instead of ErrLockLost. Such a
 // tenure watches its node from the start.
 func (s *Session) startHoldAs(ctx context.Context, node string, token int64, revocable bool, lostErr error) (*hold, error) {
-	h := &hold{node: node, token: token, lost: make(chan struct{}), revoked: make(chan struct{}),
+	h := &hold{node: node, token: token, lost: make(chan struct{}),
 		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
+	if revocable {
+		h.revoked = make(chan struct{})
+	}
 	var w <-chan zk.Event
 	if revocable {
 		own, err := s.getW(ctx, node)
@@ -127,7 +130,7 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 		h.armOnce.Do(func() {})
 	}
 	if s.track() {
-		h.untrack = s.tenures.Done
+		h.untrack = &s.tenures
 	} else {
 		h.end(true) // the session ended meanwhile: told at once
 	}
