@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
@@ -35,6 +36,9 @@ type listing struct {
 	done chan struct{}
 	r    getResult
 	err  error
+
+	mark string        // text only the create's frame carries: its GUID-carrying prefix
+	sent chan struct{} // closed once the create's frame is written, or the create is over
 }
 
 // createListed creates dir/<prefix><seq> as createProtected does and lists
@@ -42,10 +46,23 @@ type listing struct {
 // (childrenW). It returns the node's path and, when the listing was taken
 // after the create (it contains the node), that listing; otherwise a nil
 // listing, and the caller lists dir itself. An error is the create's.
+//
+// The listing is sent once the create's frame has been written to the
+// server (the session's connection sees it go, see sentWaits), so it
+// normally follows the create on the wire and holds the node; it is sent
+// in any case once the create is over.
 func (s *Session) createListed(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte, watch bool) (string, *getResult, error) {
-	l := &listing{done: make(chan struct{})}
-	go l.list(s.conn, dir, watch)
+	l := &listing{done: make(chan struct{}), mark: prefix, sent: make(chan struct{})}
+	if s.pipe.listFirst.Load() {
+		close(l.sent) // tests: the listing is answered before the create is sent
+		go l.list(s.conn, dir, watch)
+		<-l.done
+	} else {
+		s.sends.add(l)
+		go l.list(s.conn, dir, watch)
+	}
 	node, err := s.createProtected(ctx, acl, dir, prefix, data)
+	s.sends.remove(l)
 	if err != nil {
 		return "", nil, err
 	}
@@ -64,9 +81,11 @@ func (s *Session) createListed(ctx context.Context, acl []zk.ACL, dir, prefix st
 	return node, &l.r, nil
 }
 
-// list sends one children read of dir (no retry: a failed listing is
-// simply not used) and closes l.done when its reply is in.
+// list sends one children read of dir once l.sent is closed (no retry: a
+// failed listing is simply not used) and closes l.done when its reply is
+// in.
 func (l *listing) list(conn *zk.Conn, dir string, watch bool) {
+	<-l.sent
 	if watch {
 		l.r.kids, l.r.stat, l.r.watch, l.err = conn.ChildrenW(dir)
 	} else {
@@ -75,8 +94,67 @@ func (l *listing) list(conn *zk.Conn, dir string, watch bool) {
 	close(l.done)
 }
 
+// sentWaits holds the listings waiting for their create's frame to be
+// written to the server. go-zookeeper writes one frame per Write call, on
+// its one sending goroutine, in the order it sends requests: a request
+// queued once a frame has been written goes out after it.
+type sentWaits struct {
+	n  atomic.Int32 // len(ls), read without mu on every write
+	mu sync.Mutex
+	ls []*listing
+}
+
+// add registers l: its sent channel is closed when a written frame carries
+// l.mark, or by remove.
+func (w *sentWaits) add(l *listing) {
+	w.mu.Lock()
+	w.ls = append(w.ls, l)
+	w.n.Store(int32(len(w.ls)))
+	w.mu.Unlock()
+}
+
+// remove closes l.sent if no frame did, and forgets l.
+func (w *sentWaits) remove(l *listing) {
+	w.mu.Lock()
+	if i := slices.Index(w.ls, l); i >= 0 {
+		close(l.sent)
+		w.ls = slices.Delete(w.ls, i, i+1)
+		w.n.Store(int32(len(w.ls)))
+	}
+	w.mu.Unlock()
+}
+
+// wrote releases the listings whose create is the frame p, just written.
+func (w *sentWaits) wrote(p []byte) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.ls = slices.DeleteFunc(w.ls, func(l *listing) bool {
+		if contains(p, l.mark) {
+			close(l.sent)
+			return true
+		}
+		return false
+	})
+	w.n.Store(int32(len(w.ls)))
+	w.mu.Unlock()
+}
+
 // pipeStats counts createListed's outcomes on a session: listings used
 // (hits) and listings dropped for a read of their own (fallbacks).
 type pipeStats struct {
 	hits, fallbacks atomic.Int64
+	listFirst       atomic.Bool // tests: send the create once the listing is answered
+}
+
+// contains reports whether p holds the bytes of s (without converting
+// either: this runs on every frame written while a listing waits).
+func contains(p []byte, s string) bool {
+	for i := 0; i+len(s) <= len(p); i++ {
+		if string(p[i:i+len(s)]) == s {
+			return true
+		}
+	}
+	return false
 }

@@ -36,7 +36,8 @@ type Session struct {
 	err      atomic.Pointer[error] // why done is closed
 	ended    atomic.Bool           // set before done closes; checked by the dialer
 
-	pipe pipeStats // pipelined create-and-list outcomes (pipeline.go)
+	pipe  pipeStats // pipelined create-and-list outcomes (pipeline.go)
+	sends sentWaits // listings waiting for their create to be written (pipeline.go)
 
 	// go-zookeeper's reconnect race (zxid.go)
 	lastZxid atomic.Int64 // greatest zxid seen in a reply

@@ -44,7 +44,7 @@ func (h *hold) context() context.Context {
 	h.ctxMu.Lock()
 	defer h.ctxMu.Unlock()
 	if h.ctx == nil {
-			if h.ended {
+		if h.ended {
 			h.cancel(h.endCause())
 		}
 	}
