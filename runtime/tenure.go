@@ -44,6 +44,7 @@ func (h *hold) context() context.Context {
 	h.ctxMu.Lock()
 	defer h.ctxMu.Unlock()
 	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(context.Background())
 		if h.ended {
 			h.cancel(h.endCause())
 		}
