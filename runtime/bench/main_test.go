@@ -74,10 +74,12 @@ func gozk(b *testing.B, addr string) *zk.Conn {
 	return c
 }
 
-// report adds the wire counts per operation.
+// report adds the wire counts per operation: requests, round trips (see
+// zktest.Counts.RoundTrips) and notifications.
 func report(b *testing.B, p *zktest.Proxy, ops int) {
 	c := p.Counts()
 	b.ReportMetric(float64(c.Total())/float64(ops), "req/op")
+	b.ReportMetric(float64(c.RoundTrips)/float64(ops), "trips/op")
 	b.ReportMetric(float64(c.Notifications)/float64(ops), "notify/op")
 	if os.Getenv("ZKGEN_BENCH_OPS") != "" {
 		b.Logf("requests by opcode: %v", c.Requests)
@@ -87,9 +89,9 @@ func report(b *testing.B, p *zktest.Proxy, ops int) {
 // meter sums the wire counts of the measured parts of a benchmark whose
 // iterations also do untimed setup through the same proxy.
 type meter struct {
-	p           *zktest.Proxy
-	last        zktest.Counts
-	req, notify int64
+	p                  *zktest.Proxy
+	last               zktest.Counts
+	req, trips, notify int64
 }
 
 func (m *meter) start() { m.last = m.p.Counts() }
@@ -97,11 +99,13 @@ func (m *meter) start() { m.last = m.p.Counts() }
 func (m *meter) stop() {
 	c := m.p.Counts()
 	m.req += c.Total() - m.last.Total()
+	m.trips += c.RoundTrips - m.last.RoundTrips
 	m.notify += c.Notifications - m.last.Notifications
 }
 
 func (m *meter) report(b *testing.B, ops int) {
 	b.ReportMetric(float64(m.req)/float64(ops), "req/op")
+	b.ReportMetric(float64(m.trips)/float64(ops), "trips/op")
 	b.ReportMetric(float64(m.notify)/float64(ops), "notify/op")
 }
 
