@@ -25,10 +25,11 @@ type hold struct {
 	stop     chan struct{}
 	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
 
-	armOnce sync.Once
-	watches chan (<-chan zk.Event)    // own-node watches for the monitor
-	untrack *sync.WaitGroup           // counts the tenure's end (see Session.track)
-	tel     atomic.Pointer[tenureTel] // what its end records (telemetry.go)
+	armOnce   sync.Once
+	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs
+	watches   chan (<-chan zk.Event)    // own-node watches for the monitor
+	untrack   *sync.WaitGroup           // counts the tenure's end (see Session.track)
+	tel       atomic.Pointer[tenureTel] // what its end records (telemetry.go)
 
 	// The tenure's context, made on first use (context): most tenures
 	// are never asked for one.
@@ -130,12 +131,19 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 		w = own.watch
 		h.armOnce.Do(func() {})
 	}
-	if s.track() {
+	// A tenure that watches its node from the start has a monitor from the
+	// start. Any other is ended by the session's end directly (it is
+	// registered with the session) until arm starts its monitor: the plain
+	// lock cycle runs no goroutine of its own.
+	h.monitored = revocable || lostErr != nil
+	if s.track(h, !h.monitored) {
 		h.untrack = &s.tenures
 	} else {
 		h.end(true) // the session ended meanwhile: told at once
 	}
-	go s.monitor(h, w, revocable)
+	if h.monitored {
+		go s.monitor(h, w, revocable)
+	}
 	if lostErr != nil {
 		s.arm(h)
 	}
@@ -146,6 +154,11 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 // the node is already gone, the tenure is lost.
 func (s *Session) arm(h *hold) {
 	h.armOnce.Do(func() {
+		if !h.monitored {
+			// From now on the monitor sees the session's end too.
+			s.untrackEnd(h)
+			go s.monitor(h, nil, false)
+		}
 		go func() {
 			r, err := s.watchOwn(context.Background(), h.node, false)
 			switch {
@@ -210,6 +223,21 @@ func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
 	}
 }
 
+// stopHold stops the monitor of h, if it has one, and forgets h.
+func (s *Session) stopHold(h *hold) {
+	close(h.stop)
+	if !h.monitored {
+		s.untrackEnd(h)
+	}
+}
+
+// untrackEnd takes h off the tenures the session's end ends directly.
+func (s *Session) untrackEnd(h *hold) {
+	s.mu.Lock()
+	delete(s.holds, h)
+	s.mu.Unlock()
+}
+
 // release ends the tenure h by deleting its node; see releaseAs.
 func (s *Session) release(ctx context.Context, h *hold) error {
 	return s.releaseAs(ctx, h, "", func(ctx context.Context) error { return s.delete(ctx, h.node, -1) })
@@ -222,7 +250,7 @@ func (s *Session) release(ctx context.Context, h *hold) error {
 // carries on in the background (bounded) and ctx's error is returned.
 // label, if not empty, comes before the node's path in errors.
 func (s *Session) releaseAs(ctx context.Context, h *hold, label string, remove func(context.Context) error) error {
-	defer close(h.stop)
+	defer s.stopHold(h)
 	where := h.node
 	if label != "" {
 		where = label + " " + h.node
