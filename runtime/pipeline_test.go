@@ -13,8 +13,9 @@ import (
 // counts of the pipelined create-and-list (pipeline.go).
 type pipelined struct {
 	name    string
-	creates int64 // pipelined creates per cycle
-	trips   int64 // round trips per cycle when every listing is used; 0: not exact (see below)
+	dirs    []string // persistent directories made first, as suffixes of the recipe's path
+	creates int64    // pipelined creates per cycle
+	trips   int64    // round trips per cycle when every listing is used; 0: not exact (see below)
 	cycle   func(ctx context.Context, s *runtime.Session, dir string) error
 }
 
@@ -27,23 +28,26 @@ func lockCycle(l runtime.LockHandle) func(ctx context.Context) error {
 	}
 }
 
+// lockDirs: the recipe's directory itself.
+var lockDirs = []string{""}
+
 var pipelinedRecipes = []pipelined{
 	// create + children together, then delete.
-	{"lock", 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"lock", lockDirs, 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
 		return lockCycle(runtime.NewLock(s, runtime.At(dir)))(ctx)
 	}},
-	{"lock-kazoo", 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"lock-kazoo", lockDirs, 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
 		return lockCycle(runtime.NewLock(s, runtime.At(dir), runtime.WithLayout(runtime.LayoutKazoo)))(ctx)
 	}},
-	{"rwlock-read", 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"rwlock-read", lockDirs, 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
 		return lockCycle(runtime.NewRWLock(s, runtime.At(dir)).Read())(ctx)
 	}},
-	{"rwlock-write-kazoo", 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"rwlock-write-kazoo", lockDirs, 1, 2, func(ctx context.Context, s *runtime.Session, dir string) error {
 		return lockCycle(runtime.NewRWLock(s, runtime.At(dir), runtime.WithLayout(runtime.LayoutKazoo)).Write())(ctx)
 	}},
 	// The internal lock (create + children), the lease (create + watched
 	// children), the internal lock's delete, the lease's delete.
-	{"semaphore", 2, 4, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"semaphore", []string{"", "/locks", "/leases"}, 2, 4, func(ctx context.Context, s *runtime.Session, dir string) error {
 		le, err := runtime.NewSemaphore(s, runtime.At(dir), 2).Acquire(ctx)
 		if err != nil {
 			return err
@@ -53,7 +57,7 @@ var pipelinedRecipes = []pipelined{
 	// kazoo's semaphore lists before it creates its lease: only its
 	// internal lock is pipelined. Internal lock (1), lease count and create
 	// (2), internal lock's delete (1), lease's delete (1).
-	{"semaphore-kazoo", 1, 5, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"semaphore-kazoo", []string{"", "-__lock__"}, 1, 5, func(ctx context.Context, s *runtime.Session, dir string) error {
 		le, err := runtime.NewSemaphore(s, runtime.At(dir), 2, runtime.WithLayout(runtime.LayoutKazoo)).Acquire(ctx)
 		if err != nil {
 			return err
@@ -63,7 +67,7 @@ var pipelinedRecipes = []pipelined{
 	// A leadership watches its node from the start, in the background:
 	// that read may or may not share a round trip with the
 	// acknowledgement's, so the count is not exact.
-	{"election", 1, 0, func(ctx context.Context, s *runtime.Session, dir string) error {
+	{"election", lockDirs, 1, 0, func(ctx context.Context, s *runtime.Session, dir string) error {
 		l, err := runtime.NewElection(s, runtime.At(dir), runtime.StringCodec()).Campaign(ctx, "me")
 		if err != nil {
 			return err
@@ -106,7 +110,14 @@ func TestPipelinedCreateRoundTrips(t *testing.T) {
 			p := zktest.NewProxy(t, srv.Addr())
 			s := connect(t, []string{p.Addr()})
 			dir := testRoot(t)
-			if err := r.cycle(ctx, s, dir); err != nil { // creates the directories
+			// Persistent directories: the server removes an empty
+			// container one (a recipe's own) within a minute, and the
+			// next create would make it again, in requests of its own.
+			makeDirs(t, s, "/zkgen-test")
+			for _, d := range r.dirs {
+				makeDirs(t, s, dir+d)
+			}
+			if err := r.cycle(ctx, s, dir); err != nil {
 				t.Fatal(err)
 			}
 			p.Delay(20 * time.Millisecond)

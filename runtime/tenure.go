@@ -136,9 +136,7 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 	// registered with the session) until arm starts its monitor: the plain
 	// lock cycle runs no goroutine of its own.
 	h.monitored = revocable || lostErr != nil
-	if s.track(h, !h.monitored) {
-		h.untrack = &s.tenures
-	} else {
+	if !s.track(h, !h.monitored) {
 		h.end(true) // the session ended meanwhile: told at once
 	}
 	if h.monitored {
