@@ -32,10 +32,18 @@ type contender struct {
 
 // prefix returns a fresh, GUID-carrying name prefix for a node of kind k.
 func (f *family) prefix(k int) string {
+	var g [36]byte
+	var b strings.Builder // one allocation: the name itself
+	b.Grow(len(protectedPrefix) + len(g) + 1 + len(f.markers[k]))
 	if f.kazoo {
-		return strings.ReplaceAll(newGUID(), "-", "") + f.markers[k]
+		b.Write(appendGUID(g[:0], false))
+	} else {
+		b.WriteString(protectedPrefix)
+		b.Write(appendGUID(g[:0], true))
+		b.WriteByte('-')
 	}
-	return protectedPrefix + newGUID() + "-" + f.markers[k]
+	b.WriteString(f.markers[k])
+	return b.String()
 }
 
 // sortContenders keeps the children that are nodes of f, in queue order.
@@ -289,15 +297,34 @@ var hostname = sync.OnceValue(func() string {
 	return h
 })
 
+// owner returns the owner metadata of a node created now, as JSON: what
+// json.Marshal makes of an Owner, built by hand as it is written on every
+// acquisition (one allocation instead of several).
 func (s *Session) owner(purpose string) []byte {
-	b, _ := json.Marshal(Owner{
-		Host:    hostname(),
-		PID:     os.Getpid(),
-		Session: fmt.Sprintf("0x%x", s.ID()),
-		Since:   time.Now().UTC().Truncate(time.Millisecond),
-		Purpose: purpose,
-	})
-	return b
+	b := make([]byte, 0, 128+len(purpose))
+	b = append(b, `{"host":`...)
+	b = append(b, hostJSON()...)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(os.Getpid()), 10)
+	b = append(b, `,"session":"0x`...)
+	b = strconv.AppendInt(b, s.ID(), 16)
+	b = append(b, `","since":"`...)
+	b = time.Now().UTC().Truncate(time.Millisecond).AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if purpose != "" {
+		b = append(b, `,"purpose":`...)
+		b = appendJSONString(b, purpose)
+	}
+	return append(b, '}')
+}
+
+// hostJSON is the host name as a JSON string.
+var hostJSON = sync.OnceValue(func() []byte { return appendJSONString(nil, hostname()) })
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 // parseOwner decodes node data written by this package. Nodes written by

@@ -180,11 +180,12 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 }
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
-	node, err := e.s.createProtected(ctx, e.acl, e.dir, e.fam.prefix(0), data)
+	// The first children read goes out with the create (pipeline.go).
+	node, first, err := e.s.createListed(ctx, e.acl, e.dir, e.fam.prefix(0), data, false)
 	if err != nil {
 		return nil, 0, err
 	}
-	pre, err := e.waitFirst(ctx, node)
+	pre, err := e.waitFirst(ctx, node, first)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -211,12 +212,18 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 // waitFirst blocks until the candidate node is the first of the election,
 // watching only the candidate just before it. It returns the
 // acknowledgement reads made with the children read that found it first,
-// if it had to wait: they serve acknowledge's first attempt.
-func (e *Election[T]) waitFirst(ctx context.Context, node string) (*ackReads, error) {
+// if it had to wait: they serve acknowledge's first attempt. first, if not
+// nil, is a children read taken after the node was created (createListed):
+// it serves as the first read.
+func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResult) (*ackReads, error) {
 	name := baseName(node)
 	for woke := false; ; woke = true {
-		kids, pre, err := e.readCandidates(ctx, woke)
-		if err != nil {
+		var kids []string
+		var pre *ackReads
+		var err error
+		if first != nil {
+			kids, first = first.kids, nil
+		} else if kids, pre, err = e.readCandidates(ctx, woke); err != nil {
 			return nil, e.s.abandon(node, err)
 		}
 		before, found := e.fam.nearestBlocker(kids, name)

@@ -51,7 +51,11 @@ type liveConn struct {
 
 func (c *liveConn) Write(p []byte) (int, error) {
 	c.zxid.wrote(p)
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	if err == nil {
+		c.s.sends.wrote(p)
+	}
+	return n, err
 }
 
 func (c *liveConn) Read(p []byte) (int, error) {

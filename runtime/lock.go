@@ -214,14 +214,17 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	if err := l.s.guardSpec(ctx, l.dir, l.cfg.acl, l.record()); err != nil {
 		return nil, err
 	}
-	node, err := l.s.createProtected(ctx, l.cfg.acl, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose))
+	// The first children read goes out with the create (pipeline.go).
+	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose), false)
 	if err != nil {
 		return nil, err
 	}
 	name := baseName(node)
 	for {
-		r, err := l.s.childrenStat(ctx, l.dir)
-		if err != nil {
+		var r getResult
+		if first != nil {
+			r, first = *first, nil
+		} else if r, err = l.s.childrenStat(ctx, l.dir); err != nil {
 			return nil, l.s.abandon(node, err)
 		}
 		pred, found := l.fam.nearestBlocker(r.kids, name)
@@ -332,7 +335,7 @@ func (l *Lock) Lost() <-chan struct{} {
 func (l *Lock) Context() context.Context {
 	if h := l.current(); h != nil {
 		l.s.arm(h)
-		return h.ctx
+		return h.context()
 	}
 	return notHeldCtx
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -392,25 +391,27 @@ const cleanupTimeout = 30 * time.Second
 
 // newGUID returns a random (version 4) UUID in its canonical 36-character
 // form, the form Curator's protected nodes carry.
-func newGUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+func newGUID() string { return string(appendGUID(nil, true)) }
+
+// appendGUID appends a fresh random (version 4) UUID to b: in its canonical
+// form, or with dashes false as 32 hex digits (kazoo's form).
+func appendGUID(b []byte, dashes bool) []byte {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
 		panic("runtime: crypto/rand failed: " + err.Error())
 	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	for i, c := range u {
+		if dashes && (i == 4 || i == 6 || i == 8 || i == 10) {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[c>>4], hexDigits[c&0x0f])
+	}
+	return b
 }
+
+const hexDigits = "0123456789abcdef"
 
 // createProtected creates an ephemeral sequential node dir/<prefix><seq>
 // with data and returns its full path; prefix carries a fresh GUID (see
@@ -457,51 +458,89 @@ func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix
 }
 
 // createByGUID is createProtected's create, in retryUncertain: after a
-// connection loss, findByPrefix settles whether it happened.
+// connection loss, findByPrefix settles whether it happened. The first
+// attempt is made before the retry machinery is built, which only a failed
+// attempt needs (the plain create costs no closures).
 func (s *Session) createByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
 	acl = s.nodeACL(acl)
 	if err := s.creatable(acl); err != nil {
 		return "", opError("create", joinPath(dir, prefix), err)
 	}
-	path := joinPath(dir, prefix)
-	var created string
-	err := s.retryUncertain(ctx, uncertainWrite{op: "create", path: path,
-		attempt: func(int) (outcome, error) {
-			if err := s.check(); err != nil {
-				return outcomeKnown, err
+	g := guidCreate{s: s, ctx: ctx, acl: acl, dir: dir, prefix: prefix, path: joinPath(dir, prefix), data: data}
+	o, err := g.attempt()
+	if o != outcomeKnown {
+		return g.retry(o, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return g.created, nil
+}
+
+// guidCreate is one createByGUID.
+type guidCreate struct {
+	s           *Session
+	ctx         context.Context
+	acl         []zk.ACL
+	dir, prefix string
+	path        string // dir/prefix
+	data        []byte
+	created     string // the node, once known
+}
+
+// attempt sends the create once.
+func (g *guidCreate) attempt() (outcome, error) {
+	s := g.s
+	if err := s.check(); err != nil {
+		return outcomeKnown, err
+	}
+	var err error
+	g.created, err = s.conn.Create(g.path, g.data, zk.FlagEphemeral|zk.FlagSequence, g.acl)
+	switch {
+	case err == nil:
+		return outcomeKnown, nil
+	case errors.Is(err, zk.ErrNoNode):
+		if err := s.ensurePath(g.ctx, g.acl, g.dir); err != nil {
+			return outcomeKnown, err
+		}
+		return outcomeResend, nil
+	case !IsRecoverable(err):
+		if err := s.check(); err != nil {
+			return outcomeKnown, err
+		}
+		return outcomeKnown, opError("create", g.path, err)
+	}
+	s.log.Debug("connection lost during create; looking for the node by GUID", "dir", g.dir, "guid", g.prefix)
+	return outcomeHidden, err
+}
+
+// settle looks for the node of an attempt whose outcome was hidden.
+func (g *guidCreate) settle() (outcome, error) {
+	found, err := g.s.findByPrefix(g.ctx, g.dir, g.prefix)
+	if err != nil || found != "" {
+		g.created = found
+		return outcomeKnown, err
+	}
+	return outcomeResend, nil
+}
+
+// retry carries on in retryUncertain after a first attempt whose outcome
+// was first (with its error firstErr). g is a copy: only this path puts
+// it on the heap.
+func (g guidCreate) retry(first outcome, firstErr error) (string, error) {
+	err := g.s.retryUncertain(g.ctx, uncertainWrite{op: "create", path: g.path,
+		attempt: func(n int) (outcome, error) {
+			if n == 1 {
+				return first, firstErr
 			}
-			var err error
-			created, err = s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl)
-			switch {
-			case err == nil:
-				return outcomeKnown, nil
-			case errors.Is(err, zk.ErrNoNode):
-				if err := s.ensurePath(ctx, acl, dir); err != nil {
-					return outcomeKnown, err
-				}
-				return outcomeResend, nil
-			case !IsRecoverable(err):
-				if err := s.check(); err != nil {
-					return outcomeKnown, err
-				}
-				return outcomeKnown, opError("create", path, err)
-			}
-			s.log.Debug("connection lost during create; looking for the node by GUID", "dir", dir, "guid", prefix)
-			return outcomeHidden, err
+			return g.attempt()
 		},
-		settle: func() (outcome, error) {
-			found, err := s.findByPrefix(ctx, dir, prefix)
-			if err != nil || found != "" {
-				created = found
-				return outcomeKnown, err
-			}
-			return outcomeResend, nil
-		},
+		settle: g.settle,
 	})
 	if err != nil {
 		return "", err
 	}
-	return created, nil
+	return g.created, nil
 }
 
 // findByPrefix returns the child of dir whose name starts with prefix and

@@ -104,7 +104,7 @@ func (f *follower[T]) releaseAll(ctx context.Context) error {
 // loop follows the plan until Leave (errLeaving) or the loss of the
 // membership (the hold's loss error).
 func (f *follower[T]) loop() error {
-	ctx := f.a.h.ctx // ends when the membership is lost
+	ctx := f.a.h.context() // ends when the membership is lost
 	failures := 0
 	for {
 		err := f.step(ctx)

@@ -146,15 +146,19 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	}
 	defer m.unlockInternal()
 	dir := m.leasesDir()
-	node, err := m.s.createProtected(ctx, m.acl, dir, curatorLeases.prefix(0), m.s.owner(purpose))
+	// The first watched children read goes out with the create
+	// (pipeline.go).
+	node, first, err := m.s.createListed(ctx, m.acl, dir, curatorLeases.prefix(0), m.s.owner(purpose), true)
 	if err != nil {
 		return nil, err
 	}
 	name := baseName(node)
 	var token int64
 	for {
-		r, err := m.s.childrenW(ctx, dir)
-		if err != nil {
+		var r getResult
+		if first != nil {
+			r, first = *first, nil
+		} else if r, err = m.s.childrenW(ctx, dir); err != nil {
 			return nil, m.s.abandon(node, err)
 		}
 		cs := curatorLeases.sortContenders(r.kids)

@@ -36,12 +36,16 @@ type Session struct {
 	err      atomic.Pointer[error] // why done is closed
 	ended    atomic.Bool           // set before done closes; checked by the dialer
 
+	pipe  pipeStats // pipelined create-and-list outcomes (pipeline.go)
+	sends sentWaits // listings waiting for their create to be written (pipeline.go)
+
 	// go-zookeeper's reconnect race (zxid.go)
 	lastZxid atomic.Int64 // greatest zxid seen in a reply
 
 	// Supervise (supervise.go)
-	tenures sync.WaitGroup // live tenures (holds) of the session
-	gaveUp  atomic.Bool    // ended by the session's own clock, not by the server
+	tenures sync.WaitGroup     // live tenures (holds) of the session
+	holds   map[*hold]struct{} // tenures without a monitor, ended by end; under mu
+	gaveUp  atomic.Bool        // ended by the session's own clock, not by the server
 
 	onSupervised func(SessionEvent) // WithSessionEvents
 
@@ -207,11 +211,16 @@ func (s *Session) end(err error) bool {
 			s.expiryTimer.Stop()
 			s.expiryTimer = nil
 		}
+		holds := s.holds
+		s.holds = nil
 		s.mu.Unlock()
 		if errors.Is(err, ErrSessionExpired) {
 			s.tel.expired(s.gaveUp.Load())
 		}
 		close(s.done)
+		for h := range holds {
+			h.end(true) // as its monitor would have, on seeing done
+		}
 	})
 	return first
 }

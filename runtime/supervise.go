@@ -213,14 +213,23 @@ func (s *Session) overBy() time.Time {
 
 // track registers a tenure starting on the session; false means the session
 // has ended (the tenure is lost at once). Supervise waits for every tracked
-// tenure to end before it cancels the work's context.
-func (s *Session) track() bool {
+// tenure to end before it cancels the work's context: h counts its end
+// (untrack), set here, under mu, before end can see h. With endDirectly,
+// the session's end ends h itself (h has no monitor to see it).
+func (s *Session) track(h *hold, endDirectly bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended.Load() {
 		return false
 	}
 	s.tenures.Add(1)
+	h.untrack = &s.tenures
+	if endDirectly {
+		if s.holds == nil {
+			s.holds = make(map[*hold]struct{})
+		}
+		s.holds[h] = struct{}{}
+	}
 	return true
 }
 

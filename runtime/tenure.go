@@ -17,9 +17,7 @@ type hold struct {
 	node     string
 	token    int64
 	lost     chan struct{} // closed when the tenure ends (loss or release)
-	revoked  chan struct{} // closed when a revocation is requested
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	revoked  chan struct{} // closed when a revocation is requested; nil unless revocable
 	endOnce  sync.Once
 	revOnce  sync.Once
 	wasLost  atomic.Bool
@@ -27,24 +25,55 @@ type hold struct {
 	stop     chan struct{}
 	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
 
-	armOnce sync.Once
-	watches chan (<-chan zk.Event)    // own-node watches for the monitor
-	untrack func()                    // counts the tenure's end (see Session.track)
-	tel     atomic.Pointer[tenureTel] // what its end records (telemetry.go)
+	armOnce   sync.Once
+	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs
+	watches   chan (<-chan zk.Event)    // own-node watches for the monitor
+	untrack   *sync.WaitGroup           // counts the tenure's end (see Session.track)
+	tel       atomic.Pointer[tenureTel] // what its end records (telemetry.go)
+
+	// The tenure's context, made on first use (context): most tenures
+	// are never asked for one.
+	ctxMu  sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ended  bool // end has run; under ctxMu
+}
+
+// context returns a context cancelled when the tenure ends, with the
+// reason as its cause (see Lock.Context); made on the first call.
+func (h *hold) context() context.Context {
+	h.ctxMu.Lock()
+	defer h.ctxMu.Unlock()
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(context.Background())
+		if h.ended {
+			h.cancel(h.endCause())
+		}
+	}
+	return h.ctx
+}
+
+// endCause is the cause of an ended tenure's context.
+func (h *hold) endCause() error {
+	if h.wasLost.Load() {
+		return fmt.Errorf("%s: %w", h.node, h.lostSentinel())
+	}
+	return fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld)
 }
 
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		if h.untrack != nil {
-			defer h.untrack()
+			defer h.untrack.Done()
 		}
 		h.wasLost.Store(lost)
 		endTenure(&h.tel, lost)
-		if lost {
-			h.cancel(fmt.Errorf("%s: %w", h.node, h.lostSentinel()))
-		} else {
-			h.cancel(fmt.Errorf("%s: %w (released)", h.node, ErrNotHeld))
+		h.ctxMu.Lock()
+		h.ended = true
+		if h.cancel != nil {
+			h.cancel(h.endCause())
 		}
+		h.ctxMu.Unlock()
 		close(h.lost)
 	})
 }
@@ -82,9 +111,11 @@ func (s *Session) startHold(ctx context.Context, node string, token int64, revoc
 // election's leadership, a group membership) instead of ErrLockLost. Such a
 // tenure watches its node from the start.
 func (s *Session) startHoldAs(ctx context.Context, node string, token int64, revocable bool, lostErr error) (*hold, error) {
-	h := &hold{node: node, token: token, lost: make(chan struct{}), revoked: make(chan struct{}),
+	h := &hold{node: node, token: token, lost: make(chan struct{}),
 		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
-	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	if revocable {
+		h.revoked = make(chan struct{})
+	}
 	var w <-chan zk.Event
 	if revocable {
 		own, err := s.getW(ctx, node)
@@ -100,12 +131,17 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 		w = own.watch
 		h.armOnce.Do(func() {})
 	}
-	if s.track() {
-		h.untrack = s.tenures.Done
-	} else {
+	// A tenure that watches its node from the start has a monitor from the
+	// start. Any other is ended by the session's end directly (it is
+	// registered with the session) until arm starts its monitor: the plain
+	// lock cycle runs no goroutine of its own.
+	h.monitored = revocable || lostErr != nil
+	if !s.track(h, !h.monitored) {
 		h.end(true) // the session ended meanwhile: told at once
 	}
-	go s.monitor(h, w, revocable)
+	if h.monitored {
+		go s.monitor(h, w, revocable)
+	}
 	if lostErr != nil {
 		s.arm(h)
 	}
@@ -116,6 +152,11 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 // the node is already gone, the tenure is lost.
 func (s *Session) arm(h *hold) {
 	h.armOnce.Do(func() {
+		if !h.monitored {
+			// From now on the monitor sees the session's end too.
+			s.untrackEnd(h)
+			go s.monitor(h, nil, false)
+		}
 		go func() {
 			r, err := s.watchOwn(context.Background(), h.node, false)
 			switch {
@@ -180,6 +221,21 @@ func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
 	}
 }
 
+// stopHold stops the monitor of h, if it has one, and forgets h.
+func (s *Session) stopHold(h *hold) {
+	close(h.stop)
+	if !h.monitored {
+		s.untrackEnd(h)
+	}
+}
+
+// untrackEnd takes h off the tenures the session's end ends directly.
+func (s *Session) untrackEnd(h *hold) {
+	s.mu.Lock()
+	delete(s.holds, h)
+	s.mu.Unlock()
+}
+
 // release ends the tenure h by deleting its node; see releaseAs.
 func (s *Session) release(ctx context.Context, h *hold) error {
 	return s.releaseAs(ctx, h, "", func(ctx context.Context) error { return s.delete(ctx, h.node, -1) })
@@ -192,7 +248,7 @@ func (s *Session) release(ctx context.Context, h *hold) error {
 // carries on in the background (bounded) and ctx's error is returned.
 // label, if not empty, comes before the node's path in errors.
 func (s *Session) releaseAs(ctx context.Context, h *hold, label string, remove func(context.Context) error) error {
-	defer close(h.stop)
+	defer s.stopHold(h)
 	where := h.node
 	if label != "" {
 		where = label + " " + h.node
@@ -289,7 +345,7 @@ func (t *tenure) Lost() <-chan struct{} {
 // ErrMembershipLost, ErrLockLost), or ErrNotHeld once given up.
 func (t *tenure) Context() context.Context {
 	t.s.arm(t.h)
-	return t.h.ctx
+	return t.h.context()
 }
 
 // giveUp marks the tenure given up; it reports false when it was already.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -146,3 +147,50 @@ func BenchmarkLockContended8(b *testing.B) {
 		})
 	}
 }
+
+// The uncontended cycle of zkgen and of go-zookeeper's zk.Lock, alternated
+// in blocks of pairedBlock cycles within one run, so that both meet the
+// same machine load (on a shared machine the load drifts between the
+// sub-benchmarks of LockUncontended, which run one after the other). b.N
+// cycles of each; it reports each one's time per cycle and the speed-up
+// over zk.Lock (zk.Lock's time over zkgen's).
+func BenchmarkLockUncontendedPaired(b *testing.B) {
+	pz, pathZ := setup(b)
+	pg, pathG := setup(b)
+	ls := []locker{impls[0].new(b, pz.Addr(), pathZ), impls[2].new(b, pg.Addr(), pathG)}
+	for _, l := range ls {
+		if err := l.lock(); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.unlock(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var spent [2]time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += pairedBlock {
+		n := min(pairedBlock, b.N-done)
+		for k, l := range ls {
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				if err := l.lock(); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.unlock(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			spent[k] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	perCycle := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(perCycle(spent[0]), "zkgen-µs/cycle")
+	b.ReportMetric(perCycle(spent[1]), "gozk-µs/cycle")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "x-zk.Lock")
+}
+
+// pairedBlock is the number of cycles of one impl between switches in
+// BenchmarkLockUncontendedPaired.
+const pairedBlock = 25

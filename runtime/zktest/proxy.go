@@ -50,6 +50,7 @@ type Proxy struct {
 
 	countMu  sync.Mutex
 	requests map[int32]int64 // client requests relayed, by opcode
+	trips    int64           // requests sent with none of their connection's awaiting a reply
 	notifies int64           // watch notifications relayed (server frames with xid -1)
 	read     int64           // bytes of server frames relayed to the clients
 
@@ -370,6 +371,8 @@ type proxyConn struct {
 	modeSet chan struct{} // closed once raw is known
 	raw     bool          // not a ZooKeeper session: relay bytes as they come
 
+	inFlight atomic.Int64 // requests read from the client whose reply the server has not sent
+
 	cutting   atomic.Bool  // a CutAfterRequest fired here: relay nothing more to the client
 	cutXid    atomic.Int32 // xid of the request that fired it
 	replySeen chan struct{}
@@ -499,7 +502,7 @@ func (c *proxyConn) readClient(out chan<- chunk) {
 			ch.xid = int32(binary.BigEndian.Uint32(frame[4:]))
 			ch.op = int32(binary.BigEndian.Uint32(frame[8:]))
 			ch.hdr = true
-			c.p.countRequest(ch.op)
+			c.p.countRequest(ch.op, ch.xid > 0 && c.inFlight.Add(1) == 1)
 		}
 		if !c.send(out, ch) {
 			return
@@ -535,6 +538,9 @@ func (c *proxyConn) readServer(server net.Conn, out chan<- chunk) {
 		} else if c.cutting.Load() && len(frame) >= 8 &&
 			int32(binary.BigEndian.Uint32(frame[4:])) == c.cutXid.Load() {
 			c.replyOnce.Do(func() { close(c.replySeen) })
+		}
+		if !first && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) > 0 {
+			c.inFlight.Add(-1) // the reply to a request
 		}
 		if c.cutting.Load() || c.p.blackhole.Load() {
 			continue
@@ -695,12 +701,17 @@ func readWholeFrame(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
-func (p *Proxy) countRequest(op int32) {
+// countRequest counts a request of opcode op; trip says it starts a round
+// trip (see Counts.RoundTrips).
+func (p *Proxy) countRequest(op int32, trip bool) {
 	p.countMu.Lock()
 	if p.requests == nil {
 		p.requests = make(map[int32]int64)
 	}
 	p.requests[op]++
+	if trip {
+		p.trips++
+	}
 	p.countMu.Unlock()
 }
 
@@ -718,11 +729,18 @@ func (p *Proxy) countNotification() {
 
 // Counts is what a proxy relayed since it started or was last reset: the
 // client requests by opcode (OpCreate, OpGetChildren2, ...) and the watch
-// notifications the server sent, and the bytes the clients read. The
-// protocol's cost, counted on the wire.
+// notifications the server sent, the bytes the clients read and the round
+// trips they waited for. The protocol's cost, counted on the wire.
+//
+// RoundTrips counts the requests (pings and other negative-xid frames left
+// out) that a client sent on a connection with none of its earlier requests
+// awaiting a reply there: the round trips a client waited for. Requests
+// sent behind one another without waiting for the replies (pipelined) count
+// as one.
 type Counts struct {
 	Requests      map[int32]int64
 	Notifications int64
+	RoundTrips    int64
 	// BytesRead is the size of the server's frames relayed to the clients,
 	// length prefixes included (replies, notifications, pings' replies and
 	// the ConnectResponse); a raw stream such as a four-letter word is not
@@ -746,7 +764,7 @@ func (c Counts) Total() int64 {
 func (p *Proxy) Counts() Counts {
 	p.countMu.Lock()
 	defer p.countMu.Unlock()
-	c := Counts{Requests: make(map[int32]int64, len(p.requests)), Notifications: p.notifies, BytesRead: p.read}
+	c := Counts{Requests: make(map[int32]int64, len(p.requests)), Notifications: p.notifies, BytesRead: p.read, RoundTrips: p.trips}
 	for op, n := range p.requests {
 		c.Requests[op] = n
 	}
@@ -759,5 +777,6 @@ func (p *Proxy) ResetCounts() {
 	p.requests = nil
 	p.notifies = 0
 	p.read = 0
+	p.trips = 0
 	p.countMu.Unlock()
 }

@@ -1,0 +1,12 @@
+package runtime
+
+// PipeStats returns how many pipelined listings (createListed) of s were
+// used and how many were dropped for a read of their own.
+func PipeStats(s *Session) (hits, fallbacks int64) {
+	return s.pipe.hits.Load(), s.pipe.fallbacks.Load()
+}
+
+// ListBeforeCreate makes the pipelined creates of s wait, while on, until
+// their listing is answered before they send the create: the listing never
+// holds the new node, and every acquisition takes the fallback.
+func ListBeforeCreate(s *Session, on bool) { s.pipe.listFirst.Store(on) }
