@@ -14,11 +14,15 @@ import (
 //
 // A single Take of an at-most-once FIFO queue costs a read of the item and
 // a multi that deletes it: with the put, three requests an item, each a
-// round trip. A consumer with a prefetch of k instead takes up to k items in
-// one go when it has none left: it reads them concurrently (one round trip)
-// and deletes them in one multi with its marker, exactly as TakeN does, then
-// serves the following Takes from memory. An item then costs its put, its
-// read and a k-th of a multi.
+// round trip, and several consumers race for the same head. A consumer
+// with a prefetch of k instead takes up to k items in one go when it has
+// none left: it claims their chunk (the items whose sequence numbers divided
+// by k are equal) with an ephemeral node, in a multi that checks the items
+// still exist, so that other prefetching consumers skip the chunk instead
+// of racing for it (claimChunk); it reads them concurrently (one round
+// trip) and deletes them with the claim and its marker in one multi, as
+// TakeN does; then it serves the following Takes from memory. An item then
+// costs its put, its read and about two k-ths of a multi.
 //
 // Items so prefetched are out of ZooKeeper and in the handle's buffer. Take
 // serves them before anything else, even once its ctx or the session has
