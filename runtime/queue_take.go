@@ -617,6 +617,15 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	if IsRecoverable(err) && ctx.Err() == nil {
 		return outcomeHidden, err
 	}
+	if res == nil && (errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) || errors.Is(err, zk.ErrSessionExpired)) {
+		// The session ended under the multi (await reports the session's
+		// end for a connection closed then): the server may have applied
+		// it, and the marker can no longer tell. Said as known, the items
+		// would be lost without a word (TestSoak, seed
+		// 1795424341818267186: a take cut after its multi reached the
+		// server, the session ended meanwhile).
+		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrTakeUncertain, err)
+	}
 	switch i, _ := failedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
 		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
