@@ -357,3 +357,38 @@ func TestQueuePrefetchUndecodable(t *testing.T) {
 		t.Fatalf("Len = %d, %v; want 1 (the undecodable item, left in place)", n, err)
 	}
 }
+
+// A take whose multi the server applied, and whose session then ended
+// before the reply came (the client heard nothing and gave the session up),
+// must not say "nothing taken": the item is gone. It returns
+// ErrTakeUncertain (TestSoak lost an item this way, seed
+// 1795424341818267186: the take said ErrSessionExpired alone).
+func TestQueueTakeSessionEndsUnderMulti(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	prod := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[string]())
+	if err := prod.Put(ctx, strings.Repeat("x", 100)); err != nil {
+		t.Fatal(err)
+	}
+	makeDirs(t, admin, dir+"/marks")
+	px := zktest.NewProxy(t, srv.Addr())
+	s := connect(t, viaProxy(px), runtime.WithSessionTimeout(3*time.Second))
+	q := runtime.NewQueue(s, runtime.At(dir), runtime.JSONCodec[string]())
+	held := px.HoldRepliesAfterRequest(zktest.OpMulti)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, err := q.Take(tctx)
+	select {
+	case <-held:
+	default:
+		t.Fatalf("Take returned (%v) before its multi was held", err)
+	}
+	if !errors.Is(err, runtime.ErrTakeUncertain) || !errors.Is(err, runtime.ErrSessionExpired) {
+		t.Fatalf("Take = %v; want ErrTakeUncertain wrapping ErrSessionExpired", err)
+	}
+	if n, err := prod.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("Len = %d, %v; want 0 (the server applied the take)", n, err)
+	}
+}

@@ -69,6 +69,7 @@ type Proxy struct {
 type reqTrigger struct {
 	op    int32
 	fired chan struct{}
+	hold  bool // keep the connection open, replies dropped (HoldRepliesAfterRequest)
 }
 
 type byteTrigger struct {
@@ -136,6 +137,21 @@ func (p *Proxy) CutAll() {
 // connection is cut. Several triggers may be armed; each fires once.
 func (p *Proxy) CutAfterRequest(opcode int32) <-chan struct{} {
 	t := &reqTrigger{op: opcode, fired: make(chan struct{})}
+	p.mu.Lock()
+	p.reqTrig = append(p.reqTrig, t)
+	p.mu.Unlock()
+	return t.fired
+}
+
+// HoldRepliesAfterRequest arms a one-shot fault like CutAfterRequest's,
+// except that the connection is not cut: the request is forwarded and
+// executed, and from then on nothing the server sends on that connection
+// reaches the client, while the client's bytes (pings included) still reach
+// the server. The client hears nothing until it gives up on the connection
+// itself. The returned channel is closed once the server has replied to the
+// request (up to 5s).
+func (p *Proxy) HoldRepliesAfterRequest(opcode int32) <-chan struct{} {
+	t := &reqTrigger{op: opcode, fired: make(chan struct{}), hold: true}
 	p.mu.Lock()
 	p.reqTrig = append(p.reqTrig, t)
 	p.mu.Unlock()
@@ -627,6 +643,10 @@ func (c *proxyConn) writeLoop(dst net.Conn, in <-chan chunk, toClient bool) {
 			case <-c.replySeen:
 			case <-c.done:
 			case <-time.After(replyWait):
+			}
+			if trig.hold {
+				close(trig.fired)
+				continue // replies stay dropped (cutting), requests flow
 			}
 			c.close()
 			close(trig.fired)
