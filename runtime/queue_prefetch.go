@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -320,13 +321,23 @@ const (
 // with a check that each candidate (of bucket bp) exists. A claim found
 // existing after a retried attempt is this consumer's when its session owns
 // it.
-func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands []qitem) (chunkState, error) {
+func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands []qitem) (st chunkState, err error) {
+	retried := false
+	defer func() {
+		if retried && st != chunkHeld {
+			// An attempt whose reply was lost may have created the claim
+			// although the take now gives the chunk up (a candidate taken
+			// meanwhile, an error): left, it would keep the chunk's other
+			// items busy for the session's lifetime, skipped by every
+			// consumer, this one too (TestQueuePrefetchLostClaimReleased).
+			q.releaseClaim(claim)
+		}
+	}()
 	ops := make([]any, 0, len(cands)+1)
 	for _, it := range cands {
 		ops = append(ops, &zk.CheckVersionRequest{Path: joinPath(bp, it.name), Version: -1})
 	}
 	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
-	retried := false
 	for {
 		var res []zk.MultiResponse
 		err := q.s.retry(ctx, func() error {
@@ -369,10 +380,49 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 	}
 }
 
-// dropChunk deletes this consumer's chunk claim in the background, when its
-// take took nothing (it is ephemeral: the session's end removes it too).
-func (q *queue[T]) dropChunk(claim string) {
-	q.dropMarker(claim)
+// releaseClaim deletes the chunk claim claim in the background if this
+// session owns it: when a take gives its chunk up, or may have created the
+// claim without knowing it. It keeps trying until the claim is settled or
+// the session ends (which removes it too): a claim left behind keeps its
+// chunk's items from every consumer. Another consumer's claim of the same
+// name (made after this one was deleted) is left alone.
+func (q *queue[T]) releaseClaim(claim string) {
+	go func() {
+		for q.s.check() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			err := q.deleteIfOwned(ctx, claim)
+			cancel()
+			if err == nil || q.s.check() != nil {
+				return
+			}
+			q.s.log.Debug("could not release a queue chunk claim yet", "path", claim, "err", err)
+			select {
+			case <-q.s.done:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// deleteIfOwned deletes path if it exists and this session owns it (at the
+// version read, so a node of the same name made since by another session
+// stays).
+func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
+	_, st, err := q.s.get(ctx, path)
+	switch {
+	case isNoNode(err):
+		return nil
+	case err != nil:
+		return err
+	case st.EphemeralOwner != q.s.ID():
+		return nil
+	}
+	err = q.s.delete(ctx, path, st.Version)
+	if isNoNode(err) || errors.Is(err, zk.ErrBadVersion) {
+		return nil
+	}
+	return err
 }
 
 // giveBacks are what Session.Close runs before it closes the session:

@@ -531,7 +531,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem, 
 		})
 	}
 	if chunk != "" && (err != nil || len(b.items) == 0) && q.s.check() == nil {
-		q.dropChunk(chunk)
+		q.releaseClaim(chunk)
 	}
 	if err != nil {
 		return nil, err
