@@ -85,28 +85,55 @@ func (f *family) blocker(cs []contender, i int) int {
 // waiter woken in a queue of N reads all N names, and sorting them was the
 // largest part of its own work at N = 1000.
 func (f *family) nearestBlocker(children []string, name string) (blocker string, found bool) {
+	p := f.place(children, name)
+	return p.blocker, p.found
+}
+
+// place is where a contender node stands among the children of its
+// directory (family.place).
+type place struct {
+	blocker string // the nearest node before it that blocks it; "" when none
+	found   bool   // the node is among the children
+	first   bool   // no node of the family comes before blocker
+	later   bool   // a node of the family comes after the node
+}
+
+// place is nearestBlocker's pass, which also tells whether the blocker is
+// the first node of the family (nothing left before it) and whether any
+// node comes after name (someone may wait for name).
+func (f *family) place(children []string, name string) place {
 	own, ok := f.parse(name)
 	if !ok {
-		return "", false
+		return place{}
 	}
-	var best contender
+	var best, lowest contender
+	var p place
 	for _, c := range children {
 		if c == name {
-			found = true
+			p.found = true
 			continue
 		}
 		k, ok := f.parse(c)
-		if !ok || !f.blockedBy[own.kind][k.kind] || !queuedBefore(k, own) {
+		switch {
+		case !ok:
+			continue
+		case !queuedBefore(k, own):
+			p.later = true
 			continue
 		}
-		if best.name == "" || queuedBefore(best, k) {
+		if lowest.name == "" || queuedBefore(k, lowest) {
+			lowest = k
+		}
+		if f.blockedBy[own.kind][k.kind] && (best.name == "" || queuedBefore(best, k)) {
 			best = k
 		}
 	}
-	if !found {
-		return "", false
+	if !p.found {
+		return place{}
 	}
-	return best.name, true
+	p.blocker = best.name
+	p.first = best.name != "" && best.name == lowest.name
+	return p
 }
 
 // parse reads a child name as a contender node of f: its kind is the first

@@ -10,3 +10,7 @@ func PipeStats(s *Session) (hits, fallbacks int64) {
 // their listing is answered before they send the create: the listing never
 // holds the new node, and every acquisition takes the fallback.
 func ListBeforeCreate(s *Session, on bool) { s.pipe.listFirst.Store(on) }
+
+// HandOffs returns how many lock waiters of s took the lock over without
+// a listing (lock.go, the hand-off).
+func HandOffs(s *Session) int64 { return s.pipe.handOffs.Load() }

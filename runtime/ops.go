@@ -252,6 +252,42 @@ func failedOp(res []zk.MultiResponse) (int, error) {
 	return -1, nil
 }
 
+// deleteNoted deletes node and writes note as dir's data in one multi (a
+// lock's release with its hand-off note, lock.go), retrying recoverable
+// errors: ErrNoNode for node on a retry counts as success (the lost attempt
+// did it). A multi refused for another reason (dir not writable under its
+// ACL) falls back to deleting node alone.
+func (s *Session) deleteNoted(ctx context.Context, node, dir string, note []byte) error {
+	retried := false
+	var refused error
+	err := s.retry(ctx, func() error {
+		res, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
+			return s.connMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.SetDataRequest{Path: dir, Data: note, Version: -1})
+		})
+		switch i, _ := failedOp(res); {
+		case err == nil:
+			return nil
+		case IsRecoverable(err):
+			retried = true
+			return err
+		case i == 0 && errors.Is(err, zk.ErrNoNode):
+			if retried {
+				return nil
+			}
+			return err
+		case i == 1:
+			refused = err
+			return nil
+		}
+		return err
+	})
+	if err == nil && refused != nil {
+		s.log.Debug("lock released without its hand-off note", "path", node, "err", refused)
+		return s.delete(ctx, node, -1)
+	}
+	return opError("delete", node, err)
+}
+
 // delete removes path at version (-1 for any), retrying recoverable errors.
 // ErrNoNode on a retry counts as success: the lost attempt did the work.
 func (s *Session) delete(ctx context.Context, path string, version int32) error {

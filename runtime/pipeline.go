@@ -145,7 +145,8 @@ func (w *sentWaits) wrote(p []byte) {
 // (hits) and listings dropped for a read of their own (fallbacks).
 type pipeStats struct {
 	hits, fallbacks atomic.Int64
-	listFirst       atomic.Bool // tests: send the create once the listing is answered
+	handOffs        atomic.Int64 // lock waiters that took over without a listing (lock.go)
+	listFirst       atomic.Bool  // tests: send the create once the listing is answered
 }
 
 // contains reports whether p holds the bytes of s (without converting

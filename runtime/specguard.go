@@ -41,6 +41,9 @@ type specRecord struct {
 	Delivery   string   `json:"delivery,omitempty"`
 	Layout     string   `json:"layout,omitempty"`
 	Partitions int      `json:"partitions,omitempty"` // a partitioner's partition count
+	// Released is the lock node whose holder released it last (lock.go,
+	// the hand-off); not a parameter of the spec.
+	Released string `json:"released,omitempty"`
 }
 
 // mismatch returns the first parameter of want that does not fit have.
@@ -67,8 +70,20 @@ func (want specRecord) mismatch(have specRecord) (field, had, wants string, bad 
 	return "", "", "", false
 }
 
-// specChecks caches, per session, the directories whose record fits.
+// specChecks caches, per session, the directories whose record fits: the
+// value is true when the record is exactly what the handle would write
+// (specChecks.exact).
 type specChecks struct{ ok sync.Map }
+
+// exact reports whether dir was found holding exactly the record its
+// handle wants (its Released aside), or was created by this session with
+// it: such a record may be written again with another Released (lock.go,
+// the hand-off) without changing what it records.
+func (c *specChecks) exact(dir string) bool {
+	v, _ := c.ok.Load(dir)
+	exact, _ := v.(bool)
+	return exact
+}
 
 // guardSpec makes sure dir's record fits want, creating dir (and its
 // missing parents, as containers) with want as its record when it does not
@@ -102,26 +117,36 @@ func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want spec
 			if !created {
 				continue // created meanwhile by another process: read its record
 			}
-			s.specs.ok.Store(dir, struct{}{})
+			s.specs.ok.Store(dir, true)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		var have specRecord
+		exact := false
 		if len(data) > 0 && json.Unmarshal(data, &have) == nil && have.Zkgen > 0 {
 			if field, had, wants, bad := want.mismatch(have); bad {
 				return fmt.Errorf("%s: %w: the directory records %s %s, this handle has %s (a process generated from another version of the spec uses it)",
 					dir, ErrSpecMismatch, field, had, wants)
 			}
+			exact = sameRecord(have, want)
 		}
 		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && want.Kind == "semaphore" {
 			return fmt.Errorf("%s: %w: the directory records kazoo's max_leases %d: a semaphore of layout kazoo, this handle has layout curator",
 				dir, ErrSpecMismatch, n)
 		}
-		s.specs.ok.Store(dir, struct{}{})
+		s.specs.ok.Store(dir, exact)
 		return nil
 	}
+}
+
+// sameRecord reports whether have, its Released aside, is want.
+func sameRecord(have, want specRecord) bool {
+	have.Released = ""
+	a, errA := json.Marshal(have)
+	b, errB := json.Marshal(want)
+	return errA == nil && errB == nil && string(a) == string(b)
 }
 
 // createRecorded creates dir as a container holding rec, and its missing

@@ -24,6 +24,7 @@ type hold struct {
 	released atomic.Bool // release started: a deletion is ours
 	stop     chan struct{}
 	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
+	note     bool  // released with a hand-off note (lock.go)
 
 	armOnce   sync.Once
 	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs

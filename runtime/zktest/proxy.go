@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -52,6 +53,7 @@ type Proxy struct {
 	requests map[int32]int64 // client requests relayed, by opcode
 	trips    int64           // requests sent with none of their connection's awaiting a reply
 	notifies int64           // watch notifications relayed (server frames with xid -1)
+	reaches  []reqReach      // RequestsReach waiters, under countMu
 	read     int64           // bytes of server frames relayed to the clients
 
 	mu       sync.Mutex
@@ -732,7 +734,37 @@ func (p *Proxy) countRequest(op int32, trip bool) {
 	if trip {
 		p.trips++
 	}
+	p.reaches = slices.DeleteFunc(p.reaches, func(r reqReach) bool {
+		if r.op == op && p.requests[op] >= r.n {
+			close(r.ch)
+			return true
+		}
+		return false
+	})
 	p.countMu.Unlock()
+}
+
+// reqReach is a RequestsReach waiter.
+type reqReach struct {
+	op int32
+	n  int64
+	ch chan struct{}
+}
+
+// RequestsReach returns a channel that is closed once the proxy has read n
+// client requests of opcode op (counted as Requests counts them, from the
+// last ResetCounts): a test waits on it for a client to have got that far
+// in its protocol.
+func (p *Proxy) RequestsReach(op int32, n int64) <-chan struct{} {
+	ch := make(chan struct{})
+	p.countMu.Lock()
+	defer p.countMu.Unlock()
+	if p.requests[op] >= n {
+		close(ch)
+		return ch
+	}
+	p.reaches = append(p.reaches, reqReach{op: op, n: n, ch: ch})
+	return ch
 }
 
 func (p *Proxy) countRead(n int) {
