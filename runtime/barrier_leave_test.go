@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -15,17 +16,8 @@ import (
 // the lowest has gone (it used to list it first too: n names in each of n
 // Leaves). The lowest still waits for all the others.
 func TestDoubleBarrierLeaveListsOnce(t *testing.T) {
-	srv := server(t)
-	dir := testRoot(t)
-	ctx := testCtx(t, time.Minute)
 	const size = 4
-	obs := connect(t, srv.Servers())
-	fs := make([]faultyClient, size)
-	ps := make([]*runtime.DoubleBarrier, size)
-	for i := range ps {
-		fs[i] = newFaulty(t, srv)
-		ps[i] = runtime.NewDoubleBarrier(fs[i].s, runtime.At(dir), size)
-	}
+	ctx, dir, obs, fs, ps := doubleBarrierOf(t, size)
 	errs := make(chan error, size)
 	for _, p := range ps {
 		go func() { errs <- p.Enter(ctx) }()
@@ -69,17 +61,8 @@ func TestDoubleBarrierLeaveListsOnce(t *testing.T) {
 // count and lists the children only when the barrier could be complete:
 // the first size-1 participants list nothing, the last lists once.
 func TestDoubleBarrierEnterListsOnlyWhenComplete(t *testing.T) {
-	srv := server(t)
-	dir := testRoot(t)
-	ctx := testCtx(t, time.Minute)
 	const size = 4
-	obs := connect(t, srv.Servers())
-	fs := make([]faultyClient, size)
-	ps := make([]*runtime.DoubleBarrier, size)
-	for i := range ps {
-		fs[i] = newFaulty(t, srv)
-		ps[i] = runtime.NewDoubleBarrier(fs[i].s, runtime.At(dir), size)
-	}
+	ctx, dir, obs, fs, ps := doubleBarrierOf(t, size)
 	errs := make(chan error, size)
 	for _, p := range ps[:size-1] {
 		go func() { errs <- p.Enter(ctx) }()
@@ -111,4 +94,22 @@ func TestDoubleBarrierEnterListsOnlyWhenComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// doubleBarrierOf starts a double barrier test: size participants on a
+// test root, each on a session behind its own proxy, and an observer
+// session.
+func doubleBarrierOf(t *testing.T, size int) (context.Context, string, *runtime.Session, []faultyClient, []*runtime.DoubleBarrier) {
+	t.Helper()
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	obs := connect(t, srv.Servers())
+	fs := make([]faultyClient, size)
+	ps := make([]*runtime.DoubleBarrier, size)
+	for i := range ps {
+		fs[i] = newFaulty(t, srv)
+		ps[i] = runtime.NewDoubleBarrier(fs[i].s, runtime.At(dir), size)
+	}
+	return ctx, dir, obs, fs, ps
 }

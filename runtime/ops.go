@@ -239,6 +239,22 @@ func (s *Session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, er
 	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
 }
 
+// multiRetried sends ops as one multi, retrying recoverable errors.
+// retried reports whether an attempt's reply was lost: a later attempt's
+// failure (a node it creates found existing, one it checks found gone)
+// may then be that attempt's doing, which the caller settles.
+func (s *Session) multiRetried(ctx context.Context, ops ...any) (res []zk.MultiResponse, retried bool, err error) {
+	err = s.retry(ctx, func() error {
+		var err error
+		res, err = await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
+		if IsRecoverable(err) {
+			retried = true
+		}
+		return err
+	})
+	return res, retried, err
+}
+
 // failedOp returns the index of the op of a failed multi that failed, and
 // its error; -1 when none did. The ops before it report no error and the ops
 // after it report "runtime inconsistency" (rolled back), so the first error

@@ -307,24 +307,17 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 	retried := false
 	first := true // no attempts node seen: create it with the claim
 	for {
-		var res []zk.MultiResponse
-		err := q.s.retry(ctx, func() error {
-			ops := []any{
-				&zk.CheckVersionRequest{Path: item, Version: -1},
-				&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)},
-			}
-			if first {
-				ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.nodeACL(q.acl)})
-			} else {
-				ops = append(ops, &zk.SetDataRequest{Path: att, Version: -1})
-			}
-			var err error
-			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
-			if IsRecoverable(err) {
-				retried = true
-			}
-			return err
-		})
+		ops := []any{
+			&zk.CheckVersionRequest{Path: item, Version: -1},
+			&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)},
+		}
+		if first {
+			ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.nodeACL(q.acl)})
+		} else {
+			ops = append(ops, &zk.SetDataRequest{Path: att, Version: -1})
+		}
+		res, hidden, err := q.s.multiRetried(ctx, ops...)
+		retried = retried || hidden
 		if err == nil {
 			if first {
 				return true, 1, nil

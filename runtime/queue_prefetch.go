@@ -262,8 +262,12 @@ func (q *queue[T]) putGivenBack(ctx context.Context, datas [][]byte) error {
 // k give idx: <bucket>.k<k>-<idx>. Consumers with the same prefetch agree
 // on the chunks.
 func chunkName(bucket string, k int, seq int32) string {
-	return fmt.Sprintf("%s.k%d-%d", bucket, k, int64(uint32(seq))/int64(k))
+	return fmt.Sprintf("%s.k%d-%d", bucket, k, chunkIndex(k, seq))
 }
+
+// chunkIndex is the index of the chunk of k items that holds sequence
+// number seq.
+func chunkIndex(k int, seq int32) int64 { return int64(uint32(seq)) / int64(k) }
 
 // claimChunk picks the candidates of a prefetching take: the items of the
 // cached listing, from the consumer's position, that share the first one's
@@ -280,9 +284,9 @@ func (q *queue[T]) claimChunk(ctx context.Context, n int) ([]qitem, string, erro
 	k := min(q.prefetch, maxBatchOps)
 	for c.pos < len(c.cache) && !q.staleCache() {
 		first := c.pos
-		name := chunkName(c.bucket, k, c.cache[first].seq)
+		idx := chunkIndex(k, c.cache[first].seq)
 		end := first + 1
-		for end < len(c.cache) && end-first < n && chunkName(c.bucket, k, c.cache[end].seq) == name {
+		for end < len(c.cache) && end-first < n && chunkIndex(k, c.cache[end].seq) == idx {
 			end++
 		}
 		cands := c.cache[first:end]
@@ -290,6 +294,7 @@ func (q *queue[T]) claimChunk(ctx context.Context, n int) ([]qitem, string, erro
 		if len(cands) == 1 {
 			return cands, "", nil // a claim would cost as much as a lost race
 		}
+		name := chunkName(c.bucket, k, c.cache[first].seq)
 		claim := joinPath(joinPath(q.dir, claimsDir), name)
 		st, err := q.createChunkClaim(ctx, claim, bp, cands)
 		switch {
@@ -339,15 +344,8 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 	}
 	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
 	for {
-		var res []zk.MultiResponse
-		err := q.s.retry(ctx, func() error {
-			var err error
-			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
-			if IsRecoverable(err) {
-				retried = true
-			}
-			return err
-		})
+		res, hidden, err := q.s.multiRetried(ctx, ops...)
+		retried = retried || hidden
 		if err == nil {
 			return chunkHeld, nil
 		}
