@@ -94,13 +94,14 @@ func (f *family) nearestBlocker(children []string, name string) (blocker string,
 type place struct {
 	blocker string // the nearest node before it that blocks it; "" when none
 	found   bool   // the node is among the children
-	first   bool   // no node of the family comes before blocker
+	first   bool   // no node that blocks the node's kind comes before blocker
 	later   bool   // a node of the family comes after the node
 }
 
 // place is nearestBlocker's pass, which also tells whether the blocker is
-// the first node of the family (nothing left before it) and whether any
-// node comes after name (someone may wait for name).
+// the first of the nodes that block name's kind (for an exclusive lock,
+// the first node of the family; for a reader, the first writer) and
+// whether any node comes after name (someone may wait for name).
 func (f *family) place(children []string, name string) place {
 	own, ok := f.parse(name)
 	if !ok {
@@ -121,10 +122,13 @@ func (f *family) place(children []string, name string) place {
 			p.later = true
 			continue
 		}
+		if !f.blockedBy[own.kind][k.kind] {
+			continue
+		}
 		if lowest.name == "" || queuedBefore(k, lowest) {
 			lowest = k
 		}
-		if f.blockedBy[own.kind][k.kind] && (best.name == "" || queuedBefore(best, k)) {
+		if best.name == "" || queuedBefore(best, k) {
 			best = k
 		}
 	}

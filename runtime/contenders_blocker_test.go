@@ -40,8 +40,26 @@ func TestNearestBlockerMatchesSort(t *testing.T) {
 			if got != want || found != wantFound {
 				t.Fatalf("%s: nearestBlocker(%v, %q) = %q, %v; sorted: %q, %v", fname, kids, name, got, found, want, wantFound)
 			}
+			if p := f.place(kids, name); found && (p.first != firstBlocker(f, cs, i) || p.later != (i < len(cs)-1)) {
+				t.Fatalf("%s: place(%v, %q) = %+v; sorted: first %v, later %v", fname, kids, name, p, firstBlocker(f, cs, i), i < len(cs)-1)
+			}
 		}
 	}
+}
+
+// firstBlocker is place.first over the sorted contenders cs: cs[i] has a
+// blocker, and no node before that blocker is of a kind that blocks cs[i].
+func firstBlocker(f *family, cs []contender, i int) bool {
+	b := f.blocker(cs, i)
+	if b < 0 {
+		return false
+	}
+	for j := 0; j < b; j++ {
+		if f.blockedBy[cs[i].kind][cs[j].kind] {
+			return false
+		}
+	}
+	return true
 }
 
 // seqText writes seq as ZooKeeper does: 10 digits, a minus sign past the

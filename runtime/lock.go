@@ -239,7 +239,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 			if err != nil {
 				return nil, l.s.abandon(node, err)
 			}
-			h.note = p.later // a waiter behind us may not know we hold
+			h.note = p.later && l.notes() // a waiter behind us may not know we hold
 			return h, nil
 		case !wait:
 			return nil, l.s.abandon(node, nil)
@@ -276,18 +276,19 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 // A waiter woken by its blocker's deletion holds the lock if nothing
 // precedes it any more. In the guide's recipe it lists the directory to see
 // that: at N waiters, N names read on every hand-off, on its critical path
-// (59 KB at N = 1000). An exclusive lock's waiter knows it without the
-// listing in two cases:
+// (59 KB at N = 1000). A waiter knows it without the listing in two cases:
 //
-//   - its blocker was the first node of the directory when it listed
-//     (place.first): nothing comes before a first node, ever after (new
-//     nodes come last), so once the blocker is gone the waiter is first;
-//   - its blocker held the lock: it was first then, and the waiter comes
-//     right after it. A holder that a waiter may not know to be first (it
-//     saw a node after its own, or took the lock this way, without a
-//     listing) says so when it releases: the multi that deletes its node
-//     writes its node's name into the directory's record (Released), and
-//     the woken waiter reads the record.
+//   - its blocker was the first of the nodes that block it when it listed
+//     (place.first; for an exclusive lock or a writer, the first node of
+//     the directory; for a reader, the first writer): nothing comes before
+//     such a node, ever after (new nodes come last), so once the blocker
+//     is gone nothing blocks the waiter;
+//   - (an exclusive lock) its blocker held the lock: it was first then,
+//     and the waiter comes right after it. A holder that a waiter may
+//     not know to be first (it saw a node after its own, or took the lock
+//     this way, without a listing) says so when it releases: the multi
+//     that deletes its node writes its node's name into the directory's
+//     record (Released), and the woken waiter reads the record.
 //
 // The woken waiter reads the directory (its record; its pzxid, the token,
 // as a listing's would be: every earlier holder's release comes before it)
@@ -299,10 +300,18 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 // record.
 
 // handsOff reports whether a woken waiter of this lock may take over
-// without a listing: an exclusive lock whose blocker was first, or whose
-// directory carries hand-off notes.
+// without a listing: its blocker was the first of the nodes that block it,
+// or (an exclusive lock) the directory carries hand-off notes.
 func (l *Lock) handsOff(first bool) bool {
-	return (l.fam == curatorMutex || l.fam == kazooMutex) && (first || l.s.specs.exact(l.dir))
+	return first || l.notes()
+}
+
+// notes reports whether this lock's holders write hand-off notes: an
+// exclusive lock (a read/write lock's reader may hold while others before
+// it still do, so its release says nothing about who is first) on a
+// directory whose record is exactly the handle's.
+func (l *Lock) notes() bool {
+	return (l.fam == curatorMutex || l.fam == kazooMutex) && l.s.specs.exact(l.dir)
 }
 
 // takeOver is the wake-up of a waiter whose blocker pred was deleted (see
@@ -335,7 +344,7 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool) (*ho
 	if err != nil {
 		return nil, l.s.abandon(node, err)
 	}
-	h.note = true // who waits behind us listed before we held
+	h.note = l.notes() // who waits behind us listed before we held
 	l.s.pipe.handOffs.Add(1)
 	return h, nil
 }
@@ -343,7 +352,7 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool) (*ho
 // release ends the tenure h: its node is deleted, with the hand-off note
 // when a waiter may need it (see the hand-off notes above).
 func (l *Lock) release(ctx context.Context, h *hold) error {
-	if !h.note || !l.s.specs.exact(l.dir) {
+	if !h.note || !l.notes() {
 		return l.s.release(ctx, h)
 	}
 	rec := l.record()

@@ -17,23 +17,33 @@ import (
 type handOffWaiter struct {
 	s   *runtime.Session
 	px  *zktest.Proxy
-	l   *runtime.Lock
+	l   runtime.LockHandle
 	got chan error // Lock's result
 }
 
-// queueWaiter starts a contender's Lock, which must wait, and returns once
-// its node is the n-th child of dir and its entry listing was answered: it
-// has sent the read that watches its blocker (its second read: the first
-// is the spec guard's of dir), which it sends only then.
+// queueWaiter starts an exclusive lock contender that must wait (see
+// queueContender).
 func queueWaiter(t *testing.T, ctx context.Context, srv *zktest.Server, admin *runtime.Session, dir string, n int) *handOffWaiter {
+	t.Helper()
+	return queueContender(t, ctx, srv, admin, dir, n, func(s *runtime.Session) runtime.LockHandle {
+		return runtime.NewLock(s, runtime.At(dir))
+	})
+}
+
+// queueContender starts the Lock of a contender made by side on a new
+// session, which must wait, and returns once its node is the n-th child of
+// dir and the read that watches its blocker (its second read: the first is
+// the spec guard's of dir), sent only after its entry listing's reply, has
+// been answered: the watch is set.
+func queueContender(t *testing.T, ctx context.Context, srv *zktest.Server, admin *runtime.Session, dir string, n int, side func(*runtime.Session) runtime.LockHandle) *handOffWaiter {
 	t.Helper()
 	px := zktest.NewProxy(t, srv.Addr())
 	s := connect(t, viaProxy(px))
-	w := &handOffWaiter{s: s, px: px, l: runtime.NewLock(s, runtime.At(dir)), got: make(chan error, 1)}
+	w := &handOffWaiter{s: s, px: px, l: side(s), got: make(chan error, 1)}
 	go func() { w.got <- w.l.Lock(ctx) }()
 	waitChildren(t, ctx, admin, dir, n)
 	select {
-	case <-px.RequestsReach(zktest.OpGetData, 2):
+	case <-px.RepliesReach(zktest.OpGetData, 2):
 	case err := <-w.got:
 		t.Fatalf("Lock returned (%v) while another holds the lock", err)
 	case <-ctx.Done():
@@ -67,6 +77,18 @@ func (w *handOffWaiter) waiting(t *testing.T, who string) {
 
 // listings is how many children reads w sent.
 func (w *handOffWaiter) listings() int64 { return w.px.Requests(zktest.OpGetChildren2) }
+
+// counted checks how many times w listed the directory and how many times
+// it took the lock over without a listing.
+func (w *handOffWaiter) counted(t *testing.T, who string, listings, handOffs int64) {
+	t.Helper()
+	if n := w.listings(); n != listings {
+		t.Errorf("%s listed the directory %d times; want %d", who, n, listings)
+	}
+	if n := runtime.HandOffs(w.s); n != handOffs {
+		t.Errorf("%s: %d hand-offs without a listing; want %d", who, n, handOffs)
+	}
+}
 
 // heldLock starts a test of the hand-off: a server, a test root dir and a
 // lock on it held by the admin session.
@@ -111,7 +133,7 @@ func TestLockHandOffWithoutListing(t *testing.T) {
 	for i := range ws {
 		ws[i] = queueWaiter(t, ctx, srv, admin, dir, i+2)
 	}
-	release := func(l *runtime.Lock) {
+	release := func(l runtime.LockHandle) {
 		t.Helper()
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatalf("Unlock: %v", err)
@@ -198,12 +220,7 @@ func TestLockHandOffAfterPeerRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.holds(t, ctx)
-	if n := c.listings(); n != 2 {
-		t.Errorf("the waiter listed %d times; want 2 (on entry, on wake-up)", n)
-	}
-	if n := runtime.HandOffs(c.s); n != 0 {
-		t.Errorf("hand-offs without a listing: %d; want 0", n)
-	}
+	c.counted(t, "the waiter", 2, 0) // on entry, on wake-up
 }
 
 // A directory the holders may not write (its ACL grants create and delete

@@ -54,6 +54,8 @@ type Proxy struct {
 	trips    int64           // requests sent with none of their connection's awaiting a reply
 	notifies int64           // watch notifications relayed (server frames with xid -1)
 	reaches  []reqReach      // RequestsReach waiters, under countMu
+	replies  map[int32]int64 // server replies to client requests, by the request's opcode
+	answered []reqReach      // RepliesReach waiters, under countMu
 	read     int64           // bytes of server frames relayed to the clients
 
 	mu       sync.Mutex
@@ -391,6 +393,9 @@ type proxyConn struct {
 
 	inFlight atomic.Int64 // requests read from the client whose reply the server has not sent
 
+	pendMu  sync.Mutex
+	pending []chunk // requests relayed to the server, oldest first, until their replies
+
 	cutting   atomic.Bool  // a CutAfterRequest fired here: relay nothing more to the client
 	cutXid    atomic.Int32 // xid of the request that fired it
 	replySeen chan struct{}
@@ -521,6 +526,11 @@ func (c *proxyConn) readClient(out chan<- chunk) {
 			ch.op = int32(binary.BigEndian.Uint32(frame[8:]))
 			ch.hdr = true
 			c.p.countRequest(ch.op, ch.xid > 0 && c.inFlight.Add(1) == 1)
+			if ch.xid > 0 {
+				c.pendMu.Lock()
+				c.pending = append(c.pending, chunk{xid: ch.xid, op: ch.op})
+				c.pendMu.Unlock()
+			}
 		}
 		if !c.send(out, ch) {
 			return
@@ -559,6 +569,7 @@ func (c *proxyConn) readServer(server net.Conn, out chan<- chunk) {
 		}
 		if !first && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) > 0 {
 			c.inFlight.Add(-1) // the reply to a request
+			c.replied(int32(binary.BigEndian.Uint32(frame[4:])))
 		}
 		if c.cutting.Load() || c.p.blackhole.Load() {
 			continue
@@ -723,6 +734,40 @@ func readWholeFrame(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
+// replied counts the server's reply to the request xid. A session's
+// replies come in the order of its requests, so the pending requests before
+// xid (dropped on the way, never answered) are forgotten with it.
+func (c *proxyConn) replied(xid int32) {
+	c.pendMu.Lock()
+	op, ok := int32(0), false
+	for len(c.pending) > 0 && !ok {
+		op, ok = c.pending[0].op, c.pending[0].xid == xid
+		c.pending = c.pending[1:]
+	}
+	c.pendMu.Unlock()
+	if !ok {
+		return
+	}
+	c.p.countMu.Lock()
+	if c.p.replies == nil {
+		c.p.replies = make(map[int32]int64)
+	}
+	c.p.replies[op]++
+	c.p.answered = fire(c.p.answered, op, c.p.replies[op])
+	c.p.countMu.Unlock()
+}
+
+// fire closes and removes the waiters in ws for op whose count n reached.
+func fire(ws []reqReach, op int32, n int64) []reqReach {
+	return slices.DeleteFunc(ws, func(r reqReach) bool {
+		if r.op == op && n >= r.n {
+			close(r.ch)
+			return true
+		}
+		return false
+	})
+}
+
 // countRequest counts a request of opcode op; trip says it starts a round
 // trip (see Counts.RoundTrips).
 func (p *Proxy) countRequest(op int32, trip bool) {
@@ -734,13 +779,7 @@ func (p *Proxy) countRequest(op int32, trip bool) {
 	if trip {
 		p.trips++
 	}
-	p.reaches = slices.DeleteFunc(p.reaches, func(r reqReach) bool {
-		if r.op == op && p.requests[op] >= r.n {
-			close(r.ch)
-			return true
-		}
-		return false
-	})
+	p.reaches = fire(p.reaches, op, p.requests[op])
 	p.countMu.Unlock()
 }
 
@@ -756,15 +795,32 @@ type reqReach struct {
 // last ResetCounts): a test waits on it for a client to have got that far
 // in its protocol.
 func (p *Proxy) RequestsReach(op int32, n int64) <-chan struct{} {
-	ch := make(chan struct{})
 	p.countMu.Lock()
 	defer p.countMu.Unlock()
-	if p.requests[op] >= n {
+	return reach(p.requests, &p.reaches, op, n)
+}
+
+// reach returns a channel closed once counts[op] reaches n: at once, or
+// through a waiter added to ws. Called with countMu held.
+func reach(counts map[int32]int64, ws *[]reqReach, op int32, n int64) <-chan struct{} {
+	ch := make(chan struct{})
+	if counts[op] >= n {
 		close(ch)
 		return ch
 	}
-	p.reaches = append(p.reaches, reqReach{op: op, n: n, ch: ch})
+	*ws = append(*ws, reqReach{op: op, n: n, ch: ch})
 	return ch
+}
+
+// RepliesReach returns a channel that is closed once the server has
+// answered n client requests of opcode op, counted from the last
+// ResetCounts (the replies the proxy read from the server, whether or not
+// a fault then kept them from the client): the server has executed them,
+// so a watch such a request sets is in place.
+func (p *Proxy) RepliesReach(op int32, n int64) <-chan struct{} {
+	p.countMu.Lock()
+	defer p.countMu.Unlock()
+	return reach(p.replies, &p.answered, op, n)
 }
 
 func (p *Proxy) countRead(n int) {
@@ -827,6 +883,7 @@ func (p *Proxy) Counts() Counts {
 func (p *Proxy) ResetCounts() {
 	p.countMu.Lock()
 	p.requests = nil
+	p.replies = nil
 	p.notifies = 0
 	p.read = 0
 	p.trips = 0

@@ -271,3 +271,53 @@ func TestProxyCountsBytesRead(t *testing.T) {
 		t.Fatalf("read %d bytes after ResetCounts", c.BytesRead)
 	}
 }
+
+// RepliesReach fires once the server has answered the n-th request of an
+// opcode: after the reply, not when the request is sent, and also when a
+// fault keeps the reply from the client.
+func TestProxyRepliesReach(t *testing.T) {
+	srv := zktest.Start(t)
+	p := zktest.NewProxy(t, srv.Addr())
+	conn := connect(t, []string{p.Addr()}, 4*time.Second)
+	create(t, conn, "/answered", nil, 0)
+	p.ResetCounts()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	first, second := p.RepliesReach(zktest.OpGetData, 1), p.RepliesReach(zktest.OpGetData, 2)
+	if closed(first) {
+		t.Fatal("RepliesReach(getData, 1) closed before any request")
+	}
+	if _, _, err := conn.Get("/answered"); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(first) || closed(second) {
+		t.Fatalf("after one answered getData: first closed %v, second closed %v; want true, false", closed(first), closed(second))
+	}
+	if closed(p.RepliesReach(zktest.OpSetData, 1)) {
+		t.Fatal("RepliesReach(setData, 1) closed with no setData sent")
+	}
+	// A request held in the proxy (a delay longer than the test) is
+	// counted as sent and not as answered.
+	p.Delay(time.Hour)
+	go conn.Exists("/answered")
+	<-p.RequestsReach(zktest.OpExists, 1)
+	if closed(p.RepliesReach(zktest.OpExists, 1)) {
+		t.Fatal("RepliesReach(exists, 1) closed for a request the server has not received")
+	}
+	p.Delay(0)
+	conn = connect(t, []string{p.Addr()}, 4*time.Second) // the other one waits an hour
+	held := p.HoldRepliesAfterRequest(zktest.OpSetData)
+	go conn.Set("/answered", []byte("x"), -1) // its reply never reaches the client
+	<-held
+	<-p.RepliesReach(zktest.OpSetData, 1) // the server answered it
+	direct := connect(t, []string{srv.Addr()}, 4*time.Second)
+	if _, st, err := direct.Get("/answered"); err != nil || st.Version != 1 {
+		t.Fatalf("the held setData did not execute: %v, %+v", err, st)
+	}
+}
