@@ -210,7 +210,9 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 }
 
 // waitFirst blocks until the candidate node is the first of the election,
-// watching only the candidate just before it. It returns the
+// watching only the candidate just before it; woken by the deletion of a
+// candidate that was the first when it listed, it knows it is first
+// without listing again. It returns the
 // acknowledgement reads made with the children read that found it first,
 // if it had to wait: they serve acknowledge's first attempt. first, if not
 // nil, is a children read taken after the node was created (createListed):
@@ -226,7 +228,8 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 		} else if kids, pre, err = e.readCandidates(ctx, woke); err != nil {
 			return nil, e.s.abandon(node, err)
 		}
-		before, found := e.fam.nearestBlocker(kids, name)
+		p := e.fam.place(kids, name)
+		before, found := p.blocker, p.found
 		if !found {
 			if err := e.s.check(); err != nil {
 				return nil, err
@@ -246,7 +249,18 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 			return nil, e.s.abandon(node, err)
 		}
 		select {
-		case <-pred.watch:
+		case ev := <-pred.watch:
+			if ev.Type == zk.EventNodeDeleted && p.first {
+				// The candidate before ours was the first: nothing comes
+				// before it, ever after, so ours is first now, without a
+				// listing (see the hand-off in lock.go). The
+				// acknowledgement's multi checks that our node is still
+				// there.
+				pre := e.readAck(ctx)
+				pre.woke = e.s.tel.now()
+				e.s.pipe.handOffs.Add(1)
+				return &pre, nil
+			}
 		case <-ctx.Done():
 			return nil, e.s.abandon(node, ctx.Err())
 		case <-e.s.done:
