@@ -77,18 +77,6 @@ func (f *family) blocker(cs []contender, i int) int {
 	return -1
 }
 
-// nearestBlocker finds, among children, what the contender node name must
-// wait for: the nearest node before it in queue order (sortContenders'
-// order) whose kind blocks name's, "" when there is none (name holds).
-// found is false when name is not among the children. It is blocker over
-// sortContenders in one pass, with no sort and no copy of the children: a
-// waiter woken in a queue of N reads all N names, and sorting them was the
-// largest part of its own work at N = 1000.
-func (f *family) nearestBlocker(children []string, name string) (blocker string, found bool) {
-	p := f.place(children, name)
-	return p.blocker, p.found
-}
-
 // place is where a contender node stands among the children of its
 // directory (family.place).
 type place struct {
@@ -98,10 +86,16 @@ type place struct {
 	later   bool   // a node of the family comes after the node
 }
 
-// place is nearestBlocker's pass, which also tells whether the blocker is
-// the first of the nodes that block name's kind (for an exclusive lock,
-// the first node of the family; for a reader, the first writer) and
-// whether any node comes after name (someone may wait for name).
+// place finds, among children, where the contender node name stands: the
+// blocker, the nearest node before it in queue order (sortContenders'
+// order) whose kind blocks name's ("" when there is none: name holds);
+// whether that blocker is the first of the nodes that block name's kind
+// (for an exclusive lock, the first node of the family; for a reader, the
+// first writer); and whether any node comes after name (someone may wait
+// for name). found is false when name is not among the children. It is
+// blocker over sortContenders in one pass, with no sort and no copy of the
+// children: a waiter in a queue of N reads all N names, and sorting them
+// was the largest part of its own work at N = 1000.
 func (f *family) place(children []string, name string) place {
 	own, ok := f.parse(name)
 	if !ok {

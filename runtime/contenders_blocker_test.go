@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// nearestBlocker agrees with blocker over sortContenders, for every
+// place agrees with blocker over sortContenders, for every
 // family, on random queues: mixed kinds, foreign names, equal sequence
 // numbers and numbers across the int32 wrap.
-func TestNearestBlockerMatchesSort(t *testing.T) {
+func TestPlaceMatchesSort(t *testing.T) {
 	fams := map[string]*family{"curatorMutex": curatorMutex, "kazooMutex": kazooMutex,
 		"curatorRW": curatorRW, "kazooRW": kazooRW, "curatorLatch": curatorLatch}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -36,11 +36,11 @@ func TestNearestBlockerMatchesSort(t *testing.T) {
 					want = cs[b].name
 				}
 			}
-			got, found := f.nearestBlocker(kids, name)
-			if got != want || found != wantFound {
-				t.Fatalf("%s: nearestBlocker(%v, %q) = %q, %v; sorted: %q, %v", fname, kids, name, got, found, want, wantFound)
+			p := f.place(kids, name)
+			if p.blocker != want || p.found != wantFound {
+				t.Fatalf("%s: place(%v, %q) = %+v; sorted: blocker %q, found %v", fname, kids, name, p, want, wantFound)
 			}
-			if p := f.place(kids, name); found && (p.first != firstBlocker(f, cs, i) || p.later != (i < len(cs)-1)) {
+			if p.found && (p.first != firstBlocker(f, cs, i) || p.later != (i < len(cs)-1)) {
 				t.Fatalf("%s: place(%v, %q) = %+v; sorted: first %v, later %v", fname, kids, name, p, firstBlocker(f, cs, i), i < len(cs)-1)
 			}
 		}

@@ -44,9 +44,9 @@ func sizes(def []int, full ...int) []int {
 
 // peerCap is the largest N at which a peer driver runs: each of its
 // sessions is a client with its own threads (Curator: a CuratorFramework
-// with its ZooKeeper client; kazoo: a KazooClient), which a 2-core machine
-// carries at a few hundred but not at thousands within the sweep's time.
-const peerCap = 256
+// with its ZooKeeper client; kazoo: a KazooClient): a lock point of 1000
+// takes 2 to 3 minutes of the 2-core machine, so thousands are left out.
+const peerCap = 1000
 
 // wire is the proxy's counts at a moment, for the difference over a
 // measured span.
