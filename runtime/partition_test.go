@@ -262,7 +262,7 @@ func (f *fleet) gaveUp(id int64) bool {
 // expires such a session only at its timeout after it last heard from it,
 // well after the client gave up (35% of it). It fails the test if that
 // takes longer than bound.
-func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, gaveUp func(int64) bool, bound time.Duration, dirs ...string) {
+func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, f *fleet, members []string, bound time.Duration, dirs ...string) {
 	t.Helper()
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
@@ -275,10 +275,10 @@ func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, gaveUp 
 			if err != nil {
 				t.Fatalf("children %s: %v", dir, err)
 			}
-			waiting := ""
+			waiting, owner := "", int64(0)
 			for _, k := range kids {
-				if _, st, err := s.Conn().Get(dir + "/" + k); err == nil && st.EphemeralOwner != 0 && gaveUp(st.EphemeralOwner) {
-					waiting = k
+				if _, st, err := s.Conn().Get(dir + "/" + k); err == nil && st.EphemeralOwner != 0 && f.gaveUp(st.EphemeralOwner) {
+					waiting, owner = k, st.EphemeralOwner
 					break
 				}
 			}
@@ -288,12 +288,30 @@ func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, gaveUp 
 			select {
 			case <-w:
 			case <-deadline.C:
-				t.Fatalf("%s/%s: the server did not expire its session within %v", dir, waiting, bound)
+				t.Fatalf("%s/%s: the server did not expire its session 0x%x (%s) within %v; the check's session is on %s; %s",
+					dir, waiting, owner, f.owner(owner), bound, s.Conn().Server(), nodeOnMembers(t, members, dir+"/"+waiting))
 			case <-ctx.Done():
 				t.Fatal(ctx.Err())
 			}
 		}
 	}
+}
+
+// nodeOnMembers tells, for each member, whether it has the node at path
+// and its owner, read on a session of its own to that member only.
+func nodeOnMembers(t *testing.T, members []string, path string) string {
+	var out []string
+	for i, m := range members {
+		s := connect(t, []string{m})
+		switch _, st, err := s.Conn().Get(path); {
+		case err != nil:
+			out = append(out, fmt.Sprintf("member %d: %v", i, err))
+		default:
+			out = append(out, fmt.Sprintf("member %d: owner 0x%x, czxid 0x%x", i, st.EphemeralOwner, st.Czxid))
+		}
+		s.Close()
+	}
+	return strings.Join(out, "; ")
 }
 
 // owner names the client whose session has the given id, with the
