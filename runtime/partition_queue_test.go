@@ -156,7 +156,7 @@ func TestPartitionQueues(t *testing.T) {
 	check := connect(t, e.Servers())
 	for _, l := range run.ledgers {
 		dir := root + "/" + l.name
-		awaitExpired(t, ctx, check, run.fleet, e.Servers(), 3*minorityTimeout, dir+"/marks", dir+"/claims")
+		awaitExpired(t, ctx, check, run.fleet, e.Servers(), 2*minorityTimeout, dir+"/marks", dir+"/claims")
 		requireQueueEmpty(t, check, dir, owner)
 	}
 }

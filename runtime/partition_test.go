@@ -260,12 +260,15 @@ func (f *fleet) gaveUp(id int64) bool {
 // awaitExpired waits, with child watches, until no child of the dirs is an
 // ephemeral node of a session its client gave up on (gaveUp): the server
 // expires such a session only at its timeout after it last heard from it,
-// well after the client gave up (35% of it). It fails the test if that
-// takes longer than bound.
-func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, f *fleet, members []string, bound time.Duration, dirs ...string) {
+// which can be well after the client gave up (a client gives up at 35% of
+// the timeout after the last bytes it received, and an idle client hears
+// from the server only once a ping interval, a third of the timeout). It
+// fails the test if a node outlives its owner's session timeout plus
+// margin, counted from the start of the wait: the server heard from the
+// session last before that (the fleet's sessions had all ended).
+func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, f *fleet, members []string, margin time.Duration, dirs ...string) {
 	t.Helper()
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
+	start := time.Now()
 	for _, dir := range dirs {
 		for {
 			kids, _, w, err := s.Conn().ChildrenW(dir)
@@ -285,8 +288,11 @@ func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, f *flee
 			if waiting == "" {
 				break
 			}
+			bound := f.timeoutOf(owner) + margin
+			deadline := time.NewTimer(time.Until(start.Add(bound)))
 			select {
 			case <-w:
+				deadline.Stop()
 			case <-deadline.C:
 				t.Fatalf("%s/%s: the server did not expire its session 0x%x (%s) within %v; the check's session is on %s; %s",
 					dir, waiting, owner, f.owner(owner), bound, s.Conn().Server(), nodeOnMembers(t, members, dir+"/"+waiting))
@@ -295,6 +301,25 @@ func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, f *flee
 			}
 		}
 	}
+}
+
+// timeoutOf returns the session timeout the fleet's client asked for the
+// session id: minorityTimeout for a pinned client, anyTimeout for the
+// others.
+func (f *fleet) timeoutOf(id int64) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.clients {
+		c.mu.Lock()
+		ss := slices.Clone(c.sessions)
+		c.mu.Unlock()
+		for _, s := range ss {
+			if s.ID() == id && c.member < 0 {
+				return f.anyTimeout
+			}
+		}
+	}
+	return minorityTimeout
 }
 
 // nodeOnMembers tells, for each member, whether it has the node at path
