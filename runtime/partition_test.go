@@ -307,19 +307,29 @@ func awaitExpired(t *testing.T, ctx context.Context, s *runtime.Session, f *flee
 // session id: minorityTimeout for a pinned client, anyTimeout for the
 // others.
 func (f *fleet) timeoutOf(id int64) time.Duration {
+	if c, _, _ := f.clientOf(id); c != nil && c.member < 0 {
+		return f.anyTimeout
+	}
+	return minorityTimeout
+}
+
+// clientOf finds the client whose session has the given id: the client
+// (nil if none), the session's index among its sessions and those
+// sessions.
+func (f *fleet) clientOf(id int64) (*fleetClient, int, []*runtime.Session) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.clients {
 		c.mu.Lock()
 		ss := slices.Clone(c.sessions)
 		c.mu.Unlock()
-		for _, s := range ss {
-			if s.ID() == id && c.member < 0 {
-				return f.anyTimeout
+		for i, s := range ss {
+			if s.ID() == id {
+				return c, i, ss
 			}
 		}
 	}
-	return minorityTimeout
+	return nil, 0, nil
 }
 
 // nodeOnMembers tells, for each member, whether it has the node at path
@@ -342,19 +352,11 @@ func nodeOnMembers(t *testing.T, members []string, path string) string {
 // owner names the client whose session has the given id, with the
 // session's state as its client sees it.
 func (f *fleet) owner(id int64) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.clients {
-		c.mu.Lock()
-		ss := slices.Clone(c.sessions)
-		c.mu.Unlock()
-		for i, s := range ss {
-			if s.ID() == id {
-				return fmt.Sprintf("%s's session %d of %d (Err: %v)", c.name, i+1, len(ss), s.Err())
-			}
-		}
+	c, i, ss := f.clientOf(id)
+	if c == nil {
+		return "no client's"
 	}
-	return "no client's"
+	return fmt.Sprintf("%s's session %d of %d (Err: %v)", c.name, i+1, len(ss), ss[i].Err())
 }
 
 // opened counts the sessions opened.
