@@ -56,12 +56,7 @@ func TestElectionHandOffWithoutListing(t *testing.T) {
 		if l == nil {
 			t.FailNow()
 		}
-		if n := c.px.Requests(zktest.OpGetChildren2); n != listings {
-			t.Errorf("%s sent %d children reads; want %d", name, n, listings)
-		}
-		if n := runtime.HandOffs(c.s); n != handOffs {
-			t.Errorf("%s: %d hand-offs without a listing; want %d", name, n, handOffs)
-		}
+		handOffCounts(t, name, c.px, c.s, listings, handOffs)
 		return l
 	}
 	// The directory holds the epoch, the acknowledgement and the leader's

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,17 +76,21 @@ func (w *handOffWaiter) waiting(t *testing.T, who string) {
 	}
 }
 
-// listings is how many children reads w sent.
-func (w *handOffWaiter) listings() int64 { return w.px.Requests(zktest.OpGetChildren2) }
-
 // counted checks how many times w listed the directory and how many times
 // it took the lock over without a listing.
 func (w *handOffWaiter) counted(t *testing.T, who string, listings, handOffs int64) {
 	t.Helper()
-	if n := w.listings(); n != listings {
-		t.Errorf("%s listed the directory %d times; want %d", who, n, listings)
+	handOffCounts(t, who, w.px, w.s, listings, handOffs)
+}
+
+// handOffCounts checks the children reads the session s sent through px
+// and the times it took over without a listing.
+func handOffCounts(t *testing.T, who string, px *zktest.Proxy, s *runtime.Session, listings, handOffs int64) {
+	t.Helper()
+	if n := px.Requests(zktest.OpGetChildren2); n != listings {
+		t.Errorf("%s sent %d children reads; want %d", who, n, listings)
 	}
-	if n := runtime.HandOffs(w.s); n != handOffs {
+	if n := runtime.HandOffs(s); n != handOffs {
 		t.Errorf("%s: %d hand-offs without a listing; want %d", who, n, handOffs)
 	}
 }
@@ -149,12 +154,7 @@ func TestLockHandOffWithoutListing(t *testing.T) {
 			t.Fatalf("waiter %d: token %d after %d", i, w.l.Token(), token)
 		}
 		token = w.l.Token()
-		if n := w.listings(); n != 1 {
-			t.Errorf("waiter %d listed the directory %d times; want 1 (on entry)", i, n)
-		}
-		if n := runtime.HandOffs(w.s); n != 1 {
-			t.Errorf("waiter %d: %d hand-offs without a listing; want 1", i, n)
-		}
+		w.counted(t, fmt.Sprint("waiter ", i), 1, 1) // listed on entry only
 		release(w.l)
 	}
 	if kids := childrenOf(t, admin, dir); len(kids) != 0 {
