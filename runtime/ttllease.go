@@ -460,7 +460,7 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 		// write: give it up.
 		l.version, l.mtime = st.Version, st.Mtime
 		l.released = true
-		_ = l.deleteOurs(ctx) // if it fails, the server removes it after the TTL
+		_ = l.deleteOurs(ctx, time.Time{}) // if it fails, the server removes it after the TTL
 		return fmt.Errorf("lease %s: %w (renewed %v after the previous write, TTL %v)", l.node, ErrLeaseExpired, gap, m.ttl)
 	}
 	l.version, l.mtime, l.deadline = st.Version, st.Mtime, m.deadline(start)
@@ -535,10 +535,13 @@ func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
 
 // Release gives the lease back by deleting its node, so another holder can
 // take the slot at once. It returns ErrNotHeld when released already, and
-// an error wrapping ErrLeaseExpired when the lease had expired (its node, if
-// still ours, is deleted all the same). If ctx ends before the delete is
-// confirmed, the delete carries on in the background (bounded) and Release
-// returns ctx's error; a node left anyway goes when its TTL runs out.
+// an error wrapping ErrLeaseExpired when the lease is over by Expires: then
+// it sends nothing, since the slot may hold another holder's node by now
+// (its own node, if still there, goes when its TTL runs out). It never
+// removes a node another holder created since. If ctx ends before the
+// delete is confirmed, the delete carries on in the background (bounded,
+// and never past Expires) and Release returns ctx's error; a node left
+// anyway goes when its TTL runs out.
 func (l *TTLLease) Release(ctx context.Context) (err error) {
 	defer l.m.s.tel.begin(ctx, opLeaseRelease, "lease", l.m.name, l.m.dir).end(&err)
 	defer l.countLoss(&err)
@@ -550,33 +553,48 @@ func (l *TTLLease) Release(ctx context.Context) (err error) {
 	l.released = true
 	deadline := l.deadline
 	l.mu.Unlock()
-	expired := !time.Now().Before(deadline)
+	expired := func() error {
+		return fmt.Errorf("lease %s: %w (at %v; nothing deleted)", l.node, ErrLeaseExpired, deadline.Format(time.RFC3339Nano))
+	}
+	if !time.Now().Before(deadline) {
+		// Once the lease is over by our clock the server may have removed
+		// our node and another holder created the slot again, at the same
+		// data version as a node we never renewed: a delete could remove
+		// that holder's lease. Send nothing; our node, if it is still
+		// there, goes when its TTL runs out.
+		return expired()
+	}
 	done := make(chan error, 1)
 	go func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		done <- l.deleteOurs(dctx)
+		done <- l.deleteOurs(dctx, deadline)
 	}()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	switch {
-	case err != nil:
-		return err
-	case expired:
-		return fmt.Errorf("lease %s: %w (at %v)", l.node, ErrLeaseExpired, deadline.Format(time.RFC3339Nano))
+	if errors.Is(err, errPastDeadline) {
+		return expired()
 	}
-	return nil
+	return err
 }
+
+// errPastDeadline stops deleteOurs at the lease's end (see Release).
+var errPastDeadline = errors.New("lease: past its end")
 
 // deleteOurs deletes the node if it is still ours: same creation zxid, at
 // the version we last wrote. After a connection loss it looks before it
 // deletes again, so it never deletes a node another holder created since.
-func (l *TTLLease) deleteOurs(ctx context.Context) error {
+// With a non-zero until, it sends no delete from until on and returns
+// errPastDeadline: the node may then be another holder's at our version
+// (see Release). The one window left is a delete sent just before until
+// and delayed past the TTL on its way (the process paused between the
+// clock reading and the send): only the server's removal fences that.
+func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 	s := l.m.s
 	if err := l.settle(ctx); err != nil {
 		if errors.Is(err, ErrLeaseExpired) {
@@ -586,10 +604,17 @@ func (l *TTLLease) deleteOurs(ctx context.Context) error {
 	}
 	version := l.version
 	for n := 1; ; n++ {
-		_, err := await(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(l.node, version) })
+		_, err := await(ctx, s, func() (struct{}, error) {
+			if !until.IsZero() && !time.Now().Before(until) {
+				return struct{}{}, errPastDeadline
+			}
+			return struct{}{}, s.conn.Delete(l.node, version)
+		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil
+		case errors.Is(err, errPastDeadline):
+			return err
 		case errors.Is(err, zk.ErrBadVersion) && n == 1:
 			return fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
 		case !IsRecoverable(err) && !errors.Is(err, zk.ErrBadVersion):

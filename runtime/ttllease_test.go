@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -601,5 +602,79 @@ func TestTTLLeaseWaitAcrossFaults(t *testing.T) {
 				t.Fatalf("left: %v", kids)
 			}
 		})
+	}
+}
+
+// The promise: Release "never removes a node another holder created since",
+// and a holder stops acting on its lease at Expires. The schedule that broke
+// it: a holder stops renewing, the server removes its slot node, a waiter
+// creates the same slot (a fresh node, data version 0, like a never-renewed
+// one) and holds it, and then the first holder calls Release. The late
+// Release must report the expiry and leave the new holder's node alone, so
+// a third contender is not granted a lease while two others still hold:
+// with 2 leases, never 3 holders.
+func TestTTLLeaseLateReleaseKeepsNextHolder(t *testing.T) {
+	srv := ttlServer(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	const ttl = 500 * time.Millisecond
+	m := runtime.NewTTLLeases(connect(t, srv.Servers()), runtime.At(dir), 2, ttl)
+	stale, err := m.Acquire(ctx, "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.Acquire(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "other" keeps renewing; "stale" lapses, and "next" takes its slot.
+	renewCtx, stopRenew := context.WithCancel(ctx)
+	renewed := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(ttl / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				renewed <- nil
+				return
+			case <-tick.C:
+				if err := other.Renew(renewCtx); err != nil && renewCtx.Err() == nil {
+					renewed <- err
+					return
+				}
+			}
+		}
+	}()
+	next, err := runtime.NewTTLLeases(connect(t, srv.Servers()), runtime.At(dir), 2, ttl).Acquire(ctx, "next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Node() != stale.Node() {
+		t.Fatalf("next holds %s, want the lapsed slot %s", next.Node(), stale.Node())
+	}
+	err = stale.Release(ctx)
+	if !errors.Is(err, runtime.ErrLeaseExpired) {
+		t.Fatalf("late Release = %v, want ErrLeaseExpired", err)
+	}
+	obs := connect(t, srv.Servers())
+	data, _, err := obs.Conn().Get(next.Node())
+	if err != nil {
+		t.Fatalf("the next holder's node after the late Release: %v (the late Release deleted it)", err)
+	}
+	if !strings.Contains(string(data), `"holder":"next"`) {
+		t.Fatalf("slot %s holds %s, want next's node", next.Node(), data)
+	}
+	// A third contender is not granted a lease while next and other hold.
+	third := runtime.NewTTLLeases(connect(t, srv.Servers()), runtime.At(dir), 2, ttl)
+	tctx, cancel := context.WithTimeout(ctx, ttl/2)
+	le, err := third.Acquire(tctx, "third")
+	cancel()
+	if err == nil && time.Now().Before(next.Expires()) {
+		t.Fatalf("a third holder got %s while next (until %v) and other held", le.Node(), next.Expires())
+	}
+	stopRenew()
+	if err := <-renewed; err != nil {
+		t.Fatalf("other's renewal: %v", err)
 	}
 }
