@@ -193,11 +193,13 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	}
 	p.s.tel.tenureOf(h, "partitioner", p.name, p.dir)
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
-		changed: make(chan struct{}), leave: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
+		changed: make(chan struct{}), leave: make(chan struct{}), closeReq: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
 	remove := p.s.closing.add(a.done)
+	unregister := p.s.giveBacks.add(a.handOverForClose)
 	go func() {
 		a.run()
+		unregister()
 		remove()
 	}()
 	return a, nil
@@ -225,6 +227,8 @@ type Assignment[T any] struct {
 
 	leave     chan struct{} // closed by Leave
 	leaveOnce sync.Once
+	closeReq  chan struct{} // closed by Session.Close (handOverForClose)
+	closeOnce sync.Once
 	done      chan struct{} // closed when the member's loop has ended
 	leaveErr  error         // the loop's release error, read after done
 }
@@ -402,6 +406,49 @@ func (a *Assignment[T]) Leave(ctx context.Context) (err error) {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// handOverForClose is run by Session.Close while the session is alive: the
+// member's loop stops, calls the releasing hook of every owned partition
+// and waits until every Owned stream has handed its reader a set without
+// them (see closeHandOver); the session's close then removes the owner
+// nodes. If ctx ends first it says which partitions were not handed over.
+func (a *Assignment[T]) handOverForClose(ctx context.Context) error {
+	a.closeOnce.Do(func() { close(a.closeReq) })
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+	}
+	left := a.notHandedOver()
+	a.s.log.Warn("partitioner: Close did not wait longer for the member to hand its partitions over; closing the session anyway",
+		"path", a.h.node, "partitions", left, "bound", closeWaitBound)
+	return fmt.Errorf("partitioner %s: partitions %v not reported released within %v (a releasing hook or an Owned reader was still busy); the session was closed anyway, so the next owner may overlap their work",
+		a.h.node, left, closeWaitBound)
+}
+
+// notHandedOver returns the partitions still owned, or still in the
+// newest set a read stream's reader received.
+func (a *Assignment[T]) notHandedOver() []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	set := map[int]bool{}
+	for i := range a.owned {
+		set[i] = true
+	}
+	for st := range a.streams {
+		if !st.abandoned {
+			for _, i := range st.last {
+				set[i] = true
+			}
+		}
+	}
+	out := make([]int, 0, len(set))
+	for i := range set {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // cleanUp removes the assignment node after the last member left, so that

@@ -15,8 +15,12 @@ import (
 // what the plan took away, acquire what it gives, and wait for the next
 // watch.
 
-// errLeaving ends the loop when Leave was called.
-var errLeaving = errors.New("partitioner: leaving")
+// errLeaving ends the loop when Leave was called; errClosing when
+// Session.Close was.
+var (
+	errLeaving = errors.New("partitioner: leaving")
+	errClosing = errors.New("partitioner: session closing")
+)
 
 // follower is the state of one member's loop; only the loop touches it.
 type follower[T any] struct {
@@ -52,6 +56,11 @@ func (a *Assignment[T]) run() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
+	if errors.Is(err, errClosing) {
+		f.closeHandOver()
+		a.leaveErr = fmt.Errorf("partitioner %s: %w (session closed)", a.h.node, ErrMembershipLost)
+		return
+	}
 	if !errors.Is(err, errLeaving) {
 		f.lose(ctx)
 		_ = a.s.release(ctx, a.h) // lost already: only stops its monitor
@@ -72,6 +81,21 @@ func (a *Assignment[T]) run() {
 	a.leaveErr = rerr
 	if rerr == nil {
 		a.p.cleanUp(ctx)
+	}
+}
+
+// closeHandOver reports every partition released before Session.Close
+// closes the session: the releasing hooks, then every read Owned stream
+// handing its reader a set without them. The owner nodes are left to the
+// session's close, which removes them at once. The membership's own end
+// (its monitor sees the session's) is left to the session too.
+func (f *follower[T]) closeHandOver() {
+	owned := f.a.Current()
+	for _, i := range owned {
+		f.releasing(i)
+	}
+	for _, i := range owned {
+		f.a.waitHandedOver(i)
 	}
 }
 
@@ -145,6 +169,8 @@ func (f *follower[T]) wait() error {
 		f.timer, f.publish = nil, true
 	case <-f.a.leave:
 		return errLeaving
+	case <-f.a.closeReq:
+		return errClosing
 	case <-f.a.h.lost:
 		return ErrMembershipLost
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -347,4 +348,113 @@ func TestPartitionerCloseReportsFirst(t *testing.T) {
 	sa.Close()
 	waitBalanced(t, ctx, ref, whoB)
 	requireNoDoubles(t, ref)
+}
+
+// The promise of Session.Close: a partitioner member reports its partitions
+// released (WithPartitionHooks, Owned) before the session is closed on the
+// server, so the next owner cannot overlap it. The schedule that broke it:
+// the member's Owned reader is busy with a set when Close is called, and
+// another member is ready to take the partitions over. The reader's work
+// on a set stops early if another member acquires one of its partitions
+// (an overlap); it otherwise lasts workFor. Close must not let the other
+// member acquire before the reader took a set without its partitions.
+func TestPartitionerCloseWaitsForOwnedReader(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t) + "/p"
+	const n, workFor = 4, 500 * time.Millisecond
+	ref := newPartitionReferee(n)
+	sa := connect(t, srv.Servers())
+	whoA := fmt.Sprintf("%x", sa.ID())
+	a, err := runtime.NewPartitioner(sa, runtime.At(dir), n, runtime.StringCodec()).Join(ctx, "a",
+		runtime.WithPartitionHooks(func(i int) { ref.acquired(whoA, i) }, func(i int) { ref.released(whoA, i) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBalanced(t, ctx, ref, whoA)
+	owned := a.Owned()
+	if set := <-owned; len(set) != n {
+		t.Fatalf("first set %v, want all %d", set, n)
+	}
+	// B acquires, and tells the reader at once.
+	bAcquired := make(chan int, n)
+	sb := connect(t, srv.Servers())
+	whoB := fmt.Sprintf("%x", sb.ID())
+	_, err = runtime.NewPartitioner(sb, runtime.At(dir), n, runtime.StringCodec()).Join(ctx, "b",
+		runtime.WithPartitionHooks(func(i int) { ref.acquired(whoB, i); bAcquired <- i }, nil),
+		runtime.WithRebalanceDelay(time.Hour)) // A leads: B gets nothing until A goes
+	if err != nil {
+		t.Fatal(err)
+	}
+	var overlap []int
+	readerDone := make(chan []int, 1)
+	working := make(chan struct{})
+	go func() {
+		mine := []int{0, 1, 2, 3}
+		close(working)
+		for {
+			// Working on mine: a partition of mine acquired by B
+			// meanwhile is an overlap.
+			timer := time.NewTimer(workFor)
+		work:
+			for {
+				select {
+				case i := <-bAcquired:
+					if slices.Contains(mine, i) {
+						overlap = append(overlap, i)
+					}
+				case <-timer.C:
+					break work
+				}
+			}
+			set, ok := <-owned
+			if !ok {
+				break
+			}
+			mine = set
+		}
+		readerDone <- mine
+	}()
+	<-working
+	closeErr := sa.Close()
+	if closeErr != nil {
+		t.Fatalf("Close: %v", closeErr)
+	}
+	last := <-readerDone
+	waitBalanced(t, ctx, ref, whoB)
+	if len(overlap) > 0 {
+		t.Fatalf("B acquired %v while A's Owned reader was still working on them (Close did not wait for the reader)", overlap)
+	}
+	if len(last) != 0 {
+		t.Fatalf("the reader's last set was %v, want empty", last)
+	}
+	requireNoDoubles(t, ref)
+}
+
+// When an Owned reader keeps Close waiting past its bound (5s), Close
+// closes the session all the same and says which partitions were not
+// handed over.
+func TestPartitionerCloseBoundSaysWhat(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t) + "/p"
+	s := connect(t, srv.Servers())
+	a, err := runtime.NewPartitioner(s, runtime.At(dir), 2, runtime.StringCodec()).Join(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := a.Owned()
+	for set := range owned {
+		if len(set) == 2 {
+			break // and never read again
+		}
+	}
+	err = s.Close()
+	if err == nil || !strings.Contains(err.Error(), "partitions [0 1] not reported released") {
+		t.Fatalf("Close with a reader that never reads = %v, want an error naming partitions [0 1]", err)
+	}
+	if !errors.Is(s.Err(), runtime.ErrClosed) {
+		t.Fatalf("session after Close: %v", s.Err())
+	}
+	t.Log(err)
 }

@@ -127,7 +127,7 @@ func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], er
 	}
 	q.buf = append(q.buf, ds[n:]...)
 	if q.unregister == nil {
-		q.unregister = q.s.giveBacks.add(q.giveBack)
+		q.unregister = q.s.giveBacks.add(func(ctx context.Context) error { q.giveBack(ctx); return nil })
 	}
 	return ds[:n:n], err
 }
@@ -424,19 +424,20 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 }
 
 // giveBacks are what Session.Close runs before it closes the session:
-// queue handles giving their prefetched items back.
+// queue handles giving their prefetched items back, partitioner members
+// handing their partitions over (partitioner.go).
 type giveBacks struct {
 	mu  sync.Mutex
-	fns map[*struct{}]func(context.Context)
+	fns map[*struct{}]func(context.Context) error
 }
 
 // add registers fn; remove unregisters it.
-func (g *giveBacks) add(fn func(context.Context)) (remove func()) {
+func (g *giveBacks) add(fn func(context.Context) error) (remove func()) {
 	key := new(struct{})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fns == nil {
-		g.fns = map[*struct{}]func(context.Context){}
+		g.fns = map[*struct{}]func(context.Context) error{}
 	}
 	g.fns[key] = fn
 	return func() {
@@ -447,18 +448,20 @@ func (g *giveBacks) add(fn func(context.Context)) (remove func()) {
 }
 
 // run runs every registered function, concurrently, bounded by
-// closeWaitBound in all.
-func (g *giveBacks) run() {
+// closeWaitBound in all, and returns what they reported.
+func (g *giveBacks) run() error {
 	g.mu.Lock()
-	fns := make([]func(context.Context), 0, len(g.fns))
+	fns := make([]func(context.Context) error, 0, len(g.fns))
 	for _, fn := range g.fns {
 		fns = append(fns, fn)
 	}
 	g.mu.Unlock()
 	if len(fns) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeWaitBound)
 	defer cancel()
-	parallel(len(fns), len(fns), func(i int) { fns[i](ctx) })
+	errs := make([]error, len(fns))
+	parallel(len(fns), len(fns), func(i int) { errs[i] = fns[i](ctx) })
+	return errors.Join(errs...)
 }

@@ -226,19 +226,31 @@ func (s *Session) end(err error) bool {
 }
 
 // Close ends the session: ZooKeeper deletes its ephemeral nodes at once, and
-// every handle built on it reports lost. A partitioner member reports its
-// partitions released (WithPartitionHooks, Owned) before the session is
-// closed on the server, so the next owner cannot overlap it; for that Close
-// waits for its hooks (bounded: 5s). Queue handles with a prefetch give
-// their buffered items back first (WithPrefetch; bounded: 5s). Close is
-// idempotent and returns nil.
+// every handle built on it reports lost.
+//
+// First, while the session is alive, a partitioner member reports its
+// partitions released before the session is closed on the server, so the
+// next owner cannot overlap it: it calls its releasing hook for each
+// (WithPartitionHooks) and waits until every Owned stream has handed its
+// reader a set without them, as Leave does. Queue handles with a prefetch
+// give their buffered items back (WithPrefetch). Both are bounded: 5s in
+// all. If the bound runs out first (a hook that does not return, a reader
+// still busy), Close closes the session all the same and returns an error
+// saying which partitions were not handed over: their readers may still be
+// working when the next owner starts.
+//
+// Close is idempotent; it returns nil when nothing was left undone.
 func (s *Session) Close() error {
+	var err error
 	if s.check() == nil {
-		s.giveBacks.run()
+		err = s.giveBacks.run()
 	}
 	if s.end(ErrClosed) {
 		s.closing.wait()
 		s.conn.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("runtime: Close: %w", err)
 	}
 	return nil
 }
