@@ -502,6 +502,19 @@ func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool)
 // it as a fencing token.
 func (l *Leadership[T]) Epoch() int64 { return l.epoch }
 
+// Guarded runs ops (go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest,
+// *zk.DeleteRequest, *zk.CheckVersionRequest) as one ZooKeeper multi that
+// also checks that this leadership's candidate node still exists: the
+// writes happen only while it leads, atomically with that check, so a
+// leader that was paused or cut off and replaced cannot write as leader.
+// Errors as for Lock.Guarded, with ErrLeadershipLost for the loss (the
+// candidate node gone, the session over, or over by its clock: nothing is
+// sent then) and ErrNotHeld after Resign; ErrOutcomeUnknown when the reply
+// was lost.
+func (l *Leadership[T]) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.guardedOwn(ctx, "election", ops)
+}
+
 // Payload returns the payload this leader campaigned with.
 func (l *Leadership[T]) Payload() T { return l.payload }
 

@@ -46,6 +46,11 @@ var (
 	// ErrMembershipLost means a group membership ended without Leave: the
 	// member node was deleted by someone else or the session ended.
 	ErrMembershipLost = errors.New("group: membership lost")
+	// ErrPartitionLost means a partitioner member does not own the
+	// partition (any more): it was released on a rebalance, Leave or
+	// Close, or lost with the membership (then ErrMembershipLost is
+	// wrapped too). A Guarded write for it was not applied.
+	ErrPartitionLost = errors.New("partitioner: partition not owned")
 	// ErrNotMember means Leave was called on a membership already left.
 	ErrNotMember = errors.New("group: not a member")
 	// ErrTxExists means Propose found the transaction already proposed.

@@ -52,6 +52,14 @@ type Membership[T any] struct {
 	member T
 }
 
+// Guarded runs ops as one ZooKeeper multi that also checks that this
+// membership's node still exists: the writes happen only while it is a
+// member. Errors as for Lock.Guarded (ErrMembershipLost on loss, ErrNotHeld
+// after Leave, ErrOutcomeUnknown when the reply was lost).
+func (m *Membership[T]) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return m.guardedOwn(ctx, "group", ops)
+}
+
 // NewGroup returns a member handle for the group at directory p, with
 // members encoded by codec. It does no I/O; the directory and its parents are
 // created (as container nodes) on first Join. If p is invalid, every method

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -51,6 +52,7 @@ type liveConn struct {
 
 func (c *liveConn) Write(p []byte) (int, error) {
 	c.zxid.wrote(p)
+	c.zxid.clock.wrote(p)
 	n, err := c.Conn.Write(p)
 	if err == nil {
 		c.s.sends.wrote(p)
@@ -123,4 +125,155 @@ func (s *Session) giveUpIn() time.Duration {
 	}
 	deadline := time.Unix(0, last).Add(time.Duration(float64(s.sessionTimeout()) * lostFraction))
 	return max(time.Until(deadline), 0)
+}
+
+// --- The session clock when asked (see Session.clockEnded)
+//
+// The expiry timer above acts when its goroutine runs. A process frozen
+// (SIGSTOP, a VM paused, a long stop-the-world) past the session timeout
+// resumes with every goroutine runnable at once, and the application's may
+// run before the ones that would tell it that its session is over: a
+// tenure's Context().Err() would still say nil although another process
+// took the lock meanwhile. So the tenures consult the clock when they are
+// asked (Held, Context().Err(), Lost, Guarded), through clockEnded.
+//
+// That clock counts from the last moment the server is known to have seen
+// the session alive: the send time of the latest request it answered (a
+// server that answers a request has seen the session when it received it,
+// after it was sent). Bytes merely read are no evidence of the time: after
+// a pause, replies and notifications the server sent long ago are read
+// from the socket's buffer, and the time they are read says nothing of
+// when they were sent. Replies come in the order of the requests (ZooKeeper
+// answers a session's requests in order), so each is matched to its
+// request's send time in a queue; notifications (xid -1) are not replies.
+
+// replyClock matches the replies read on one connection to the send times
+// of their requests, and records the latest in the session (answeredAt).
+type replyClock struct {
+	s  *Session
+	mu sync.Mutex
+	q  []sentFrame // requests sent and not answered, in order
+	// The ConnectRequest's send time, answered by the ConnectResponse
+	// (no xid); zero once answered.
+	connectSent int64
+	writes      int
+}
+
+type sentFrame struct {
+	xid int32
+	at  int64 // monoNow when written
+}
+
+// xidNotification is the xid of a watch notification, which answers no
+// request.
+const xidNotification = -1
+
+// wrote notes the frame p the client is about to write (one frame per
+// write: length, then xid for a request; the first frame is the
+// ConnectRequest).
+func (c *replyClock) wrote(p []byte) {
+	now := monoNow()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	switch {
+	case c.writes == 1:
+		c.connectSent = now
+	case len(p) >= 8:
+		c.q = append(c.q, sentFrame{xid: int32(binary.BigEndian.Uint32(p[4:8])), at: now})
+	}
+}
+
+// connected notes the ConnectResponse read.
+func (c *replyClock) connected() {
+	c.mu.Lock()
+	at := c.connectSent
+	c.connectSent = 0
+	c.mu.Unlock()
+	if at != 0 {
+		c.s.noteAnswered(at)
+	}
+}
+
+// replied notes a reply header read with xid.
+func (c *replyClock) replied(xid int32) {
+	if xid == xidNotification {
+		return
+	}
+	c.mu.Lock()
+	var at int64
+	for i, f := range c.q {
+		if f.xid == xid {
+			at = f.at
+			c.q = c.q[i+1:]
+			break
+		}
+	}
+	c.mu.Unlock()
+	if at != 0 {
+		c.s.noteAnswered(at)
+	}
+}
+
+// noteAnswered records that the server answered a request sent at at
+// (monoNow).
+func (s *Session) noteAnswered(at int64) {
+	for {
+		cur := s.answeredAt.Load()
+		if at <= cur || s.answeredAt.CompareAndSwap(cur, at) {
+			return
+		}
+	}
+}
+
+// monoStart is the origin of monoNow.
+var monoStart = time.Now()
+
+// monoNow reads the monotonic clock (nanoseconds since monoStart): the wall
+// clock may be stepped, which must not end a session.
+func monoNow() int64 { return int64(time.Since(monoStart)) }
+
+// clockEnded reports whether the session is over, or over by its own
+// clock although no goroutine has acted on it yet: nothing answered from
+// requests sent in the last two thirds of the session timeout (go-zookeeper
+// drops a connection silent that long, and the session then gives up at
+// once, see lostFraction), or, while disconnected, the give-up moment
+// passed. A healthy session is answered a ping every third of the timeout,
+// so it never reads as ended.
+func (s *Session) clockEnded() bool {
+	if s.check() != nil {
+		return true
+	}
+	at := s.answeredAt.Load()
+	if at == 0 {
+		return false
+	}
+	age := time.Duration(monoNow() - at)
+	timeout := s.sessionTimeout()
+	if age >= timeout*2/3 {
+		return true
+	}
+	if age < time.Duration(float64(timeout)*lostFraction) {
+		return false
+	}
+	s.mu.Lock()
+	disconnected := s.expiryTimer != nil
+	s.mu.Unlock()
+	return disconnected
+}
+
+// checkClock ends the session, as its expiry timer would, when clockEnded
+// says it is over by its clock; it reports whether the session has ended.
+func (s *Session) checkClock() bool {
+	if !s.clockEnded() {
+		return false
+	}
+	if s.check() == nil {
+		age := time.Duration(monoNow() - s.answeredAt.Load())
+		s.log.Warn("nothing answered from zookeeper for too long (was the process paused?): session treated as expired",
+			"since_last_answer", age, "session_timeout", s.sessionTimeout())
+		s.gaveUp.Store(true)
+		s.expire()
+	}
+	return true
 }

@@ -424,20 +424,39 @@ func (l *Lock) Token() int64 {
 func (l *Lock) Lost() <-chan struct{} {
 	if h := l.current(); h != nil {
 		l.s.arm(h)
+		l.s.asked(h)
 		return h.lost
 	}
 	return closedCh
+}
+
+// Held reports whether this handle holds the lock, as far as this process
+// can know without asking the server: it was acquired and not released, its
+// loss has not been noticed, and the session's own clock does not say the
+// session is over — so the first call after the process was frozen past the
+// session timeout (SIGSTOP, a paused VM) says false, before any goroutine
+// of the runtime has run. What it cannot see: the node deleted by someone
+// else before its watch fired, and anything that happens between this call
+// and the act that follows it; only a fenced write (Guarded, or Token
+// checked by the resource) closes that window.
+func (l *Lock) Held() bool {
+	h := l.current()
+	return h != nil && l.s.asked(h)
 }
 
 // Context returns a context that is cancelled when the current tenure ends,
 // so work started under the lock stops by itself when the lock is lost (see
 // Lost for what is noticed when).
 // context.Cause tells why: an error wrapping ErrLockLost, or ErrNotHeld after
-// Unlock. When the lock is not held the context is already cancelled.
+// Unlock. When the lock is not held the context is already cancelled. Its
+// Err and Done consult the session's clock when called (see Held), so
+// checking ctx.Err() right after the process resumed from a pause past the
+// session timeout says the lock is lost; contexts derived from it with the
+// context package learn of the end when it is cancelled, a moment later.
 func (l *Lock) Context() context.Context {
 	if h := l.current(); h != nil {
 		l.s.arm(h)
-		return h.context()
+		return l.s.heldCtx(h)
 	}
 	return notHeldCtx
 }
@@ -447,9 +466,13 @@ func (l *Lock) Context() context.Context {
 // also checks that this handle's lock node still exists: the writes happen
 // only while the lock is held, atomically with that check. It returns the
 // ops' results. If the lock is not held it returns ErrNotHeld and sends
-// nothing; if the lock turns out to be lost, ErrLockLost and nothing is
-// written. A multi is not idempotent, so a connection loss is returned (a
-// recoverable error), not retried: the caller must find out what happened.
+// nothing. Whenever the write was refused or not applied because the lock
+// was lost — the node gone, the session expired, the session over by its
+// own clock after a pause (nothing is sent then), whatever the transport
+// error on the way — the error wraps ErrLockLost. A request whose reply was
+// lost returns ErrOutcomeUnknown instead (if it was applied, it was while
+// the lock was held). A multi is not idempotent, so nothing is retried; a
+// recoverable error means it was not applied and the lock is still held.
 func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.err != nil {
 		return nil, l.err
@@ -458,26 +481,7 @@ func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	if h == nil {
 		return nil, fmt.Errorf("lock %s: %w", l.dir, ErrNotHeld)
 	}
-	if h.wasLost.Load() {
-		return nil, fmt.Errorf("lock %s: %w", h.node, ErrLockLost)
-	}
-	all := append([]any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}, ops...)
-	res, err := await(ctx, l.s, func() ([]zk.MultiResponse, error) { return l.s.conn.Multi(all...) })
-	if err != nil {
-		if len(res) > 0 && errors.Is(res[0].Error, zk.ErrNoNode) {
-			h.end(true)
-			return nil, fmt.Errorf("lock %s: guarded write refused: %w", h.node, ErrLockLost)
-		}
-		if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
-			h.end(true)
-			return nil, fmt.Errorf("lock %s: %w (%w)", h.node, ErrLockLost, err)
-		}
-		if len(res) > 1 {
-			return res[1:], opError("multi", l.dir, err)
-		}
-		return nil, opError("multi", l.dir, err)
-	}
-	return res[1:], nil
+	return l.s.guarded(ctx, h, "lock "+h.node, nil, nil, ops)
 }
 
 // Revoked returns a channel closed when another contender has asked the

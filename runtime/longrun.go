@@ -16,10 +16,38 @@ import (
 
 // tenureCtx returns a context that ends when ctx ends or when the tenure
 // whose context is held ends, with the tenure's cause.
+// Its Err and Done ask held first, so a tenure's context that consults the
+// session's clock when asked (see Lock.Context) passes that on.
 func tenureCtx(ctx, held context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(held, func() { cancel(context.Cause(held)) })
-	return c, func() { stop(); cancel(nil) }
+	return &underTenure{Context: c, held: held, cancel: cancel}, func() { stop(); cancel(nil) }
+}
+
+// underTenure is a context that ends with a tenure's (see tenureCtx).
+type underTenure struct {
+	context.Context
+	held   context.Context
+	cancel context.CancelCauseFunc
+}
+
+// Err returns the context's error after asking the tenure's context.
+func (c *underTenure) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if c.held.Err() != nil {
+		c.cancel(context.Cause(c.held))
+	}
+	return c.Context.Err()
+}
+
+// Done returns the context's channel after asking the tenure's context.
+func (c *underTenure) Done() <-chan struct{} {
+	if c.held.Err() != nil {
+		c.cancel(context.Cause(c.held))
+	}
+	return c.Context.Done()
 }
 
 // releaseCtx bounds a release that must happen even when ctx has ended.

@@ -148,13 +148,70 @@ func (g *LockGroup) Paths() []string {
 
 // Lost returns a channel closed when the group ends: a member was lost
 // (see Lock.Lost for what is noticed when), or Unlock was called. The
-// other members stay held until Unlock.
-func (g *LockGroup) Lost() <-chan struct{} { return g.lost }
+// other members stay held until Unlock. Like a member's, it consults the
+// sessions' clocks when called (see Held).
+func (g *LockGroup) Lost() <-chan struct{} {
+	g.asked()
+	return g.lost
+}
+
+// Held reports whether the group is still held: not unlocked, and every
+// member held by what its process knows, its session's clock included
+// (see Lock.Held): the first call after the process was frozen past a
+// session timeout says false.
+func (g *LockGroup) Held() bool { return g.asked() }
+
+// asked asks each member whether it is still held (each member's Lost
+// consults its session's clock) and ends the group if one is not; it
+// reports whether the group is on.
+func (g *LockGroup) asked() bool {
+	select {
+	case <-g.lost:
+		return false
+	default:
+	}
+	for _, m := range g.members {
+		select {
+		case <-m.Lost():
+			g.mu.Lock()
+			released := g.released
+			g.mu.Unlock()
+			if !released {
+				g.end(fmt.Errorf("multi-lock member %s: %w", m.Path(), ErrLockLost))
+			}
+			return false
+		default:
+		}
+	}
+	return true
+}
 
 // Context returns a context cancelled when the group ends; context.Cause
 // wraps ErrLockLost with the lost member's path, or is ErrNotHeld after
-// Unlock.
-func (g *LockGroup) Context() context.Context { return g.ctx }
+// Unlock. Its Err and Done consult the members' sessions' clocks when
+// called (see Held).
+func (g *LockGroup) Context() context.Context { return groupContext{g.ctx, g} }
+
+// groupContext is a group's context as the application gets it.
+type groupContext struct {
+	context.Context
+	g *LockGroup
+}
+
+// Err returns the context's error after asking the members (see Held).
+func (c groupContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	c.g.asked()
+	return c.Context.Err()
+}
+
+// Done returns the context's channel after asking the members (see Held).
+func (c groupContext) Done() <-chan struct{} {
+	c.g.asked()
+	return c.Context.Done()
+}
 
 // Unlock releases every member, in the reverse of the order they were
 // taken, and returns the errors of those that could not be released

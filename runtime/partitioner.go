@@ -194,6 +194,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	p.s.tel.tenureOf(h, "partitioner", p.name, p.dir)
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
 		changed: make(chan struct{}), leave: make(chan struct{}), closeReq: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
+		tokens: map[int]int64{}, guards: map[int]int{}, guarded: make(chan struct{}),
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
 	remove := p.s.closing.add(a.done)
 	unregister := p.s.giveBacks.add(a.handOverForClose)
@@ -221,6 +222,9 @@ type Assignment[T any] struct {
 
 	mu      sync.Mutex
 	owned   map[int]bool
+	tokens  map[int]int64 // the owner node's creation zxid, per owned partition
+	guards  map[int]int   // Guarded calls in flight, per partition
+	guarded chan struct{} // closed and replaced when a Guarded call ends
 	changed chan struct{} // closed and replaced when owned changes
 	streams map[*ownedStream]struct{}
 	handed  chan struct{} // closed and replaced when a stream delivered or closed
@@ -253,18 +257,113 @@ func (a *Assignment[T]) snapshot() ([]int, <-chan struct{}) {
 	return out, a.changed
 }
 
-// setOwned records that partition i is owned (or not) and wakes Owned's
-// streams.
-func (a *Assignment[T]) setOwned(i int, owned bool) {
+// setOwned records that partition i is owned, with its fencing token, (or
+// not) and wakes Owned's streams.
+func (a *Assignment[T]) setOwned(i int, owned bool, token int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if owned {
 		a.owned[i] = true
+		a.tokens[i] = token
 	} else {
 		delete(a.owned, i)
+		delete(a.tokens, i)
 	}
 	close(a.changed)
 	a.changed = make(chan struct{})
+}
+
+// Owns reports whether the member owns partition i, as far as this process
+// can know without asking the server: i is in its set, and the membership
+// is on by the session's own clock (see Lock.Held) — so the first call
+// after the process was frozen past the session timeout says false, before
+// the releasing hook or any goroutine of the runtime has run. Check it
+// before each unit of work on a partition; what happens between the check
+// and the act is fenced only by Guarded or by Token checked where the work
+// lands.
+func (a *Assignment[T]) Owns(i int) bool {
+	a.mu.Lock()
+	owned := a.owned[i]
+	a.mu.Unlock()
+	return owned && a.Held()
+}
+
+// Token returns partition i's fencing token while the member owns it: the
+// creation zxid of its owner node. Each owner creates that node anew after
+// the previous owner's is gone, so tokens strictly increase across the
+// successive owners of a partition; a resource that remembers the highest
+// token it has seen for the partition and refuses lower ones cannot be
+// written by a stale owner (one paused and replaced, say). It is 0 when i
+// is not owned.
+func (a *Assignment[T]) Token(i int) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tokens[i]
+}
+
+// Guarded runs ops (go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest,
+// *zk.DeleteRequest, *zk.CheckVersionRequest) as one ZooKeeper multi that
+// also checks that the member node and partition i's owner node exist: the
+// writes happen only while the member owns i. The member does not delete
+// i's owner node (on a rebalance, Leave or Close) while a Guarded call for
+// i is in flight, and a call made once i is released is refused without
+// being sent. Errors wrap ErrPartitionLost when the write was refused or
+// not applied because the partition is not (or no longer) owned, also
+// ErrMembershipLost when the membership ended (the session expired, or is
+// over by its clock after a pause: nothing is sent then);
+// ErrOutcomeUnknown when the reply was lost (if it was applied, it was
+// while i was owned). A multi is not idempotent, so nothing is retried.
+//
+// What it cannot fence: an owner node deleted by someone else (an
+// operator) while the member's session lives, and re-created by the next
+// owner before the member noticed. Token, checked where the work lands,
+// fences that too.
+func (a *Assignment[T]) Guarded(ctx context.Context, i int, ops ...any) ([]zk.MultiResponse, error) {
+	label := fmt.Sprintf("partitioner %s: partition %d", a.p.dir, i)
+	a.mu.Lock()
+	if !a.owned[i] {
+		a.mu.Unlock()
+		if !a.Held() {
+			return nil, fmt.Errorf("%s: %w (%w)", label, ErrPartitionLost, ErrMembershipLost)
+		}
+		return nil, fmt.Errorf("%s: %w", label, ErrPartitionLost)
+	}
+	a.guards[i]++
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.guards[i]--
+		if a.guards[i] == 0 {
+			delete(a.guards, i)
+		}
+		close(a.guarded)
+		a.guarded = make(chan struct{})
+		a.mu.Unlock()
+	}()
+	res, err := a.s.guarded(ctx, a.h, label, []any{checkNode(a.p.ownerNode(i))},
+		func() error { return ErrPartitionLost }, ops)
+	if errors.Is(err, ErrMembershipLost) {
+		err = fmt.Errorf("%w: %w", ErrPartitionLost, err)
+	}
+	return res, err
+}
+
+// waitGuards waits until no Guarded call for partition i is in flight, or
+// the membership ended.
+func (a *Assignment[T]) waitGuards(i int) {
+	for {
+		a.mu.Lock()
+		n, next := a.guards[i], a.guarded
+		a.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-next:
+		case <-a.h.lost:
+			return
+		}
+	}
 }
 
 // Owned streams the partitions the member owns, ascending: the current set

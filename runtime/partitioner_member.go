@@ -96,6 +96,7 @@ func (f *follower[T]) closeHandOver() {
 	}
 	for _, i := range owned {
 		f.a.waitHandedOver(i)
+		f.a.waitGuards(i)
 	}
 }
 
@@ -329,7 +330,18 @@ func (f *follower[T]) acquire(ctx context.Context, i int) error {
 		})
 		switch {
 		case err == nil:
-			f.acquired(i)
+			// Ours: read its creation zxid, the partition's fencing token
+			// (the create's reply carries no stat).
+			_, st, gerr := f.s.get(ctx, node)
+			switch {
+			case isNoNode(gerr):
+				continue // deleted by someone else already
+			case gerr != nil:
+				return gerr // the next step finds the node ours
+			case st.EphemeralOwner != f.s.ID():
+				continue // deleted and taken by another already: wait for it
+			}
+			f.acquired(i, st.Czxid)
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := f.s.ensurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
@@ -349,7 +361,7 @@ func (f *follower[T]) acquire(ctx context.Context, i int) error {
 		if r.stat.EphemeralOwner == f.s.ID() {
 			// Ours: the reply of a create that went through was lost. The
 			// data watch fires once, when we release it.
-			f.acquired(i)
+			f.acquired(i, r.stat.Czxid)
 			return nil
 		}
 		f.waiting[i] = true
@@ -363,16 +375,16 @@ func (f *follower[T]) acquire(ctx context.Context, i int) error {
 	}
 }
 
-func (f *follower[T]) acquired(i int) {
+func (f *follower[T]) acquired(i int, token int64) {
 	f.s.tel.partitionAcquired(f.p.name, f.p.dir)
-	f.a.setOwned(i, true)
+	f.a.setOwned(i, true, token)
 	if f.a.cfg.acquired != nil {
 		f.a.cfg.acquired(i)
 	}
 }
 
 func (f *follower[T]) releasing(i int) {
-	f.a.setOwned(i, false)
+	f.a.setOwned(i, false, 0)
 	if f.a.cfg.releasing != nil {
 		f.a.cfg.releasing(i)
 	}
@@ -384,6 +396,7 @@ func (f *follower[T]) releasing(i int) {
 func (f *follower[T]) release(ctx context.Context, i int) error {
 	f.releasing(i)
 	f.a.waitHandedOver(i)
+	f.a.waitGuards(i)
 	f.undeleted[i] = true
 	return f.deletePending(ctx)
 }

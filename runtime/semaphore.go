@@ -267,6 +267,14 @@ func (le *Lease) Release(ctx context.Context) (err error) {
 // (see Lock.Token).
 func (le *Lease) Token() int64 { return le.h.token }
 
+// Guarded runs ops as one ZooKeeper multi that also checks that this
+// lease's node still exists: the writes happen only while the lease is
+// held. Errors as for Lock.Guarded (ErrLockLost on loss, ErrNotHeld after
+// Release, ErrOutcomeUnknown when the reply was lost).
+func (le *Lease) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return le.guardedOwn(ctx, "semaphore lease", ops)
+}
+
 // Curator's semaphore leases: <path>/leases/_c_<uuid>-lease-<seq>.
 var curatorLeases = &family{markers: []string{"lease-"}, blockedBy: [][]bool{{false}}}
 

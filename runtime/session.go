@@ -58,6 +58,7 @@ type Session struct {
 	giveBacks giveBacks  // run by Close while the session is alive (queue_prefetch.go)
 
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
+	answeredAt atomic.Int64 // monoNow when the latest request answered was sent (liveness.go)
 	negotiated atomic.Int64 // session timeout granted by the server
 
 	mu          sync.Mutex

@@ -54,6 +54,65 @@ func (h *hold) context() context.Context {
 	return h.ctx
 }
 
+// asked is what a tenure does when the application asks about it (Held,
+// Lost, Context().Err(), Guarded): it consults the session's clock, so the
+// first question after the process was frozen past the session timeout is
+// answered "lost" — not a few milliseconds later, when the goroutines that
+// would notice have run (see Session.clockEnded). It reports whether the
+// tenure is still on.
+func (s *Session) asked(h *hold) bool {
+	if h.isEnded() {
+		return false
+	}
+	if s.checkClock() {
+		h.end(true) // as its monitor, or the session's end, will
+		return false
+	}
+	return true
+}
+
+// isEnded reports whether the tenure has ended (lost or released).
+func (h *hold) isEnded() bool {
+	select {
+	case <-h.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// heldContext is a tenure's context as the application gets it: Err and
+// Done consult the session's clock first (see Session.asked).
+type heldContext struct {
+	context.Context
+	s *Session
+	h *hold
+}
+
+// Err returns the cancellation error of the tenure's context, after asking
+// the session's clock whether the tenure is still on.
+func (c *heldContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	c.s.asked(c.h)
+	return c.Context.Err()
+}
+
+// Done returns the channel closed when the tenure ends, after asking the
+// session's clock: a tenure found over is ended, and the channel returned
+// is closed already.
+func (c *heldContext) Done() <-chan struct{} {
+	c.s.asked(c.h)
+	return c.Context.Done()
+}
+
+// heldCtx returns the tenure's context for the application (see
+// heldContext).
+func (s *Session) heldCtx(h *hold) context.Context {
+	return &heldContext{Context: h.context(), s: s, h: h}
+}
+
 // endCause is the cause of an ended tenure's context.
 func (h *hold) endCause() error {
 	if h.wasLost.Load() {
@@ -334,19 +393,44 @@ func (t *tenure) Node() string { return t.h.node }
 // expired or was closed, or the node was deleted by someone else) or given
 // up (Resign, Leave, Release). A brief connection loss does not end it; a
 // disconnection for over a third of the session timeout does (see
-// WithSessionTimeout).
+// WithSessionTimeout). Lost consults the session's clock when called (see
+// Held): after a pause past the session timeout the channel it returns is
+// closed already.
 func (t *tenure) Lost() <-chan struct{} {
 	t.s.arm(t.h)
+	t.s.asked(t.h)
 	return t.h.lost
 }
 
 // Context returns a context cancelled when the tenure ends, so work done
 // under it stops by itself when it is lost. context.Cause tells why: an
 // error wrapping the recipe's loss error (ErrLeadershipLost,
-// ErrMembershipLost, ErrLockLost), or ErrNotHeld once given up.
+// ErrMembershipLost, ErrLockLost), or ErrNotHeld once given up. Its Err
+// and Done consult the session's clock when called (see Held); contexts
+// derived from it with the context package learn of the end when it is
+// cancelled, a moment later.
 func (t *tenure) Context() context.Context {
 	t.s.arm(t.h)
-	return t.h.context()
+	return t.s.heldCtx(t.h)
+}
+
+// Held reports whether the tenure is still on, as far as this process can
+// know without asking the server: it has not been given up, its end has
+// not been noticed, and the session's own clock does not say the session is
+// over — so the first call after the process was frozen past the session
+// timeout (SIGSTOP, a paused VM) says false, even before any goroutine of
+// the runtime has run. What it cannot see: a node deleted by someone else
+// whose watch has not fired yet, and anything that happens between this
+// call and the act that follows it. Only a fenced write (Guarded, or the
+// fencing token checked by the resource) closes that window.
+func (t *tenure) Held() bool {
+	return t.s.asked(t.h)
+}
+
+// guardedOwn runs ops while the tenure's own node exists (see
+// Session.guarded).
+func (t *tenure) guardedOwn(ctx context.Context, label string, ops []any) ([]zk.MultiResponse, error) {
+	return t.s.guarded(ctx, t.h, label+" "+t.h.node, nil, nil, ops)
 }
 
 // giveUp marks the tenure given up; it reports false when it was already.
@@ -376,4 +460,138 @@ func (o *slot) free() {
 	o.mu.Lock()
 	o.busy = false
 	o.mu.Unlock()
+}
+
+// --- Fenced writes (Guarded)
+
+// fence describes the tenure a fenced write depends on (see fencedMulti).
+type fence struct {
+	label  string // names the tenure in errors ("lock /a/b")
+	checks []any  // the ops that hold only while the tenure does
+	// on consults the tenure (and the session's clock, see Session.asked):
+	// false once it is over.
+	on func() bool
+	// lost returns the error of a write refused or not applied because the
+	// tenure is over (and records the end); cause may be nil.
+	lost func(why string, cause error) error
+	// refused returns the error for check i failing on the server; nil:
+	// lost.
+	refused func(i int) error
+}
+
+// fencedMulti runs ops as one multi after f's checks: the writes happen
+// only while the tenure is on, atomically with the checks. The outcome is
+// classified once, whatever the transport said on the way:
+//
+//   - the tenure over, by what is known or by the session's clock (a
+//     process frozen past the session timeout): nothing is sent, and the
+//     error is f.lost's (it wraps the tenure's loss error);
+//   - a check refused by the server, or a request that cannot have been
+//     applied (never sent, its write failed, the session expired before
+//     it) while the tenure ended: f.lost's (or f.refused's);
+//   - a request whose reply was lost (the connection closed under it, or
+//     ctx or the session ended while it was on its way): ErrOutcomeUnknown,
+//     which wraps the error met. If it was applied, it was applied while
+//     the tenure held (the checks passed on the server);
+//   - a request that cannot have been applied while the tenure is still on
+//     (the connection failed before sending): the connection error, which
+//     IsRecoverable; the call may be made again;
+//   - an op of the caller's refused: the ops' results and the error, and
+//     nothing was applied.
+//
+// A multi is not idempotent, so nothing is retried here.
+func (s *Session) fencedMulti(ctx context.Context, f fence, ops []any) ([]zk.MultiResponse, error) {
+	if !f.on() {
+		return nil, f.lost("guarded write not sent", s.check())
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	all := append(append(make([]any, 0, len(f.checks)+len(ops)), f.checks...), ops...)
+	// go-zookeeper's own error, before await's translation; nil while the
+	// request is on its way (await returns early when ctx or the session
+	// ends).
+	var rawp atomic.Pointer[error]
+	res, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
+		r, e := s.conn.Multi(all...)
+		rawp.Store(&e)
+		return r, e
+	})
+	if err == nil {
+		return res[len(f.checks):], nil
+	}
+	for i := 0; i < len(f.checks) && i < len(res); i++ {
+		if !errors.Is(res[i].Error, zk.ErrNoNode) && !errors.Is(res[i].Error, zk.ErrBadVersion) {
+			continue
+		}
+		if f.refused != nil {
+			if rerr := f.refused(i); rerr != nil {
+				return nil, fmt.Errorf("%s: guarded write refused: %w", f.label, rerr)
+			}
+		}
+		return nil, f.lost("guarded write refused", nil)
+	}
+	if len(res) > 0 {
+		// The server applied nothing: an op of the caller's failed.
+		return res[len(f.checks):], opError("multi", f.label, err)
+	}
+	p := rawp.Load()
+	if p == nil || *p == nil {
+		// await stopped waiting (ctx or the session ended): the request
+		// may be on its way, or applied with its reply unread.
+		return nil, fmt.Errorf("%s: guarded write: %w (%w)", f.label, ErrOutcomeUnknown, err)
+	}
+	raw := *p
+	notApplied := errors.Is(raw, zk.ErrNoServer) || errors.Is(raw, zk.ErrSessionExpired) ||
+		(isConnError(raw) && !errors.Is(raw, zk.ErrConnectionClosed))
+	switch {
+	case notApplied && !f.on():
+		return nil, f.lost("guarded write not applied", raw)
+	case notApplied:
+		return nil, opError("multi", f.label, fmt.Errorf("guarded write not applied: %w", raw))
+	case errors.Is(raw, zk.ErrConnectionClosed), errors.Is(raw, zk.ErrClosing):
+		state := "still held"
+		if !f.on() {
+			state = "over since"
+		}
+		return nil, fmt.Errorf("%s: guarded write: %w; the tenure is %s (%w)", f.label, ErrOutcomeUnknown, state, raw)
+	}
+	return nil, opError("multi", f.label, err)
+}
+
+// guarded runs ops while the tenure h holds: its own node exists, and so
+// do the nodes of extra's checks (see fencedMulti). A failure of one of
+// extra (a partition's owner node, say) returns extraLost's error and
+// leaves h as it is. Loss errors wrap h's loss error; ErrNotHeld once h
+// was released.
+func (s *Session) guarded(ctx context.Context, h *hold, label string, extra []any, extraLost func() error, ops []any) ([]zk.MultiResponse, error) {
+	if h.released.Load() || (h.isEnded() && !h.wasLost.Load()) {
+		return nil, fmt.Errorf("%s: %w", label, ErrNotHeld)
+	}
+	f := fence{
+		label:  label,
+		checks: append([]any{checkNode(h.node)}, extra...),
+		on:     func() bool { return s.asked(h) },
+		lost: func(why string, cause error) error {
+			h.end(true)
+			if cause != nil {
+				return fmt.Errorf("%s: %s: %w (%w)", label, why, h.lostSentinel(), cause)
+			}
+			return fmt.Errorf("%s: %s: %w", label, why, h.lostSentinel())
+		},
+	}
+	if extraLost != nil {
+		f.refused = func(i int) error {
+			if i == 0 {
+				return nil
+			}
+			return extraLost()
+		}
+	}
+	return s.fencedMulti(ctx, f, ops)
+}
+
+// checkNode is the check that node exists, whatever its version.
+func checkNode(node string) *zk.CheckVersionRequest {
+	return &zk.CheckVersionRequest{Path: node, Version: -1}
 }

@@ -409,6 +409,64 @@ func (l *TTLLease) Expires() time.Time {
 	return l.deadline
 }
 
+// Held reports whether the lease is still on by this process's clock: not
+// released, not found expired, and Expires not passed — so the first call
+// after the process was frozen past the lease's end says false. What it
+// cannot see is what happens between the call and the act that follows;
+// Token, checked where the work lands, fences that.
+func (l *TTLLease) Held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.released && time.Now().Before(l.deadline)
+}
+
+// Token returns the lease's fencing token: the creation zxid of its slot
+// node. A slot's node is created anew by each holder after the previous
+// one's is gone, so tokens strictly increase across the successive holders
+// of a slot (not across slots): a resource written under the lease that
+// remembers the highest token per slot (Node) and refuses lower ones
+// cannot be written by a holder whose lease ran out and was taken over.
+func (l *TTLLease) Token() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.czxid
+}
+
+// Guarded runs ops (go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest,
+// *zk.DeleteRequest, *zk.CheckVersionRequest) as one ZooKeeper multi that
+// also checks that the slot node is still at the version this holder last
+// wrote: the writes happen only while the lease is held. From Expires on
+// nothing is sent (the slot may be another holder's, at the same version)
+// and the error wraps ErrLeaseExpired, as it does when the check is
+// refused or the write was not applied because the lease ran out;
+// ErrNotHeld after Release; ErrOutcomeUnknown when the reply was lost (if
+// it was applied, it was while the lease was held). It does not renew the
+// lease, and waits for a Renew in progress. The window it leaves: a
+// request sent just before Expires and delayed past the TTL on its way;
+// Token, checked where the work lands, fences that too.
+func (l *TTLLease) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return nil, fmt.Errorf("lease %s: %w", l.node, ErrNotHeld)
+	}
+	if err := l.settle(ctx); err != nil {
+		return nil, err
+	}
+	label := "lease " + l.node
+	return l.m.s.fencedMulti(ctx, fence{
+		label:  label,
+		checks: []any{&zk.CheckVersionRequest{Path: l.node, Version: l.version}},
+		on:     func() bool { return time.Now().Before(l.deadline) }, // not tied to the session
+		lost: func(why string, cause error) error {
+			if cause != nil {
+				return fmt.Errorf("%s: %s: %w (%w)", label, why, ErrLeaseExpired, cause)
+			}
+			return fmt.Errorf("%s: %s: %w", label, why, ErrLeaseExpired)
+		},
+	}, ops)
+}
+
 // Renew extends the lease by a full TTL from now. It returns an error
 // wrapping ErrLeaseExpired, and sends nothing, when the lease has expired
 // by Expires; it also returns ErrLeaseExpired when the node turns out

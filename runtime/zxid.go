@@ -59,13 +59,15 @@ type zxidGuard struct {
 	hdr   [replyHeaderSize - 4]byte // length, xid, zxid
 
 	writes int // frames written; the first is the ConnectRequest
+
+	clock replyClock // the send times of the requests answered (liveness.go)
 }
 
 // newZxidGuard starts the bookkeeping of a connection dialed now: every
 // reply of the earlier connections has been read (go-zookeeper dials again
 // only after the last reader has returned).
 func newZxidGuard(s *Session) *zxidGuard {
-	return &zxidGuard{s: s, prev: s.lastZxid.Load(), hsLen: -1}
+	return &zxidGuard{s: s, prev: s.lastZxid.Load(), hsLen: -1, clock: replyClock{s: s}}
 }
 
 // wrote completes the zxid field of the frame p the client writes, in place
@@ -93,6 +95,9 @@ func (g *zxidGuard) read(p []byte) {
 		if g.hsN == 4 {
 			g.hsLen = int(binary.BigEndian.Uint32(g.hs[:]))
 		}
+		if g.hsLen >= 0 && g.hsN == 4+g.hsLen {
+			g.clock.connected()
+		}
 	}
 	for i < len(p) {
 		if g.off < len(g.hdr) {
@@ -109,6 +114,7 @@ func (g *zxidGuard) read(p []byte) {
 				if xid >= 0 && zxid > 0 {
 					g.s.noteZxid(zxid)
 				}
+				g.clock.replied(xid)
 			}
 			continue
 		}
