@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // PipeStats returns how many pipelined listings (createListed) of s were
 // used and how many were dropped for a read of their own.
 func PipeStats(s *Session) (hits, fallbacks int64) {
@@ -14,3 +16,9 @@ func ListBeforeCreate(s *Session, on bool) { s.pipe.listFirst.Store(on) }
 // HandOffs returns how many lock waiters of s took the lock over without
 // a listing (lock.go, the hand-off).
 func HandOffs(s *Session) int64 { return s.pipe.handOffs.Load() }
+
+// AnsweredAgo returns how long ago the latest request the server answered
+// was sent (the session clock consulted by Held, see liveness.go).
+func AnsweredAgo(s *Session) time.Duration {
+	return time.Duration(monoNow() - s.answeredAt.Load())
+}
