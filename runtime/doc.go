@@ -37,6 +37,20 @@
 //   - TwoPhaseCommit: the guide's two-phased commit, with participants that
 //     Join so that a crash before voting aborts.
 //
+// # Tenures, pauses and fencing
+//
+// A lock held, a semaphore or TTL lease, a leadership, a membership and a
+// partition assignment are tenures. Each answers Held (Owns for a
+// partition), Lost and Context from the session's clock when asked, so the
+// first question after the process was frozen past the session timeout is
+// answered "lost", before any goroutine of the runtime has run. Each has a
+// Guarded write, applied only while the tenure holds, whose refusal wraps
+// the tenure's sentinel (ErrLockLost, ErrLeadershipLost, ErrMembershipLost,
+// ErrPartitionLost, ErrLeaseExpired) and whose lost reply is
+// ErrOutcomeUnknown, and a fencing token (Token, or Epoch) for stores
+// outside ZooKeeper. Between a check and the act that follows it only a
+// fenced write protects the work.
+//
 // # Long-running services
 //
 // Supervise runs a function on a session and, each time the session ends,
