@@ -504,7 +504,14 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 	if err := l.settle(ctx); err != nil {
 		return err
 	}
-	st, err := l.set(ctx)
+	var until time.Time // a re-attach's write is settled by its czxid check
+	if checkDeadline {
+		until = l.deadline
+	}
+	st, err := l.set(ctx, until)
+	if errors.Is(err, errPastDeadline) {
+		return fmt.Errorf("lease %s: %w (at %v; nothing sent)", l.node, ErrLeaseExpired, l.deadline.Format(time.RFC3339Nano))
+	}
 	if err != nil {
 		return err
 	}
@@ -528,14 +535,23 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 // set sends the renewal's setData at our version until its outcome is
 // known, and returns the node's stat after it. A write whose reply is lost
 // is looked for before it is sent again; if ctx ends first, the lease is
-// marked unsure (see settle).
-func (l *TTLLease) set(ctx context.Context) (*zk.Stat, error) {
+// marked unsure (see settle). With a non-zero until, nothing is sent from
+// until on (errPastDeadline): the slot may then hold another holder's
+// node at our version, which a renewal would overwrite (see Release).
+func (l *TTLLease) set(ctx context.Context, until time.Time) (*zk.Stat, error) {
 	s := l.m.s
 	for n := 1; ; n++ {
-		st, err := await(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(l.node, l.data, l.version) })
+		st, err := await(ctx, s, func() (*zk.Stat, error) {
+			if !until.IsZero() && !time.Now().Before(until) {
+				return nil, errPastDeadline
+			}
+			return s.conn.Set(l.node, l.data, l.version)
+		})
 		switch {
 		case err == nil:
 			return st, nil
+		case errors.Is(err, errPastDeadline):
+			return nil, err
 		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
 			return nil, fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
 		case !IsRecoverable(err):
