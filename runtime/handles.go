@@ -182,6 +182,9 @@ type PartitionerHandle[T any] interface {
 	Join(ctx context.Context, member T, opts ...JoinOption) (*Assignment[T], error)
 	Stay(ctx context.Context, member T, opts ...JoinOption) error
 	Owners(ctx context.Context) (PartitionOwners[T], error)
+	Owns(i int) bool
+	Token(i int) int64
+	Guarded(ctx context.Context, i int, ops ...any) ([]zk.MultiResponse, error)
 }
 
 // ConfigHandle is the method set of *Config[T].

@@ -200,7 +200,14 @@ func TestGuardedPartition(t *testing.T) {
 	dataPath := testRoot(t) + "-data"
 	value := fencedData(t, obs, dataPath)
 	const n = 2
-	a, err := runtime.NewPartitioner(connect(t, srv.Servers()), runtime.At(dir), n, runtime.StringCodec()).Join(ctx, "a")
+	pa := runtime.NewPartitioner(connect(t, srv.Servers()), runtime.At(dir), n, runtime.StringCodec())
+	if pa.Owns(0) || pa.Token(0) != 0 {
+		t.Fatal("a handle that has not joined owns partition 0")
+	}
+	if _, err := pa.Guarded(ctx, 0, setTo(dataPath, "x")); !errors.Is(err, runtime.ErrPartitionLost) {
+		t.Fatalf("Guarded on a handle that has not joined = %v, want ErrPartitionLost", err)
+	}
+	a, err := pa.Join(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +223,8 @@ func TestGuardedPartition(t *testing.T) {
 	}()
 	tokens := map[int]int64{}
 	for i := range n {
-		if !a.Owns(i) || a.Token(i) == 0 {
-			t.Fatalf("partition %d: Owns %v, Token %d", i, a.Owns(i), a.Token(i))
+		if !a.Owns(i) || a.Token(i) == 0 || !pa.Owns(i) || pa.Token(i) != a.Token(i) {
+			t.Fatalf("partition %d: Owns %v, Token %d; the handle's %v, %d", i, a.Owns(i), a.Token(i), pa.Owns(i), pa.Token(i))
 		}
 		tokens[i] = a.Token(i)
 		if _, err := a.Guarded(ctx, i, setTo(dataPath, "a")); err != nil || value() != "a" {
@@ -231,8 +238,11 @@ func TestGuardedPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := <-acquiredB
-	if a.Owns(moved) {
+	if a.Owns(moved) || pa.Owns(moved) {
 		t.Fatalf("a still owns partition %d, which b acquired", moved)
+	}
+	if _, err := pa.Guarded(ctx, moved, setTo(dataPath, "stale")); !errors.Is(err, runtime.ErrPartitionLost) || value() != "a" {
+		t.Fatalf("the old owner's handle Guarded(%d) = %v, value %q", moved, err, value())
 	}
 	if _, err := a.Guarded(ctx, moved, setTo(dataPath, "stale")); !errors.Is(err, runtime.ErrPartitionLost) || errors.Is(err, runtime.ErrMembershipLost) || value() != "a" {
 		t.Fatalf("the old owner's Guarded(%d) = %v (want ErrPartitionLost only), value %q", moved, err, value())

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,6 +51,7 @@ type Partitioner[T any] struct {
 	name  string // WithResourceName
 
 	busy slot
+	cur  atomic.Pointer[Assignment[T]] // the assignment of Join, until it ends
 }
 
 // NewPartitioner returns a member handle for a partitioner of n partitions
@@ -143,6 +145,34 @@ func WithStreamWait(d time.Duration) JoinOption {
 	return func(c *joinConfig) { c.streamWait = max(d, 0) }
 }
 
+// Owns reports whether this member handle owns partition i now (see
+// Assignment.Owns): false when it is not a member. For work started from
+// the hooks of WithPartitionHooks, under Stay, where no Assignment is at
+// hand.
+func (p *Partitioner[T]) Owns(i int) bool {
+	a := p.cur.Load()
+	return a != nil && a.Owns(i)
+}
+
+// Token returns partition i's fencing token while this member handle owns
+// it (see Assignment.Token), else 0.
+func (p *Partitioner[T]) Token(i int) int64 {
+	if a := p.cur.Load(); a != nil {
+		return a.Token(i)
+	}
+	return 0
+}
+
+// Guarded runs ops only while this member handle owns partition i (see
+// Assignment.Guarded); when it is not a member, ErrPartitionLost and
+// nothing is sent.
+func (p *Partitioner[T]) Guarded(ctx context.Context, i int, ops ...any) ([]zk.MultiResponse, error) {
+	if a := p.cur.Load(); a != nil {
+		return a.Guarded(ctx, i, ops...)
+	}
+	return nil, fmt.Errorf("partitioner %s: partition %d: %w (not a member)", p.dir, i, ErrPartitionLost)
+}
+
 // record is the spec record of the partitioner's directory.
 func (p *Partitioner[T]) record() specRecord {
 	return specRecord{Kind: "partitioner", Partitions: p.n}
@@ -198,8 +228,10 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
 	remove := p.s.closing.add(a.done)
 	unregister := p.s.giveBacks.add(a.handOverForClose)
+	p.cur.Store(a)
 	go func() {
 		a.run()
+		p.cur.CompareAndSwap(a, nil)
 		unregister()
 		remove()
 	}()
