@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// conn is one client connection: a reader goroutine that executes requests
+// under the server's lock, and a writer goroutine that sends what they
+// queue (replies and watch events, in the order they were queued).
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	ip   string
+	sess *session // nil until the handshake
+
+	mu      sync.Mutex
+	out     [][]byte
+	wake    chan struct{}
+	closing bool // close once what is queued is written
+	closed  bool
+	once    sync.Once
+}
+
+// serve starts serving nc.
+func (s *Server) serve(nc net.Conn) {
+	c := &conn{srv: s, nc: nc, ip: "127.0.0.1", wake: make(chan struct{}, 1)}
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.ip = a.IP.String()
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.wg.Add(2)
+	go c.writeLoop()
+	go c.readLoop()
+}
+
+// send queues a frame (under the server's lock, so that replies and events
+// keep the order of the transactions).
+func (c *conn) send(frame []byte) {
+	c.mu.Lock()
+	if !c.closed {
+		c.out = append(c.out, frame)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// event queues a watch event.
+func (c *conn) event(typ int32, path string) {
+	w := newWriter()
+	w.int32(xidNotification)
+	w.int64(-1)
+	w.int32(0)
+	w.int32(typ)
+	w.int32(stateSyncConnected)
+	w.string(path)
+	c.send(w.frame())
+}
+
+func (c *conn) writeLoop() {
+	defer c.srv.wg.Done()
+	for {
+		c.mu.Lock()
+		out, closing, closed := c.out, c.closing, c.closed
+		c.out = nil
+		c.mu.Unlock()
+		if closed {
+			return
+		}
+		for _, f := range out {
+			if _, err := c.nc.Write(f); err != nil {
+				c.close()
+				return
+			}
+		}
+		if closing {
+			c.close()
+			return
+		}
+		<-c.wake
+	}
+}
+
+// closeAfterSent closes the connection once what is queued has been
+// written (a closeSession's reply).
+func (c *conn) closeAfterSent() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close closes the connection now; the session stays (until it expires).
+func (c *conn) close() {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.out = nil
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		c.nc.Close()
+		s := c.srv
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.dropWatches(c)
+		if c.sess != nil && c.sess.conn == c {
+			c.sess.conn = nil
+		}
+		s.mu.Unlock()
+	})
+}
+
+func (c *conn) readLoop() {
+	defer c.srv.wg.Done()
+	defer c.close()
+	ok, refusal := c.handshake()
+	if refusal != nil {
+		_, _ = c.nc.Write(refusal)
+	}
+	if !ok {
+		return
+	}
+	for {
+		f, err := readFrame(c.nc, c.srv.cfg.maxBuffer)
+		if err != nil {
+			return
+		}
+		if !c.srv.handle(c, f) {
+			return
+		}
+	}
+}
+
+// handshake reads the ConnectRequest and answers it: a new session, a
+// live session taken over, or (timeout 0, session 0) an expired one, whose
+// reply it returns for the caller to write before closing.
+func (c *conn) handshake() (ok bool, refusal []byte) {
+	f, err := readFrame(c.nc, c.srv.cfg.maxBuffer)
+	if err != nil {
+		return false, nil
+	}
+	r := &reader{b: f}
+	r.int32() // protocol version
+	lastZxid := r.int64()
+	timeout := time.Duration(r.int32()) * time.Millisecond
+	id := r.int64()
+	passwd := r.buffer()
+	if r.err != nil {
+		return false, nil
+	}
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lastZxid > s.zxid {
+		// The client has seen more than this server has: ZooKeeper refuses
+		// it (closes the connection) so that it moves on to another.
+		return false, nil
+	}
+	timeout = min(max(timeout, s.cfg.minSession), s.cfg.maxSession)
+	var ss *session
+	switch {
+	case id == 0:
+		ss = &session{id: s.nextID, passwd: newPasswd(), ephemerals: map[string]struct{}{}}
+		s.nextID++
+		s.sessions[ss.id] = ss
+		s.commit(s.newTxn(ss)) // createSession
+	default:
+		ss = s.sessions[id]
+		if ss == nil || string(ss.passwd) != string(passwd) {
+			w := newWriter()
+			w.int32(0)
+			w.int32(0)
+			w.int64(0)
+			w.buffer(make([]byte, 16))
+			w.bool(false)
+			return false, w.frame()
+		}
+		if old := ss.conn; old != nil && old != c {
+			ss.conn = nil
+			go old.close()
+		}
+	}
+	ss.timeout = timeout
+	ss.last = time.Now()
+	ss.conn = c
+	c.sess = ss
+	w := newWriter()
+	w.int32(0)
+	w.int32(int32(timeout / time.Millisecond))
+	w.int64(ss.id)
+	w.buffer(ss.passwd)
+	w.bool(false)
+	c.send(w.frame())
+	return true, nil
+}

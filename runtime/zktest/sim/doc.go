@@ -1,0 +1,32 @@
+// Package sim is a ZooKeeper server in the test process, for tests only.
+//
+// It speaks ZooKeeper's wire protocol, so every client works against it
+// unchanged: go-zookeeper (and the runtime package) through Dial on
+// in-memory connections (zk.WithDialer, runtime.WithDialer), and other
+// processes (Curator, kazoo, zkgen inspect) through a TCP listener on a
+// loopback address (Start, Listen).
+//
+//	srv := sim.Start(t) // 127.0.0.1, a free port; closed when the test ends
+//	s, err := runtime.Connect(ctx, srv.Servers())
+//
+// What it implements, with ZooKeeper 3.8's semantics: sessions (timeout
+// negotiation, password, reconnection to a live session, expiry on the
+// server's clock, closeSession), create, create2, createContainer and
+// createTTL with every create mode (sequence numbers from the parent's
+// cversion, ten digits), delete, exists, getData, setData, getChildren and
+// getChildren2, getACL and setACL, check, multi (atomic, with ZooKeeper's
+// per-op results: OK before the failing op, its error, then runtime
+// inconsistency), sync, ping, setWatches and setWatches2, addAuth with the
+// digest scheme and ACL checks (world, digest, ip, auth), the full Stat,
+// one-shot data, exist and child watches delivered in transaction order
+// and before the reply of any later request on the same connection,
+// ephemeral nodes removed when their session ends, container and TTL nodes
+// reaped on a timer, jute.maxbuffer on requests, and the error codes.
+// A failed write consumes a zxid, as ZooKeeper's error transactions do.
+//
+// It refuses to be anything but a test server: it listens on loopback
+// addresses only, keeps nothing on disk, and is one standalone server (no
+// quorum, no persistence across Close). Real ZooKeeper stays the
+// reference; the differential test (diff_test.go) runs the same random
+// operation sequences against both and compares every reply.
+package sim

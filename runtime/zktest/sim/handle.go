@@ -1,0 +1,340 @@
+package sim
+
+import "time"
+
+// handle executes one request frame from c and queues its reply; it
+// reports false when the connection must close.
+func (s *Server) handle(c *conn, f []byte) bool {
+	r := &reader{b: f}
+	xid := r.int32()
+	op := r.int32()
+	if r.err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := c.sess
+	if ss == nil || s.sessions[ss.id] != ss || ss.conn != c {
+		return false // expired, or moved to another connection
+	}
+	ss.last = time.Now()
+	w := newWriter()
+	reply := func(zxid int64, code Code) {
+		w.int32(xid)
+		w.int64(zxid)
+		w.int32(int32(code))
+	}
+	switch op {
+	case opPing:
+		reply(s.zxid, codeOK)
+	case opCloseSession:
+		ss.conn = nil // closed below, once the reply is out
+		s.endSession(ss)
+		reply(s.zxid, codeOK)
+		c.send(w.frame())
+		c.closeAfterSent()
+		return true
+	case opAuth:
+		r.int32() // type
+		scheme := r.string()
+		auth := r.buffer()
+		if r.err != nil {
+			return false
+		}
+		if scheme != "digest" {
+			reply(s.zxid, codeAuthFailed)
+			c.send(w.frame())
+			c.closeAfterSent()
+			return true
+		}
+		id := identity{"digest", digestID(string(auth))}
+		dup := false
+		for _, a := range ss.auth {
+			dup = dup || a == id
+		}
+		if !dup {
+			ss.auth = append(ss.auth, id)
+		}
+		reply(s.zxid, codeOK)
+	case opSetWatches, opSetWatches2:
+		s.setWatches(c, r, op == opSetWatches2)
+		if r.err != nil {
+			return false
+		}
+		reply(s.zxid, codeOK)
+	case opSync:
+		path := r.string()
+		reply(s.zxid, codeOK)
+		w.string(path)
+	case opExists, opGetData, opGetChildren, opGetChildren2:
+		path := r.string()
+		watch := r.bool()
+		if r.err != nil {
+			return false
+		}
+		s.read(c, op, path, watch, w, reply)
+	case opGetACL:
+		path := r.string()
+		n := s.tree.nodes[path]
+		switch {
+		case !validPath(path):
+			reply(s.zxid, codeBadArguments)
+		case n == nil:
+			reply(s.zxid, codeNoNode)
+		case !allowed(n.acl, permRead|permAdmin, ss.ids()):
+			reply(s.zxid, codeNoAuth)
+		default:
+			reply(s.zxid, codeOK)
+			w.acls(n.acl)
+			st := n.clientStat()
+			w.stat(&st)
+		}
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opSetACL, opCheck:
+		x := s.newTxn(ss)
+		body, code := x.apply(op, r)
+		if r.err != nil {
+			return false
+		}
+		if code == codeOK {
+			s.commit(x)
+		} else {
+			x.rollback()
+		}
+		reply(x.zxid, code)
+		if code == codeOK {
+			body(w)
+		}
+	case opMulti:
+		x := s.newTxn(ss)
+		results := s.multi(x, r)
+		if r.err != nil {
+			return false
+		}
+		reply(x.zxid, codeOK)
+		for _, res := range results {
+			res(w)
+		}
+		w.int32(-1)
+		w.bool(true)
+		w.int32(-1)
+	default:
+		reply(s.zxid, codeUnimplemented)
+	}
+	c.send(w.frame())
+	return true
+}
+
+// apply decodes and applies one write op; body writes its reply's body.
+func (x *txn) apply(op int32, r *reader) (body func(*writer), code Code) {
+	none := func(*writer) {}
+	switch op {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+		req := createReq{path: r.string(), data: r.buffer(), acl: r.acls(), flags: r.int32(), ttl: -1, op: op}
+		if op == opCreateTTL {
+			req.ttl = r.int64()
+		}
+		if r.err != nil {
+			return none, codeMarshallingError
+		}
+		path, code := x.create(req)
+		if code != codeOK {
+			return none, code
+		}
+		return func(w *writer) {
+			w.string(path)
+			if op != opCreate {
+				st := x.t.nodes[path].clientStat()
+				w.stat(&st)
+			}
+		}, codeOK
+	case opDelete:
+		path, version := r.string(), r.int32()
+		if r.err != nil {
+			return none, codeMarshallingError
+		}
+		return none, x.delete(path, version)
+	case opSetData:
+		path, data, version := r.string(), r.buffer(), r.int32()
+		if r.err != nil {
+			return none, codeMarshallingError
+		}
+		st, code := x.setData(path, data, version)
+		return func(w *writer) { w.stat(&st) }, code
+	case opSetACL:
+		path, acl, version := r.string(), r.acls(), r.int32()
+		if r.err != nil {
+			return none, codeMarshallingError
+		}
+		st, code := x.setACL(path, acl, version)
+		return func(w *writer) { w.stat(&st) }, code
+	case opCheck:
+		path, version := r.string(), r.int32()
+		if r.err != nil {
+			return none, codeMarshallingError
+		}
+		return none, x.check(path, version)
+	}
+	return none, codeUnimplemented
+}
+
+// multi applies a multi's ops as one transaction: all or none. It returns
+// the writers of the results: each op's, or, when one failed, OK for the
+// ops before it, its error, and runtime inconsistency for the ops after.
+func (s *Server) multi(x *txn, r *reader) []func(*writer) {
+	type opResult struct {
+		op   int32
+		body func(*writer)
+		code Code
+	}
+	var results []opResult
+	failed := -1
+	for {
+		typ := r.int32()
+		done := r.bool()
+		r.int32() // err
+		if r.err != nil || done {
+			break
+		}
+		if failed >= 0 {
+			// Decode and skip: the multi has failed already.
+			skip := &txn{t: &tree{nodes: map[string]*node{}}, s: s, session: x.session}
+			skip.apply(typ, r)
+			results = append(results, opResult{op: typ, code: codeRuntimeInconsistency})
+			continue
+		}
+		switch typ {
+		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opCheck:
+		default:
+			// An op a multi cannot carry: ZooKeeper cannot decode it.
+			r.err = errShort
+			return nil
+		}
+		body, code := x.apply(typ, r)
+		results = append(results, opResult{op: typ, body: body, code: code})
+		if code != codeOK {
+			failed = len(results) - 1
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	errResult := func(code Code) func(*writer) {
+		return func(w *writer) {
+			w.int32(opError)
+			w.bool(false)
+			w.int32(int32(code))
+			w.int32(int32(code))
+		}
+	}
+	out := make([]func(*writer), len(results))
+	if failed >= 0 {
+		x.rollback()
+		for i, res := range results {
+			switch {
+			case i < failed:
+				out[i] = errResult(codeOK)
+			case i == failed:
+				out[i] = errResult(res.code)
+			default:
+				out[i] = errResult(codeRuntimeInconsistency)
+			}
+		}
+		return out
+	}
+	s.commit(x)
+	for i, res := range results {
+		op, body := res.op, res.body
+		out[i] = func(w *writer) {
+			w.int32(op)
+			w.bool(false)
+			w.int32(0)
+			body(w)
+		}
+	}
+	return out
+}
+
+// read answers exists, getData, getChildren and getChildren2, setting the
+// watch asked for.
+func (s *Server) read(c *conn, op int32, path string, watch bool, w *writer, reply func(int64, Code)) {
+	t := s.tree
+	if !validPath(path) {
+		reply(s.zxid, codeBadArguments)
+		return
+	}
+	n := t.nodes[path]
+	if n == nil {
+		if op == opExists && watch {
+			s.watch(t.dataWatches, path, c)
+		}
+		reply(s.zxid, codeNoNode)
+		return
+	}
+	if op != opExists && !allowed(n.acl, permRead, c.sess.ids()) {
+		reply(s.zxid, codeNoAuth)
+		return
+	}
+	if watch {
+		if op == opGetChildren || op == opGetChildren2 {
+			s.watch(t.childWatches, path, c)
+		} else {
+			s.watch(t.dataWatches, path, c)
+		}
+	}
+	reply(s.zxid, codeOK)
+	st := n.clientStat()
+	switch op {
+	case opExists:
+		w.stat(&st)
+	case opGetData:
+		w.buffer(n.data)
+		w.stat(&st)
+	case opGetChildren:
+		w.strings(n.sortedChildren())
+	case opGetChildren2:
+		w.strings(n.sortedChildren())
+		w.stat(&st)
+	}
+}
+
+// setWatches re-registers a reconnected client's watches, firing at once
+// those whose event it missed (ZooKeeper's DataTree.setWatches).
+func (s *Server) setWatches(c *conn, r *reader, v2 bool) {
+	rel := r.int64()
+	data, exist, child := r.strings(), r.strings(), r.strings()
+	if v2 {
+		r.strings() // persistent watches
+		r.strings() // persistent recursive watches
+	}
+	if r.err != nil {
+		return
+	}
+	t := s.tree
+	for _, p := range data {
+		switch n := t.nodes[p]; {
+		case n == nil:
+			c.event(eventNodeDeleted, p)
+		case n.stat.Mzxid > rel:
+			c.event(eventNodeDataChanged, p)
+		default:
+			s.watch(t.dataWatches, p, c)
+		}
+	}
+	for _, p := range exist {
+		if t.nodes[p] != nil {
+			c.event(eventNodeCreated, p)
+		} else {
+			s.watch(t.dataWatches, p, c)
+		}
+	}
+	for _, p := range child {
+		switch n := t.nodes[p]; {
+		case n == nil:
+			c.event(eventNodeDeleted, p)
+		case n.stat.Pzxid > rel:
+			c.event(eventNodeChildrenChanged, p)
+		default:
+			s.watch(t.childWatches, p, c)
+		}
+	}
+}

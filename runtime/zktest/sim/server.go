@@ -1,0 +1,376 @@
+package sim
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is a ZooKeeper server in the test process (see the package doc).
+// Its methods are safe for concurrent use.
+type Server struct {
+	cfg config
+
+	mu       sync.Mutex
+	tree     *tree
+	zxid     int64
+	sessions map[int64]*session
+	nextID   int64
+	conns    map[*conn]struct{}
+	ln       net.Listener
+	closed   bool
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+type session struct {
+	id         int64
+	passwd     []byte
+	timeout    time.Duration
+	conn       *conn
+	last       time.Time // when the server last heard from the session
+	ephemerals map[string]struct{}
+	auth       []identity // addAuth ids
+}
+
+// ids returns the ids the session is known by: its addAuth ids and the
+// address it connects from (ZooKeeper's ip scheme).
+func (s *session) ids() []identity {
+	if s == nil {
+		return nil
+	}
+	out := append([]identity(nil), s.auth...)
+	if s.conn != nil {
+		out = append(out, identity{"ip", s.conn.ip})
+	}
+	return out
+}
+
+// New returns a server that serves no listener yet: Dial connects to it
+// in memory, Listen adds a loopback TCP listener.
+func New(opts ...Option) *Server {
+	cfg := defaults()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{cfg: cfg, tree: newTree(), sessions: map[int64]*session{}, conns: map[*conn]struct{}{},
+		nextID: 0x0100000000000000, done: make(chan struct{})}
+	s.wg.Add(1)
+	go s.ticker()
+	return s
+}
+
+// Start returns a server listening on 127.0.0.1 on a free port, closed when
+// the test ends.
+func Start(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := New(opts...)
+	if err := s.Listen("127.0.0.1:0"); err != nil {
+		s.Close()
+		tb.Fatalf("sim: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Listen serves the server on addr, which must be a loopback address
+// (127.0.0.1:0 picks a free port): the simulator is a test server and
+// refuses to be anything else.
+func (s *Server) Listen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("sim: listen on %q: the simulator serves loopback addresses only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed || s.ln != nil {
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("sim: closed, or listening already")
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.serve(nc)
+		}
+	}()
+	return nil
+}
+
+// Addr returns the listener's address ("127.0.0.1:port"), or "" before
+// Listen.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Servers returns the addresses to connect to: the listener's.
+func (s *Server) Servers() []string { return []string{s.Addr()} }
+
+// Dial connects to the server in memory, whatever network and address say:
+// a dialer for go-zookeeper's zk.WithDialer and runtime.WithDialer.
+func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	client, server := net.Pipe()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errors.New("sim: server closed")
+	}
+	s.serve(server)
+	return client, nil
+}
+
+// Close stops the server: every connection is closed and nothing is kept.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// ExpireSession expires the session id as the server does when it has not
+// heard from it for its timeout: its ephemeral nodes are deleted (their
+// watches fire) and its connection is closed; the client learns it is
+// expired when it reconnects. It reports whether the session was live.
+func (s *Server) ExpireSession(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[id]
+	if ss == nil {
+		return false
+	}
+	s.endSession(ss)
+	return true
+}
+
+// Sessions returns the ids of the live sessions, ascending.
+func (s *Server) Sessions() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int64, 0, len(s.sessions))
+	for id := range s.sessions {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// ticker expires sessions and reaps containers and TTL nodes.
+func (s *Server) ticker() {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.cfg.tick / 2)
+	defer tick.Stop()
+	var lastReap time.Time
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			for _, ss := range s.sessions {
+				if now.Sub(ss.last) > ss.timeout {
+					s.endSession(ss)
+				}
+			}
+			if now.Sub(lastReap) >= s.cfg.checkInterval {
+				lastReap = now
+				s.reap(now)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// nextZxid returns the zxid of a new transaction.
+func (s *Server) nextZxid() int64 {
+	s.zxid++
+	return s.zxid
+}
+
+func (s *Server) newTxn(ss *session) *txn {
+	return &txn{t: s.tree, s: s, zxid: s.nextZxid(), now: time.Now().UnixMilli(), session: ss}
+}
+
+// commit delivers the watch events of a committed transaction.
+func (s *Server) commit(x *txn) {
+	for _, ev := range x.events {
+		s.trigger(ev)
+	}
+	x.events = nil
+	x.undo = nil
+}
+
+// trigger fires the watches an event concerns (ZooKeeper's DataTree: a
+// created node fires its data and exist watches, a deleted one its data
+// and child watches, once per connection, a changed child list its
+// parent's child watches, changed data its data watches).
+func (s *Server) trigger(ev watchEvent) {
+	fire := func(table map[string]map[*conn]struct{}, typ int32, skip map[*conn]struct{}) map[*conn]struct{} {
+		ws := table[ev.path]
+		delete(table, ev.path)
+		for c := range ws {
+			if _, ok := skip[c]; !ok {
+				c.event(typ, ev.path)
+			}
+		}
+		return ws
+	}
+	t := s.tree
+	switch ev.typ {
+	case eventNodeCreated, eventNodeDataChanged:
+		fire(t.dataWatches, ev.typ, nil)
+	case eventNodeDeleted:
+		done := fire(t.dataWatches, ev.typ, nil)
+		fire(t.childWatches, ev.typ, done)
+	case eventNodeChildrenChanged:
+		fire(t.childWatches, ev.typ, nil)
+	}
+}
+
+func (s *Server) watch(table map[string]map[*conn]struct{}, path string, c *conn) {
+	if table[path] == nil {
+		table[path] = map[*conn]struct{}{}
+	}
+	table[path][c] = struct{}{}
+}
+
+// dropWatches forgets the watches of a closed connection.
+func (s *Server) dropWatches(c *conn) {
+	for _, table := range []map[string]map[*conn]struct{}{s.tree.dataWatches, s.tree.childWatches} {
+		for p, ws := range table {
+			delete(ws, c)
+			if len(ws) == 0 {
+				delete(table, p)
+			}
+		}
+	}
+}
+
+func (s *Server) noteEphemeral(ss *session, path string, on bool) {
+	if on {
+		ss.ephemerals[path] = struct{}{}
+	} else {
+		delete(ss.ephemerals, path)
+	}
+}
+
+func (s *Server) noteEphemeralGone(owner int64, path string) {
+	if ss := s.sessions[owner]; ss != nil {
+		delete(ss.ephemerals, path)
+	}
+}
+
+// endSession closes a session (expiry or closeSession): a transaction that
+// deletes its ephemeral nodes, in path order.
+func (s *Server) endSession(ss *session) {
+	delete(s.sessions, ss.id)
+	x := s.newTxn(ss)
+	paths := make([]string, 0, len(ss.ephemerals))
+	for p := range ss.ephemerals {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if n := s.tree.nodes[p]; n != nil && n.stat.EphemeralOwner == ss.id {
+			parent, name := parentOf(p)
+			x.remove(p, parent, name, n)
+		}
+	}
+	s.commit(x)
+	if ss.conn != nil {
+		c := ss.conn
+		ss.conn = nil
+		go c.close()
+	}
+}
+
+// reap deletes the containers that had children and have none, and the
+// TTL nodes without children whose TTL has passed since their last
+// change (ZooKeeper's ContainerManager), each in a transaction of its own.
+func (s *Server) reap(now time.Time) {
+	var due []string
+	for p, n := range s.tree.nodes {
+		switch {
+		case len(n.children) > 0:
+		case n.isContainer() && n.stat.Cversion > 0:
+			due = append(due, p)
+		case n.isTTL() && now.UnixMilli()-n.stat.Mtime > n.ttl():
+			due = append(due, p)
+		}
+	}
+	sort.Strings(due)
+	for _, p := range due {
+		n := s.tree.nodes[p]
+		if n == nil || len(n.children) > 0 {
+			continue
+		}
+		x := s.newTxn(nil)
+		parent, name := parentOf(p)
+		x.remove(p, parent, name, n)
+		s.commit(x)
+	}
+}
+
+// newPasswd returns a session password.
+func newPasswd() []byte {
+	p := make([]byte, 16)
+	_, _ = rand.Read(p)
+	return p
+}
+
+// readFrame reads one length-prefixed frame of at most max bytes.
+func readFrame(r io.Reader, max int) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
+	if n < 0 || n > max {
+		return nil, fmt.Errorf("sim: frame of %d bytes (jute.maxbuffer %d)", n, max)
+	}
+	p := make([]byte, n)
+	_, err := io.ReadFull(r, p)
+	return p, err
+}

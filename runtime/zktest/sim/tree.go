@@ -1,0 +1,484 @@
+package sim
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strings"
+)
+
+// The data tree: nodes, their stats and ACLs, and the watches set on them.
+// Everything here runs under the server's lock.
+
+// Kinds of node, as the server records them in ephemeralOwner.
+const (
+	ownerContainer int64 = math.MinInt64      // a container node
+	ownerTTLBits   int64 = -0x100000000000000 // 0xFF << 56: a TTL node, the TTL in the low 40 bits
+	ownerTTLMask   int64 = 0x000000FFFFFFFFFF // the TTL of a TTL node
+	ownerExtMask   int64 = -0x100000000000000 // the high byte of an extended owner
+)
+
+type node struct {
+	data     []byte
+	acl      []ACL
+	stat     Stat // ephemeralOwner as the server keeps it (see clientStat)
+	children map[string]struct{}
+}
+
+func (n *node) isEphemeral() bool {
+	return n.stat.EphemeralOwner != 0 && !n.isContainer() && !n.isTTL()
+}
+func (n *node) isContainer() bool { return n.stat.EphemeralOwner == ownerContainer }
+func (n *node) isTTL() bool {
+	return n.stat.EphemeralOwner != ownerContainer && n.stat.EphemeralOwner&ownerExtMask == ownerTTLBits
+}
+func (n *node) ttl() int64 { return n.stat.EphemeralOwner & ownerTTLMask }
+
+// clientStat is the stat a client sees: a container's and a TTL node's
+// ephemeralOwner read as 0.
+func (n *node) clientStat() Stat {
+	st := n.stat
+	if n.isContainer() || n.isTTL() {
+		st.EphemeralOwner = 0
+	}
+	st.DataLength = int32(len(n.data))
+	st.NumChildren = int32(len(n.children))
+	return st
+}
+
+type tree struct {
+	nodes        map[string]*node
+	dataWatches  map[string]map[*conn]struct{} // getData and exists watches
+	childWatches map[string]map[*conn]struct{}
+}
+
+func newTree() *tree {
+	t := &tree{nodes: map[string]*node{}, dataWatches: map[string]map[*conn]struct{}{},
+		childWatches: map[string]map[*conn]struct{}{}}
+	open := []ACL{{Perms: permAll, Scheme: "world", ID: "anyone"}}
+	// A fresh server's root: cversion -1, so that the first child it gains
+	// brings it to 0 (/zookeeper is there without a transaction).
+	t.nodes["/"] = &node{acl: open, stat: Stat{Cversion: -1}, children: map[string]struct{}{}}
+	t.nodes["/zookeeper"] = &node{acl: open, children: map[string]struct{}{}}
+	t.nodes["/"].children["zookeeper"] = struct{}{}
+	t.nodes["/zookeeper"].children["config"] = struct{}{}
+	t.nodes["/zookeeper"].children["quota"] = struct{}{}
+	t.nodes["/zookeeper/config"] = &node{acl: []ACL{{Perms: permRead, Scheme: "world", ID: "anyone"}}, children: map[string]struct{}{}}
+	t.nodes["/zookeeper/quota"] = &node{acl: open, children: map[string]struct{}{}}
+	return t
+}
+
+func parentOf(path string) (parent, name string) {
+	i := strings.LastIndexByte(path, '/')
+	if i == 0 {
+		return "/", path[1:]
+	}
+	return path[:i], path[i+1:]
+}
+
+// validPath reports whether path is a valid node path (ZooKeeper's
+// PathUtils): absolute, no empty, "." or ".." element, no trailing slash,
+// no NUL or other disallowed characters.
+func validPath(path string) bool {
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	if path == "/" {
+		return true
+	}
+	if path[len(path)-1] == '/' {
+		return false
+	}
+	for _, el := range strings.Split(path[1:], "/") {
+		if el == "" || el == "." || el == ".." {
+			return false
+		}
+	}
+	for _, c := range path {
+		switch {
+		case c == 0,
+			c > 0 && c <= 0x1f, c >= 0x7f && c <= 0x9f,
+			c >= 0xd800 && c <= 0xf8ff, c >= 0xfff0 && c <= 0xffff:
+			return false
+		}
+	}
+	return true
+}
+
+// identity is one authenticated id of a session.
+type identity struct{ scheme, id string }
+
+// digestID returns the digest id of "user:password".
+func digestID(userPass string) string {
+	user, _, _ := strings.Cut(userPass, ":")
+	sum := sha1.Sum([]byte(userPass))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// allowed reports whether ids may do perm on a node with acl.
+func allowed(acl []ACL, perm int32, ids []identity) bool {
+	if len(acl) == 0 {
+		return true
+	}
+	for _, a := range acl {
+		if a.Perms&perm == 0 {
+			continue
+		}
+		if a.Scheme == "world" && a.ID == "anyone" {
+			return true
+		}
+		for _, id := range ids {
+			if id.scheme == a.Scheme && idMatches(a.Scheme, id.id, a.ID) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func idMatches(scheme, have, want string) bool {
+	if scheme != "ip" {
+		return have == want
+	}
+	ip := net.ParseIP(have)
+	if _, nw, err := net.ParseCIDR(want); err == nil {
+		return ip != nil && nw.Contains(ip)
+	}
+	return ip != nil && ip.Equal(net.ParseIP(want))
+}
+
+// fixACL checks acl and replaces the auth scheme's entries by the
+// session's ids, as ZooKeeper's fixupACL does.
+func fixACL(acl []ACL, ids []identity) ([]ACL, Code) {
+	if len(acl) == 0 {
+		return nil, codeInvalidACL
+	}
+	var out []ACL
+	for _, a := range acl {
+		switch a.Scheme {
+		case "world":
+			if a.ID != "anyone" {
+				return nil, codeInvalidACL
+			}
+			out = append(out, a)
+		case "auth":
+			n := 0
+			for _, id := range ids {
+				if id.scheme == "ip" {
+					continue // not an authentication provider's id
+				}
+				out = append(out, ACL{Perms: a.Perms, Scheme: id.scheme, ID: id.id})
+				n++
+			}
+			if n == 0 {
+				return nil, codeInvalidACL
+			}
+		case "digest":
+			if !strings.Contains(a.ID, ":") {
+				return nil, codeInvalidACL
+			}
+			out = append(out, a)
+		case "ip":
+			if net.ParseIP(a.ID) == nil {
+				if _, _, err := net.ParseCIDR(a.ID); err != nil {
+					return nil, codeInvalidACL
+				}
+			}
+			out = append(out, a)
+		default:
+			return nil, codeInvalidACL
+		}
+	}
+	return dedupACL(out), codeOK
+}
+
+func dedupACL(acl []ACL) []ACL {
+	var out []ACL
+	for _, a := range acl {
+		dup := false
+		for _, b := range out {
+			if a == b {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sortedChildren returns a node's children in name order.
+func (n *node) sortedChildren() []string {
+	out := make([]string, 0, len(n.children))
+	for c := range n.children {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A change applied to the tree, recorded so that a failed multi can be
+// undone, and the watch events it triggers once committed.
+type change struct {
+	path    string
+	before  *node // nil: the node did not exist
+	parent  string
+	pbefore *node
+}
+
+// txn applies one transaction's changes, keeping what undo needs.
+type txn struct {
+	t       *tree
+	s       *Server
+	zxid    int64
+	now     int64 // ms
+	undo    []change
+	events  []watchEvent
+	session *session
+}
+
+type watchEvent struct {
+	typ  int32
+	path string
+}
+
+func cloneNode(n *node) *node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.children = make(map[string]struct{}, len(n.children))
+	for k := range n.children {
+		c.children[k] = struct{}{}
+	}
+	return &c
+}
+
+func (x *txn) save(path string) {
+	parent := ""
+	var pb *node
+	if path != "/" {
+		parent, _ = parentOf(path)
+		pb = cloneNode(x.t.nodes[parent])
+	}
+	x.undo = append(x.undo, change{path: path, before: cloneNode(x.t.nodes[path]), parent: parent, pbefore: pb})
+}
+
+// rollback undoes every change of x, latest first.
+func (x *txn) rollback() {
+	for i := len(x.undo) - 1; i >= 0; i-- {
+		c := x.undo[i]
+		if c.before == nil {
+			delete(x.t.nodes, c.path)
+		} else {
+			x.t.nodes[c.path] = c.before
+		}
+		if c.parent != "" {
+			if c.pbefore == nil {
+				delete(x.t.nodes, c.parent)
+			} else {
+				x.t.nodes[c.parent] = c.pbefore
+			}
+		}
+	}
+	x.undo = nil
+	x.events = nil
+}
+
+// createReq is a create of any kind.
+type createReq struct {
+	path  string
+	data  []byte
+	acl   []ACL
+	flags int32
+	ttl   int64 // -1 unless createTTL
+	op    int32
+}
+
+func (x *txn) create(r createReq) (string, Code) {
+	mode := r.flags
+	if mode < modePersistent || mode > modePersistentSeqTTL {
+		return "", codeBadArguments
+	}
+	isTTL := mode == modePersistentTTL || mode == modePersistentSeqTTL
+	if isTTL && !x.s.cfg.ttl {
+		return "", codeUnimplemented
+	}
+	if isTTL && (r.ttl <= 0 || r.ttl > maxTTL) || !isTTL && r.ttl >= 0 {
+		return "", codeBadArguments
+	}
+	if mode == modeContainer && r.op != opCreateContainer || r.op == opCreateContainer && mode != modeContainer {
+		return "", codeBadArguments
+	}
+	seq := mode == modePersistentSequential || mode == modeEphemeralSequential || mode == modePersistentSeqTTL
+	path := r.path
+	if !validPath(path) && !(seq && validPath(path+"0")) || path == "/" {
+		return "", codeBadArguments
+	}
+	ids := x.session.ids()
+	acl, code := fixACL(r.acl, ids)
+	if code != codeOK {
+		return "", code
+	}
+	parentPath, _ := parentOf(path)
+	if seq && strings.HasSuffix(path, "/") {
+		parentPath = strings.TrimSuffix(path, "/")
+		if parentPath == "" {
+			parentPath = "/"
+		}
+	}
+	parent := x.t.nodes[parentPath]
+	if parent == nil {
+		return "", codeNoNode
+	}
+	if !allowed(parent.acl, permCreate, ids) {
+		return "", codeNoAuth
+	}
+	if seq {
+		path += fmt.Sprintf("%010d", parent.stat.Cversion)
+	}
+	if !validPath(path) {
+		return "", codeBadArguments
+	}
+	if x.t.nodes[path] != nil {
+		return "", codeNodeExists
+	}
+	if parent.isEphemeral() {
+		return "", codeNoChildrenForEphemerals
+	}
+	x.save(path)
+	var owner int64
+	switch mode {
+	case modeEphemeral, modeEphemeralSequential:
+		owner = x.session.id
+	case modeContainer:
+		owner = ownerContainer
+	case modePersistentTTL, modePersistentSeqTTL:
+		owner = ownerTTLBits | r.ttl
+	}
+	x.t.nodes[path] = &node{data: r.data, acl: acl, children: map[string]struct{}{}, stat: Stat{
+		Czxid: x.zxid, Mzxid: x.zxid, Pzxid: x.zxid, Ctime: x.now, Mtime: x.now, EphemeralOwner: owner}}
+	p := cloneNode(parent)
+	x.t.nodes[parentPath] = p
+	_, name := parentOf(path)
+	p.children[name] = struct{}{}
+	p.stat.Cversion++
+	p.stat.Pzxid = x.zxid
+	if owner == x.session.id && owner != 0 {
+		x.s.noteEphemeral(x.session, path, true)
+	}
+	x.events = append(x.events, watchEvent{eventNodeCreated, path}, watchEvent{eventNodeChildrenChanged, parentPath})
+	return path, codeOK
+}
+
+func (x *txn) delete(path string, version int32) Code {
+	if !validPath(path) || path == "/" {
+		return codeBadArguments
+	}
+	n := x.t.nodes[path]
+	if n == nil {
+		return codeNoNode
+	}
+	parentPath, name := parentOf(path)
+	parent := x.t.nodes[parentPath]
+	if !allowed(parent.acl, permDelete, x.session.ids()) {
+		return codeNoAuth
+	}
+	if version != -1 && version != n.stat.Version {
+		return codeBadVersion
+	}
+	if len(n.children) > 0 {
+		return codeNotEmpty
+	}
+	x.remove(path, parentPath, name, n)
+	return codeOK
+}
+
+// remove deletes a node known to exist and be childless.
+func (x *txn) remove(path, parentPath, name string, n *node) {
+	x.save(path)
+	delete(x.t.nodes, path)
+	p := cloneNode(x.t.nodes[parentPath])
+	x.t.nodes[parentPath] = p
+	delete(p.children, name)
+	p.stat.Cversion++
+	p.stat.Pzxid = x.zxid
+	if n.isEphemeral() {
+		x.s.noteEphemeralGone(n.stat.EphemeralOwner, path)
+	}
+	x.events = append(x.events, watchEvent{eventNodeDeleted, path}, watchEvent{eventNodeChildrenChanged, parentPath})
+}
+
+func (x *txn) setData(path string, data []byte, version int32) (Stat, Code) {
+	if !validPath(path) {
+		return Stat{}, codeBadArguments
+	}
+	n := x.t.nodes[path]
+	if n == nil {
+		return Stat{}, codeNoNode
+	}
+	if !allowed(n.acl, permWrite, x.session.ids()) {
+		return Stat{}, codeNoAuth
+	}
+	if version != -1 && version != n.stat.Version {
+		return Stat{}, codeBadVersion
+	}
+	x.save(path)
+	c := cloneNode(n)
+	c.data = data
+	c.stat.Version++
+	c.stat.Mzxid = x.zxid
+	c.stat.Mtime = x.now
+	x.t.nodes[path] = c
+	x.events = append(x.events, watchEvent{eventNodeDataChanged, path})
+	return c.clientStat(), codeOK
+}
+
+func (x *txn) setACL(path string, acl []ACL, version int32) (Stat, Code) {
+	if !validPath(path) {
+		return Stat{}, codeBadArguments
+	}
+	ids := x.session.ids()
+	fixed, code := fixACL(acl, ids)
+	if code != codeOK {
+		return Stat{}, code
+	}
+	n := x.t.nodes[path]
+	if n == nil {
+		return Stat{}, codeNoNode
+	}
+	if !allowed(n.acl, permAdmin, ids) {
+		return Stat{}, codeNoAuth
+	}
+	if version != -1 && version != n.stat.Aversion {
+		return Stat{}, codeBadVersion
+	}
+	x.save(path)
+	c := cloneNode(n)
+	c.acl = fixed
+	c.stat.Aversion++
+	x.t.nodes[path] = c
+	return c.clientStat(), codeOK
+}
+
+func (x *txn) check(path string, version int32) Code {
+	if !validPath(path) {
+		return codeBadArguments
+	}
+	n := x.t.nodes[path]
+	if n == nil {
+		return codeNoNode
+	}
+	if !allowed(n.acl, permRead, x.session.ids()) {
+		return codeNoAuth
+	}
+	if version != -1 && version != n.stat.Version {
+		return codeBadVersion
+	}
+	return codeOK
+}
