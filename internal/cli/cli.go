@@ -113,6 +113,7 @@ failures while writing and internal errors.`,
 		a.reapCommand(),
 		a.provisionCommand(),
 		a.schemaCommand(),
+		a.simCommand(),
 		a.versionCommand(),
 	)
 	return root

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -146,6 +147,14 @@ func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn,
 	return client, nil
 }
 
+// DialContext is Dial with a context, for runtime.WithDialer.
+func (s *Server) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.Dial(network, address, 0)
+}
+
 // Close stops the server: every connection is closed and nothing is kept.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -288,20 +297,6 @@ func (s *Server) dropWatches(c *conn) {
 	}
 }
 
-func (s *Server) noteEphemeral(ss *session, path string, on bool) {
-	if on {
-		ss.ephemerals[path] = struct{}{}
-	} else {
-		delete(ss.ephemerals, path)
-	}
-}
-
-func (s *Server) noteEphemeralGone(owner int64, path string) {
-	if ss := s.sessions[owner]; ss != nil {
-		delete(ss.ephemerals, path)
-	}
-}
-
 // endSession closes a session (expiry or closeSession): a transaction that
 // deletes its ephemeral nodes, in path order.
 func (s *Server) endSession(ss *session) {
@@ -331,7 +326,8 @@ func (s *Server) endSession(ss *session) {
 // change (ZooKeeper's ContainerManager), each in a transaction of its own.
 func (s *Server) reap(now time.Time) {
 	var due []string
-	for p, n := range s.tree.nodes {
+	for p := range s.tree.reapable {
+		n := s.tree.nodes[p]
 		switch {
 		case len(n.children) > 0:
 		case n.isContainer() && n.stat.Cversion > 0:

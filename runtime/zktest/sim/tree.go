@@ -51,12 +51,13 @@ func (n *node) clientStat() Stat {
 
 type tree struct {
 	nodes        map[string]*node
+	reapable     map[string]struct{}           // containers and TTL nodes, for the reaper
 	dataWatches  map[string]map[*conn]struct{} // getData and exists watches
 	childWatches map[string]map[*conn]struct{}
 }
 
 func newTree() *tree {
-	t := &tree{nodes: map[string]*node{}, dataWatches: map[string]map[*conn]struct{}{},
+	t := &tree{nodes: map[string]*node{}, reapable: map[string]struct{}{}, dataWatches: map[string]map[*conn]struct{}{},
 		childWatches: map[string]map[*conn]struct{}{}}
 	open := []ACL{{Perms: permAll, Scheme: "world", ID: "anyone"}}
 	// A fresh server's root: cversion -1, so that the first child it gains
@@ -222,22 +223,15 @@ func (n *node) sortedChildren() []string {
 	return out
 }
 
-// A change applied to the tree, recorded so that a failed multi can be
-// undone, and the watch events it triggers once committed.
-type change struct {
-	path    string
-	before  *node // nil: the node did not exist
-	parent  string
-	pbefore *node
-}
-
-// txn applies one transaction's changes, keeping what undo needs.
+// txn applies one transaction's changes in place, keeping the inverse of
+// each so that a failed multi can be undone, and the watch events they
+// trigger once committed.
 type txn struct {
 	t       *tree
 	s       *Server
 	zxid    int64
 	now     int64 // ms
-	undo    []change
+	undo    []func()
 	events  []watchEvent
 	session *session
 }
@@ -247,47 +241,33 @@ type watchEvent struct {
 	path string
 }
 
-func cloneNode(n *node) *node {
-	if n == nil {
-		return nil
-	}
-	c := *n
-	c.children = make(map[string]struct{}, len(n.children))
-	for k := range n.children {
-		c.children[k] = struct{}{}
-	}
-	return &c
-}
-
-func (x *txn) save(path string) {
-	parent := ""
-	var pb *node
-	if path != "/" {
-		parent, _ = parentOf(path)
-		pb = cloneNode(x.t.nodes[parent])
-	}
-	x.undo = append(x.undo, change{path: path, before: cloneNode(x.t.nodes[path]), parent: parent, pbefore: pb})
-}
-
 // rollback undoes every change of x, latest first.
 func (x *txn) rollback() {
 	for i := len(x.undo) - 1; i >= 0; i-- {
-		c := x.undo[i]
-		if c.before == nil {
-			delete(x.t.nodes, c.path)
-		} else {
-			x.t.nodes[c.path] = c.before
-		}
-		if c.parent != "" {
-			if c.pbefore == nil {
-				delete(x.t.nodes, c.parent)
-			} else {
-				x.t.nodes[c.parent] = c.pbefore
-			}
-		}
+		x.undo[i]()
 	}
 	x.undo = nil
 	x.events = nil
+}
+
+// touchParent records a child added to or removed from parent.
+func (x *txn) touchParent(parent *node, name string, add bool) {
+	before := parent.stat
+	if add {
+		parent.children[name] = struct{}{}
+	} else {
+		delete(parent.children, name)
+	}
+	parent.stat.Cversion++
+	parent.stat.Pzxid = x.zxid
+	x.undo = append(x.undo, func() {
+		parent.stat = before
+		if add {
+			delete(parent.children, name)
+		} else {
+			parent.children[name] = struct{}{}
+		}
+	})
 }
 
 // createReq is a create of any kind.
@@ -351,7 +331,6 @@ func (x *txn) create(r createReq) (string, Code) {
 	if parent.isEphemeral() {
 		return "", codeNoChildrenForEphemerals
 	}
-	x.save(path)
 	var owner int64
 	switch mode {
 	case modeEphemeral, modeEphemeralSequential:
@@ -363,14 +342,17 @@ func (x *txn) create(r createReq) (string, Code) {
 	}
 	x.t.nodes[path] = &node{data: r.data, acl: acl, children: map[string]struct{}{}, stat: Stat{
 		Czxid: x.zxid, Mzxid: x.zxid, Pzxid: x.zxid, Ctime: x.now, Mtime: x.now, EphemeralOwner: owner}}
-	p := cloneNode(parent)
-	x.t.nodes[parentPath] = p
+	x.undo = append(x.undo, func() { delete(x.t.nodes, path) })
+	if mode == modeContainer || mode == modePersistentTTL || mode == modePersistentSeqTTL {
+		x.t.reapable[path] = struct{}{}
+		x.undo = append(x.undo, func() { delete(x.t.reapable, path) })
+	}
 	_, name := parentOf(path)
-	p.children[name] = struct{}{}
-	p.stat.Cversion++
-	p.stat.Pzxid = x.zxid
+	x.touchParent(parent, name, true)
 	if owner == x.session.id && owner != 0 {
-		x.s.noteEphemeral(x.session, path, true)
+		ss := x.session
+		ss.ephemerals[path] = struct{}{}
+		x.undo = append(x.undo, func() { delete(ss.ephemerals, path) })
 	}
 	x.events = append(x.events, watchEvent{eventNodeCreated, path}, watchEvent{eventNodeChildrenChanged, parentPath})
 	return path, codeOK
@@ -401,15 +383,16 @@ func (x *txn) delete(path string, version int32) Code {
 
 // remove deletes a node known to exist and be childless.
 func (x *txn) remove(path, parentPath, name string, n *node) {
-	x.save(path)
 	delete(x.t.nodes, path)
-	p := cloneNode(x.t.nodes[parentPath])
-	x.t.nodes[parentPath] = p
-	delete(p.children, name)
-	p.stat.Cversion++
-	p.stat.Pzxid = x.zxid
-	if n.isEphemeral() {
-		x.s.noteEphemeralGone(n.stat.EphemeralOwner, path)
+	x.undo = append(x.undo, func() { x.t.nodes[path] = n })
+	if _, ok := x.t.reapable[path]; ok {
+		delete(x.t.reapable, path)
+		x.undo = append(x.undo, func() { x.t.reapable[path] = struct{}{} })
+	}
+	x.touchParent(x.t.nodes[parentPath], name, false)
+	if ss := x.s.sessions[n.stat.EphemeralOwner]; n.isEphemeral() && ss != nil {
+		delete(ss.ephemerals, path)
+		x.undo = append(x.undo, func() { ss.ephemerals[path] = struct{}{} })
 	}
 	x.events = append(x.events, watchEvent{eventNodeDeleted, path}, watchEvent{eventNodeChildrenChanged, parentPath})
 }
@@ -428,15 +411,14 @@ func (x *txn) setData(path string, data []byte, version int32) (Stat, Code) {
 	if version != -1 && version != n.stat.Version {
 		return Stat{}, codeBadVersion
 	}
-	x.save(path)
-	c := cloneNode(n)
-	c.data = data
-	c.stat.Version++
-	c.stat.Mzxid = x.zxid
-	c.stat.Mtime = x.now
-	x.t.nodes[path] = c
+	before, beforeData := n.stat, n.data
+	x.undo = append(x.undo, func() { n.stat, n.data = before, beforeData })
+	n.data = data
+	n.stat.Version++
+	n.stat.Mzxid = x.zxid
+	n.stat.Mtime = x.now
 	x.events = append(x.events, watchEvent{eventNodeDataChanged, path})
-	return c.clientStat(), codeOK
+	return n.clientStat(), codeOK
 }
 
 func (x *txn) setACL(path string, acl []ACL, version int32) (Stat, Code) {
@@ -458,12 +440,11 @@ func (x *txn) setACL(path string, acl []ACL, version int32) (Stat, Code) {
 	if version != -1 && version != n.stat.Aversion {
 		return Stat{}, codeBadVersion
 	}
-	x.save(path)
-	c := cloneNode(n)
-	c.acl = fixed
-	c.stat.Aversion++
-	x.t.nodes[path] = c
-	return c.clientStat(), codeOK
+	before, beforeACL := n.stat, n.acl
+	x.undo = append(x.undo, func() { n.stat, n.acl = before, beforeACL })
+	n.acl = fixed
+	n.stat.Aversion++
+	return n.clientStat(), codeOK
 }
 
 func (x *txn) check(path string, version int32) Code {

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/templates"
+)
+
+// zkgen sim serves the simulator on a loopback port until interrupted; a
+// ZooKeeper client works against it; an address that is not loopback is
+// refused.
+func TestSimCommand(t *testing.T) {
+	r := zkgen(t, "sim", "--addr", "0.0.0.0:0")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "loopback addresses only") {
+		t.Fatalf("sim on 0.0.0.0: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	out := &writes{ch: make(chan string, 16)}
+	code := make(chan int, 1)
+	go func() { code <- run([]string{"sim", "--addr", "127.0.0.1:0"}, out, io.Discard, templates.Generate) }()
+	line := <-out.ch
+	m := regexp.MustCompile(`serving ZooKeeper on (127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("first line %q names no address", line)
+	}
+	addr := m[1]
+	c, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/hello", []byte("sim"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create on the simulator: %v", err)
+	}
+	data, _, err := c.Get("/hello")
+	if err != nil || string(data) != "sim" {
+		t.Fatalf("get: %q, %v", data, err)
+	}
+	c.Close()
+	self, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = self.Signal(os.Interrupt)
+	}
+	if err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	for {
+		select {
+		case got := <-code:
+			if got != ExitOK {
+				t.Fatalf("sim exit %d after an interrupt", got)
+			}
+			return
+		case <-out.ch: // "stopped"
+		}
+	}
+}
