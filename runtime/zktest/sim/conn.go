@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -152,8 +154,19 @@ func (c *conn) readLoop() {
 // live session taken over, or (timeout 0, session 0) an expired one, whose
 // reply it returns for the caller to write before closing.
 func (c *conn) handshake() (ok bool, refusal []byte) {
-	f, err := readFrame(c.nc, c.srv.cfg.maxBuffer)
-	if err != nil {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+		return false, nil
+	}
+	if answer, ok := c.srv.fourLetter(string(hdr[:])); ok {
+		return false, answer
+	}
+	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
+	if n < 0 || n > c.srv.cfg.maxBuffer {
+		return false, nil
+	}
+	f := make([]byte, n)
+	if _, err := io.ReadFull(c.nc, f); err != nil {
 		return false, nil
 	}
 	r := &reader{b: f}

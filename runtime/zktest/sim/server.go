@@ -198,12 +198,7 @@ func (s *Server) ExpireSession(id int64) bool {
 func (s *Server) Sessions() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]int64, 0, len(s.sessions))
-	for id := range s.sessions {
-		out = append(out, id)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return s.sessionIDs()
 }
 
 // ticker expires sessions and reaps containers and TTL nodes.
