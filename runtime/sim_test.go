@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
@@ -95,4 +97,56 @@ func TestRecipesOnSim(t *testing.T) {
 	if err := next.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Virtual time: under testing/synctest the simulator, go-zookeeper and the
+// runtime all run on the bubble's clock. A holder on a 10 s session is cut
+// off from the server (Isolate): its session clock gives up at 35% of the
+// timeout and its lock reports Lost; the server expires the session at
+// 10 s and the next contender takes the lock — in milliseconds of wall
+// time. An idle virtual minute before that keeps the session (pings).
+func TestSimVirtualTimeExpiry(t *testing.T) {
+	wall := time.Now()
+	synctest.Test(t, func(t *testing.T) {
+		srv := sim.New()
+		defer srv.Close()
+		ctx := context.Background()
+		const timeout = 10 * time.Second
+		open := func() *runtime.Session {
+			s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(srv.DialContext),
+				runtime.WithSessionTimeout(timeout), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		s, next := open(), open()
+		defer s.Close()
+		defer next.Close()
+		l := runtime.NewLock(s, runtime.At("/vt/lock"))
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // idle: pings keep the session
+		if !l.Held() {
+			t.Fatal("an idle session was lost")
+		}
+		start := time.Now()
+		srv.Isolate(s.ID(), true)
+		<-l.Lost()
+		gaveUp := time.Since(start)
+		if gaveUp >= timeout {
+			t.Fatalf("the holder noticed only after %v (timeout %v)", gaveUp, timeout)
+		}
+		n := runtime.NewLock(next, runtime.At("/vt/lock"))
+		if err := n.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if took < timeout {
+			t.Fatalf("the next holder got the lock %v after the cut, before the server could expire the session (%v)", took, timeout)
+		}
+		t.Logf("virtual: holder gave up after %v, next holder after %v", gaveUp, took)
+	})
+	t.Logf("wall time %v", time.Since(wall))
 }

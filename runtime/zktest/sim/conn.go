@@ -22,6 +22,7 @@ type conn struct {
 	wake    chan struct{}
 	closing bool // close once what is queued is written
 	closed  bool
+	muted   bool // nothing is sent any more (a fault)
 	once    sync.Once
 }
 
@@ -48,7 +49,7 @@ func (s *Server) serve(nc net.Conn) {
 // keep the order of the transactions).
 func (c *conn) send(frame []byte) {
 	c.mu.Lock()
-	if !c.closed {
+	if !c.closed && !c.muted && !c.srv.faults.isolated[c.sessID()] {
 		c.out = append(c.out, frame)
 	}
 	c.mu.Unlock()
@@ -92,6 +93,22 @@ func (c *conn) writeLoop() {
 		}
 		<-c.wake
 	}
+}
+
+// mute drops everything sent on c from now on (a fault).
+func (c *conn) mute() {
+	c.mu.Lock()
+	c.muted = true
+	c.mu.Unlock()
+}
+
+// sessID returns the id of c's session, 0 before the handshake (under the
+// server's lock, like every send).
+func (c *conn) sessID() int64 {
+	if c.sess == nil {
+		return 0
+	}
+	return c.sess.id
 }
 
 // closeAfterSent closes the connection once what is queued has been

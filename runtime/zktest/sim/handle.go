@@ -17,7 +17,20 @@ func (s *Server) handle(c *conn, f []byte) bool {
 	if ss == nil || s.sessions[ss.id] != ss || ss.conn != c {
 		return false // expired, or moved to another connection
 	}
+	if s.faults.isolated[ss.id] {
+		return true // lost on the way
+	}
 	ss.last = time.Now()
+	fault := s.faultFor(op)
+	switch fault {
+	case faultCutBefore:
+		return false
+	case faultCutAfter:
+		defer func() { go c.close() }()
+		c.mute()
+	case faultHoldReplies:
+		c.mute()
+	}
 	w := newWriter()
 	reply := func(zxid int64, code Code) {
 		w.int32(xid)

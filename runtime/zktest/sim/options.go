@@ -12,6 +12,8 @@ type config struct {
 	ttl           bool // extended types: TTL nodes allowed
 	checkInterval time.Duration
 	maxBuffer     int
+	faultSeed     uint64
+	faultRate     float64
 }
 
 // The defaults are those of zktest's real servers: tickTime 200ms,

@@ -2,11 +2,12 @@ package sim
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
@@ -27,6 +28,7 @@ type Server struct {
 	conns    map[*conn]struct{}
 	ln       net.Listener
 	closed   bool
+	faults   faults
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -64,6 +66,10 @@ func New(opts ...Option) *Server {
 	}
 	s := &Server{cfg: cfg, tree: newTree(), sessions: map[int64]*session{}, conns: map[*conn]struct{}{},
 		nextID: 0x0100000000000000, done: make(chan struct{})}
+	if cfg.faultRate > 0 {
+		s.faults.rng = rand.New(rand.NewPCG(cfg.faultSeed, cfg.faultSeed^0x9e3779b97f4a7c15))
+		s.faults.rate = cfg.faultRate
+	}
 	s.wg.Add(1)
 	go s.ticker()
 	return s
@@ -347,7 +353,7 @@ func (s *Server) reap(now time.Time) {
 // newPasswd returns a session password.
 func newPasswd() []byte {
 	p := make([]byte, 16)
-	_, _ = rand.Read(p)
+	_, _ = crand.Read(p)
 	return p
 }
 
