@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // handle executes one request frame from c and queues its reply; it
 // reports false when the connection must close.
@@ -98,7 +101,7 @@ func (s *Server) handle(c *conn, f []byte) bool {
 			reply(s.zxid, codeNoAuth)
 		default:
 			reply(s.zxid, codeOK)
-			w.acls(n.acl)
+			w.acls(shownACL(n.acl, allowed(n.acl, permAdmin, ss.ids())))
 			st := n.clientStat()
 			w.stat(&st)
 		}
@@ -119,11 +122,15 @@ func (s *Server) handle(c *conn, f []byte) bool {
 		}
 	case opMulti:
 		x := s.newTxn(ss)
-		results := s.multi(x, r)
+		x.inMulti = true
+		results, code := s.multi(x, r)
 		if r.err != nil {
 			return false
 		}
-		reply(x.zxid, codeOK)
+		reply(x.zxid, code)
+		if code != codeOK {
+			break
+		}
 		for _, res := range results {
 			res(w)
 		}
@@ -153,9 +160,11 @@ func (x *txn) apply(op int32, r *reader) (body func(*writer), code Code) {
 		if code != codeOK {
 			return none, code
 		}
+		x.createdContainer = x.inMulti && op == opCreate && req.flags == modeContainer
+		withStat := op != opCreate || x.createdContainer
 		return func(w *writer) {
 			w.string(path)
-			if op != opCreate {
+			if withStat {
 				st := x.t.nodes[path].clientStat()
 				w.stat(&st)
 			}
@@ -193,7 +202,10 @@ func (x *txn) apply(op int32, r *reader) (body func(*writer), code Code) {
 // multi applies a multi's ops as one transaction: all or none. It returns
 // the writers of the results: each op's, or, when one failed, OK for the
 // ops before it, its error, and runtime inconsistency for the ops after.
-func (s *Server) multi(x *txn, r *reader) []func(*writer) {
+//
+// A multi ZooKeeper cannot read (a plain create with TTL flags) is answered
+// MarshallingError as a whole, with no results.
+func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
 	type opResult struct {
 		op   int32
 		body func(*writer)
@@ -220,16 +232,25 @@ func (s *Server) multi(x *txn, r *reader) []func(*writer) {
 		default:
 			// An op a multi cannot carry: ZooKeeper cannot decode it.
 			r.err = errShort
-			return nil
+			return nil, codeOK
 		}
 		body, code := x.apply(typ, r)
+		if typ == opCreate && code == codeOK && x.createdContainer {
+			typ = opCreate2 // ZooKeeper answers a container's create with path and stat
+		}
 		results = append(results, opResult{op: typ, body: body, code: code})
 		if code != codeOK {
 			failed = len(results) - 1
 		}
 	}
 	if r.err != nil {
-		return nil
+		return nil, codeOK
+	}
+	for _, res := range results {
+		if res.code == codeMarshallingError {
+			x.rollback()
+			return nil, codeMarshallingError
+		}
 	}
 	errResult := func(code Code) func(*writer) {
 		return func(w *writer) {
@@ -252,7 +273,7 @@ func (s *Server) multi(x *txn, r *reader) []func(*writer) {
 				out[i] = errResult(codeRuntimeInconsistency)
 			}
 		}
-		return out
+		return out, codeOK
 	}
 	s.commit(x)
 	for i, res := range results {
@@ -264,7 +285,7 @@ func (s *Server) multi(x *txn, r *reader) []func(*writer) {
 			body(w)
 		}
 	}
-	return out
+	return out, codeOK
 }
 
 // read answers exists, getData, getChildren and getChildren2, setting the
@@ -350,4 +371,21 @@ func (s *Server) setWatches(c *conn, r *reader, v2 bool) {
 			s.watch(t.childWatches, p, c)
 		}
 	}
+}
+
+// shownACL is the ACL getACL shows: to a caller without ADMIN on the node,
+// ZooKeeper 3.8 shows digest ids without their hash ("user:x").
+func shownACL(acl []ACL, admin bool) []ACL {
+	if admin {
+		return acl
+	}
+	out := make([]ACL, len(acl))
+	for i, a := range acl {
+		if a.Scheme == "digest" {
+			user, _, _ := strings.Cut(a.ID, ":")
+			a.ID = user + ":x"
+		}
+		out[i] = a
+	}
+	return out
 }

@@ -212,7 +212,7 @@ func (s *Server) ticker() {
 	defer s.wg.Done()
 	tick := time.NewTicker(s.cfg.tick / 2)
 	defer tick.Stop()
-	var lastReap time.Time
+	lastReap := time.Now() // the first sweep comes one interval after the start
 	for {
 		select {
 		case <-s.done:
@@ -261,7 +261,10 @@ func (s *Server) trigger(ev watchEvent) {
 		ws := table[ev.path]
 		delete(table, ev.path)
 		for c := range ws {
-			if _, ok := skip[c]; !ok {
+			if _, ok := skip[c]; ok {
+				continue
+			}
+			if c.sess != nil && allowed(ev.acl, permRead, c.sess.ids()) {
 				c.event(typ, ev.path)
 			}
 		}
@@ -331,7 +334,7 @@ func (s *Server) reap(now time.Time) {
 		n := s.tree.nodes[p]
 		switch {
 		case len(n.children) > 0:
-		case n.isContainer() && n.stat.Cversion > 0:
+		case n.isContainer() && n.stat.Cversion > 0: // it had children
 			due = append(due, p)
 		case n.isTTL() && now.UnixMilli()-n.stat.Mtime > n.ttl():
 			due = append(due, p)

@@ -24,9 +24,14 @@ const (
 type node struct {
 	data     []byte
 	acl      []ACL
-	stat     Stat // ephemeralOwner as the server keeps it (see clientStat)
+	stat     Stat // ephemeralOwner and cversion as the server keeps them (see clientStat)
 	children map[string]struct{}
 }
+
+// A node's cversion, as the server keeps it, counts the children ever
+// created under it: a sequential child's number. Clients see the number of
+// changes to its children, creations and deletions: twice the creations
+// less the children left (ZooKeeper's DataNode.copyStat).
 
 func (n *node) isEphemeral() bool {
 	return n.stat.EphemeralOwner != 0 && !n.isContainer() && !n.isTTL()
@@ -46,6 +51,7 @@ func (n *node) clientStat() Stat {
 	}
 	st.DataLength = int32(len(n.data))
 	st.NumChildren = int32(len(n.children))
+	st.Cversion = n.stat.Cversion*2 - st.NumChildren
 	return st
 }
 
@@ -60,9 +66,8 @@ func newTree() *tree {
 	t := &tree{nodes: map[string]*node{}, reapable: map[string]struct{}{}, dataWatches: map[string]map[*conn]struct{}{},
 		childWatches: map[string]map[*conn]struct{}{}}
 	open := []ACL{{Perms: permAll, Scheme: "world", ID: "anyone"}}
-	// A fresh server's root: cversion -1, so that the first child it gains
-	// brings it to 0 (/zookeeper is there without a transaction).
-	t.nodes["/"] = &node{acl: open, stat: Stat{Cversion: -1}, children: map[string]struct{}{}}
+	// /zookeeper is there without a transaction: no creation counted.
+	t.nodes["/"] = &node{acl: open, children: map[string]struct{}{}}
 	t.nodes["/zookeeper"] = &node{acl: open, children: map[string]struct{}{}}
 	t.nodes["/"].children["zookeeper"] = struct{}{}
 	t.nodes["/zookeeper"].children["config"] = struct{}{}
@@ -177,6 +182,13 @@ func fixACL(acl []ACL, ids []identity) ([]ACL, Code) {
 			if n == 0 {
 				return nil, codeInvalidACL
 			}
+			// ZooKeeper keeps a session's ids in a hash set; in name
+			// order here (it agrees with ZooKeeper on the orders the
+			// differential test met).
+			added := out[len(out)-n:]
+			sort.Slice(added, func(i, j int) bool {
+				return added[i].Scheme < added[j].Scheme || added[i].Scheme == added[j].Scheme && added[i].ID < added[j].ID
+			})
 		case "digest":
 			if !strings.Contains(a.ID, ":") {
 				return nil, codeInvalidACL
@@ -234,11 +246,19 @@ type txn struct {
 	undo    []func()
 	events  []watchEvent
 	session *session
+	inMulti bool // the ops are a multi's (create's flags read differently)
+	// the last op applied was a multi's plain create of a container, whose
+	// result is a create2's
+	createdContainer bool
 }
 
+// watchEvent is an event to fire, with the ACL of the node it concerns:
+// ZooKeeper 3.8 fires a watch only for a watcher that may read that node
+// (the watch is used up either way).
 type watchEvent struct {
 	typ  int32
 	path string
+	acl  []ACL
 }
 
 // rollback undoes every change of x, latest first.
@@ -255,10 +275,10 @@ func (x *txn) touchParent(parent *node, name string, add bool) {
 	before := parent.stat
 	if add {
 		parent.children[name] = struct{}{}
+		parent.stat.Cversion++ // creations only: see node
 	} else {
 		delete(parent.children, name)
 	}
-	parent.stat.Cversion++
 	parent.stat.Pzxid = x.zxid
 	x.undo = append(x.undo, func() {
 		parent.stat = before
@@ -286,14 +306,25 @@ func (x *txn) create(r createReq) (string, Code) {
 		return "", codeBadArguments
 	}
 	isTTL := mode == modePersistentTTL || mode == modePersistentSeqTTL
+	if isTTL && x.inMulti && r.op != opCreateTTL {
+		// ZooKeeper 3.8 cannot read such a multi: the whole reply is
+		// MarshallingError (see Server.multi).
+		return "", codeMarshallingError
+	}
 	if isTTL && !x.s.cfg.ttl {
 		return "", codeUnimplemented
 	}
 	if isTTL && (r.ttl <= 0 || r.ttl > maxTTL) || !isTTL && r.ttl >= 0 {
 		return "", codeBadArguments
 	}
-	if mode == modeContainer && r.op != opCreateContainer || r.op == opCreateContainer && mode != modeContainer {
+	if r.op == opCreateContainer && mode != modeContainer {
 		return "", codeBadArguments
+	}
+	if mode == modeContainer && r.op != opCreateContainer && !x.inMulti {
+		// A plain create with the container flag makes a persistent node
+		// (ZooKeeper 3.8's CreateTxn has no container); in a multi, a
+		// container (see Server.multi for its result).
+		mode = modePersistent
 	}
 	seq := mode == modePersistentSequential || mode == modeEphemeralSequential || mode == modePersistentSeqTTL
 	path := r.path
@@ -354,7 +385,8 @@ func (x *txn) create(r createReq) (string, Code) {
 		ss.ephemerals[path] = struct{}{}
 		x.undo = append(x.undo, func() { delete(ss.ephemerals, path) })
 	}
-	x.events = append(x.events, watchEvent{eventNodeCreated, path}, watchEvent{eventNodeChildrenChanged, parentPath})
+	x.events = append(x.events, watchEvent{eventNodeCreated, path, acl},
+		watchEvent{eventNodeChildrenChanged, parentPath, parent.acl})
 	return path, codeOK
 }
 
@@ -362,14 +394,19 @@ func (x *txn) delete(path string, version int32) Code {
 	if !validPath(path) || path == "/" {
 		return codeBadArguments
 	}
+	parentPath, name := parentOf(path)
+	parent := x.t.nodes[parentPath]
+	if parent == nil {
+		return codeNoNode
+	}
+	// ZooKeeper checks the parent's DELETE permission before it looks
+	// for the node.
+	if !allowed(parent.acl, permDelete, x.session.ids()) {
+		return codeNoAuth
+	}
 	n := x.t.nodes[path]
 	if n == nil {
 		return codeNoNode
-	}
-	parentPath, name := parentOf(path)
-	parent := x.t.nodes[parentPath]
-	if !allowed(parent.acl, permDelete, x.session.ids()) {
-		return codeNoAuth
 	}
 	if version != -1 && version != n.stat.Version {
 		return codeBadVersion
@@ -394,7 +431,8 @@ func (x *txn) remove(path, parentPath, name string, n *node) {
 		delete(ss.ephemerals, path)
 		x.undo = append(x.undo, func() { ss.ephemerals[path] = struct{}{} })
 	}
-	x.events = append(x.events, watchEvent{eventNodeDeleted, path}, watchEvent{eventNodeChildrenChanged, parentPath})
+	x.events = append(x.events, watchEvent{eventNodeDeleted, path, n.acl},
+		watchEvent{eventNodeChildrenChanged, parentPath, x.t.nodes[parentPath].acl})
 }
 
 func (x *txn) setData(path string, data []byte, version int32) (Stat, Code) {
@@ -417,7 +455,7 @@ func (x *txn) setData(path string, data []byte, version int32) (Stat, Code) {
 	n.stat.Version++
 	n.stat.Mzxid = x.zxid
 	n.stat.Mtime = x.now
-	x.events = append(x.events, watchEvent{eventNodeDataChanged, path})
+	x.events = append(x.events, watchEvent{eventNodeDataChanged, path, n.acl})
 	return n.clientStat(), codeOK
 }
 
