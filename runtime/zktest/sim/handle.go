@@ -78,6 +78,31 @@ func (s *Server) handle(c *conn, f []byte) bool {
 			return false
 		}
 		reply(s.zxid, codeOK)
+	case opAddWatch:
+		path, mode := r.string(), r.int32()
+		if r.err != nil {
+			return false
+		}
+		if !validPath(path) || mode != addWatchPersistent && mode != addWatchPersistentRecursive {
+			reply(s.zxid, codeBadArguments)
+			break
+		}
+		if s.tree.persistent[path] == nil {
+			s.tree.persistent[path] = map[*conn]bool{}
+		}
+		s.tree.persistent[path][c] = mode == addWatchPersistentRecursive
+		reply(s.zxid, codeOK)
+		w.int32(0) // ZooKeeper answers with an ErrorResponse of 0
+	case opCheckWatches, opRemoveWatches:
+		path, typ := r.string(), r.int32()
+		if r.err != nil {
+			return false
+		}
+		if !s.hasWatches(c, path, typ, op == opRemoveWatches) {
+			reply(s.zxid, codeNoWatcher)
+			break
+		}
+		reply(s.zxid, codeOK)
 	case opSync:
 		path := r.string()
 		reply(s.zxid, codeOK)
@@ -331,19 +356,75 @@ func (s *Server) read(c *conn, op int32, path string, watch bool, w *writer, rep
 	}
 }
 
+// hasWatches reports whether c has watches of type typ on path (a
+// WatcherType), and removes them if remove is set.
+func (s *Server) hasWatches(c *conn, path string, typ int32, remove bool) bool {
+	t := s.tree
+	found := false
+	one := func(table map[string]map[*conn]struct{}) {
+		if _, ok := table[path][c]; ok {
+			found = true
+			if remove {
+				delete(table[path], c)
+				if len(table[path]) == 0 {
+					delete(table, path)
+				}
+			}
+		}
+	}
+	pers := func(recursive bool) {
+		if r, ok := t.persistent[path][c]; ok && r == recursive {
+			found = true
+			if remove {
+				delete(t.persistent[path], c)
+				if len(t.persistent[path]) == 0 {
+					delete(t.persistent, path)
+				}
+			}
+		}
+	}
+	switch typ {
+	case watcherChildren:
+		one(t.childWatches)
+	case watcherData:
+		one(t.dataWatches)
+	case watcherAny:
+		one(t.childWatches)
+		one(t.dataWatches)
+		pers(false)
+		pers(true)
+	case watcherPersistent:
+		pers(false)
+	case watcherPersistentRecursive:
+		pers(true)
+	}
+	return found
+}
+
 // setWatches re-registers a reconnected client's watches, firing at once
 // those whose event it missed (ZooKeeper's DataTree.setWatches).
 func (s *Server) setWatches(c *conn, r *reader, v2 bool) {
 	rel := r.int64()
 	data, exist, child := r.strings(), r.strings(), r.strings()
+	var pers, recursive []string
 	if v2 {
-		r.strings() // persistent watches
-		r.strings() // persistent recursive watches
+		pers, recursive = r.strings(), r.strings()
 	}
 	if r.err != nil {
 		return
 	}
 	t := s.tree
+	for _, ps := range []struct {
+		paths     []string
+		recursive bool
+	}{{pers, false}, {recursive, true}} {
+		for _, p := range ps.paths {
+			if t.persistent[p] == nil {
+				t.persistent[p] = map[*conn]bool{}
+			}
+			t.persistent[p][c] = ps.recursive
+		}
+	}
 	for _, p := range data {
 		switch n := t.nodes[p]; {
 		case n == nil:

@@ -22,6 +22,9 @@ const (
 	opCreate2         int32 = 15
 	opCreateContainer int32 = 19
 	opCreateTTL       int32 = 21
+	opCheckWatches    int32 = 17
+	opRemoveWatches   int32 = 18
+	opAddWatch        int32 = 106
 	opAuth            int32 = 100
 	opSetWatches      int32 = 101
 	opSetWatches2     int32 = 105
@@ -56,6 +59,19 @@ const (
 	codeSessionExpired          Code = -112
 	codeInvalidACL              Code = -114
 	codeAuthFailed              Code = -115
+	codeNoWatcher               Code = -121
+)
+
+// Watcher types of checkWatches and removeWatches, and addWatch's modes.
+const (
+	watcherChildren            int32 = 1
+	watcherData                int32 = 2
+	watcherAny                 int32 = 3
+	watcherPersistent          int32 = 4
+	watcherPersistentRecursive int32 = 5
+
+	addWatchPersistent          int32 = 0
+	addWatchPersistentRecursive int32 = 1
 )
 
 // Create flags (CreateMode).

@@ -252,33 +252,58 @@ func (s *Server) commit(x *txn) {
 	x.undo = nil
 }
 
-// trigger fires the watches an event concerns (ZooKeeper's DataTree: a
-// created node fires its data and exist watches, a deleted one its data
-// and child watches, once per connection, a changed child list its
-// parent's child watches, changed data its data watches).
+// trigger fires the watches an event concerns (ZooKeeper's DataTree and
+// WatchManager): a created node fires its data and exist watches, a
+// deleted one its data and child watches, a changed child list its
+// parent's child watches, changed data its data watches — each one-shot
+// watch used up — and the persistent watches on the path, and the
+// recursive ones on the path and its ancestors (those see no child-list
+// changes). A connection gets one event per trigger, and only if it may
+// read the node.
 func (s *Server) trigger(ev watchEvent) {
-	fire := func(table map[string]map[*conn]struct{}, typ int32, skip map[*conn]struct{}) map[*conn]struct{} {
-		ws := table[ev.path]
-		delete(table, ev.path)
-		for c := range ws {
-			if _, ok := skip[c]; ok {
-				continue
-			}
-			if c.sess != nil && allowed(ev.acl, permRead, c.sess.ids()) {
-				c.event(typ, ev.path)
-			}
-		}
-		return ws
-	}
 	t := s.tree
+	notify := map[*conn]struct{}{}
+	var order []*conn
+	add := func(c *conn) {
+		if _, ok := notify[c]; !ok {
+			notify[c] = struct{}{}
+			order = append(order, c)
+		}
+	}
+	take := func(table map[string]map[*conn]struct{}) {
+		for c := range table[ev.path] {
+			add(c)
+		}
+		delete(table, ev.path)
+	}
 	switch ev.typ {
 	case eventNodeCreated, eventNodeDataChanged:
-		fire(t.dataWatches, ev.typ, nil)
+		take(t.dataWatches)
 	case eventNodeDeleted:
-		done := fire(t.dataWatches, ev.typ, nil)
-		fire(t.childWatches, ev.typ, done)
+		take(t.dataWatches)
+		take(t.childWatches)
 	case eventNodeChildrenChanged:
-		fire(t.childWatches, ev.typ, nil)
+		take(t.childWatches)
+	}
+	for c, recursive := range t.persistent[ev.path] {
+		if !recursive || ev.typ != eventNodeChildrenChanged {
+			add(c)
+		}
+	}
+	if ev.typ != eventNodeChildrenChanged {
+		for p := ev.path; p != "/"; {
+			p, _ = parentOf(p)
+			for c, recursive := range t.persistent[p] {
+				if recursive {
+					add(c)
+				}
+			}
+		}
+	}
+	for _, c := range order {
+		if c.sess != nil && allowed(ev.acl, permRead, c.sess.ids()) {
+			c.event(ev.typ, ev.path)
+		}
 	}
 }
 
@@ -291,6 +316,12 @@ func (s *Server) watch(table map[string]map[*conn]struct{}, path string, c *conn
 
 // dropWatches forgets the watches of a closed connection.
 func (s *Server) dropWatches(c *conn) {
+	for p, ws := range s.tree.persistent {
+		delete(ws, c)
+		if len(ws) == 0 {
+			delete(s.tree.persistent, p)
+		}
+	}
 	for _, table := range []map[string]map[*conn]struct{}{s.tree.dataWatches, s.tree.childWatches} {
 		for p, ws := range table {
 			delete(ws, c)

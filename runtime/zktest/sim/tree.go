@@ -60,11 +60,14 @@ type tree struct {
 	reapable     map[string]struct{}           // containers and TTL nodes, for the reaper
 	dataWatches  map[string]map[*conn]struct{} // getData and exists watches
 	childWatches map[string]map[*conn]struct{}
+	// addWatch's persistent watches: true for a recursive one. They stay
+	// until removed or their connection closes.
+	persistent map[string]map[*conn]bool
 }
 
 func newTree() *tree {
 	t := &tree{nodes: map[string]*node{}, reapable: map[string]struct{}{}, dataWatches: map[string]map[*conn]struct{}{},
-		childWatches: map[string]map[*conn]struct{}{}}
+		childWatches: map[string]map[*conn]struct{}{}, persistent: map[string]map[*conn]bool{}}
 	open := []ACL{{Perms: permAll, Scheme: "world", ID: "anyone"}}
 	// /zookeeper is there without a transaction: no creation counted.
 	t.nodes["/"] = &node{acl: open, children: map[string]struct{}{}}
