@@ -103,6 +103,14 @@ func WithRandomFaults(seed uint64, rate float64) Option {
 	return func(c *config) { c.faultSeed, c.faultRate = seed, rate }
 }
 
+// SetFaultRate changes the probability of a random fault (see
+// WithRandomFaults); 0 stops them, for a workload's quiet end.
+func (s *Server) SetFaultRate(rate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.rate = rate
+}
+
 // FaultLog returns what the random faults (WithRandomFaults) did, in order.
 func (s *Server) FaultLog() []string {
 	s.mu.Lock()

@@ -1,0 +1,240 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest/sim"
+)
+
+// Searching for bugs on the simulator: each seed runs a queue workload
+// under random faults (every request cut before or after it, or its replies
+// held, with probability 3%) on virtual time, and checks the queue's
+// contract on what the clients saw, not on how the queue works:
+//
+//   - at-most-once (Queue): no item is delivered twice; an item whose Put
+//     returned nil is delivered unless a Take reported ErrTakeUncertain
+//     (the loss the contract allows, one per uncertain take); nothing is
+//     delivered that was not put;
+//   - at-least-once (AckQueue): every item whose Put returned nil is acked;
+//     no item is acked twice; nothing is delivered that was not put.
+//
+// searchSeeds seeds by default; ZKGEN_SIM_SEEDS=n runs n. The seed fixes
+// the faults' draws, not the goroutines' interleaving.
+func TestSimSearchQueues(t *testing.T) {
+	for _, ack := range []bool{false, true} {
+		name := "at-most-once"
+		if ack {
+			name = "at-least-once"
+		}
+		t.Run(name, func(t *testing.T) {
+			for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+				synctest.Test(t, func(t *testing.T) { queueSearch(t, seed, ack) })
+			}
+		})
+	}
+}
+
+func searchSeeds() int {
+	if n, err := strconv.Atoi(os.Getenv("ZKGEN_SIM_SEEDS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
+}
+
+// simSession keeps a session open on srv for a worker: a new one when the
+// last one ended.
+type simSession struct {
+	srv *sim.Server
+	s   *runtime.Session
+}
+
+func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
+	if w.s != nil && w.s.Err() == nil {
+		return w.s, nil
+	}
+	if w.s != nil {
+		w.s.Close()
+	}
+	s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(w.srv.DialContext),
+		runtime.WithSessionTimeout(4*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	w.s = s
+	return s, err
+}
+
+func (w *simSession) close() {
+	if w.s != nil {
+		w.s.Close()
+	}
+}
+
+func queueSearch(t *testing.T, seed uint64, ack bool) {
+	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
+	defer cancel()
+	const producers, consumers, items = 2, 2, 30
+	var mu sync.Mutex
+	put := map[string]bool{}          // Put returned nil
+	uncertainPut := map[string]bool{} // Put returned ErrPutUncertain
+	delivered := map[string]int{}
+	acked := map[string]int{}
+	ackUnknown := map[string]bool{} // Ack's outcome unknown: consumed, or delivered again
+	uncertainTakes := 0
+	take := func(s *runtime.Session, tctx context.Context) {
+		if ack {
+			d, _ := runtime.NewAckQueue(s, runtime.At("/q"), runtime.StringCodec()).Take(tctx)
+			if d == nil {
+				return
+			}
+			aerr := d.Ack(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			delivered[d.Value]++
+			switch {
+			case aerr == nil:
+				acked[d.Value]++
+			case !errors.Is(aerr, runtime.ErrClaimLost):
+				ackUnknown[d.Value] = true
+			}
+			return
+		}
+		v, err := runtime.NewQueue(s, runtime.At("/q"), runtime.StringCodec()).Take(tctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if v != "" {
+			delivered[v]++
+		}
+		if errors.Is(err, runtime.ErrTakeUncertain) {
+			uncertainTakes++
+		}
+	}
+
+	// Under faults: producers put, consumers take while they do.
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &simSession{srv: srv}
+			defer w.close()
+			for i := 0; i < items; {
+				s, err := w.get(ctx)
+				if err != nil {
+					continue
+				}
+				item := fmt.Sprintf("p%d-%02d", p, i)
+				if ack {
+					err = runtime.NewAckQueue(s, runtime.At("/q"), runtime.StringCodec()).Put(ctx, item)
+				} else {
+					err = runtime.NewQueue(s, runtime.At("/q"), runtime.StringCodec()).Put(ctx, item)
+				}
+				mu.Lock()
+				switch {
+				case err == nil:
+					put[item] = true
+					i++
+				case errors.Is(err, runtime.ErrPutUncertain):
+					uncertainPut[item] = true
+					i++ // it may be in: put the next one
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var cwg sync.WaitGroup
+	for range consumers {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			w := &simSession{srv: srv}
+			defer w.close()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				s, err := w.get(ctx)
+				if err != nil {
+					continue
+				}
+				tctx, tcancel := context.WithTimeout(ctx, time.Second)
+				take(s, tctx)
+				tcancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	cwg.Wait() // every worker's session closed: their claims are gone
+
+	// Quiet: no more faults; one consumer drains what is left.
+	srv.SetFaultRate(0)
+	drain := &simSession{srv: srv}
+	for {
+		s, err := drain.get(ctx)
+		if err != nil {
+			t.Fatalf("seed %d: the drain cannot connect without faults: %v", seed, err)
+		}
+		mu.Lock()
+		n := 0
+		for _, k := range delivered {
+			n += k
+		}
+		mu.Unlock()
+		tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
+		take(s, tctx)
+		tcancel()
+		mu.Lock()
+		m := 0
+		for _, k := range delivered {
+			m += k
+		}
+		mu.Unlock()
+		if m == n {
+			break // nothing left within 10 virtual seconds
+		}
+	}
+	drain.close()
+
+	mu.Lock()
+	defer mu.Unlock()
+	fail := func(format string, args ...any) {
+		t.Errorf("seed %d (ack %v): %s; %d faults", seed, ack, fmt.Sprintf(format, args...), len(srv.FaultLog()))
+	}
+	for item, n := range delivered {
+		if !put[item] && !uncertainPut[item] {
+			fail("%s delivered but never put", item)
+		}
+		if !ack && n > 1 {
+			fail("%s delivered %d times by an at-most-once queue", item, n)
+		}
+	}
+	lost := 0
+	for item := range put {
+		switch {
+		case ack && acked[item] > 1:
+			fail("%s acked %d times", item, acked[item])
+		case ack && acked[item] == 0 && !ackUnknown[item]:
+			fail("%s put and never acked (delivered %d times)", item, delivered[item])
+		case !ack && delivered[item] == 0:
+			lost++
+		}
+	}
+	if lost > uncertainTakes {
+		fail("%d items put and never delivered, with %d uncertain takes", lost, uncertainTakes)
+	}
+	t.Logf("seed %d (ack %v): %d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes, %d faults",
+		seed, ack, len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes, len(srv.FaultLog()))
+}
