@@ -18,11 +18,19 @@
 // per-op results: OK before the failing op, its error, then runtime
 // inconsistency), sync, ping, setWatches and setWatches2, addAuth with the
 // digest scheme and ACL checks (world, digest, ip, auth), the full Stat,
-// one-shot data, exist and child watches delivered in transaction order
-// and before the reply of any later request on the same connection,
+// one-shot data, exist and child watches and persistent (recursive)
+// watches (addWatch, checkWatches, removeWatches), delivered in
+// transaction order, before the reply of any later request on the same
+// connection, and only to a watcher that may read the node,
 // ephemeral nodes removed when their session ends, container and TTL nodes
 // reaped on a timer, jute.maxbuffer on requests, and the error codes.
 // A failed write consumes a zxid, as ZooKeeper's error transactions do.
+//
+// Faults on command (ExpireSession, Isolate, CutConnection,
+// CutBeforeRequest, CutAfterRequest, HoldRepliesAfterRequest) and at random
+// from a seed (WithRandomFaults). Started inside a testing/synctest bubble,
+// it runs on the bubble's virtual time, with the clients there: session
+// expiries and TTLs take no wall time.
 //
 // It refuses to be anything but a test server: it listens on loopback
 // addresses only, keeps nothing on disk, and is one standalone server (no
