@@ -521,10 +521,11 @@ func (l *Leadership[T]) Payload() T { return l.payload }
 // Resign ends the leadership: the acknowledgement and the candidate node are
 // deleted together (one multi), which wakes the next candidate. It returns
 // ErrLeadershipLost if the leadership had been lost (nothing is left in
-// ZooKeeper then either), ErrNotLeader on a second call. If ctx ends before
-// the deletion is confirmed, it carries on in the background (bounded) and
-// Resign returns ctx's error. Either way the Election handle can campaign
-// again.
+// ZooKeeper then either), ErrNotLeader on a second call. If the deletion is
+// not confirmed — ctx ended, or it failed while the session lives — it
+// carries on in the background (bounded) and Resign returns the error: a
+// candidate node left on a live session would stall the election. Either
+// way the Election handle can campaign again.
 func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 	defer l.e.s.tel.begin(ctx, opResign, "election", l.e.name, l.e.dir).end(&err)
 	if !l.giveUp() {

@@ -165,11 +165,14 @@ func Classify(err error) Class {
 
 // isConnError reports an error of the connection itself, which go-zookeeper
 // hands to a request whose write failed ("write: broken pipe", "connection
-// reset by peer"): the request never reached the server whole, and the
-// client is reconnecting, as after a connection loss.
+// reset by peer", or io.ErrClosedPipe from an in-memory connection such as
+// net.Pipe, which a WithDialer transport may be): the request never
+// reached the server whole, and the client is reconnecting, as after a
+// connection loss.
 func isConnError(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.ErrClosedPipe)
 }
 
 // IsRecoverable reports whether err is a recoverable ZooKeeper error.

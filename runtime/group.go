@@ -118,8 +118,9 @@ func (m *Membership[T]) Member() T { return m.member }
 
 // Leave removes the member node. It returns ErrMembershipLost if the
 // membership had been lost (the node is gone already) and ErrNotMember on a
-// second call. If ctx ends before the delete is confirmed, the delete
-// carries on in the background (bounded) and Leave returns ctx's error.
+// second call. If the delete is not confirmed — ctx ended, or it failed
+// while the session lives — it carries on in the background (bounded) and
+// Leave returns the error.
 // Either way the Group handle can join again.
 func (m *Membership[T]) Leave(ctx context.Context) (err error) {
 	defer m.g.s.tel.begin(ctx, opGroupLeave, "group", m.g.name, m.g.dir).end(&err)

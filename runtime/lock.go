@@ -369,9 +369,11 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 // Unlock releases the lock by deleting this handle's node; the waiters it
 // blocked (one, for an exclusive lock) are woken. It returns ErrNotHeld when
 // this handle does not hold the lock, and ErrLockLost when the lock had been
-// lost (the node is gone already). If ctx ends before the delete is
-// confirmed, the delete carries on in the background (bounded) and Unlock
-// returns ctx's error. Either way the handle can be locked again.
+// lost (the node is gone already). If the delete is not confirmed — ctx
+// ended, or it failed while the session lives — it carries on in the
+// background (bounded) and Unlock returns the error: a node left on a live
+// session would block the waiters behind it. Either way the handle can be
+// locked again.
 func (l *Lock) Unlock(ctx context.Context) (err error) {
 	defer l.s.tel.lockOp(ctx, opLockRelease, l).end(&err)
 	if l.err != nil {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -80,6 +81,11 @@ func TestClassify(t *testing.T) {
 		// in TestSoak, seed 1795397397152837622: "write: broken pipe").
 		{opError("get", "/x", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}), Recoverable},
 		{&net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}, Recoverable},
+		// The same over an in-memory connection (net.Pipe, as the
+		// simulator's Dial gives): a leadership's Resign failed on it and
+		// left its candidate node on a live session, which stalled the
+		// election (TestSimSearchTenures/election, seeds 37 and 80).
+		{opError("get", "/x", io.ErrClosedPipe), Recoverable},
 		{opError("get", "/x", zk.ErrSessionExpired), Fatal},
 		{zk.ErrAuthFailed, Fatal},
 		{zk.ErrNoAuth, Fatal},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -237,4 +238,167 @@ func queueSearch(t *testing.T, seed uint64, ack bool) {
 	}
 	t.Logf("seed %d (ack %v): %d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes, %d faults",
 		seed, ack, len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes, len(srv.FaultLog()))
+}
+
+// TestSimSearchTenures runs contenders for a tenure under random faults on
+// virtual time and checks, on what they saw, that at most max tenures are
+// on at any moment — a tenure runs from its grant until its holder stops
+// acting on it: it gives it up, or is told it is lost — and, for
+// elections, that epochs strictly grow from one leadership to the next:
+// a semaphore of 2 leases, an election, and the write and read sides of a
+// read/write lock (writers alone; readers with readers only).
+func TestSimSearchTenures(t *testing.T) {
+	for _, kind := range []string{"semaphore", "election", "rwlock"} {
+		t.Run(kind, func(t *testing.T) {
+			for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+				synctest.Test(t, func(t *testing.T) { tenureSearch(t, seed, kind) })
+			}
+		})
+	}
+}
+
+// tenureSpan is one tenure as its holder saw it.
+type tenureSpan struct {
+	who        int
+	write      bool  // exclusive (a lock's, a leadership's, a writer's)
+	epoch      int64 // elections
+	start, end time.Time
+}
+
+// tenure takes one tenure of kind on s for contender i; it returns the
+// tenure's end signal, its release, and its span's fields.
+func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lost <-chan struct{}, release func(), sp tenureSpan, err error) {
+	sp.who, sp.write = i, true
+	switch kind {
+	case "semaphore":
+		le, err := runtime.NewSemaphore(s, runtime.At("/t/sem"), 2).Acquire(ctx)
+		if err != nil {
+			return nil, nil, sp, err
+		}
+		sp.write = false
+		return le.Lost(), func() { _ = le.Release(ctx) }, sp, nil
+	case "election":
+		l, err := runtime.NewElection(s, runtime.At("/t/elect"), runtime.StringCodec()).Campaign(ctx, fmt.Sprint(i))
+		if err != nil {
+			return nil, nil, sp, err
+		}
+		sp.epoch = l.Epoch()
+		return l.Lost(), func() { _ = l.Resign(ctx) }, sp, nil
+	default: // rwlock: even contenders write, odd ones read
+		rw := runtime.NewRWLock(s, runtime.At("/t/rw"))
+		h := rw.Read()
+		if i%2 == 0 {
+			h = rw.Write()
+		}
+		if err := h.Lock(ctx); err != nil {
+			return nil, nil, sp, err
+		}
+		sp.write = i%2 == 0
+		return h.Lost(), func() { _ = h.Unlock(ctx) }, sp, nil
+	}
+}
+
+func tenureSearch(t *testing.T, seed uint64, kind string) {
+	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
+	defer cancel()
+	const contenders, rounds = 4, 8
+	var mu sync.Mutex
+	var spans []tenureSpan
+	var wg sync.WaitGroup
+	for i := range contenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &simSession{srv: srv}
+			defer w.close()
+			for r := 0; r < rounds && ctx.Err() == nil; {
+				s, err := w.get(ctx)
+				if err != nil {
+					continue
+				}
+				lost, release, sp, err := takeTenure(ctx, s, kind, i)
+				if err != nil {
+					continue
+				}
+				sp.start = time.Now()
+				select {
+				case <-lost:
+				case <-time.After(50 * time.Millisecond): // the work
+				}
+				sp.end = time.Now() // told lost, or done: it acts no more
+				release()
+				mu.Lock()
+				spans = append(spans, sp)
+				mu.Unlock()
+				r++
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("seed %d (%s): the contenders did not finish: %d tenures\n%s", seed, kind, len(spans), simDump(srv, "/t"))
+	}
+	limit := 1
+	if kind == "semaphore" {
+		limit = 2
+	}
+	for _, a := range spans {
+		// The tenures on at a's start: at most limit (a included), and
+		// none exclusive beside a unless a is alone.
+		on, exclusive := 0, false
+		for _, b := range spans {
+			if !b.start.After(a.start) && b.end.After(a.start) {
+				on++
+				exclusive = exclusive || b.write
+			}
+		}
+		switch {
+		case kind != "rwlock" && on > limit:
+			t.Errorf("seed %d (%s): %d tenures on at %v (at most %d)", seed, kind, on, a.start, limit)
+		case kind == "rwlock" && exclusive && on > 1:
+			t.Errorf("seed %d (rwlock): a writer and %d other tenures on at %v", seed, on-1, a.start)
+		}
+	}
+	if kind == "election" {
+		slices.SortFunc(spans, func(a, b tenureSpan) int { return a.start.Compare(b.start) })
+		for k := 1; k < len(spans); k++ {
+			if spans[k].epoch <= spans[k-1].epoch {
+				t.Errorf("seed %d: leadership of %d at %v has epoch %d after epoch %d", seed, spans[k].who, spans[k].start, spans[k].epoch, spans[k-1].epoch)
+			}
+		}
+	}
+	t.Logf("seed %d (%s): %d tenures, %d faults", seed, kind, len(spans), len(srv.FaultLog()))
+}
+
+// simDump lists the nodes under root with their owners, and the live
+// sessions, for a failure's report (faults off).
+func simDump(srv *sim.Server, root string) string {
+	srv.SetFaultRate(0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(srv.DialContext),
+		runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return "dump: " + err.Error()
+	}
+	defer s.Close()
+	out := fmt.Sprintf("live sessions: %x (dump's own: %x)\n", srv.Sessions(), s.ID())
+	var walk func(p string)
+	walk = func(p string) {
+		data, st, err := s.Conn().Get(p)
+		if err != nil {
+			out += fmt.Sprintf("%s: %v\n", p, err)
+			return
+		}
+		out += fmt.Sprintf("%s owner=%x czxid=%d data=%q\n", p, st.EphemeralOwner, st.Czxid, data)
+		kids, _, _ := s.Conn().Children(p)
+		slices.Sort(kids)
+		for _, k := range kids {
+			walk(p + "/" + k)
+		}
+	}
+	walk(root)
+	return out
 }

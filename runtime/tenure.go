@@ -304,9 +304,11 @@ func (s *Session) release(ctx context.Context, h *hold) error {
 // releaseAs ends the tenure h with remove, which deletes its node (and
 // what goes with it). It returns an error wrapping the tenure's loss error
 // if the tenure had been lost, or turns out lost (the node gone, the
-// session ended). If ctx ends before the removal is confirmed, the removal
-// carries on in the background (bounded) and ctx's error is returned.
-// label, if not empty, comes before the node's path in errors.
+// session ended). If the removal is not confirmed — ctx ended, or it
+// failed while the session lives — it carries on in the background
+// (bounded) and the error is returned: a node left behind on a live
+// session would block every contender queued after it for the session's
+// life. label, if not empty, comes before the node's path in errors.
 func (s *Session) releaseAs(ctx context.Context, h *hold, label string, remove func(context.Context) error) error {
 	defer s.stopHold(h)
 	where := h.node
@@ -323,7 +325,7 @@ func (s *Session) releaseAs(ctx context.Context, h *hold, label string, remove f
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
 		h.end(true)
 		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
-	case ctx.Err() != nil && s.check() == nil:
+	case s.check() == nil:
 		go func() {
 			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			defer cancel()
