@@ -22,6 +22,9 @@ import (
 // milliseconds.
 func TestServiceOnSimulator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		// Last: let the goroutines that outlive a closed session end
+		// (go-zookeeper's Close waits up to a second); free on virtual time.
+		defer time.Sleep(time.Minute)
 		srv := sim.New()
 		defer srv.Close()
 		ctx, cancel := context.WithCancel(context.Background())

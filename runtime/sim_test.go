@@ -110,6 +110,7 @@ func TestRecipesOnSim(t *testing.T) {
 func TestSimVirtualTimeExpiry(t *testing.T) {
 	wall := time.Now()
 	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
 		srv := sim.New()
 		defer srv.Close()
 		ctx := context.Background()
@@ -176,6 +177,7 @@ func TestSimRandomFaultsLock(t *testing.T) {
 }
 
 func randomFaultsLock(t *testing.T, seed uint64) {
+	defer settleBubble()
 	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
 	defer srv.Close()
 	type span struct {
