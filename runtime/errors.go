@@ -163,12 +163,14 @@ func Classify(err error) Class {
 	}
 }
 
-// isConnError reports an error of the connection itself, which go-zookeeper
-// hands to a request whose write failed ("write: broken pipe", "connection
-// reset by peer", or io.ErrClosedPipe from an in-memory connection such as
-// net.Pipe, which a WithDialer transport may be): the request never
-// reached the server whole, and the client is reconnecting, as after a
-// connection loss.
+// isConnError reports an error of the connection itself ("write: broken
+// pipe", "connection reset by peer", or io.ErrClosedPipe from an in-memory
+// connection such as net.Pipe, which a WithDialer transport may be): the
+// client is reconnecting, as after a connection loss. go-zookeeper hands
+// such an error to a request whose write failed; the session's connection
+// reports a failed write as done instead (liveConn.Write), so requests see
+// ErrConnectionClosed, but the errors stay recoverable wherever they
+// surface.
 func isConnError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

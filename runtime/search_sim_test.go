@@ -32,16 +32,90 @@ import (
 // searchSeeds seeds by default; ZKGEN_SIM_SEEDS=n runs n. The seed fixes
 // the faults' draws, not the goroutines' interleaving.
 func TestSimSearchQueues(t *testing.T) {
-	for _, ack := range []bool{false, true} {
-		name := "at-most-once"
-		if ack {
-			name = "at-least-once"
-		}
-		t.Run(name, func(t *testing.T) {
-			for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-				synctest.Test(t, func(t *testing.T) { queueSearch(t, seed, ack) })
+	for _, layout := range []string{"fifo", "priority", "delay"} {
+		for _, ack := range []bool{false, true} {
+			name := layout + "/at-most-once"
+			if ack {
+				name = layout + "/at-least-once"
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+					synctest.Test(t, func(t *testing.T) { queueSearch(t, seed, layout, ack) })
+				}
+			})
+		}
+	}
+}
+
+// queueVariant puts and takes on one kind of queue: put(item, due) and
+// take, which returns the item, its Delivery (at-least-once) or nil, and
+// Take's error.
+type queueVariant struct {
+	put  func(ctx context.Context, s *runtime.Session, item string, due time.Time) error
+	take func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error)
+}
+
+func newQueueVariant(layout string, ack bool) queueVariant {
+	at, codec := runtime.At("/q"), runtime.StringCodec()
+	prio := func(item string) runtime.Priority { return runtime.Priority(len(item) % 3) }
+	one := func(d *runtime.Delivery[string], err error) (string, *runtime.Delivery[string], error) {
+		if d == nil {
+			return "", nil, err
+		}
+		return d.Value, d, err
+	}
+	switch {
+	case layout == "priority" && ack:
+		return queueVariant{
+			func(ctx context.Context, s *runtime.Session, item string, _ time.Time) error {
+				return runtime.NewAckPriorityQueue(s, at, codec, 3).Put(ctx, prio(item), item)
+			},
+			func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error) {
+				return one(runtime.NewAckPriorityQueue(s, at, codec, 3).Take(ctx))
+			}}
+	case layout == "priority":
+		return queueVariant{
+			func(ctx context.Context, s *runtime.Session, item string, _ time.Time) error {
+				return runtime.NewPriorityQueue(s, at, codec, 3).Put(ctx, prio(item), item)
+			},
+			func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error) {
+				v, err := runtime.NewPriorityQueue(s, at, codec, 3).Take(ctx)
+				return v, nil, err
+			}}
+	case layout == "delay" && ack:
+		return queueVariant{
+			func(ctx context.Context, s *runtime.Session, item string, due time.Time) error {
+				return runtime.NewAckDelayQueue(s, at, codec).Put(ctx, item, due)
+			},
+			func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error) {
+				return one(runtime.NewAckDelayQueue(s, at, codec).Take(ctx))
+			}}
+	case layout == "delay":
+		return queueVariant{
+			func(ctx context.Context, s *runtime.Session, item string, due time.Time) error {
+				return runtime.NewDelayQueue(s, at, codec).Put(ctx, item, due)
+			},
+			func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error) {
+				v, err := runtime.NewDelayQueue(s, at, codec).Take(ctx)
+				return v, nil, err
+			}}
+	case ack:
+		return queueVariant{
+			func(ctx context.Context, s *runtime.Session, item string, _ time.Time) error {
+				return runtime.NewAckQueue(s, at, codec).Put(ctx, item)
+			},
+			func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error) {
+				return one(runtime.NewAckQueue(s, at, codec).Take(ctx))
+			}}
+	default:
+		return queueVariant{
+			func(ctx context.Context, s *runtime.Session, item string, _ time.Time) error {
+				return runtime.NewQueue(s, at, codec).Put(ctx, item)
+			},
+			func(ctx context.Context, s *runtime.Session) (string, *runtime.Delivery[string], error) {
+				v, err := runtime.NewQueue(s, at, codec).Take(ctx)
+				return v, nil, err
+			}}
 	}
 }
 
@@ -78,8 +152,9 @@ func (w *simSession) close() {
 	}
 }
 
-func queueSearch(t *testing.T, seed uint64, ack bool) {
+func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 	defer settleBubble()
+	q := newQueueVariant(layout, ack)
 	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
@@ -91,33 +166,39 @@ func queueSearch(t *testing.T, seed uint64, ack bool) {
 	delivered := map[string]int{}
 	acked := map[string]int{}
 	ackUnknown := map[string]bool{} // Ack's outcome unknown: consumed, or delivered again
+	due := map[string]time.Time{}   // a delay queue's items' due times
+	var early []string              // delivered before due
 	uncertainTakes := 0
 	take := func(s *runtime.Session, tctx context.Context) {
-		if ack {
-			d, _ := runtime.NewAckQueue(s, runtime.At("/q"), runtime.StringCodec()).Take(tctx)
-			if d == nil {
-				return
-			}
-			aerr := d.Ack(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			delivered[d.Value]++
-			switch {
-			case aerr == nil:
-				acked[d.Value]++
-			case !errors.Is(aerr, runtime.ErrClaimLost):
-				ackUnknown[d.Value] = true
+		v, d, err := q.take(tctx, s)
+		now := time.Now()
+		if v == "" {
+			if errors.Is(err, runtime.ErrTakeUncertain) {
+				mu.Lock()
+				uncertainTakes++
+				mu.Unlock()
 			}
 			return
 		}
-		v, err := runtime.NewQueue(s, runtime.At("/q"), runtime.StringCodec()).Take(tctx)
+		var aerr error
+		if d != nil {
+			aerr = d.Ack(ctx)
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		if v != "" {
-			delivered[v]++
+		delivered[v]++
+		if at, ok := due[v]; ok && now.Before(at) {
+			early = append(early, fmt.Sprintf("%s at %v, due %v", v, now, at))
 		}
 		if errors.Is(err, runtime.ErrTakeUncertain) {
 			uncertainTakes++
+		}
+		switch {
+		case d == nil:
+		case aerr == nil:
+			acked[v]++
+		case !errors.Is(aerr, runtime.ErrClaimLost):
+			ackUnknown[v] = true
 		}
 	}
 
@@ -136,11 +217,13 @@ func queueSearch(t *testing.T, seed uint64, ack bool) {
 					continue
 				}
 				item := fmt.Sprintf("p%d-%02d", p, i)
-				if ack {
-					err = runtime.NewAckQueue(s, runtime.At("/q"), runtime.StringCodec()).Put(ctx, item)
-				} else {
-					err = runtime.NewQueue(s, runtime.At("/q"), runtime.StringCodec()).Put(ctx, item)
+				at := time.Now().Add(time.Duration(i%4) * 500 * time.Millisecond)
+				mu.Lock()
+				if layout == "delay" {
+					due[item] = at
 				}
+				mu.Unlock()
+				err = q.put(ctx, s, item, at)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -213,7 +296,10 @@ func queueSearch(t *testing.T, seed uint64, ack bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	fail := func(format string, args ...any) {
-		t.Errorf("seed %d (ack %v): %s; %d faults", seed, ack, fmt.Sprintf(format, args...), len(srv.FaultLog()))
+		t.Errorf("seed %d (%s, ack %v): %s; %d faults", seed, layout, ack, fmt.Sprintf(format, args...), len(srv.FaultLog()))
+	}
+	for _, e := range early {
+		fail("delivered before its due time: %s", e)
 	}
 	for item, n := range delivered {
 		if !put[item] && !uncertainPut[item] {
@@ -237,8 +323,8 @@ func queueSearch(t *testing.T, seed uint64, ack bool) {
 	if lost > uncertainTakes {
 		fail("%d items put and never delivered, with %d uncertain takes", lost, uncertainTakes)
 	}
-	t.Logf("seed %d (ack %v): %d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes, %d faults",
-		seed, ack, len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes, len(srv.FaultLog()))
+	t.Logf("seed %d (%s, ack %v): %d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes, %d faults",
+		seed, layout, ack, len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes, len(srv.FaultLog()))
 }
 
 // TestSimSearchTenures runs contenders for a tenure under random faults on
