@@ -120,13 +120,18 @@ func (g *LockGroup) watch(m Locker) {
 	defer g.watched.Done()
 	select {
 	case <-m.Lost():
-		g.mu.Lock()
-		released := g.released
-		g.mu.Unlock()
-		if !released {
-			g.end(fmt.Errorf("multi-lock member %s: %w", m.Path(), ErrLockLost))
-		}
+		g.memberLost(m)
 	case <-g.stop:
+	}
+}
+
+// memberLost ends the group on m's loss, unless it was released.
+func (g *LockGroup) memberLost(m Locker) {
+	g.mu.Lock()
+	released := g.released
+	g.mu.Unlock()
+	if !released {
+		g.end(fmt.Errorf("multi-lock member %s: %w", m.Path(), ErrLockLost))
 	}
 }
 
@@ -173,12 +178,7 @@ func (g *LockGroup) asked() bool {
 	for _, m := range g.members {
 		select {
 		case <-m.Lost():
-			g.mu.Lock()
-			released := g.released
-			g.mu.Unlock()
-			if !released {
-				g.end(fmt.Errorf("multi-lock member %s: %w", m.Path(), ErrLockLost))
-			}
+			g.memberLost(m)
 			return false
 		default:
 		}

@@ -491,25 +491,6 @@ func parseHeld(t *testing.T, line string) (string, int64) {
 	return node, token
 }
 
-// pauseNodeGone waits, with an exists watch, until node does not exist.
-func pauseNodeGone(t *testing.T, ctx context.Context, s *runtime.Session, node, why string) {
-	t.Helper()
-	for {
-		ok, _, ch, err := s.Conn().ExistsW(node)
-		if err != nil {
-			t.Fatalf("exists %s: %v", node, err)
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("%s still there (%s): %v", node, why, ctx.Err())
-		}
-	}
-}
-
 // pauseFenced creates root/fenced, the node the guarded writes go to.
 func pauseFenced(t *testing.T, ctx context.Context, s *runtime.Session, root string) string {
 	t.Helper()
@@ -575,7 +556,8 @@ func pauseAttempt(t *testing.T, k pauseKind) (inconclusive bool) {
 		why = "the server removes the lease node after its TTL"
 	}
 	gctx, gcancel := context.WithTimeout(ctx, 10*timeout)
-	pauseNodeGone(t, gctx, ps, node, why)
+	t.Logf("waiting until %s is gone: %s", node, why)
+	waitGone(t, gctx, ps, node)
 	gcancel()
 	gone := time.Since(stopped)
 
@@ -685,7 +667,7 @@ func TestPauseProcessKilled(t *testing.T) {
 		t.Fatalf("holder process ended with %v, want killed by SIGKILL", err)
 	}
 	gctx, gcancel := context.WithTimeout(ctx, 10*pauseSessionTimeout)
-	pauseNodeGone(t, gctx, ps, node, "the server expires the dead holder's session")
+	waitGone(t, gctx, ps, node) // the server expires the dead holder's session
 	gcancel()
 	gone := time.Since(killed)
 
