@@ -171,15 +171,24 @@ func TestSimRandomFaultsLock(t *testing.T) {
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { randomFaultsLock(t, seed) })
+			synctest.Test(t, func(t *testing.T) { randomFaultsLock(t, seed, 1, 0) })
+		})
+		// An ensemble of three whose followers lag 150 ms and 300 ms:
+		// contenders on any server, reads there stale.
+		t.Run(fmt.Sprint("ensemble/seed=", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { randomFaultsLock(t, seed, 3, 150*time.Millisecond) })
 		})
 	}
 }
 
-func randomFaultsLock(t *testing.T, seed uint64) {
+func randomFaultsLock(t *testing.T, seed uint64, servers int, lag time.Duration) {
 	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
+	srv := sim.NewEnsemble(servers, sim.WithRandomFaults(seed, 0.03))
 	defer srv.Close()
+	for i := 1; i < servers; i++ {
+		srv.SetDelay(i, time.Duration(i)*lag)
+	}
+	addrs := srv.Servers()
 	type span struct {
 		who        int
 		start, end time.Time
@@ -194,7 +203,7 @@ func randomFaultsLock(t *testing.T, seed uint64) {
 			defer wg.Done()
 			for r := 0; r < rounds; {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(srv.DialContext),
+				s, err := runtime.Connect(ctx, addrs, runtime.WithDialer(srv.DialContext),
 					runtime.WithSessionTimeout(4*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
 				if err != nil {
 					cancel()

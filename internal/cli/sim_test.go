@@ -24,13 +24,15 @@ func TestSimCommand(t *testing.T) {
 
 	out := &writes{ch: make(chan string, 16)}
 	code := make(chan int, 1)
-	go func() { code <- run([]string{"sim", "--addr", "127.0.0.1:0"}, out, io.Discard, templates.Generate) }()
+	go func() {
+		code <- run([]string{"sim", "--addr", "127.0.0.1:0", "--servers", "2"}, out, io.Discard, templates.Generate)
+	}()
 	line := <-out.ch
-	m := regexp.MustCompile(`serving ZooKeeper on (127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+	m := regexp.MustCompile(`serving ZooKeeper on (127\.0\.0\.1:\d+),(127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
 	if m == nil {
-		t.Fatalf("first line %q names no address", line)
+		t.Fatalf("first line %q names no two addresses", line)
 	}
-	addr := m[1]
+	addr := m[2] // the second server sees what the client writes there
 	c, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)

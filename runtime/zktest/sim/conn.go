@@ -13,9 +13,16 @@ import (
 // queue (replies and watch events, in the order they were queued).
 type conn struct {
 	srv  *Server
+	m    *member // the server of the ensemble it is connected to
 	nc   net.Conn
 	ip   string
 	sess *session // nil until the handshake
+
+	// Under the server's lock: the zxid the member must reach before the
+	// connection's next request is executed (its pending reply's), and the
+	// requests read meanwhile.
+	waitZxid int64
+	backlog  [][]byte
 
 	mu      sync.Mutex
 	out     [][]byte
@@ -27,13 +34,13 @@ type conn struct {
 }
 
 // serve starts serving nc.
-func (s *Server) serve(nc net.Conn) {
-	c := &conn{srv: s, nc: nc, ip: "127.0.0.1", wake: make(chan struct{}, 1)}
+func (s *Server) serve(nc net.Conn, m *member) {
+	c := &conn{srv: s, m: m, nc: nc, ip: "127.0.0.1", wake: make(chan struct{}, 1)}
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = a.IP.String()
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || m.isolated {
 		s.mu.Unlock()
 		nc.Close()
 		return
@@ -175,7 +182,7 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
 		return false, nil
 	}
-	if answer, ok := c.srv.fourLetter(string(hdr[:])); ok {
+	if answer, ok := c.srv.fourLetter(c.m, string(hdr[:])); ok {
 		return false, answer
 	}
 	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
@@ -198,19 +205,22 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 	s := c.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if lastZxid > s.zxid {
+	if lastZxid > c.m.applied {
 		// The client has seen more than this server has: ZooKeeper refuses
 		// it (closes the connection) so that it moves on to another.
 		return false, nil
 	}
 	timeout = min(max(timeout, s.cfg.minSession), s.cfg.maxSession)
 	var ss *session
+	var created int64 // the createSession's zxid: the reply waits for the member to reach it
 	switch {
 	case id == 0:
 		ss = &session{id: s.nextID, passwd: newPasswd(), ephemerals: map[string]struct{}{}}
 		s.nextID++
 		s.sessions[ss.id] = ss
-		s.commit(s.newTxn(ss)) // createSession
+		x := s.newTxn(ss)
+		created = x.zxid
+		s.commit(x) // createSession
 	default:
 		ss = s.sessions[id]
 		if ss == nil || string(ss.passwd) != string(passwd) {
@@ -237,6 +247,6 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 	w.int64(ss.id)
 	w.buffer(ss.passwd)
 	w.bool(false)
-	c.send(w.frame())
+	c.m.replyAt(c, created, w.frame())
 	return true, nil
 }

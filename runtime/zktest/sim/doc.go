@@ -32,9 +32,16 @@
 // it runs on the bubble's virtual time, with the clients there: session
 // expiries and TTLs take no wall time.
 //
+// NewEnsemble and StartEnsemble make several servers over one state, each
+// applying the committed transactions to its own view after its own delay
+// (SetDelay: a lagging follower, whose reads may be stale as ZooKeeper's
+// sequential consistency allows; sync catches it up) or not at all while
+// cut off (IsolateServer); a client that has seen more than a server has
+// applied is refused there (see member.go).
+//
 // It refuses to be anything but a test server: it listens on loopback
-// addresses only, keeps nothing on disk, and is one standalone server (no
-// quorum, no persistence across Close). Real ZooKeeper stays the
+// addresses only, keeps nothing on disk, and has no quorum protocol (no
+// elections, no leader change) and no persistence across Close. Real ZooKeeper stays the
 // reference; the differential test (diff_test.go) runs the same random
 // operation sequences against both and compares every reply.
 package sim

@@ -10,7 +10,7 @@ import (
 // instead of a ConnectRequest on a fresh connection: ruok, srvr, stat,
 // mntr, cons and wchp, in the formats ZooKeeper 3.8 uses for the lines
 // tools read. ok is false for anything else.
-func (s *Server) fourLetter(word string) (answer []byte, ok bool) {
+func (s *Server) fourLetter(m *member, word string) (answer []byte, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
@@ -29,11 +29,11 @@ func (s *Server) fourLetter(word string) (answer []byte, ok bool) {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "Latency min/avg/max: 0/0.0/0\nReceived: 0\nSent: 0\nConnections: %d\nOutstanding: 0\n", len(s.conns))
-		fmt.Fprintf(&b, "Zxid: 0x%x\nMode: standalone\nNode count: %d\n", s.zxid, len(s.tree.nodes))
+		fmt.Fprintf(&b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", m.applied, m.mode(), len(m.view.nodes))
 	case "mntr":
-		fmt.Fprintf(&b, "zk_version\t3.8.0-zkgen-sim\nzk_server_state\tstandalone\nzk_znode_count\t%d\n", len(s.tree.nodes))
+		fmt.Fprintf(&b, "zk_version\t3.8.0-zkgen-sim\nzk_server_state\t%s\nzk_znode_count\t%d\n", m.mode(), len(m.view.nodes))
 		fmt.Fprintf(&b, "zk_watch_count\t%d\nzk_ephemerals_count\t%d\nzk_num_alive_connections\t%d\n",
-			s.watchCount(), s.ephemeralCount(), len(s.conns))
+			m.watchCount(), s.ephemeralCount(), len(s.conns))
 	case "cons":
 		for _, id := range s.sessionIDs() {
 			if ss := s.sessions[id]; ss.conn != nil {
@@ -43,7 +43,7 @@ func (s *Server) fourLetter(word string) (answer []byte, ok bool) {
 		b.WriteString("\n")
 	case "wchp":
 		byPath := map[string][]int64{}
-		for _, table := range []map[string]map[*conn]struct{}{s.tree.dataWatches, s.tree.childWatches} {
+		for _, table := range []map[string]map[*conn]struct{}{m.view.dataWatches, m.view.childWatches} {
 			for p, ws := range table {
 				for c := range ws {
 					if c.sess != nil {
@@ -82,9 +82,9 @@ func (s *Server) sessionIDs() []int64 {
 	return out
 }
 
-func (s *Server) watchCount() int {
+func (m *member) watchCount() int {
 	n := 0
-	for _, table := range []map[string]map[*conn]struct{}{s.tree.dataWatches, s.tree.childWatches} {
+	for _, table := range []map[string]map[*conn]struct{}{m.view.dataWatches, m.view.childWatches} {
 		for _, ws := range table {
 			n += len(ws)
 		}
@@ -98,4 +98,16 @@ func (s *Server) ephemeralCount() int {
 		n += len(ss.ephemerals)
 	}
 	return n
+}
+
+// mode is the member's role as srvr and mntr report it.
+func (m *member) mode() string {
+	switch {
+	case len(m.s.members) == 1:
+		return "standalone"
+	case m.id == 0:
+		return "leader"
+	default:
+		return "follower"
+	}
 }

@@ -8,14 +8,40 @@ import (
 // handle executes one request frame from c and queues its reply; it
 // reports false when the connection must close.
 func (s *Server) handle(c *conn, f []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(c.backlog) > 0 || c.waitZxid > c.m.applied {
+		// A reply of this connection's waits for its server to apply its
+		// transaction: later requests wait behind it (a client's requests
+		// are answered in order).
+		c.backlog = append(c.backlog, f)
+		return true
+	}
+	return s.handleLocked(c, f)
+}
+
+// drain executes the requests c read while it waited, until one waits
+// again (under the server's lock).
+func (s *Server) drain(c *conn) {
+	for len(c.backlog) > 0 && c.waitZxid <= c.m.applied {
+		f := c.backlog[0]
+		c.backlog = c.backlog[1:]
+		if !s.handleLocked(c, f) {
+			c.backlog = nil
+			go c.close()
+			return
+		}
+	}
+}
+
+// handleLocked is handle under the server's lock.
+func (s *Server) handleLocked(c *conn, f []byte) bool {
 	r := &reader{b: f}
 	xid := r.int32()
 	op := r.int32()
 	if r.err != nil {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ss := c.sess
 	if ss == nil || s.sessions[ss.id] != ss || ss.conn != c {
 		return false // expired, or moved to another connection
@@ -87,10 +113,10 @@ func (s *Server) handle(c *conn, f []byte) bool {
 			reply(s.zxid, codeBadArguments)
 			break
 		}
-		if s.tree.persistent[path] == nil {
-			s.tree.persistent[path] = map[*conn]bool{}
+		if c.m.view.persistent[path] == nil {
+			c.m.view.persistent[path] = map[*conn]bool{}
 		}
-		s.tree.persistent[path][c] = mode == addWatchPersistentRecursive
+		c.m.view.persistent[path][c] = mode == addWatchPersistentRecursive
 		reply(s.zxid, codeOK)
 		w.int32(0) // ZooKeeper answers with an ErrorResponse of 0
 	case opCheckWatches, opRemoveWatches:
@@ -107,6 +133,8 @@ func (s *Server) handle(c *conn, f []byte) bool {
 		path := r.string()
 		reply(s.zxid, codeOK)
 		w.string(path)
+		c.m.replyAt(c, s.zxid, w.frame()) // once its server caught up
+		return true
 	case opExists, opGetData, opGetChildren, opGetChildren2:
 		path := r.string()
 		watch := r.bool()
@@ -116,7 +144,7 @@ func (s *Server) handle(c *conn, f []byte) bool {
 		s.read(c, op, path, watch, w, reply)
 	case opGetACL:
 		path := r.string()
-		n := s.tree.nodes[path]
+		n := c.m.view.nodes[path]
 		switch {
 		case !validPath(path):
 			reply(s.zxid, codeBadArguments)
@@ -136,15 +164,16 @@ func (s *Server) handle(c *conn, f []byte) bool {
 		if r.err != nil {
 			return false
 		}
-		if code == codeOK {
-			s.commit(x)
-		} else {
+		if code != codeOK {
 			x.rollback()
 		}
+		s.commit(x)
 		reply(x.zxid, code)
 		if code == codeOK {
 			body(w)
 		}
+		c.m.replyAt(c, x.zxid, w.frame())
+		return true
 	case opMulti:
 		x := s.newTxn(ss)
 		x.inMulti = true
@@ -153,15 +182,16 @@ func (s *Server) handle(c *conn, f []byte) bool {
 			return false
 		}
 		reply(x.zxid, code)
-		if code != codeOK {
-			break
+		if code == codeOK {
+			for _, res := range results {
+				res(w)
+			}
+			w.int32(-1)
+			w.bool(true)
+			w.int32(-1)
 		}
-		for _, res := range results {
-			res(w)
-		}
-		w.int32(-1)
-		w.bool(true)
-		w.int32(-1)
+		c.m.replyAt(c, x.zxid, w.frame())
+		return true
 	default:
 		reply(s.zxid, codeUnimplemented)
 	}
@@ -274,6 +304,7 @@ func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
 	for _, res := range results {
 		if res.code == codeMarshallingError {
 			x.rollback()
+			s.commit(x)
 			return nil, codeMarshallingError
 		}
 	}
@@ -288,6 +319,7 @@ func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
 	out := make([]func(*writer), len(results))
 	if failed >= 0 {
 		x.rollback()
+		s.commit(x) // a failed multi is a transaction too (see commit)
 		for i, res := range results {
 			switch {
 			case i < failed:
@@ -316,7 +348,7 @@ func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
 // read answers exists, getData, getChildren and getChildren2, setting the
 // watch asked for.
 func (s *Server) read(c *conn, op int32, path string, watch bool, w *writer, reply func(int64, Code)) {
-	t := s.tree
+	t := c.m.view
 	if !validPath(path) {
 		reply(s.zxid, codeBadArguments)
 		return
@@ -359,7 +391,7 @@ func (s *Server) read(c *conn, op int32, path string, watch bool, w *writer, rep
 // hasWatches reports whether c has watches of type typ on path (a
 // WatcherType), and removes them if remove is set.
 func (s *Server) hasWatches(c *conn, path string, typ int32, remove bool) bool {
-	t := s.tree
+	t := c.m.view
 	found := false
 	one := func(table map[string]map[*conn]struct{}) {
 		if _, ok := table[path][c]; ok {
@@ -413,7 +445,7 @@ func (s *Server) setWatches(c *conn, r *reader, v2 bool) {
 	if r.err != nil {
 		return
 	}
-	t := s.tree
+	t := c.m.view
 	for _, ps := range []struct {
 		paths     []string
 		recursive bool

@@ -26,7 +26,7 @@ type Server struct {
 	sessions map[int64]*session
 	nextID   int64
 	conns    map[*conn]struct{}
-	ln       net.Listener
+	members  []*member // the servers of the ensemble (one unless NewEnsemble)
 	closed   bool
 	faults   faults
 
@@ -59,13 +59,23 @@ func (s *session) ids() []identity {
 
 // New returns a server that serves no listener yet: Dial connects to it
 // in memory, Listen adds a loopback TCP listener.
-func New(opts ...Option) *Server {
+func New(opts ...Option) *Server { return NewEnsemble(1, opts...) }
+
+// NewEnsemble returns an ensemble of n servers over one state (see
+// member.go): a client connects to one of them (Servers lists their
+// addresses, Dial routes by address), reads that server's view of the
+// tree, and each server applies the committed transactions after its own
+// delay (SetDelay), or not at all while isolated (IsolateServer).
+func NewEnsemble(n int, opts ...Option) *Server {
 	cfg := defaults()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	s := &Server{cfg: cfg, tree: newTree(), sessions: map[int64]*session{}, conns: map[*conn]struct{}{},
 		nextID: 0x0100000000000000, done: make(chan struct{})}
+	for i := range max(n, 1) {
+		s.members = append(s.members, &member{s: s, id: i, view: newTree()})
+	}
 	if cfg.faultRate > 0 {
 		s.faults.rng = rand.New(rand.NewPCG(cfg.faultSeed, cfg.faultSeed^0x9e3779b97f4a7c15))
 		s.faults.rate = cfg.faultRate
@@ -77,12 +87,18 @@ func New(opts ...Option) *Server {
 
 // Start returns a server listening on 127.0.0.1 on a free port, closed when
 // the test ends.
-func Start(tb testing.TB, opts ...Option) *Server {
+func Start(tb testing.TB, opts ...Option) *Server { return StartEnsemble(tb, 1, opts...) }
+
+// StartEnsemble returns an ensemble of n servers (NewEnsemble), each
+// listening on 127.0.0.1 on a free port, closed when the test ends.
+func StartEnsemble(tb testing.TB, n int, opts ...Option) *Server {
 	tb.Helper()
-	s := New(opts...)
-	if err := s.Listen("127.0.0.1:0"); err != nil {
-		s.Close()
-		tb.Fatalf("sim: %v", err)
+	s := NewEnsemble(n, opts...)
+	for i := range s.members {
+		if err := s.listen(i, "127.0.0.1:0"); err != nil {
+			s.Close()
+			tb.Fatalf("sim: %v", err)
+		}
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
@@ -91,7 +107,16 @@ func Start(tb testing.TB, opts ...Option) *Server {
 // Listen serves the server on addr, which must be a loopback address
 // (127.0.0.1:0 picks a free port): the simulator is a test server and
 // refuses to be anything else.
-func (s *Server) Listen(addr string) error {
+func (s *Server) Listen(addr string) error { return s.listen(0, addr) }
+
+// ListenServer serves server i of the ensemble on addr (see Listen).
+func (s *Server) ListenServer(i int, addr string) error { return s.listen(i, addr) }
+
+func (s *Server) listen(i int, addr string) error {
+	if i < 0 || i >= len(s.members) {
+		return fmt.Errorf("sim: no server %d in an ensemble of %d", i, len(s.members))
+	}
+	m := s.members[i]
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -104,12 +129,12 @@ func (s *Server) Listen(addr string) error {
 		return err
 	}
 	s.mu.Lock()
-	if s.closed || s.ln != nil {
+	if s.closed || m.ln != nil {
 		s.mu.Unlock()
 		ln.Close()
 		return errors.New("sim: closed, or listening already")
 	}
-	s.ln = ln
+	m.ln = ln
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
@@ -119,7 +144,7 @@ func (s *Server) Listen(addr string) error {
 			if err != nil {
 				return
 			}
-			s.serve(nc)
+			s.serve(nc, m)
 		}
 	}()
 	return nil
@@ -130,26 +155,43 @@ func (s *Server) Listen(addr string) error {
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
+	if s.members[0].ln == nil {
 		return ""
 	}
-	return s.ln.Addr().String()
+	return s.members[0].addr()
 }
 
-// Servers returns the addresses to connect to: the listener's.
-func (s *Server) Servers() []string { return []string{s.Addr()} }
+// Servers returns the addresses of the ensemble's servers: their
+// listeners', or for a server without one the loopback address by which
+// Dial reaches it in memory (127.0.0.<i+1>:2181).
+func (s *Server) Servers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.members))
+	for i, m := range s.members {
+		out[i] = m.addr()
+	}
+	return out
+}
 
-// Dial connects to the server in memory, whatever network and address say:
-// a dialer for go-zookeeper's zk.WithDialer and runtime.WithDialer.
+// Dial connects in memory to the server whose address (see Servers) is
+// address, or to the first one: a dialer for go-zookeeper's zk.WithDialer
+// and runtime.WithDialer.
 func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	client, server := net.Pipe()
 	s.mu.Lock()
 	closed := s.closed
+	m := s.members[0]
+	for _, x := range s.members {
+		if x.addr() == address {
+			m = x
+		}
+	}
 	s.mu.Unlock()
 	if closed {
 		return nil, errors.New("sim: server closed")
 	}
-	s.serve(server)
+	s.serve(server, m)
 	return client, nil
 }
 
@@ -170,8 +212,13 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	if s.ln != nil {
-		s.ln.Close()
+	for _, m := range s.members {
+		if m.ln != nil {
+			m.ln.Close()
+		}
+		if m.timer != nil {
+			m.timer.Stop()
+		}
 	}
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
@@ -243,13 +290,15 @@ func (s *Server) newTxn(ss *session) *txn {
 	return &txn{t: s.tree, s: s, zxid: s.nextZxid(), now: time.Now().UnixMilli(), session: ss}
 }
 
-// commit delivers the watch events of a committed transaction.
+// commit hands a transaction, committed or rolled back (a failed write is a
+// transaction too: it has a zxid, which the servers must reach before they
+// answer it), to every server of the ensemble.
 func (s *Server) commit(x *txn) {
-	for _, ev := range x.events {
-		s.trigger(ev)
+	e := &entry{zxid: x.zxid, at: time.Now(), effects: x.effects, events: x.events}
+	x.events, x.undo, x.effects = nil, nil, nil
+	for _, m := range s.members {
+		m.enqueue(e)
 	}
-	x.events = nil
-	x.undo = nil
 }
 
 // trigger fires the watches an event concerns (ZooKeeper's DataTree and
@@ -260,8 +309,8 @@ func (s *Server) commit(x *txn) {
 // recursive ones on the path and its ancestors (those see no child-list
 // changes). A connection gets one event per trigger, and only if it may
 // read the node.
-func (s *Server) trigger(ev watchEvent) {
-	t := s.tree
+func (m *member) trigger(ev watchEvent) {
+	t := m.view
 	notify := map[*conn]struct{}{}
 	var order []*conn
 	add := func(c *conn) {
@@ -316,13 +365,14 @@ func (s *Server) watch(table map[string]map[*conn]struct{}, path string, c *conn
 
 // dropWatches forgets the watches of a closed connection.
 func (s *Server) dropWatches(c *conn) {
-	for p, ws := range s.tree.persistent {
+	t := c.m.view
+	for p, ws := range t.persistent {
 		delete(ws, c)
 		if len(ws) == 0 {
-			delete(s.tree.persistent, p)
+			delete(t.persistent, p)
 		}
 	}
-	for _, table := range []map[string]map[*conn]struct{}{s.tree.dataWatches, s.tree.childWatches} {
+	for _, table := range []map[string]map[*conn]struct{}{t.dataWatches, t.childWatches} {
 		for p, ws := range table {
 			delete(ws, c)
 			if len(ws) == 0 {

@@ -253,7 +253,28 @@ type txn struct {
 	// the last op applied was a multi's plain create of a container, whose
 	// result is a create2's
 	createdContainer bool
+	effects          []effect // what the servers' views replay (member.go)
 }
+
+// An effect is one change of a committed transaction, as the servers of
+// the ensemble apply it to their own view of the tree (see member.apply):
+// a node created (as it was then, without children), deleted, its data or
+// its ACL set (with its stat after). A parent's child list, cversion and
+// pzxid follow from its children's creations and deletions.
+type effect struct {
+	kind int
+	path string
+	data []byte
+	acl  []ACL
+	stat Stat
+}
+
+const (
+	effCreate = iota
+	effDelete
+	effSetData
+	effSetACL
+)
 
 // watchEvent is an event to fire, with the ACL of the node it concerns:
 // ZooKeeper 3.8 fires a watch only for a watcher that may read that node
@@ -271,6 +292,7 @@ func (x *txn) rollback() {
 	}
 	x.undo = nil
 	x.events = nil
+	x.effects = nil
 }
 
 // touchParent records a child added to or removed from parent.
@@ -377,6 +399,8 @@ func (x *txn) create(r createReq) (string, Code) {
 	x.t.nodes[path] = &node{data: r.data, acl: acl, children: map[string]struct{}{}, stat: Stat{
 		Czxid: x.zxid, Mzxid: x.zxid, Pzxid: x.zxid, Ctime: x.now, Mtime: x.now, EphemeralOwner: owner}}
 	x.undo = append(x.undo, func() { delete(x.t.nodes, path) })
+	nn := x.t.nodes[path]
+	x.effects = append(x.effects, effect{kind: effCreate, path: path, data: nn.data, acl: nn.acl, stat: nn.stat})
 	if mode == modeContainer || mode == modePersistentTTL || mode == modePersistentSeqTTL {
 		x.t.reapable[path] = struct{}{}
 		x.undo = append(x.undo, func() { delete(x.t.reapable, path) })
@@ -425,6 +449,7 @@ func (x *txn) delete(path string, version int32) Code {
 func (x *txn) remove(path, parentPath, name string, n *node) {
 	delete(x.t.nodes, path)
 	x.undo = append(x.undo, func() { x.t.nodes[path] = n })
+	x.effects = append(x.effects, effect{kind: effDelete, path: path})
 	if _, ok := x.t.reapable[path]; ok {
 		delete(x.t.reapable, path)
 		x.undo = append(x.undo, func() { x.t.reapable[path] = struct{}{} })
@@ -458,6 +483,7 @@ func (x *txn) setData(path string, data []byte, version int32) (Stat, Code) {
 	n.stat.Version++
 	n.stat.Mzxid = x.zxid
 	n.stat.Mtime = x.now
+	x.effects = append(x.effects, effect{kind: effSetData, path: path, data: data, stat: n.stat})
 	x.events = append(x.events, watchEvent{eventNodeDataChanged, path, n.acl})
 	return n.clientStat(), codeOK
 }
@@ -485,6 +511,7 @@ func (x *txn) setACL(path string, acl []ACL, version int32) (Stat, Code) {
 	x.undo = append(x.undo, func() { n.stat, n.acl = before, beforeACL })
 	n.acl = fixed
 	n.stat.Aversion++
+	x.effects = append(x.effects, effect{kind: effSetACL, path: path, acl: fixed, stat: n.stat})
 	return n.clientStat(), codeOK
 }
 

@@ -1,0 +1,167 @@
+package sim_test
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/zktest/sim"
+)
+
+// dialOnly connects a go-zookeeper client to the servers of srv listed in
+// addrs, in memory, and waits for its session.
+func dialOnly(t *testing.T, srv *sim.Server, addrs ...string) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	c, ev, err := zk.Connect(addrs, 4*time.Second, zk.WithDialer(srv.Dial), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ev, zk.StateHasSession)
+	return c, ev
+}
+
+// A lagging follower: a read there may be stale (sequential consistency
+// allows it), sync catches it up, its client's own write is answered once
+// the follower has applied it, so the client's next read sees it, and its
+// watches fire when it applies the change.
+func TestEnsembleLaggingFollower(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute) // let closing goroutines end (virtual)
+		srv := sim.NewEnsemble(3)
+		defer srv.Close()
+		addrs := srv.Servers()
+		srv.SetDelay(1, time.Second)
+		leader, _ := dialOnly(t, srv, addrs[0])
+		defer leader.Close()
+		follower, _ := dialOnly(t, srv, addrs[1])
+		defer follower.Close()
+
+		_, _, w, err := follower.ExistsW("/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := leader.Create("/x", []byte("1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, err := follower.Exists("/x"); ok || err != nil {
+			t.Fatalf("the lagging follower already has /x: %v, %v", ok, err)
+		}
+		if _, err := follower.Sync("/x"); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) < time.Second {
+			t.Fatalf("sync answered after %v, before the follower caught up (1s)", time.Since(start))
+		}
+		if ok, _, err := follower.Exists("/x"); !ok || err != nil {
+			t.Fatalf("after sync the follower still lacks /x: %v, %v", ok, err)
+		}
+		select {
+		case e := <-w:
+			if e.Type != zk.EventNodeCreated {
+				t.Fatalf("event %v", e)
+			}
+		default:
+			t.Fatal("the follower's watch did not fire by the time it applied the create")
+		}
+		// Its own write: answered once applied, then read back at once.
+		if _, err := follower.Set("/x", []byte("2"), -1); err != nil {
+			t.Fatal(err)
+		}
+		if data, _, err := follower.Get("/x"); err != nil || string(data) != "2" {
+			t.Fatalf("the follower's client read %q, %v after its own write", data, err)
+		}
+	})
+}
+
+// A client that has seen zxid z is refused by a server that has applied
+// less (the zxid check on reconnect): moving from the leader to a lagging
+// follower, it never sees its history go backwards.
+func TestEnsembleNoGoingBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute)
+		srv := sim.NewEnsemble(2)
+		defer srv.Close()
+		addrs := srv.Servers()
+		var conns []net.Conn
+		dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			nc, err := srv.Dial(network, addr, timeout)
+			conns = append(conns, nc)
+			return nc, err
+		}
+		c, ev, err := zk.Connect([]string{addrs[0], addrs[1]}, 60*time.Second, zk.WithDialer(dial), zk.WithLogger(quiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		waitState(t, ev, zk.StateHasSession)
+		if c.Server() != addrs[0] {
+			// go-zookeeper picked the follower: move it to the leader.
+			srv.IsolateServer(1, true)
+			waitState(t, ev, zk.StateHasSession)
+			srv.IsolateServer(1, false)
+		}
+		srv.SetDelay(1, 30*time.Second)
+		if _, err := c.Create("/y", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		seen := srv.Zxid()
+		start := time.Now()
+		srv.IsolateServer(0, true) // its clients must move to the follower
+		// The follower refuses it until it has applied what the client saw:
+		// 30 s after the create (virtual time).
+		for e := range ev {
+			if e.State == zk.StateHasSession {
+				break
+			}
+		}
+		if waited := time.Since(start); waited < 29*time.Second {
+			t.Fatalf("reconnected after %v, before the follower caught up", waited)
+		}
+		if srv.Applied(1) < seen {
+			t.Fatalf("reconnected to a server at zxid %d, behind the %d the client had seen", srv.Applied(1), seen)
+		}
+		if ok, _, err := c.Exists("/y"); !ok || err != nil {
+			t.Fatalf("after moving, /y is gone: %v, %v", ok, err)
+		}
+	})
+}
+
+// Isolating the only server a client may use: it cannot reconnect, and the
+// leader expires its session on its own clock.
+func TestEnsembleIsolatedServerExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute)
+		srv := sim.NewEnsemble(3)
+		defer srv.Close()
+		addrs := srv.Servers()
+		c, ev := dialOnly(t, srv, addrs[2])
+		defer c.Close()
+		obs, _ := dialOnly(t, srv, addrs[0])
+		defer obs.Close()
+		if _, err := c.Create("/e", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, w, err := obs.ExistsW("/e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := c.SessionID()
+		srv.IsolateServer(2, true)
+		if e := <-w; e.Type != zk.EventNodeDeleted {
+			t.Fatalf("event %v", e)
+		}
+		if srv.ExpireSession(id) {
+			t.Fatal("the session outlived its isolation")
+		}
+		srv.IsolateServer(2, false)
+		waitState(t, ev, zk.StateExpired)
+		if errors.Is(err, zk.ErrNoServer) {
+			t.Log(err)
+		}
+	})
+}

@@ -1,0 +1,205 @@
+package sim
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// An ensemble (NewEnsemble) is several servers over one state: writes are
+// ordered and committed by the leader (the Server's own tree and zxid),
+// and each server applies the committed transactions to its own view of
+// the tree, in order, a delay after they were committed (0 by default;
+// SetDelay). A client is connected to one server: it reads that server's
+// view, its watches fire when that server applies a change, and the reply
+// to its write (or sync) comes once its server has applied it — so a read
+// on a lagging server may be stale, as ZooKeeper's sequential consistency
+// allows, yet a client never sees its own writes or its own history go
+// backwards: its later requests wait behind its pending reply, and a
+// server that has applied less than a client has seen refuses the client's
+// connection (the zxid check). A standalone Server is an ensemble of one.
+
+// member is one server of the ensemble.
+type member struct {
+	s        *Server
+	id       int
+	view     *tree
+	applied  int64 // the last zxid applied to view
+	delay    time.Duration
+	isolated bool // cut off: no clients, nothing applied (IsolateServer)
+	ln       net.Listener
+	queue    []*entry // committed, not applied yet, in zxid order
+	timer    *time.Timer
+	pending  []pendingReply // replies waiting for their zxid to be applied
+}
+
+// entry is one committed transaction, as the servers apply it.
+type entry struct {
+	zxid    int64
+	at      time.Time // when it was committed
+	effects []effect
+	events  []watchEvent
+}
+
+type pendingReply struct {
+	zxid  int64
+	c     *conn
+	frame []byte
+}
+
+// addr is the member's address: its listener's, or a loopback address
+// of its own for in-memory connections (Dial routes by it).
+func (m *member) addr() string {
+	if m.ln != nil {
+		return m.ln.Addr().String()
+	}
+	return fmt.Sprintf("127.0.0.%d:2181", m.id+1)
+}
+
+// enqueue takes a committed transaction and applies what is due.
+func (m *member) enqueue(e *entry) {
+	m.queue = append(m.queue, e)
+	m.advance(time.Now())
+}
+
+// advance applies the queued transactions that are due by now, in order,
+// and arms a timer for the next one (under the server's lock).
+func (m *member) advance(now time.Time) {
+	for len(m.queue) > 0 && !m.isolated && !now.Before(m.queue[0].at.Add(m.delay)) {
+		e := m.queue[0]
+		m.queue = m.queue[1:]
+		m.apply(e)
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+	if len(m.queue) > 0 && !m.isolated {
+		m.timer = time.AfterFunc(time.Until(m.queue[0].at.Add(m.delay)), func() {
+			m.s.mu.Lock()
+			defer m.s.mu.Unlock()
+			if !m.s.closed {
+				m.advance(time.Now())
+			}
+		})
+	}
+}
+
+// apply replays e on the member's view, fires its watches there, and
+// sends the replies that waited for it.
+func (m *member) apply(e *entry) {
+	t := m.view
+	for _, ef := range e.effects {
+		parentPath, name := parentOf(ef.path)
+		switch ef.kind {
+		case effCreate:
+			t.nodes[ef.path] = &node{data: ef.data, acl: ef.acl, stat: ef.stat, children: map[string]struct{}{}}
+			if p := t.nodes[parentPath]; p != nil {
+				p.children[name] = struct{}{}
+				p.stat.Cversion++
+				p.stat.Pzxid = e.zxid
+			}
+		case effDelete:
+			delete(t.nodes, ef.path)
+			if p := t.nodes[parentPath]; p != nil {
+				delete(p.children, name)
+				p.stat.Pzxid = e.zxid
+			}
+		case effSetData:
+			if n := t.nodes[ef.path]; n != nil {
+				n.data, n.stat = ef.data, ef.stat
+			}
+		case effSetACL:
+			if n := t.nodes[ef.path]; n != nil {
+				n.acl, n.stat = ef.acl, ef.stat
+			}
+		}
+	}
+	for _, ev := range e.events {
+		m.trigger(ev)
+	}
+	m.applied = e.zxid
+	m.flush()
+}
+
+// flush sends the replies whose transaction the member has applied, and
+// lets the connections that waited for one go on with their requests.
+func (m *member) flush() {
+	n := 0
+	for _, p := range m.pending {
+		if p.zxid > m.applied {
+			break
+		}
+		p.c.send(p.frame)
+		n++
+	}
+	m.pending = m.pending[n:]
+	for c := range m.s.conns {
+		if c.m == m && len(c.backlog) > 0 && c.waitZxid <= m.applied {
+			m.s.drain(c)
+		}
+	}
+}
+
+// replyAt sends c's reply once the member has applied zxid: at once if it
+// has, else when it does; c's later requests wait until then.
+func (m *member) replyAt(c *conn, zxid int64, frame []byte) {
+	if zxid <= m.applied {
+		c.send(frame)
+		return
+	}
+	m.pending = append(m.pending, pendingReply{zxid: zxid, c: c, frame: frame})
+	c.waitZxid = max(c.waitZxid, zxid)
+}
+
+// SetDelay makes server i apply each committed transaction d after it was
+// committed (a lagging follower): its clients' reads may be stale, their
+// watches fire late, and their writes and syncs are answered once it has
+// caught up with them. 0 (the default) applies at once.
+func (s *Server) SetDelay(i int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.members[i]
+	m.delay = max(d, 0)
+	m.advance(time.Now())
+}
+
+// IsolateServer cuts server i off from the ensemble while on, as a
+// follower that lost the leader: it closes its clients' connections and
+// refuses new ones (they move to another server, or their sessions expire
+// on the leader's clock), and applies nothing. Off, it catches up and
+// serves again.
+func (s *Server) IsolateServer(i int, on bool) {
+	s.mu.Lock()
+	m := s.members[i]
+	m.isolated = on
+	var cut []*conn
+	if on {
+		for c := range s.conns {
+			if c.m == m {
+				cut = append(cut, c)
+			}
+		}
+	} else {
+		m.advance(time.Now())
+	}
+	s.mu.Unlock()
+	for _, c := range cut {
+		c.close()
+	}
+}
+
+// Applied returns the zxid server i has applied: the ensemble's latest
+// (Zxid) unless it lags or is isolated.
+func (s *Server) Applied(i int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.members[i].applied
+}
+
+// Zxid returns the zxid of the latest transaction the ensemble committed.
+func (s *Server) Zxid() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.zxid
+}
