@@ -570,3 +570,96 @@ func counterSearch(t *testing.T, seed uint64) {
 // Close waits up to a second for its reply, and a release carried on in
 // the background is bounded too. On virtual time it costs nothing.
 func settleBubble() { time.Sleep(time.Minute) }
+
+// TestSimSearchPartitioner: members of an 8-partition partitioner join,
+// stay a while and leave, over and over, under random faults on virtual
+// time. A member acts on partition i from its acquired hook until its
+// releasing hook or until it is told its membership is lost, whichever
+// comes first; checked: no two members act on a partition at once.
+func TestSimSearchPartitioner(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+		synctest.Test(t, func(t *testing.T) { partitionerSearch(t, seed) })
+	}
+}
+
+func partitionerSearch(t *testing.T, seed uint64) {
+	defer settleBubble()
+	srv := sim.New(sim.WithRandomFaults(seed, 0.02))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
+	defer cancel()
+	const members, partitions, rounds = 3, 8, 4
+	type act struct {
+		who, part  int
+		start, end time.Time
+	}
+	var mu sync.Mutex
+	var acts []act
+	var wg sync.WaitGroup
+	for m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &simSession{srv: srv}
+			defer w.close()
+			for r := 0; r < rounds && ctx.Err() == nil; {
+				s, err := w.get(ctx)
+				if err != nil {
+					continue
+				}
+				open := map[int]time.Time{} // partition -> acting since
+				var omu sync.Mutex
+				stop := func(i int) {
+					omu.Lock()
+					defer omu.Unlock()
+					if at, ok := open[i]; ok {
+						delete(open, i)
+						mu.Lock()
+						acts = append(acts, act{who: m, part: i, start: at, end: time.Now()})
+						mu.Unlock()
+					}
+				}
+				a, err := runtime.NewPartitioner(s, runtime.At("/p"), partitions, runtime.StringCodec()).Join(ctx, fmt.Sprint(m),
+					runtime.WithPartitionHooks(func(i int) {
+						omu.Lock()
+						open[i] = time.Now()
+						omu.Unlock()
+					}, stop), runtime.WithRebalanceDelay(0))
+				if err != nil {
+					continue
+				}
+				lost := a.Lost()
+				select {
+				case <-lost:
+				case <-time.After(time.Duration(2+m) * time.Second): // stay a while
+				}
+				// Told lost, or leaving: every partition it still acts on
+				// ends now (a releasing hook after the fact changes nothing).
+				omu.Lock()
+				var still []int
+				for i := range open {
+					still = append(still, i)
+				}
+				omu.Unlock()
+				for _, i := range still {
+					stop(i)
+				}
+				_ = a.Leave(ctx)
+				r++
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("seed %d: the members did not finish\n%s", seed, simDump(srv, "/p"))
+	}
+	for i, x := range acts {
+		for _, y := range acts[i+1:] {
+			if x.part == y.part && x.who != y.who && x.start.Before(y.end) && y.start.Before(x.end) {
+				t.Errorf("seed %d: partition %d: member %d acted %v..%v and member %d %v..%v", seed, x.part,
+					x.who, x.start, x.end, y.who, y.start, y.end)
+			}
+		}
+	}
+	t.Logf("seed %d: %d spans of work, %d faults", seed, len(acts), len(srv.FaultLog()))
+}
