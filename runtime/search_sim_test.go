@@ -663,3 +663,84 @@ func partitionerSearch(t *testing.T, seed uint64) {
 	}
 	t.Logf("seed %d: %d spans of work, %d faults", seed, len(acts), len(srv.FaultLog()))
 }
+
+// TestSimSearchTTLLeases: holders of a 2-lease TTL set (ttl 2 s) acquire,
+// work while renewing every 600 ms, and release — or stop renewing and
+// vanish (a crash) — under random faults on virtual time, the server
+// reaping expired nodes every 100 ms. A holder acts on its lease from
+// Acquire's return until it releases, sees a renewal fail, or its Expires
+// passes, whichever is first; checked: never more than 2 act at once.
+func TestSimSearchTTLLeases(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+		synctest.Test(t, func(t *testing.T) { ttlLeaseSearch(t, seed) })
+	}
+}
+
+func ttlLeaseSearch(t *testing.T, seed uint64) {
+	defer settleBubble()
+	srv := sim.New(sim.WithRandomFaults(seed, 0.03), sim.WithTTLNodes(100*time.Millisecond))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
+	defer cancel()
+	const holders, rounds, leases, ttl = 4, 5, 2, 2 * time.Second
+	var mu sync.Mutex
+	var spans []tenureSpan
+	var wg sync.WaitGroup
+	for h := range holders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &simSession{srv: srv}
+			defer w.close()
+			for r := 0; r < rounds && ctx.Err() == nil; {
+				s, err := w.get(ctx)
+				if err != nil {
+					continue
+				}
+				le, err := runtime.NewTTLLeases(s, runtime.At("/l"), leases, ttl).Acquire(ctx, fmt.Sprintf("h%d-%d", h, r))
+				if err != nil {
+					continue
+				}
+				sp := tenureSpan{who: h, start: time.Now()}
+				crash := (h+r)%3 == 0
+				end := time.Now().Add(time.Duration(500+300*h) * time.Millisecond)
+				for time.Now().Before(end) {
+					time.Sleep(600 * time.Millisecond)
+					if crash {
+						continue // stops renewing: the server reaps it
+					}
+					if le.Renew(ctx) != nil {
+						break
+					}
+				}
+				sp.end = time.Now()
+				if exp := le.Expires(); exp.Before(sp.end) {
+					sp.end = exp // it stops acting at Expires
+				}
+				if !crash {
+					_ = le.Release(ctx)
+				}
+				mu.Lock()
+				spans = append(spans, sp)
+				mu.Unlock()
+				r++
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("seed %d: the holders did not finish: %d spans\n%s", seed, len(spans), simDump(srv, "/l"))
+	}
+	for _, a := range spans {
+		on := 0
+		for _, b := range spans {
+			if !b.start.After(a.start) && b.end.After(a.start) {
+				on++
+			}
+		}
+		if on > leases {
+			t.Errorf("seed %d: %d holders act at %v (at most %d)", seed, on, a.start, leases)
+		}
+	}
+	t.Logf("seed %d: %d leases held, %d faults", seed, len(spans), len(srv.FaultLog()))
+}
