@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -743,4 +744,137 @@ func ttlLeaseSearch(t *testing.T, seed uint64) {
 		}
 	}
 	t.Logf("seed %d: %d leases held, %d faults", seed, len(spans), len(srv.FaultLog()))
+}
+
+// TestSimSearchTwoPC: transactions of three participants under random
+// faults on virtual time. A coordinator proposes and coordinates; each
+// participant joins and votes (commit four times in five); everyone who
+// asks the outcome gets one. Checked: every outcome reported for a
+// transaction is the same, and a transaction commits only if every
+// participant's commit vote was accepted — a participant whose abort vote
+// was accepted never sees a commit.
+func TestSimSearchTwoPC(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+		synctest.Test(t, func(t *testing.T) { twoPCSearch(t, seed) })
+	}
+}
+
+func twoPCSearch(t *testing.T, seed uint64) {
+	defer settleBubble()
+	srv := sim.New(sim.WithRandomFaults(seed, 0.02))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
+	defer cancel()
+	parts := []runtime.Participant{"a", "b", "c"}
+	const txs = 4
+	tx := func(s *runtime.Session, k int) *runtime.TwoPhaseCommit[string] {
+		return runtime.NewTwoPhaseCommit(s, runtime.At(fmt.Sprintf("/tx/%d", k)), runtime.StringCodec(), parts)
+	}
+	var mu sync.Mutex
+	outcomes := map[int][]runtime.Decision{}
+	accepted := map[int]map[runtime.Participant]runtime.Decision{}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	votes := map[int]map[runtime.Participant]runtime.Decision{}
+	for k := range txs {
+		votes[k] = map[runtime.Participant]runtime.Decision{}
+		accepted[k] = map[runtime.Participant]runtime.Decision{}
+		for _, p := range parts {
+			votes[k][p] = runtime.Commit
+			if rng.IntN(5) == 0 {
+				votes[k][p] = runtime.Abort
+			}
+		}
+	}
+	outcome := func(k int, get func() (runtime.Decision, error)) {
+		for ctx.Err() == nil {
+			d, err := get()
+			if err == nil {
+				mu.Lock()
+				outcomes[k] = append(outcomes[k], d)
+				mu.Unlock()
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for k := range txs {
+		wg.Add(1)
+		go func() { // the coordinator
+			defer wg.Done()
+			w := &simSession{srv: srv}
+			defer w.close()
+			for ctx.Err() == nil {
+				s, err := w.get(ctx)
+				if err != nil {
+					continue
+				}
+				if err := tx(s, k).Propose(ctx); err == nil || errors.Is(err, runtime.ErrTxExists) {
+					break
+				}
+			}
+			outcome(k, func() (runtime.Decision, error) {
+				s, err := w.get(ctx)
+				if err != nil {
+					return 0, err
+				}
+				return tx(s, k).Coordinate(ctx)
+			})
+		}()
+		for _, p := range parts {
+			wg.Add(1)
+			go func() { // a participant
+				defer wg.Done()
+				w := &simSession{srv: srv}
+				defer w.close()
+				for ctx.Err() == nil {
+					s, err := w.get(ctx)
+					if err != nil {
+						continue
+					}
+					h := tx(s, k)
+					if err := h.Join(ctx, p); err != nil && !errors.Is(err, runtime.ErrAlreadyJoined) {
+						continue
+					}
+					err = h.Vote(ctx, p, votes[k][p])
+					if err == nil {
+						mu.Lock()
+						accepted[k][p] = votes[k][p]
+						mu.Unlock()
+					}
+					if err == nil || errors.Is(err, runtime.ErrPresenceLost) || errors.Is(err, runtime.ErrAlreadyVoted) ||
+						errors.Is(err, runtime.ErrAlreadyJoined) {
+						break
+					}
+				}
+				outcome(k, func() (runtime.Decision, error) {
+					s, err := w.get(ctx)
+					if err != nil {
+						return 0, err
+					}
+					return tx(s, k).Outcome(ctx)
+				})
+			}()
+		}
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("seed %d: the transactions did not finish\n%s", seed, simDump(srv, "/tx"))
+	}
+	for k := range txs {
+		ds := outcomes[k]
+		for _, d := range ds[1:] {
+			if d != ds[0] {
+				t.Errorf("seed %d: tx %d: outcomes %v disagree", seed, k, ds)
+			}
+		}
+		if len(ds) == 0 || ds[0] != runtime.Commit {
+			continue
+		}
+		for _, p := range parts {
+			if accepted[k][p] != runtime.Commit {
+				t.Errorf("seed %d: tx %d committed, but %s's accepted vote was %v", seed, k, p, accepted[k][p])
+			}
+		}
+	}
+	t.Logf("seed %d: outcomes %v, %d faults", seed, outcomes, len(srv.FaultLog()))
 }
