@@ -878,3 +878,85 @@ func twoPCSearch(t *testing.T, seed uint64) {
 	}
 	t.Logf("seed %d: outcomes %v, %d faults", seed, outcomes, len(srv.FaultLog()))
 }
+
+// TestSimSearchSupervise: three services under Supervise, each running
+// Lock.Do over and over with a unit of work under the lock's context,
+// under random faults on virtual time: sessions end and Supervise starts
+// the service again on a new one. A unit of work runs from the start of
+// Do's function until it returns or its context ends, whichever is first.
+// Checked: no two units overlap, and the services get all the work done
+// (Supervise keeps them going across their sessions' ends).
+func TestSimSearchSupervise(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+		synctest.Test(t, func(t *testing.T) { superviseSearch(t, seed) })
+	}
+}
+
+func superviseSearch(t *testing.T, seed uint64) {
+	defer settleBubble()
+	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
+	defer cancel()
+	const services, units = 3, 30
+	var mu sync.Mutex
+	var spans []tenureSpan
+	done, restarts := 0, 0
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range services {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = runtime.Supervise(work, []string{"127.0.0.1:2181"}, func(ctx context.Context, s *runtime.Session) error {
+				l := runtime.NewLock(s, runtime.At("/svc/lock"))
+				for {
+					err := l.Do(ctx, func(ctx context.Context) error {
+						sp := tenureSpan{who: i, start: time.Now()}
+						select {
+						case <-time.After(40 * time.Millisecond):
+						case <-ctx.Done():
+						}
+						sp.end = time.Now()
+						finished := ctx.Err() == nil
+						mu.Lock()
+						spans = append(spans, sp)
+						if finished {
+							done++
+							if done >= units {
+								stop()
+							}
+						}
+						mu.Unlock()
+						return nil
+					})
+					if s.Err() != nil || ctx.Err() != nil {
+						return s.Err()
+					}
+					_ = err // a lost lock or a fault: take it again
+				}
+			}, runtime.WithDialer(srv.DialContext), runtime.WithSessionTimeout(4*time.Second),
+				runtime.WithLogger(slog.New(slog.DiscardHandler)),
+				runtime.WithSessionEvents(func(ev runtime.SessionEvent) {
+					if ev.Generation > 1 {
+						mu.Lock()
+						restarts++
+						mu.Unlock()
+					}
+				}))
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("seed %d: %d of %d units done in 30 virtual minutes", seed, done, units)
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				t.Errorf("seed %d: units overlap: %d %v..%v and %d %v..%v", seed, a.who, a.start, a.end, b.who, b.start, b.end)
+			}
+		}
+	}
+	t.Logf("seed %d: %d units done, %d started, %d sessions replaced, %d faults", seed, done, len(spans), restarts, len(srv.FaultLog()))
+}
