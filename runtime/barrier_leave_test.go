@@ -64,8 +64,21 @@ func TestDoubleBarrierEnterListsOnlyWhenComplete(t *testing.T) {
 	const size = 4
 	ctx, dir, obs, fs, ps := doubleBarrierOf(t, size)
 	errs := make(chan error, size)
-	for _, p := range ps[:size-1] {
+	// The first three enter one after the other, each once it has read
+	// the directory's child count (its second getData: the first is the
+	// spec record's check, or the NoNode that makes the first one create
+	// the directory) — so the count each reads is below size. Entering
+	// them at once left that read to the scheduler: participant 0's came
+	// after the fourth's create once in clean-clone CI, saw 4 children and
+	// listed, as the last arrivals must.
+	for i, p := range ps[:size-1] {
+		counted := fs[i].p.RepliesReach(zktest.OpGetData, 2)
 		go func() { errs <- p.Enter(ctx) }()
+		select {
+		case <-counted:
+		case <-ctx.Done():
+			t.Fatalf("participant %d never read the child count: %v", i, ctx.Err())
+		}
 	}
 	waitChildren(t, ctx, obs, dir, size-1)
 	if err := ps[size-1].Enter(ctx); err != nil {
