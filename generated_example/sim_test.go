@@ -55,11 +55,21 @@ func TestServiceOnSimulator(t *testing.T) {
 				runtime.WithSessionEvents(func(ev runtime.SessionEvent) { sessions <- ev.ID }))
 		}()
 
+		// nextSession waits for Run's next session; Run must not end.
+		nextSession := func() int64 {
+			select {
+			case id := <-sessions:
+				return id
+			case err := <-run:
+				t.Fatalf("Run returned %v instead of starting a new session", err)
+				return 0
+			}
+		}
 		// The first session expires while the service waits for a job.
-		first := <-sessions
+		first := nextSession()
 		synctest.Wait() // the service waits for a job
 		srv.ExpireSession(first)
-		if second := <-sessions; second == first {
+		if second := nextSession(); second == first {
 			t.Fatal("Run did not start a new session")
 		}
 

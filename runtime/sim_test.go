@@ -248,3 +248,34 @@ func randomFaultsLock(t *testing.T, seed uint64, servers int, lag time.Duration)
 		t.Errorf("seed %d: no fault was injected", seed)
 	}
 }
+
+// A tenure's loss told before its session's end: the server deletes an
+// expired session's ephemeral nodes, firing their watches, before it
+// closes the connection, so fn may return ErrLockLost while the session
+// still looks alive. Supervise must take it for the session's end and run
+// fn again on a new session, not return the error (the service would stop
+// for good). fn here expires its own session and returns at once, before
+// the client can have heard of the expiry.
+func TestSuperviseLossBeforeSessionEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		runs := 0
+		err := runtime.Supervise(ctx, []string{"127.0.0.1:2181"}, func(ctx context.Context, s *runtime.Session) error {
+			runs++
+			if runs == 2 {
+				cancel() // the second run is the proof: done
+				return nil
+			}
+			srv.ExpireSession(s.ID())
+			return fmt.Errorf("work: %w", runtime.ErrLockLost)
+		}, runtime.WithDialer(srv.DialContext), runtime.WithSessionTimeout(4*time.Second),
+			runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil || runs != 2 {
+			t.Fatalf("Supervise = %v after %d runs; want fn run again on a new session", err, runs)
+		}
+	})
+}

@@ -115,7 +115,7 @@ func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Ses
 	go func() { ret <- fn(fctx, s) }()
 	select {
 	case err = <-ret:
-		ended := s.Err() != nil
+		ended := s.awaitFate(err)
 		s.Close()
 		s.tenures.Wait()
 		switch {
@@ -149,6 +149,33 @@ func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Ses
 
 // sessionEnd reports whether fn's error is the end of its session (ended:
 // the session had ended when fn returned) rather than a failure of its own.
+// awaitFate reports whether the session has ended, once fn returned err.
+// A tenure's loss can be told before the end of the session it comes from:
+// the server deletes an expired session's ephemeral nodes, firing their
+// watches, before it closes the session's connection, and a process that
+// resumes from a pause reads those events before the connection's end. So
+// when err is what a session's end makes recipes report and the end is not
+// known yet, it asks the session's clock and waits for the session's fate,
+// up to the time that clock takes to give up a silent connection (2/3 of
+// the timeout): a loss whose session lives on (a node deleted by someone
+// else) is fn's failure, returned after that wait.
+func (s *Session) awaitFate(err error) bool {
+	if s.Err() != nil || s.checkClock() {
+		return true
+	}
+	if err == nil || !sessionEnd(err, true) {
+		return false
+	}
+	t := time.NewTimer(s.sessionTimeout() * 2 / 3)
+	defer t.Stop()
+	select {
+	case <-s.Done():
+		return true
+	case <-t.C:
+		return s.checkClock()
+	}
+}
+
 func sessionEnd(err error, ended bool) bool {
 	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
 		return true
