@@ -68,7 +68,10 @@ const connectAttempt = 5 * time.Second
 // It returns nil when ctx ends (after cancelling fn's context and waiting
 // for fn) or when fn returns nil while its session lives: the work is done.
 // It returns fn's error when fn fails for another reason than the end of its
-// session, and an ErrTLSHandshake error when a connection fails over TLS
+// session — an error a session's end makes recipes report (ErrLockLost,
+// context.Canceled, ...) counts as the session's end once the session is
+// seen to end within 2/3 of its timeout, since a tenure's loss can be told
+// before the end of the session it comes from — and an ErrTLSHandshake error when a connection fails over TLS
 // (WithTLS) before a session is established: a certificate problem that
 // retrying does not mend. opts are Connect's (WithTLS, WithDialer, ...),
 // plus WithSessionEvents.
