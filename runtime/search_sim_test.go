@@ -122,6 +122,31 @@ func newQueueVariant(layout string, ack bool) queueVariant {
 	}
 }
 
+// forSeeds runs search on seeds 1..searchSeeds(), each in a synctest
+// bubble of its own.
+func forSeeds(t *testing.T, search func(t *testing.T, seed uint64)) {
+	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
+		synctest.Test(t, func(t *testing.T) { search(t, seed) })
+	}
+}
+
+// mostAtOnce returns the most spans on at one moment, and that moment:
+// spans overlap most at one of their starts.
+func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
+	for _, a := range spans {
+		on := 0
+		for _, b := range spans {
+			if !b.start.After(a.start) && b.end.After(a.start) {
+				on++
+			}
+		}
+		if on > most {
+			most, at = on, a.start
+		}
+	}
+	return most, at
+}
+
 func searchSeeds() int {
 	if n, err := strconv.Atoi(os.Getenv("ZKGEN_SIM_SEEDS")); err == nil && n > 0 {
 		return n
@@ -501,9 +526,7 @@ func simDump(srv *sim.Server, root string) string {
 // failed Add applied at most once: ErrOutcomeUnknown, or the session's end
 // after the write was sent).
 func TestSimSearchCounter(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { counterSearch(t, seed) })
-	}
+	forSeeds(t, counterSearch)
 }
 
 func counterSearch(t *testing.T, seed uint64) {
@@ -580,9 +603,7 @@ func settleBubble() { time.Sleep(time.Minute) }
 // releasing hook or until it is told its membership is lost, whichever
 // comes first; checked: no two members act on a partition at once.
 func TestSimSearchPartitioner(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { partitionerSearch(t, seed) })
-	}
+	forSeeds(t, partitionerSearch)
 }
 
 func partitionerSearch(t *testing.T, seed uint64) {
@@ -674,9 +695,7 @@ func partitionerSearch(t *testing.T, seed uint64) {
 // Acquire's return until it releases, sees a renewal fail, or its Expires
 // passes, whichever is first; checked: never more than 2 act at once.
 func TestSimSearchTTLLeases(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { ttlLeaseSearch(t, seed) })
-	}
+	forSeeds(t, ttlLeaseSearch)
 }
 
 func ttlLeaseSearch(t *testing.T, seed uint64) {
@@ -734,16 +753,8 @@ func ttlLeaseSearch(t *testing.T, seed uint64) {
 	if ctx.Err() != nil {
 		t.Fatalf("seed %d: the holders did not finish: %d spans\n%s", seed, len(spans), simDump(srv, "/l"))
 	}
-	for _, a := range spans {
-		on := 0
-		for _, b := range spans {
-			if !b.start.After(a.start) && b.end.After(a.start) {
-				on++
-			}
-		}
-		if on > leases {
-			t.Errorf("seed %d: %d holders act at %v (at most %d)", seed, on, a.start, leases)
-		}
+	if on, at := mostAtOnce(spans); on > leases {
+		t.Errorf("seed %d: %d holders act at %v (at most %d)", seed, on, at, leases)
 	}
 	t.Logf("seed %d: %d leases held, %d faults", seed, len(spans), len(srv.FaultLog()))
 }
@@ -756,9 +767,7 @@ func ttlLeaseSearch(t *testing.T, seed uint64) {
 // participant's commit vote was accepted — a participant whose abort vote
 // was accepted never sees a commit.
 func TestSimSearchTwoPC(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { twoPCSearch(t, seed) })
-	}
+	forSeeds(t, twoPCSearch)
 }
 
 func twoPCSearch(t *testing.T, seed uint64) {
@@ -889,9 +898,7 @@ func twoPCSearch(t *testing.T, seed uint64) {
 // Checked: no two units overlap, and the services get all the work done
 // (Supervise keeps them going across their sessions' ends).
 func TestSimSearchSupervise(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { superviseSearch(t, seed) })
-	}
+	forSeeds(t, superviseSearch)
 }
 
 func superviseSearch(t *testing.T, seed uint64) {
@@ -972,9 +979,7 @@ func superviseSearch(t *testing.T, seed uint64) {
 // the order they applied, carry non-decreasing fencing tokens (a stale
 // holder's write never lands after its successor's).
 func TestSimSearchFencedUnderReap(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { fencedReapSearch(t, seed) })
-	}
+	forSeeds(t, fencedReapSearch)
 }
 
 func fencedReapSearch(t *testing.T, seed uint64) {

@@ -528,15 +528,8 @@ func watchUntil(t *testing.T, servers string, out io.Writer, chunks <-chan strin
 		}
 		all.WriteString(c)
 	}
-	// Interrupted, --watch stops with success (signal.NotifyContext holds
-	// SIGINT while inspect runs, so the test process lives on).
-	self, err := os.FindProcess(os.Getpid())
-	if err == nil {
-		err = self.Signal(os.Interrupt)
-	}
-	if err != nil {
-		t.Fatalf("interrupt: %v", err)
-	}
+	// Interrupted, --watch stops with success.
+	interruptSelf(t)
 	for {
 		select {
 		case c := <-code:
@@ -549,6 +542,19 @@ func watchUntil(t *testing.T, servers string, out io.Writer, chunks <-chan strin
 				chunks = nil
 			}
 		}
+	}
+}
+
+// interruptSelf sends SIGINT to the test process: a command under test
+// holds it with signal.NotifyContext while it runs, so the process lives on.
+func interruptSelf(t *testing.T) {
+	t.Helper()
+	self, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = self.Signal(os.Interrupt)
+	}
+	if err != nil {
+		t.Fatalf("interrupt: %v", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,13 +44,7 @@ func TestSimCommand(t *testing.T) {
 		t.Fatalf("get: %q, %v", data, err)
 	}
 	c.Close()
-	self, err := os.FindProcess(os.Getpid())
-	if err == nil {
-		err = self.Signal(os.Interrupt)
-	}
-	if err != nil {
-		t.Fatalf("interrupt: %v", err)
-	}
+	interruptSelf(t)
 	for {
 		select {
 		case got := <-code:
