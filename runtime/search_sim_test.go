@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
-	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -20,35 +16,40 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest/sim"
 )
 
-// Searching for bugs on the simulator: each seed runs a queue workload
-// under random faults (every request cut before or after it, or its replies
-// held, with probability 3%) on virtual time, and checks the queue's
-// contract on what the clients saw, not on how the queue works:
+// The workloads of the search (search_driver_test.go): one per recipe
+// kind, each with the contract it checks in its comment. Sizes are a
+// run's before shrinking: procs processes, ops operations each.
+var searchWorkloads = []workload{
+	{name: "queue-fifo", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "fifo", false) }},
+	{name: "queue-priority", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "priority", false) }},
+	{name: "queue-delay", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "delay", false) }},
+	{name: "ackqueue-fifo", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "fifo", true) }},
+	{name: "ackqueue-priority", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "priority", true) }},
+	{name: "ackqueue-delay", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "delay", true) }},
+	{name: "lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock") }},
+	{name: "lock-kazoo", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock-kazoo") }},
+	{name: "semaphore", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "semaphore") }},
+	{name: "election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "election") }},
+	{name: "rwlock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "rwlock") }},
+	{name: "counter", procs: 3, ops: 20, minProcs: 1, rate: 0.03, run: counterSearch},
+	{name: "partitioner", procs: 3, ops: 4, minProcs: 1, rate: 0.02, run: partitionerSearch},
+	{name: "ttllease", procs: 4, ops: 5, minProcs: 1, rate: 0.03, run: ttlLeaseSearch},
+	{name: "twopc", procs: 3, ops: 4, minProcs: 3, rate: 0.02, run: twoPCSearch},
+	{name: "supervise", procs: 3, ops: 30, minProcs: 1, rate: 0.03, run: superviseSearch},
+	{name: "fenced-reap", procs: 3, ops: 10, minProcs: 1, rate: 0.03, run: fencedReapSearch},
+}
+
+// The queue workloads: producers put, consumers take while they do, under
+// random faults on virtual time; then one consumer drains what is left.
+// Checked on what the clients saw, not on how the queue works:
 //
 //   - at-most-once (Queue): no item is delivered twice; an item whose Put
 //     returned nil is delivered unless a Take reported ErrTakeUncertain
 //     (the loss the contract allows, one per uncertain take); nothing is
 //     delivered that was not put;
 //   - at-least-once (AckQueue): every item whose Put returned nil is acked;
-//     no item is acked twice; nothing is delivered that was not put.
-//
-// searchSeeds seeds by default; ZKGEN_SIM_SEEDS=n runs n. The seed fixes
-// the faults' draws, not the goroutines' interleaving.
-func TestSimSearchQueues(t *testing.T) {
-	for _, layout := range []string{"fifo", "priority", "delay"} {
-		for _, ack := range []bool{false, true} {
-			name := layout + "/at-most-once"
-			if ack {
-				name = layout + "/at-least-once"
-			}
-			t.Run(name, func(t *testing.T) {
-				for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-					synctest.Test(t, func(t *testing.T) { queueSearch(t, seed, layout, ack) })
-				}
-			})
-		}
-	}
-}
+//     no item is acked twice; nothing is delivered that was not put;
+//   - delay queues: nothing is delivered before its due time.
 
 // queueVariant puts and takes on one kind of queue: put(item, due) and
 // take, which returns the item, its Delivery (at-least-once) or nil, and
@@ -122,14 +123,6 @@ func newQueueVariant(layout string, ack bool) queueVariant {
 	}
 }
 
-// forSeeds runs search on seeds 1..searchSeeds(), each in a synctest
-// bubble of its own.
-func forSeeds(t *testing.T, search func(t *testing.T, seed uint64)) {
-	for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-		synctest.Test(t, func(t *testing.T) { search(t, seed) })
-	}
-}
-
 // mostAtOnce returns the most spans on at one moment, and that moment:
 // spans overlap most at one of their starts.
 func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
@@ -147,18 +140,12 @@ func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
 	return most, at
 }
 
-func searchSeeds() int {
-	if n, err := strconv.Atoi(os.Getenv("ZKGEN_SIM_SEEDS")); err == nil && n > 0 {
-		return n
-	}
-	return 3
-}
-
 // simSession keeps a session open on srv for a worker: a new one when the
 // last one ended.
 type simSession struct {
-	srv *sim.Server
-	s   *runtime.Session
+	srv     *sim.Server
+	s       *runtime.Session
+	crashed []*runtime.Session // sessions of the process before it crashed (searchRun.crash)
 }
 
 func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
@@ -178,16 +165,19 @@ func (w *simSession) close() {
 	if w.s != nil {
 		w.s.Close()
 	}
+	for _, s := range w.crashed { // the test's own cleanup: the process was dead
+		s.Close()
+	}
+	w.s, w.crashed = nil, nil
 }
 
-func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
-	defer settleBubble()
+func queueSearch(r *searchRun, layout string, ack bool) {
 	q := newQueueVariant(layout, ack)
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
-	defer srv.Close()
+	srv := r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	const producers, consumers, items = 2, 2, 30
+	producers := max(1, r.cfg.Procs/2)
+	consumers, items := max(1, r.cfg.Procs-producers), r.cfg.Ops
 	var mu sync.Mutex
 	put := map[string]bool{}          // Put returned nil
 	uncertainPut := map[string]bool{} // Put returned ErrPutUncertain
@@ -197,20 +187,23 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 	due := map[string]time.Time{}   // a delay queue's items' due times
 	var early []string              // delivered before due
 	uncertainTakes := 0
-	take := func(s *runtime.Session, tctx context.Context) {
+	take := func(who int, s *runtime.Session, tctx context.Context) {
 		v, d, err := q.take(tctx, s)
 		now := time.Now()
 		if v == "" {
 			if errors.Is(err, runtime.ErrTakeUncertain) {
+				r.event(who, "take: %v", err)
 				mu.Lock()
 				uncertainTakes++
 				mu.Unlock()
 			}
 			return
 		}
+		r.event(who, "took %s (err %v)", v, err)
 		var aerr error
 		if d != nil {
 			aerr = d.Ack(ctx)
+			r.event(who, "ack %s: %v", v, aerr)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -237,8 +230,7 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
+			w := r.session()
 			for i := 0; i < items; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -252,6 +244,7 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 				}
 				mu.Unlock()
 				err = q.put(ctx, s, item, at)
+				r.event(p, "put %s: %v", item, err)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -266,12 +259,11 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 		}()
 	}
 	var cwg sync.WaitGroup
-	for range consumers {
+	for c := range consumers {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
+			w := r.session()
 			for {
 				select {
 				case <-done:
@@ -283,22 +275,26 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 					continue
 				}
 				tctx, tcancel := context.WithTimeout(ctx, time.Second)
-				take(s, tctx)
+				take(producers+c, s, tctx)
 				tcancel()
 			}
 		}()
 	}
 	wg.Wait()
 	close(done)
-	cwg.Wait() // every worker's session closed: their claims are gone
+	cwg.Wait()
 
 	// Quiet: no more faults; one consumer drains what is left.
 	srv.SetFaultRate(0)
-	drain := &simSession{srv: srv}
+	r.quiet("/q", 30*time.Second)
+	for _, w := range r.sessions { // the workers end: their claims with them
+		w.close()
+	}
+	drain := r.session()
 	for {
 		s, err := drain.get(ctx)
 		if err != nil {
-			t.Fatalf("seed %d: the drain cannot connect without faults: %v", seed, err)
+			r.Fatalf("the drain cannot connect without faults: %v", err)
 		}
 		mu.Lock()
 		n := 0
@@ -307,7 +303,7 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 		}
 		mu.Unlock()
 		tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
-		take(s, tctx)
+		take(producers+consumers, s, tctx)
 		tcancel()
 		mu.Lock()
 		m := 0
@@ -319,58 +315,53 @@ func queueSearch(t *testing.T, seed uint64, layout string, ack bool) {
 			break // nothing left within 10 virtual seconds
 		}
 	}
-	drain.close()
+	r.finish("/q", 0, queueDurable...)
 
 	mu.Lock()
 	defer mu.Unlock()
-	fail := func(format string, args ...any) {
-		t.Errorf("seed %d (%s, ack %v): %s; %d faults", seed, layout, ack, fmt.Sprintf(format, args...), len(srv.FaultLog()))
-	}
 	for _, e := range early {
-		fail("delivered before its due time: %s", e)
+		r.violate("never before its due time", "%s", e)
 	}
 	for item, n := range delivered {
 		if !put[item] && !uncertainPut[item] {
-			fail("%s delivered but never put", item)
+			r.violate("nothing delivered that was not put", "%s delivered but never put", item)
 		}
 		if !ack && n > 1 {
-			fail("%s delivered %d times by an at-most-once queue", item, n)
+			r.violate("at-most-once: never twice", "%s delivered %d times", item, n)
 		}
 	}
 	lost := 0
 	for item := range put {
 		switch {
 		case ack && acked[item] > 1:
-			fail("%s acked %d times", item, acked[item])
+			r.violate("at-least-once: acked once", "%s acked %d times", item, acked[item])
 		case ack && acked[item] == 0 && !ackUnknown[item]:
-			fail("%s put and never acked (delivered %d times)", item, delivered[item])
+			r.violate("at-least-once: never lost", "%s put and never acked (delivered %d times)", item, delivered[item])
 		case !ack && delivered[item] == 0:
 			lost++
 		}
 	}
 	if lost > uncertainTakes {
-		fail("%d items put and never delivered, with %d uncertain takes", lost, uncertainTakes)
+		r.violate("at-most-once: lost only by an uncertain take", "%d items put and never delivered, with %d uncertain takes", lost, uncertainTakes)
 	}
-	t.Logf("seed %d (%s, ack %v): %d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes, %d faults",
-		seed, layout, ack, len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes, len(srv.FaultLog()))
+	r.Logf("%d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes",
+		len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes)
 }
 
-// TestSimSearchTenures runs contenders for a tenure under random faults on
-// virtual time and checks, on what they saw, that at most max tenures are
-// on at any moment — a tenure runs from its grant until its holder stops
-// acting on it: it gives it up, or is told it is lost — and, for
-// elections, that epochs strictly grow from one leadership to the next:
-// a semaphore of 2 leases, an election, and the write and read sides of a
-// read/write lock (writers alone; readers with readers only).
-func TestSimSearchTenures(t *testing.T) {
-	for _, kind := range []string{"semaphore", "election", "rwlock"} {
-		t.Run(kind, func(t *testing.T) {
-			for seed := uint64(1); seed <= uint64(searchSeeds()); seed++ {
-				synctest.Test(t, func(t *testing.T) { tenureSearch(t, seed, kind) })
-			}
-		})
-	}
-}
+// queueDurable is what a queue keeps after its processes end: its
+// directories and the items nobody took (none, once drained).
+var queueDurable = []string{"/q", "/q/*", "/q/p-*/b-*"}
+
+// The tenure workloads: contenders for a tenure under random faults on
+// virtual time. Checked on what they saw: at most max tenures are on at
+// any moment — a tenure runs from its grant until its holder stops acting
+// on it: it gives it up, is told it is lost, or its process crashes — and,
+// for elections, that epochs strictly grow from one leadership to the
+// next; locks of both layouts, a semaphore of 2 leases, an election, and
+// the write and read sides of a read/write lock (writers alone; readers
+// with readers only). A contender crashes now and then while it holds (its
+// process stops; its session is cut off from the server and expires, and
+// the process starts again on a new session): the others must go on.
 
 // tenureSpan is one tenure as its holder saw it.
 type tenureSpan struct {
@@ -385,6 +376,16 @@ type tenureSpan struct {
 func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lost <-chan struct{}, release func(), sp tenureSpan, err error) {
 	sp.who, sp.write = i, true
 	switch kind {
+	case "lock", "lock-kazoo":
+		var opts []runtime.LockOption
+		if kind == "lock-kazoo" {
+			opts = append(opts, runtime.WithLayout(runtime.LayoutKazoo))
+		}
+		l := runtime.NewLock(s, runtime.At("/t/lock"), opts...)
+		if err := l.Lock(ctx); err != nil {
+			return nil, nil, sp, err
+		}
+		return l.Lost(), func() { _ = l.Unlock(ctx) }, sp, nil
 	case "semaphore":
 		le, err := runtime.NewSemaphore(s, runtime.At("/t/sem"), 2).Acquire(ctx)
 		if err != nil {
@@ -413,13 +414,32 @@ func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lo
 	}
 }
 
-func tenureSearch(t *testing.T, seed uint64, kind string) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
-	defer srv.Close()
+// crash stops the process that keeps w as if killed: nothing of its
+// session reaches the server any more (which expires it in its own time),
+// and nothing the process would have done next happens. The process may
+// start again with w.get: a new session.
+func (r *searchRun) crash(who int, w *simSession) {
+	if w.s == nil {
+		return
+	}
+	r.event(who, "crashes (session %x)", w.s.ID())
+	r.srv.Isolate(w.s.ID(), true)
+	w.crashed = append(w.crashed, w.s)
+	w.s = nil
+}
+
+// procRand is process who's own draws of the run: the same for a seed
+// whatever the other processes do.
+func (r *searchRun) procRand(who int) *rand.Rand {
+	return rand.New(rand.NewPCG(r.cfg.Seed, uint64(who)+1))
+}
+
+func tenureSearch(r *searchRun, kind string) {
+	srv := r.server()
+	_ = srv
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	const contenders, rounds = 4, 8
+	contenders, rounds := r.cfg.Procs, r.cfg.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
 	var wg sync.WaitGroup
@@ -427,35 +447,45 @@ func tenureSearch(t *testing.T, seed uint64, kind string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
-			for r := 0; r < rounds && ctx.Err() == nil; {
+			w := r.session()
+			rng := r.procRand(i)
+			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
 					continue
 				}
 				lost, release, sp, err := takeTenure(ctx, s, kind, i)
 				if err != nil {
+					r.event(i, "take: %v", err)
 					continue
 				}
 				sp.start = time.Now()
+				r.event(i, "holds (epoch %d)", sp.epoch)
+				crash := rng.IntN(10) == 0
 				select {
 				case <-lost:
+					r.event(i, "told lost")
 				case <-time.After(50 * time.Millisecond): // the work
 				}
-				sp.end = time.Now() // told lost, or done: it acts no more
-				release()
+				sp.end = time.Now() // told lost, done, or dead: it acts no more
+				if crash {
+					r.crash(i, w)
+				} else {
+					release()
+					r.event(i, "released")
+				}
 				mu.Lock()
 				spans = append(spans, sp)
 				mu.Unlock()
-				r++
+				k++
 			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("seed %d (%s): the contenders did not finish: %d tenures\n%s", seed, kind, len(spans), simDump(srv, "/t"))
+		r.stall("the contenders did not finish: %d tenures\n%s", len(spans), simDump(r.srv, "/t"))
 	}
+	r.finish("/t", 30*time.Second, "/t", "/t/*", "/t/elect/epoch")
 	limit := 1
 	if kind == "semaphore" {
 		limit = 2
@@ -472,20 +502,21 @@ func tenureSearch(t *testing.T, seed uint64, kind string) {
 		}
 		switch {
 		case kind != "rwlock" && on > limit:
-			t.Errorf("seed %d (%s): %d tenures on at %v (at most %d)", seed, kind, on, a.start, limit)
+			r.violate("at most N holders", "%d tenures on at %s (at most %d)", on, r.since(a.start), limit)
 		case kind == "rwlock" && exclusive && on > 1:
-			t.Errorf("seed %d (rwlock): a writer and %d other tenures on at %v", seed, on-1, a.start)
+			r.violate("a writer holds alone", "a writer and %d other tenures on at %s", on-1, r.since(a.start))
 		}
 	}
 	if kind == "election" {
 		slices.SortFunc(spans, func(a, b tenureSpan) int { return a.start.Compare(b.start) })
 		for k := 1; k < len(spans); k++ {
 			if spans[k].epoch <= spans[k-1].epoch {
-				t.Errorf("seed %d: leadership of %d at %v has epoch %d after epoch %d", seed, spans[k].who, spans[k].start, spans[k].epoch, spans[k-1].epoch)
+				r.violate("epochs strictly grow", "leadership of p%d at %s has epoch %d after epoch %d",
+					spans[k].who, r.since(spans[k].start), spans[k].epoch, spans[k-1].epoch)
 			}
 		}
 	}
-	t.Logf("seed %d (%s): %d tenures, %d faults", seed, kind, len(spans), len(srv.FaultLog()))
+	r.Logf("%d tenures", len(spans))
 }
 
 // simDump lists the nodes under root with their owners, and the live
@@ -519,39 +550,33 @@ func simDump(srv *sim.Server, root string) string {
 	return out
 }
 
-// TestSimSearchCounter: workers add 1 to a counter under random faults on
+// The counter workload: workers add 1 to a counter under random faults on
 // virtual time. Checked on what they saw: no two successful Adds returned
 // the same value (each is one atomic step), and the final value is at
 // least the successful Adds and at most those plus the failed ones (a
 // failed Add applied at most once: ErrOutcomeUnknown, or the session's end
 // after the write was sent).
-func TestSimSearchCounter(t *testing.T) {
-	forSeeds(t, counterSearch)
-}
-
-func counterSearch(t *testing.T, seed uint64) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
-	defer srv.Close()
+func counterSearch(r *searchRun) {
+	srv := r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	const workers, adds = 3, 20
+	workers, adds := r.cfg.Procs, r.cfg.Ops
 	var mu sync.Mutex
 	seen := map[int64]int{} // value returned -> how many Adds returned it
 	ok, unknown := 0, 0
 	var wg sync.WaitGroup
-	for range workers {
+	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
+			w := r.session()
 			for n := 0; n < adds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
 					continue
 				}
 				v, err := runtime.NewCounter(s, runtime.At("/c")).Add(ctx, 1)
+				r.event(i, "add 1: %d, %v", v, err)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -569,26 +594,29 @@ func counterSearch(t *testing.T, seed uint64) {
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		r.stall("the workers did not finish")
+	}
 	srv.SetFaultRate(0)
-	w := &simSession{srv: srv}
-	defer w.close()
+	w := r.session()
 	s, err := w.get(ctx)
 	if err != nil {
-		t.Fatal(err)
+		r.Fatalf("%v", err)
 	}
 	final, err := runtime.NewCounter(s, runtime.At("/c")).Add(ctx, 0)
 	if err != nil {
-		t.Fatalf("seed %d: reading the counter: %v", seed, err)
+		r.Fatalf("reading the counter: %v", err)
 	}
 	for v, n := range seen {
 		if n > 1 {
-			t.Errorf("seed %d: %d successful Adds returned %d", seed, n, v)
+			r.violate("each Add one atomic step", "%d successful Adds returned %d", n, v)
 		}
 	}
 	if final < int64(ok) || final > int64(ok+unknown) {
-		t.Errorf("seed %d: final value %d, with %d successful Adds and %d unknown", seed, final, ok, unknown)
+		r.violate("every Add applied once, a failed one at most once", "final value %d, with %d successful Adds and %d unknown", final, ok, unknown)
 	}
-	t.Logf("seed %d: final %d, %d ok, %d unknown, %d faults", seed, final, ok, unknown, len(srv.FaultLog()))
+	r.finish("/c", 10*time.Second, "/c")
+	r.Logf("final %d, %d ok, %d unknown", final, ok, unknown)
 }
 
 // settleBubble, deferred first in a synctest bubble, lets the goroutines
@@ -597,22 +625,17 @@ func counterSearch(t *testing.T, seed uint64) {
 // the background is bounded too. On virtual time it costs nothing.
 func settleBubble() { time.Sleep(time.Minute) }
 
-// TestSimSearchPartitioner: members of an 8-partition partitioner join,
+// The partitioner workload: members of an 8-partition partitioner join,
 // stay a while and leave, over and over, under random faults on virtual
 // time. A member acts on partition i from its acquired hook until its
 // releasing hook or until it is told its membership is lost, whichever
 // comes first; checked: no two members act on a partition at once.
-func TestSimSearchPartitioner(t *testing.T) {
-	forSeeds(t, partitionerSearch)
-}
-
-func partitionerSearch(t *testing.T, seed uint64) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.02))
-	defer srv.Close()
+func partitionerSearch(r *searchRun) {
+	srv := r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	const members, partitions, rounds = 3, 8, 4
+	const partitions = 8
+	members, rounds := r.cfg.Procs, r.cfg.Ops
 	type act struct {
 		who, part  int
 		start, end time.Time
@@ -624,9 +647,8 @@ func partitionerSearch(t *testing.T, seed uint64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
-			for r := 0; r < rounds && ctx.Err() == nil; {
+			w := r.session()
+			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
 					continue
@@ -648,10 +670,13 @@ func partitionerSearch(t *testing.T, seed uint64) {
 						omu.Lock()
 						open[i] = time.Now()
 						omu.Unlock()
+						r.event(m, "acts on partition %d", i)
 					}, stop), runtime.WithRebalanceDelay(0))
 				if err != nil {
+					r.event(m, "join: %v", err)
 					continue
 				}
+				r.event(m, "joined")
 				lost := a.Lost()
 				select {
 				case <-lost:
@@ -668,43 +693,39 @@ func partitionerSearch(t *testing.T, seed uint64) {
 				for _, i := range still {
 					stop(i)
 				}
-				_ = a.Leave(ctx)
-				r++
+				r.event(m, "stops acting on %v; leave: %v", still, a.Leave(ctx))
+				k++
 			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("seed %d: the members did not finish\n%s", seed, simDump(srv, "/p"))
+		r.stall("the members did not finish\n%s", simDump(srv, "/p"))
 	}
+	r.finish("/p", 30*time.Second, "/p", "/p/*")
 	for i, x := range acts {
 		for _, y := range acts[i+1:] {
 			if x.part == y.part && x.who != y.who && x.start.Before(y.end) && y.start.Before(x.end) {
-				t.Errorf("seed %d: partition %d: member %d acted %v..%v and member %d %v..%v", seed, x.part,
-					x.who, x.start, x.end, y.who, y.start, y.end)
+				r.violate("a partition owned by one member at a time", "partition %d: p%d acted %s..%s and p%d %s..%s", x.part,
+					x.who, r.since(x.start), r.since(x.end), y.who, r.since(y.start), r.since(y.end))
 			}
 		}
 	}
-	t.Logf("seed %d: %d spans of work, %d faults", seed, len(acts), len(srv.FaultLog()))
+	r.Logf("%d spans of work", len(acts))
 }
 
-// TestSimSearchTTLLeases: holders of a 2-lease TTL set (ttl 2 s) acquire,
+// The TTL lease workload: holders of a 2-lease TTL set (ttl 2 s) acquire,
 // work while renewing every 600 ms, and release — or stop renewing and
 // vanish (a crash) — under random faults on virtual time, the server
 // reaping expired nodes every 100 ms. A holder acts on its lease from
 // Acquire's return until it releases, sees a renewal fail, or its Expires
 // passes, whichever is first; checked: never more than 2 act at once.
-func TestSimSearchTTLLeases(t *testing.T) {
-	forSeeds(t, ttlLeaseSearch)
-}
-
-func ttlLeaseSearch(t *testing.T, seed uint64) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03), sim.WithTTLNodes(100*time.Millisecond))
-	defer srv.Close()
+func ttlLeaseSearch(r *searchRun) {
+	srv := r.server(sim.WithTTLNodes(100 * time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	const holders, rounds, leases, ttl = 4, 5, 2, 2 * time.Second
+	const leases, ttl = 2, 2 * time.Second
+	holders, rounds := r.cfg.Procs, r.cfg.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
 	var wg sync.WaitGroup
@@ -712,26 +733,28 @@ func ttlLeaseSearch(t *testing.T, seed uint64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
-			for r := 0; r < rounds && ctx.Err() == nil; {
+			w := r.session()
+			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
 					continue
 				}
-				le, err := runtime.NewTTLLeases(s, runtime.At("/l"), leases, ttl).Acquire(ctx, fmt.Sprintf("h%d-%d", h, r))
+				le, err := runtime.NewTTLLeases(s, runtime.At("/l"), leases, ttl).Acquire(ctx, fmt.Sprintf("h%d-%d", h, k))
 				if err != nil {
 					continue
 				}
 				sp := tenureSpan{who: h, start: time.Now()}
-				crash := (h+r)%3 == 0
+				r.event(h, "holds a lease until %s", r.since(le.Expires()))
+				crash := (h+k)%3 == 0
 				end := time.Now().Add(time.Duration(500+300*h) * time.Millisecond)
 				for time.Now().Before(end) {
 					time.Sleep(600 * time.Millisecond)
 					if crash {
 						continue // stops renewing: the server reaps it
 					}
-					if le.Renew(ctx) != nil {
+					err := le.Renew(ctx)
+					r.event(h, "renew: %v (until %s)", err, r.since(le.Expires()))
+					if err != nil {
 						break
 					}
 				}
@@ -740,51 +763,48 @@ func ttlLeaseSearch(t *testing.T, seed uint64) {
 					sp.end = exp // it stops acting at Expires
 				}
 				if !crash {
-					_ = le.Release(ctx)
+					r.event(h, "release: %v", le.Release(ctx))
+				} else {
+					r.event(h, "stops renewing (a crash)")
 				}
 				mu.Lock()
 				spans = append(spans, sp)
 				mu.Unlock()
-				r++
+				k++
 			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("seed %d: the holders did not finish: %d spans\n%s", seed, len(spans), simDump(srv, "/l"))
+		r.stall("the holders did not finish: %d spans\n%s", len(spans), simDump(srv, "/l"))
 	}
+	r.finish("/l", 30*time.Second, "/l")
 	if on, at := mostAtOnce(spans); on > leases {
-		t.Errorf("seed %d: %d holders act at %v (at most %d)", seed, on, at, leases)
+		r.violate("at most N holders", "%d holders act at %s (at most %d)", on, r.since(at), leases)
 	}
-	t.Logf("seed %d: %d leases held, %d faults", seed, len(spans), len(srv.FaultLog()))
+	r.Logf("%d leases held", len(spans))
 }
 
-// TestSimSearchTwoPC: transactions of three participants under random
+// The 2PC workload: transactions of three participants under random
 // faults on virtual time. A coordinator proposes and coordinates; each
 // participant joins and votes (commit four times in five); everyone who
 // asks the outcome gets one. Checked: every outcome reported for a
 // transaction is the same, and a transaction commits only if every
 // participant's commit vote was accepted — a participant whose abort vote
 // was accepted never sees a commit.
-func TestSimSearchTwoPC(t *testing.T) {
-	forSeeds(t, twoPCSearch)
-}
-
-func twoPCSearch(t *testing.T, seed uint64) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.02))
-	defer srv.Close()
+func twoPCSearch(r *searchRun) {
+	srv := r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	parts := []runtime.Participant{"a", "b", "c"}
-	const txs = 4
+	txs := r.cfg.Ops
 	tx := func(s *runtime.Session, k int) *runtime.TwoPhaseCommit[string] {
 		return runtime.NewTwoPhaseCommit(s, runtime.At(fmt.Sprintf("/tx/%d", k)), runtime.StringCodec(), parts)
 	}
 	var mu sync.Mutex
 	outcomes := map[int][]runtime.Decision{}
 	accepted := map[int]map[runtime.Participant]runtime.Decision{}
-	rng := rand.New(rand.NewPCG(seed, 7))
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 7))
 	votes := map[int]map[runtime.Participant]runtime.Decision{}
 	for k := range txs {
 		votes[k] = map[runtime.Participant]runtime.Decision{}
@@ -796,10 +816,11 @@ func twoPCSearch(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	outcome := func(k int, get func() (runtime.Decision, error)) {
+	outcome := func(who string, k int, get func() (runtime.Decision, error)) {
 		for ctx.Err() == nil {
 			d, err := get()
 			if err == nil {
+				r.event(0, "%s: tx %d outcome %v", who, k, d)
 				mu.Lock()
 				outcomes[k] = append(outcomes[k], d)
 				mu.Unlock()
@@ -812,18 +833,19 @@ func twoPCSearch(t *testing.T, seed uint64) {
 		wg.Add(1)
 		go func() { // the coordinator
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
+			w := r.session()
 			for ctx.Err() == nil {
 				s, err := w.get(ctx)
 				if err != nil {
 					continue
 				}
-				if err := tx(s, k).Propose(ctx); err == nil || errors.Is(err, runtime.ErrTxExists) {
+				err = tx(s, k).Propose(ctx)
+				r.event(0, "coordinator: tx %d propose: %v", k, err)
+				if err == nil || errors.Is(err, runtime.ErrTxExists) {
 					break
 				}
 			}
-			outcome(k, func() (runtime.Decision, error) {
+			outcome("coordinator", k, func() (runtime.Decision, error) {
 				s, err := w.get(ctx)
 				if err != nil {
 					return 0, err
@@ -835,8 +857,7 @@ func twoPCSearch(t *testing.T, seed uint64) {
 			wg.Add(1)
 			go func() { // a participant
 				defer wg.Done()
-				w := &simSession{srv: srv}
-				defer w.close()
+				w := r.session()
 				for ctx.Err() == nil {
 					s, err := w.get(ctx)
 					if err != nil {
@@ -847,6 +868,7 @@ func twoPCSearch(t *testing.T, seed uint64) {
 						continue
 					}
 					err = h.Vote(ctx, p, votes[k][p])
+					r.event(0, "%s: tx %d vote %v: %v", p, k, votes[k][p], err)
 					if err == nil {
 						mu.Lock()
 						accepted[k][p] = votes[k][p]
@@ -857,7 +879,7 @@ func twoPCSearch(t *testing.T, seed uint64) {
 						break
 					}
 				}
-				outcome(k, func() (runtime.Decision, error) {
+				outcome(string(p), k, func() (runtime.Decision, error) {
 					s, err := w.get(ctx)
 					if err != nil {
 						return 0, err
@@ -869,13 +891,16 @@ func twoPCSearch(t *testing.T, seed uint64) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("seed %d: the transactions did not finish\n%s", seed, simDump(srv, "/tx"))
+		r.stall("the transactions did not finish\n%s", simDump(srv, "/tx"))
 	}
+	// A transaction is durable (its node, votes and decision), and so is
+	// the proposer's .coordinator node while its session lives (Propose).
+	r.finish("/tx", 30*time.Second, "/tx", "/tx/*", "/tx/*/[abc]", "/tx/*/.decision", "/tx/*/.coordinator")
 	for k := range txs {
 		ds := outcomes[k]
 		for _, d := range ds[1:] {
 			if d != ds[0] {
-				t.Errorf("seed %d: tx %d: outcomes %v disagree", seed, k, ds)
+				r.violate("2PC: one outcome", "tx %d: outcomes %v disagree", k, ds)
 			}
 		}
 		if len(ds) == 0 || ds[0] != runtime.Commit {
@@ -883,31 +908,25 @@ func twoPCSearch(t *testing.T, seed uint64) {
 		}
 		for _, p := range parts {
 			if accepted[k][p] != runtime.Commit {
-				t.Errorf("seed %d: tx %d committed, but %s's accepted vote was %v", seed, k, p, accepted[k][p])
+				r.violate("2PC: all or nothing", "tx %d committed, but %s's accepted vote was %v", k, p, accepted[k][p])
 			}
 		}
 	}
-	t.Logf("seed %d: outcomes %v, %d faults", seed, outcomes, len(srv.FaultLog()))
+	r.Logf("outcomes %v", outcomes)
 }
 
-// TestSimSearchSupervise: three services under Supervise, each running
+// The Supervise workload: three services under Supervise, each running
 // Lock.Do over and over with a unit of work under the lock's context,
 // under random faults on virtual time: sessions end and Supervise starts
 // the service again on a new one. A unit of work runs from the start of
 // Do's function until it returns or its context ends, whichever is first.
 // Checked: no two units overlap, and the services get all the work done
 // (Supervise keeps them going across their sessions' ends).
-func TestSimSearchSupervise(t *testing.T) {
-	forSeeds(t, superviseSearch)
-}
-
-func superviseSearch(t *testing.T, seed uint64) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
-	defer srv.Close()
+func superviseSearch(r *searchRun) {
+	srv := r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	const services, units = 3, 30
+	services, units := r.cfg.Procs, r.cfg.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
 	done, restarts := 0, 0
@@ -923,12 +942,14 @@ func superviseSearch(t *testing.T, seed uint64) {
 				for {
 					err := l.Do(ctx, func(ctx context.Context) error {
 						sp := tenureSpan{who: i, start: time.Now()}
+						r.event(i, "unit starts (session %x)", s.ID())
 						select {
 						case <-time.After(40 * time.Millisecond):
 						case <-ctx.Done():
 						}
 						sp.end = time.Now()
 						finished := ctx.Err() == nil
+						r.event(i, "unit ends (finished %v)", finished)
 						mu.Lock()
 						spans = append(spans, sp)
 						if finished {
@@ -958,19 +979,21 @@ func superviseSearch(t *testing.T, seed uint64) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("seed %d: %d of %d units done in 30 virtual minutes", seed, done, units)
+		r.stall("%d of %d units done in 30 virtual minutes", done, units)
 	}
+	r.finish("/svc", 30*time.Second, "/svc", "/svc/lock")
 	for i, a := range spans {
 		for _, b := range spans[i+1:] {
 			if a.start.Before(b.end) && b.start.Before(a.end) {
-				t.Errorf("seed %d: units overlap: %d %v..%v and %d %v..%v", seed, a.who, a.start, a.end, b.who, b.start, b.end)
+				r.violate("at most one holder", "units overlap: p%d %s..%s and p%d %s..%s", a.who, r.since(a.start), r.since(a.end),
+					b.who, r.since(b.start), r.since(b.end))
 			}
 		}
 	}
-	t.Logf("seed %d: %d units done, %d started, %d sessions replaced, %d faults", seed, done, len(spans), restarts, len(srv.FaultLog()))
+	r.Logf("%d units done, %d started, %d sessions replaced", done, len(spans), restarts)
 }
 
-// TestSimSearchFencedUnderReap: contenders for a lock write under it with
+// The fenced-reap workload: contenders for a lock write under it with
 // Guarded while an operator reaps the lock's nodes every 30 ms (zkgen
 // reap, under live sessions) and 3% of requests hit faults, on virtual
 // time. A reaped holder whose connection is silent is not told at once —
@@ -978,18 +1001,11 @@ func superviseSearch(t *testing.T, seed uint64) {
 // so what is checked is the fence: the guarded writes that applied, in
 // the order they applied, carry non-decreasing fencing tokens (a stale
 // holder's write never lands after its successor's).
-func TestSimSearchFencedUnderReap(t *testing.T) {
-	forSeeds(t, fencedReapSearch)
-}
-
-func fencedReapSearch(t *testing.T, seed uint64) {
-	defer settleBubble()
-	srv := sim.New(sim.WithRandomFaults(seed, 0.03))
-	defer srv.Close()
+func fencedReapSearch(r *searchRun) {
+	srv := r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	setup := &simSession{srv: srv}
-	defer setup.close()
+	setup := r.session()
 	for _, p := range []string{"/fr", "/fr/log"} {
 		for ctx.Err() == nil {
 			s0, err := setup.get(ctx)
@@ -1017,15 +1033,14 @@ func fencedReapSearch(t *testing.T, seed uint64) {
 			}
 		}
 	}()
-	const contenders, rounds = 3, 10
+	contenders, rounds := r.cfg.Procs, r.cfg.Ops
 	var wg sync.WaitGroup
 	for i := range contenders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &simSession{srv: srv}
-			defer w.close()
-			for r := 0; r < rounds && ctx.Err() == nil; {
+			w := r.session()
+			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
 					continue
@@ -1036,13 +1051,15 @@ func fencedReapSearch(t *testing.T, seed uint64) {
 					continue
 				}
 				entry := []byte(fmt.Sprintf("%d %d", l.Token(), i))
+				r.event(i, "holds, token %d", l.Token())
 				for range 2 { // two writes, some time apart
-					_, _ = l.Guarded(ctx, &zk.CreateRequest{Path: "/fr/log/e-", Data: entry, Flags: zk.FlagSequence,
+					_, err := l.Guarded(ctx, &zk.CreateRequest{Path: "/fr/log/e-", Data: entry, Flags: zk.FlagSequence,
 						Acl: zk.WorldACL(zk.PermAll)})
+					r.event(i, "guarded write: %v", err)
 					time.Sleep(20 * time.Millisecond)
 				}
-				_ = l.Unlock(ctx)
-				r++
+				r.event(i, "unlock: %v", l.Unlock(ctx))
+				k++
 			}
 		}()
 	}
@@ -1050,32 +1067,33 @@ func fencedReapSearch(t *testing.T, seed uint64) {
 	close(stopReap)
 	<-reapDone
 	if ctx.Err() != nil {
-		t.Fatalf("seed %d: the contenders did not finish", seed)
+		r.stall("the contenders did not finish")
 	}
 	srv.SetFaultRate(0)
 	s, err := setup.get(ctx)
 	if err != nil {
-		t.Fatal(err)
+		r.Fatalf("%v", err)
 	}
 	kids, _, err := s.Conn().Children("/fr/log")
 	if err != nil {
-		t.Fatal(err)
+		r.Fatalf("%v", err)
 	}
 	slices.Sort(kids) // sequence order: the order the writes applied
 	var last int64
 	for _, k := range kids {
 		data, _, err := s.Conn().Get("/fr/log/" + k)
 		if err != nil {
-			t.Fatal(err)
+			r.Fatalf("%v", err)
 		}
 		var token int64
 		var who int
 		fmt.Sscanf(string(data), "%d %d", &token, &who)
 		if token < last {
-			t.Errorf("seed %d: %s by contender %d has token %d, after a write with token %d: a stale holder's write landed",
-				seed, k, who, token, last)
+			r.violate("fencing tokens never go back", "%s by p%d has token %d, after a write with token %d: a stale holder's write landed",
+				k, who, token, last)
 		}
 		last = max(last, token)
 	}
-	t.Logf("seed %d: %d guarded writes applied, %d faults", seed, len(kids), len(srv.FaultLog()))
+	r.finish("/fr", 30*time.Second, "/fr", "/fr/log", "/fr/log/*", "/fr/lock")
+	r.Logf("%d guarded writes applied", len(kids))
 }

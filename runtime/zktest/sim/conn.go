@@ -215,13 +215,17 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 	var created int64 // the createSession's zxid: the reply waits for the member to reach it
 	switch {
 	case id == 0:
-		ss = &session{id: s.nextID, passwd: newPasswd(), ephemerals: map[string]struct{}{}}
+		ss = &session{id: s.nextID, passwd: newPasswd(), ephemerals: map[string]struct{}{},
+			ordinal: int(s.nextID-firstSessionID) + 1}
 		s.nextID++
 		s.sessions[ss.id] = ss
 		x := s.newTxn(ss)
 		created = x.zxid
 		s.commit(x) // createSession
 	default:
+		if s.faults.isolated[id] {
+			return false, nil // cut off (Isolate): the request never arrives
+		}
 		ss = s.sessions[id]
 		if ss == nil || string(ss.passwd) != string(passwd) {
 			w := newWriter()

@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"math/rand/v2"
-	"strconv"
+	"fmt"
+	"time"
 )
 
 // Faults on command, each a call a test makes, and at random from a seed
@@ -31,10 +31,28 @@ type trigger struct {
 type faults struct {
 	triggers []*trigger
 	isolated map[int64]bool
-	rng      *rand.Rand // WithRandomFaults
+	random   bool // WithRandomFaults
+	seed     uint64
 	rate     float64
-	log      []string // what the random schedule did, for the test's report
+	limit    int             // WithFaultLimit: at most this many random faults; 0: no limit
+	skip     map[string]bool // WithoutFaults: fault ids that do not fire
+	log      []Fault         // what the random schedule did, for the test's report
 }
+
+// Fault is one random fault that fired (WithRandomFaults).
+type Fault struct {
+	// ID names the draw: "s3#17" is the 17th request (pings, auth and
+	// setWatches not counted) of the 3rd session the server created. The
+	// same seed draws the same fault for the same id, whatever else the
+	// clients do, so a search can leave one fault out (WithoutFaults).
+	ID   string
+	At   time.Time // the server's clock: virtual time in a synctest bubble
+	Op   int32     // the request's opcode
+	Kind string    // "cut before the request", "cut after the request", "hold replies after the request"
+}
+
+// String reads "s3#17 cut after the request (op 2)".
+func (f Fault) String() string { return fmt.Sprintf("%s %s (op %d)", f.ID, f.Kind, f.Op) }
 
 // CutBeforeRequest arms a one-shot fault: the next request of opcode op on
 // any connection is not executed, and its connection is cut (the client
@@ -97,10 +115,24 @@ func (s *Server) CutConnection(id int64) {
 
 // WithRandomFaults makes each request (pings, auth and setWatches aside)
 // hit a fault with probability rate — cut before it, cut after it, or
-// replies held after it, chosen at random — from a generator seeded with
-// seed: the test prints the seed, and FaultLog says what happened.
+// replies held after it, chosen at random — drawn from seed and the
+// request's place (the n-th request of the k-th session; see Fault.ID),
+// not from the order requests of different sessions happen to arrive in:
+// the test prints the seed, and FaultLog says what happened.
 func WithRandomFaults(seed uint64, rate float64) Option {
 	return func(c *config) { c.faultSeed, c.faultRate = seed, rate }
+}
+
+// WithFaultLimit stops the random faults after n have fired (n > 0).
+func WithFaultLimit(n int) Option {
+	return func(c *config) { c.faultLimit = n }
+}
+
+// WithoutFaults keeps the random faults of these ids (Fault.ID) from
+// firing: a search drops faults one at a time to find the ones a failure
+// needs.
+func WithoutFaults(ids ...string) Option {
+	return func(c *config) { c.faultSkip = append(c.faultSkip, ids...) }
 }
 
 // SetFaultRate changes the probability of a random fault (see
@@ -112,15 +144,15 @@ func (s *Server) SetFaultRate(rate float64) {
 }
 
 // FaultLog returns what the random faults (WithRandomFaults) did, in order.
-func (s *Server) FaultLog() []string {
+func (s *Server) FaultLog() []Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.faults.log...)
+	return append([]Fault(nil), s.faults.log...)
 }
 
-// faultFor returns the fault that hits a request of opcode op (under the
-// server's lock).
-func (s *Server) faultFor(op int32) faultKind {
+// faultFor returns the fault that hits a request of opcode op of session
+// ss (under the server's lock).
+func (s *Server) faultFor(ss *session, op int32) faultKind {
 	f := &s.faults
 	for i, t := range f.triggers {
 		if t.op == op {
@@ -129,13 +161,31 @@ func (s *Server) faultFor(op int32) faultKind {
 			return t.kind
 		}
 	}
-	if f.rng == nil || op == opPing || op == opAuth || op == opSetWatches || op == opSetWatches2 {
+	if !f.random || op == opPing || op == opAuth || op == opSetWatches || op == opSetWatches2 {
 		return faultNone
 	}
-	if f.rng.Float64() >= f.rate {
+	ss.requests++
+	if f.limit > 0 && len(f.log) >= f.limit {
 		return faultNone
 	}
-	k := faultKind(1 + f.rng.IntN(3))
-	f.log = append(f.log, k.String()+" of op "+strconv.Itoa(int(op)))
+	h := mix(mix(f.seed^uint64(ss.ordinal)*0x9e3779b97f4a7c15) ^ uint64(ss.requests)*0xbf58476d1ce4e5b9)
+	if float64(h>>11)/(1<<53) >= f.rate {
+		return faultNone
+	}
+	id := fmt.Sprintf("s%d#%d", ss.ordinal, ss.requests)
+	if f.skip[id] {
+		return faultNone
+	}
+	k := faultKind(1 + mix(h)%3)
+	f.log = append(f.log, Fault{ID: id, At: time.Now(), Op: op, Kind: k.String()})
 	return k
+}
+
+// mix is splitmix64's finaliser: a well-spread hash of x.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }

@@ -50,7 +50,7 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 		return true // lost on the way
 	}
 	ss.last = time.Now()
-	fault := s.faultFor(op)
+	fault := s.faultFor(ss, op)
 	switch fault {
 	case faultCutBefore:
 		return false

@@ -14,6 +14,8 @@ type config struct {
 	maxBuffer     int
 	faultSeed     uint64
 	faultRate     float64
+	faultLimit    int
+	faultSkip     []string
 }
 
 // The defaults are those of zktest's real servers: tickTime 200ms,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
@@ -34,6 +33,9 @@ type Server struct {
 	wg   sync.WaitGroup
 }
 
+// firstSessionID is the id of the first session a server creates.
+const firstSessionID = 0x0100000000000000
+
 type session struct {
 	id         int64
 	passwd     []byte
@@ -42,6 +44,8 @@ type session struct {
 	last       time.Time // when the server last heard from the session
 	ephemerals map[string]struct{}
 	auth       []identity // addAuth ids
+	ordinal    int        // 1 for the first session the server created, ...
+	requests   int        // requests counted for the random faults' ids
 }
 
 // ids returns the ids the session is known by: its addAuth ids and the
@@ -72,13 +76,17 @@ func NewEnsemble(n int, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{cfg: cfg, tree: newTree(), sessions: map[int64]*session{}, conns: map[*conn]struct{}{},
-		nextID: 0x0100000000000000, done: make(chan struct{})}
+		nextID: firstSessionID, done: make(chan struct{})}
 	for i := range max(n, 1) {
 		s.members = append(s.members, &member{s: s, id: i, view: newTree()})
 	}
 	if cfg.faultRate > 0 {
-		s.faults.rng = rand.New(rand.NewPCG(cfg.faultSeed, cfg.faultSeed^0x9e3779b97f4a7c15))
-		s.faults.rate = cfg.faultRate
+		s.faults.random, s.faults.seed, s.faults.rate = true, cfg.faultSeed, cfg.faultRate
+		s.faults.limit = cfg.faultLimit
+		s.faults.skip = map[string]bool{}
+		for _, id := range cfg.faultSkip {
+			s.faults.skip[id] = true
+		}
 	}
 	s.wg.Add(1)
 	go s.ticker()

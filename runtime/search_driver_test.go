@@ -1,0 +1,570 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest/sim"
+)
+
+// The search for bugs on the simulator (bash .ci/sim; README "Searching
+// for bugs"). Each workload (search_sim_test.go) runs several simulated
+// processes of one recipe on an in-process ZooKeeper under a fault
+// schedule drawn from a seed, on virtual time (testing/synctest), records
+// what the processes saw, and checks the recipe's contract on that record.
+// TestSimSearch explores seeds; a failing run is shrunk (fewer processes,
+// fewer operations, fewer faults) while it still fails, and reported with
+// the command that replays it.
+//
+// Environment (set by .ci/sim):
+//
+//	ZKGEN_SIM_DURATION  search this long (a Go duration); unset: one run of
+//	                    seed 1 per workload, as part of go test ./runtime
+//	ZKGEN_SIM_RECIPES   the workloads to search, space-separated names or
+//	                    prefixes ("queue" selects queue-fifo, ...); all if empty
+//	ZKGEN_SIM_START     the first seed (default: from the clock, printed)
+//	ZKGEN_SIM_REPLAY    "RECIPE CONFIG": replay one run instead of searching
+//	ZKGEN_SIM_REPLAYS   how many times a replay runs (default 10)
+//	ZKGEN_SIM_SHRINK    the wall time shrinking may take (default 2m)
+
+// workload is one recipe's search.
+type workload struct {
+	name         string
+	procs, ops   int     // the size of a run before shrinking
+	minProcs     int     // shrinking keeps at least this many processes
+	rate         float64 // the probability of a fault per request
+	run          func(r *searchRun)
+	ensemble     int // servers; 0 or 1: one
+	descriptions string
+}
+
+// searchConfig is what fixes a run: the seed and the size.
+type searchConfig struct {
+	Seed  uint64
+	Procs int
+	Ops   int
+	Rate  float64
+	Limit int      // at most this many faults (0: no limit)
+	Skip  []string // faults left out (sim.Fault.ID)
+}
+
+func (c searchConfig) String() string {
+	s := fmt.Sprintf("seed=%d,procs=%d,ops=%d,rate=%g", c.Seed, c.Procs, c.Ops, c.Rate)
+	if c.Limit > 0 {
+		s += fmt.Sprintf(",limit=%d", c.Limit)
+	}
+	if len(c.Skip) > 0 {
+		s += ",skip=" + strings.Join(c.Skip, "+")
+	}
+	return s
+}
+
+func parseSearchConfig(s string) (searchConfig, error) {
+	var c searchConfig
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return c, fmt.Errorf("config %q: %q is not key=value", s, kv)
+		}
+		var err error
+		switch k {
+		case "seed":
+			c.Seed, err = strconv.ParseUint(v, 10, 64)
+		case "procs":
+			c.Procs, err = strconv.Atoi(v)
+		case "ops":
+			c.Ops, err = strconv.Atoi(v)
+		case "rate":
+			c.Rate, err = strconv.ParseFloat(v, 64)
+		case "limit":
+			c.Limit, err = strconv.Atoi(v)
+		case "skip":
+			c.Skip = strings.Split(v, "+")
+		default:
+			err = fmt.Errorf("unknown key")
+		}
+		if err != nil {
+			return c, fmt.Errorf("config %q: %s: %v", s, k, err)
+		}
+	}
+	if c.Seed == 0 || c.Procs <= 0 || c.Ops <= 0 {
+		return c, fmt.Errorf("config %q: seed, procs and ops are required", s)
+	}
+	return c, nil
+}
+
+// violation is one broken promise.
+type violation struct {
+	invariant string // the promise, in a few words
+	detail    string
+}
+
+// errStopRun ends a run from its workload's goroutine (searchRun.Fatalf).
+type errStopRun struct{}
+
+// searchRun is one run of a workload: its configuration, the server, and
+// what the processes saw.
+type searchRun struct {
+	recipe string
+	cfg    searchConfig
+	ens    int
+	start  time.Time
+	srv    *sim.Server
+
+	mu         sync.Mutex
+	history    []string // what happened, with the virtual time since start
+	violations []violation
+	logs       []string
+	sessions   []*simSession
+}
+
+// server starts the run's server with its fault schedule, and whatever
+// else the workload needs.
+func (r *searchRun) server(opts ...sim.Option) *sim.Server {
+	opts = append(opts, sim.WithRandomFaults(r.cfg.Seed, r.cfg.Rate))
+	if r.cfg.Limit > 0 {
+		opts = append(opts, sim.WithFaultLimit(r.cfg.Limit))
+	}
+	if len(r.cfg.Skip) > 0 {
+		opts = append(opts, sim.WithoutFaults(r.cfg.Skip...))
+	}
+	r.srv = sim.NewEnsemble(max(r.ens, 1), opts...)
+	return r.srv
+}
+
+// session returns a process's session keeper on the run's server; finish
+// closes it.
+func (r *searchRun) session() *simSession {
+	w := &simSession{srv: r.srv}
+	r.mu.Lock()
+	r.sessions = append(r.sessions, w)
+	r.mu.Unlock()
+	return w
+}
+
+// since is the virtual time since the run started.
+func (r *searchRun) since(t time.Time) string {
+	return fmt.Sprintf("%9.3fs", t.Sub(r.start).Seconds())
+}
+
+// event adds a line to the history: process who did or saw something.
+func (r *searchRun) event(who int, format string, args ...any) {
+	line := fmt.Sprintf("%s p%d %s", r.since(time.Now()), who, fmt.Sprintf(format, args...))
+	r.mu.Lock()
+	r.history = append(r.history, line)
+	r.mu.Unlock()
+}
+
+// violate records a broken promise; the run goes on.
+func (r *searchRun) violate(invariant, format string, args ...any) {
+	r.mu.Lock()
+	r.violations = append(r.violations, violation{invariant, fmt.Sprintf(format, args...)})
+	r.mu.Unlock()
+}
+
+// stall records that the processes did not get their work done within the
+// run's bound of virtual time (the progress promise), and ends the run.
+func (r *searchRun) stall(format string, args ...any) {
+	r.violate("progress", format, args...)
+	panic(errStopRun{})
+}
+
+// Fatalf ends the run on a failure of the harness itself.
+func (r *searchRun) Fatalf(format string, args ...any) {
+	r.violate("harness", format, args...)
+	panic(errStopRun{})
+}
+
+// Logf keeps a line for the report.
+func (r *searchRun) Logf(format string, args ...any) {
+	r.mu.Lock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+func (r *searchRun) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.violations) > 0
+}
+
+// faults are the faults that fired in the run.
+func (r *searchRun) faults() []sim.Fault {
+	if r.srv == nil {
+		return nil
+	}
+	return r.srv.FaultLog()
+}
+
+// timeline merges the processes' history with the faults, in virtual time.
+func (r *searchRun) timeline() []string {
+	lines := slices.Clone(r.history)
+	for _, f := range r.faults() {
+		lines = append(lines, fmt.Sprintf("%s fault %s", r.since(f.At), f))
+	}
+	slices.SortStableFunc(lines, func(a, b string) int { return strings.Compare(a[:10], b[:10]) })
+	return lines
+}
+
+// finish ends every run the same way, after its processes released what
+// they held and stopped (the faults are off by then):
+//
+//   - no orphan of a live session: after settle (virtual time for
+//     releases carried on in the background), no ephemeral node under root
+//     belongs to a live session — no handle owns it any more;
+//   - nothing left behind: once every session is closed and the server
+//     reaped containers, every node under root that is left is the
+//     recipe's durable state (path.Match patterns in durable).
+func (r *searchRun) finish(root string, settle time.Duration, durable ...string) {
+	r.quiet(root, settle, durable...)
+	r.mu.Lock()
+	sessions := slices.Clone(r.sessions)
+	r.mu.Unlock()
+	for _, w := range sessions {
+		w.close()
+	}
+	time.Sleep(2 * time.Minute) // containers reaped, sessions closed
+	for _, n := range r.walk(root) {
+		if n.kids > 0 {
+			continue
+		}
+		if !matchAny(durable, n.path) {
+			r.violate("nothing left behind", "%s is left after every process ended (owner %x, data %q)", n.path, n.owner, n.data)
+		}
+	}
+}
+
+func matchAny(patterns []string, p string) bool {
+	for _, pat := range patterns {
+		if m, _ := path.Match(pat, p); m {
+			return true
+		}
+	}
+	return false
+}
+
+// quiet stops the faults, waits settle, and checks that no ephemeral node
+// under root belongs to a live session (see finish), but the ones durable
+// matches: the recipe keeps them for the session's life by contract.
+func (r *searchRun) quiet(root string, settle time.Duration, durable ...string) {
+	r.srv.SetFaultRate(0)
+	time.Sleep(settle)
+	live := map[int64]bool{}
+	for _, id := range r.srv.Sessions() {
+		live[id] = true
+	}
+	for _, n := range r.walk(root) {
+		if n.owner != 0 && live[n.owner] && !matchAny(durable, n.path) {
+			r.violate("no orphan of a live session", "%s (session %x) is left after every process released", n.path, n.owner)
+		}
+	}
+}
+
+type simNode struct {
+	path  string
+	owner int64
+	kids  int
+	data  string
+}
+
+// walk lists the nodes under root (root included) on a session of its own.
+func (r *searchRun) walk(root string) []simNode {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(r.srv.DialContext),
+		runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		r.Fatalf("walking %s: %v", root, err)
+	}
+	defer s.Close()
+	var out []simNode
+	var walk func(p string)
+	walk = func(p string) {
+		data, st, err := s.Conn().Get(p)
+		if err != nil {
+			return // gone meanwhile, or never there
+		}
+		kids, _, _ := s.Conn().Children(p)
+		slices.Sort(kids)
+		if len(data) > 40 {
+			data = data[:40]
+		}
+		out = append(out, simNode{p, st.EphemeralOwner, len(kids), string(data)})
+		for _, k := range kids {
+			walk(path.Join(p, k))
+		}
+	}
+	walk(root)
+	return out
+}
+
+// runOnce runs w under cfg in a bubble of its own.
+func runOnce(t *testing.T, w workload, cfg searchConfig) *searchRun {
+	r := &searchRun{recipe: w.name, cfg: cfg, ens: w.ensemble}
+	synctest.Test(t, func(*testing.T) {
+		defer settleBubble()
+		defer func() {
+			if r.srv != nil {
+				r.srv.Close()
+			}
+		}()
+		defer func() {
+			if p := recover(); p != nil {
+				if _, ok := p.(errStopRun); !ok {
+					panic(p)
+				}
+			}
+		}()
+		r.start = time.Now()
+		w.run(r)
+	})
+	return r
+}
+
+func (w workload) config(seed uint64) searchConfig {
+	return searchConfig{Seed: seed, Procs: w.procs, Ops: w.ops, Rate: w.rate}
+}
+
+// selectWorkloads returns the workloads that names select (all if none).
+func selectWorkloads(t *testing.T, names []string) []workload {
+	if len(names) == 0 {
+		return allWorkloads()
+	}
+	var out []workload
+	for _, n := range names {
+		found := false
+		for _, w := range allWorkloads() {
+			if w.name == n || strings.HasPrefix(w.name, n+"-") {
+				out = append(out, w)
+				found = true
+			}
+		}
+		if !found {
+			var all []string
+			for _, w := range allWorkloads() {
+				all = append(all, w.name)
+			}
+			t.Fatalf("no workload %q; there are: %s", n, strings.Join(all, " "))
+		}
+	}
+	return out
+}
+
+func TestSimSearch(t *testing.T) {
+	if spec := os.Getenv("ZKGEN_SIM_REPLAY"); spec != "" {
+		replaySearch(t, spec)
+		return
+	}
+	ws := selectWorkloads(t, strings.Fields(os.Getenv("ZKGEN_SIM_RECIPES")))
+	d, err := time.ParseDuration(os.Getenv("ZKGEN_SIM_DURATION"))
+	if err != nil || d <= 0 {
+		// Part of the suite: seed 1 of every workload.
+		for _, w := range ws {
+			t.Run(w.name, func(t *testing.T) {
+				if r := runOnce(t, w, w.config(1)); r.failed() {
+					report(t, w, r, r.cfg, 0)
+				}
+			})
+		}
+		return
+	}
+	start := uint64(time.Now().UnixNano()%1_000_000_000) + 1
+	if s, err := strconv.ParseUint(os.Getenv("ZKGEN_SIM_START"), 10, 64); err == nil && s > 0 {
+		start = s
+	}
+	fmt.Printf("sim: searching %d workloads for %v from seed %d\n", len(ws), d, start)
+	type tally struct {
+		seeds int
+		wall  time.Duration
+		fault int
+	}
+	tallies := make([]tally, len(ws))
+	began := time.Now()
+	deadline, lastNote := began.Add(d), began
+	for k := uint64(0); time.Now().Before(deadline); k++ {
+		for i, w := range ws {
+			cfg := w.config(start + k)
+			t0 := time.Now()
+			r := runOnce(t, w, cfg)
+			tallies[i].seeds++
+			tallies[i].wall += time.Since(t0)
+			tallies[i].fault += len(r.faults())
+			if r.failed() {
+				fmt.Printf("sim: %s: seed %d failed after %v of search; shrinking\n", w.name, cfg.Seed, time.Since(began).Round(time.Second))
+				small, sr, tries := shrink(t, w, cfg, r)
+				report(t, w, sr, small, tries)
+				return
+			}
+		}
+		if time.Since(lastNote) >= time.Minute {
+			lastNote = time.Now()
+			n := 0
+			for _, ta := range tallies {
+				n += ta.seeds
+			}
+			fmt.Printf("sim: %v: %d runs, 0 violations\n", time.Since(began).Round(time.Second), n)
+		}
+	}
+	wall := time.Since(began)
+	fmt.Printf("sim: %v of search, 0 violations\n", wall.Round(time.Second))
+	// seeds/min alone: the rate of a search of that workload by itself.
+	fmt.Printf("%-20s %7s %10s %16s %8s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults")
+	for i, w := range ws {
+		ta := tallies[i]
+		per := ta.wall.Seconds() * 1000 / float64(ta.seeds)
+		fmt.Printf("%-20s %7d %10.1f %16.0f %8d\n", w.name, ta.seeds, per, 60000/per, ta.fault)
+	}
+}
+
+// fails runs cfg up to tries times and returns the first failing run.
+func fails(t *testing.T, w workload, cfg searchConfig, tries int) *searchRun {
+	for range tries {
+		if r := runOnce(t, w, cfg); r.failed() {
+			return r
+		}
+	}
+	return nil
+}
+
+// shrink cuts cfg down while it still fails — fewer processes, fewer
+// operations per process, fewer faults (a limit, then each fault left out
+// in turn) — within ZKGEN_SIM_SHRINK of wall time. A candidate counts as
+// failing if one of 3 runs fails (the goroutines' interleaving is not
+// fixed by the seed). It returns the smallest failing configuration, its
+// run, and the runs tried.
+func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchConfig, *searchRun, int) {
+	budget := 2 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("ZKGEN_SIM_SHRINK")); err == nil {
+		budget = d
+	}
+	deadline := time.Now().Add(budget)
+	tries := 0
+	try := func(c searchConfig) bool {
+		if time.Now().After(deadline) {
+			return false
+		}
+		tries++
+		if fr := fails(t, w, c, 3); fr != nil {
+			cfg, r = c, fr
+			return true
+		}
+		return false
+	}
+	for progress := true; progress && time.Now().Before(deadline); {
+		progress = false
+		var cands []searchConfig
+		if c := cfg; c.Procs > max(w.minProcs, 1) {
+			c.Procs--
+			cands = append(cands, c)
+		}
+		if c := cfg; c.Ops > 1 {
+			c.Ops = max(1, c.Ops/2)
+			cands = append(cands, c)
+			c.Ops = cfg.Ops - 1
+			cands = append(cands, c)
+		}
+		fired := len(r.faults())
+		if c := cfg; fired > 0 && (c.Limit == 0 || c.Limit > fired) {
+			c.Limit = fired
+			cands = append(cands, c)
+		}
+		if c := cfg; c.Limit > 1 {
+			c.Limit /= 2
+			cands = append(cands, c)
+		}
+		for _, c := range cands {
+			if try(c) {
+				progress = true
+				break
+			}
+		}
+		if progress {
+			continue
+		}
+		for _, f := range r.faults() { // each fault left out in turn
+			c := cfg
+			c.Skip = append(slices.Clone(cfg.Skip), f.ID)
+			if try(c) {
+				progress = true
+				break
+			}
+		}
+	}
+	return cfg, r, tries
+}
+
+// report prints a failing run: the recipe, its configuration, the broken
+// promises, the history, how often a replay fails, and the command that
+// replays it; and fails the test.
+func report(t *testing.T, w workload, r *searchRun, cfg searchConfig, shrinkTries int) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nsim: VIOLATION in %s, seed %d (%s)\n", w.name, cfg.Seed, cfg)
+	if shrinkTries > 0 {
+		fmt.Fprintf(&b, "shrunk in %d tries to %d processes, %d operations each, %d faults\n", shrinkTries, cfg.Procs, cfg.Ops, len(r.faults()))
+	}
+	for _, v := range r.violations {
+		fmt.Fprintf(&b, "  broken: %s: %s\n", v.invariant, v.detail)
+	}
+	fmt.Fprintf(&b, "history (virtual seconds since the start):\n")
+	for _, l := range r.timeline() {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	for _, l := range r.logs {
+		fmt.Fprintf(&b, "  log: %s\n", l)
+	}
+	again := 0
+	for range 10 {
+		if runOnce(t, w, cfg).failed() {
+			again++
+		}
+	}
+	fmt.Fprintf(&b, "replayed 10 times: failed %d\n", again)
+	fmt.Fprintf(&b, "replay: bash .ci/sim replay %s %s\n", w.name, cfg)
+	fmt.Print(b.String())
+	t.Fatalf("%s: %s broken (seed %d)", w.name, r.violations[0].invariant, cfg.Seed)
+}
+
+// replaySearch runs one configuration ZKGEN_SIM_REPLAYS times and fails if
+// any run fails, reporting the first.
+func replaySearch(t *testing.T, spec string) {
+	name, c, ok := strings.Cut(strings.TrimSpace(spec), " ")
+	if !ok {
+		t.Fatalf("ZKGEN_SIM_REPLAY=%q: want \"RECIPE CONFIG\"", spec)
+	}
+	ws := selectWorkloads(t, []string{name})
+	cfg, err := parseSearchConfig(strings.TrimSpace(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 10
+	if k, err := strconv.Atoi(os.Getenv("ZKGEN_SIM_REPLAYS")); err == nil && k > 0 {
+		n = k
+	}
+	var first *searchRun
+	failed := 0
+	for range n {
+		r := runOnce(t, ws[0], cfg)
+		if r.failed() {
+			failed++
+			if first == nil {
+				first = r
+			}
+		}
+	}
+	fmt.Printf("sim: replay of %s %s: failed %d of %d runs\n", ws[0].name, cfg, failed, n)
+	if first != nil {
+		report(t, ws[0], first, cfg, 0)
+	}
+}
