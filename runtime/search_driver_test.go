@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,10 +59,11 @@ type searchConfig struct {
 	Rate  float64
 	Limit int      // at most this many faults (0: no limit)
 	Skip  []string // faults left out (sim.Fault.ID)
+	Chaos int      // partitions of sessions and servers (searchRun.chaos)
 }
 
 func (c searchConfig) String() string {
-	s := fmt.Sprintf("seed=%d,procs=%d,ops=%d,rate=%g", c.Seed, c.Procs, c.Ops, c.Rate)
+	s := fmt.Sprintf("seed=%d,procs=%d,ops=%d,rate=%g,chaos=%d", c.Seed, c.Procs, c.Ops, c.Rate, c.Chaos)
 	if c.Limit > 0 {
 		s += fmt.Sprintf(",limit=%d", c.Limit)
 	}
@@ -91,6 +94,8 @@ func parseSearchConfig(s string) (searchConfig, error) {
 			c.Limit, err = strconv.Atoi(v)
 		case "skip":
 			c.Skip = strings.Split(v, "+")
+		case "chaos":
+			c.Chaos, err = strconv.Atoi(v)
 		default:
 			err = fmt.Errorf("unknown key")
 		}
@@ -122,6 +127,10 @@ type searchRun struct {
 	start  time.Time
 	srv    *sim.Server
 
+	calmed     chan struct{} // closed by calm: the chaos stops
+	crashed    map[int64]bool // sessions of crashed processes (crash)
+	calmOnce   sync.Once
+	chaosDone  chan struct{}
 	mu         sync.Mutex
 	history    []string // what happened, with the virtual time since start
 	violations []violation
@@ -140,7 +149,91 @@ func (r *searchRun) server(opts ...sim.Option) *sim.Server {
 		opts = append(opts, sim.WithoutFaults(r.cfg.Skip...))
 	}
 	r.srv = sim.NewEnsemble(max(r.ens, 1), opts...)
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0xd1a7))
+	for i := 1; i < r.ens; i++ { // followers behind the leader from the start
+		d := time.Duration(rng.IntN(200)) * time.Millisecond
+		r.srv.SetDelay(i, d)
+		r.event(-1, "server %d lags %v", i, d)
+	}
+	r.calmed, r.chaosDone = make(chan struct{}), make(chan struct{})
+	go r.chaos()
 	return r.srv
+}
+
+// chaos, from the seed, cfg.Chaos times a second or three apart: cuts a
+// live session off for 0.3 to 2 session timeouts (the longer ones expire
+// it on the server's clock while its client counts the time on its own),
+// or on an ensemble makes a server lag by up to 300 ms or cuts it off for
+// a few seconds (its clients move to another). It stops at calm.
+func (r *searchRun) chaos() {
+	defer close(r.chaosDone)
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0xc4a05))
+	var undo []func()
+	cutUntil := map[int64]time.Time{} // sessions cut off, and until when
+	defer func() {
+		<-r.calmed // what is cut off stays so until then
+		for _, u := range undo {
+			u()
+		}
+	}()
+	release := func(id int64) { // a crashed process's session stays cut off
+		if !r.isCrashed(id) {
+			r.srv.Isolate(id, false)
+		}
+	}
+	for range r.cfg.Chaos {
+		select {
+		case <-r.calmed:
+			return
+		case <-time.After(time.Duration(500+rng.IntN(2500)) * time.Millisecond):
+		}
+		var ids []int64
+		for _, id := range r.srv.Sessions() {
+			if !time.Now().Before(cutUntil[id]) && !r.isCrashed(id) {
+				ids = append(ids, id)
+			}
+		}
+		switch k := rng.IntN(4); {
+		case r.ens > 1 && k == 0:
+			i, d := rng.IntN(r.ens), time.Duration(rng.IntN(300))*time.Millisecond
+			r.srv.SetDelay(i, d)
+			r.event(-1, "chaos: server %d lags %v", i, d)
+		case r.ens > 1 && k == 1:
+			i := rng.IntN(r.ens)
+			r.srv.IsolateServer(i, true)
+			r.event(-1, "chaos: server %d cut off", i)
+			d := time.Duration(1000+rng.IntN(3000)) * time.Millisecond
+			timer := time.AfterFunc(d, func() { r.srv.IsolateServer(i, false) })
+			undo = append(undo, func() {
+				if timer.Stop() {
+					r.srv.IsolateServer(i, false)
+				}
+			})
+		case len(ids) > 0:
+			id := ids[rng.IntN(len(ids))]
+			d := time.Duration(1200+rng.IntN(6800)) * time.Millisecond // of a 4 s timeout
+			r.srv.Isolate(id, true)
+			cutUntil[id] = time.Now().Add(d)
+			r.event(-1, "chaos: session %x cut off for %v", id, d)
+			timer := time.AfterFunc(d, func() { release(id) })
+			undo = append(undo, func() {
+				if timer.Stop() {
+					release(id)
+				}
+			})
+		}
+	}
+}
+
+// calm stops the random faults and the chaos (a workload's quiet end):
+// cut-off sessions and servers are let through again.
+func (r *searchRun) calm() {
+	r.srv.SetFaultRate(0)
+	r.calmOnce.Do(func() { close(r.calmed) })
+	<-r.chaosDone
+	for i := range max(r.ens, 1) {
+		r.srv.SetDelay(i, 0)
+	}
 }
 
 // session returns a process's session keeper on the run's server; finish
@@ -160,7 +253,11 @@ func (r *searchRun) since(t time.Time) string {
 
 // event adds a line to the history: process who did or saw something.
 func (r *searchRun) event(who int, format string, args ...any) {
-	line := fmt.Sprintf("%s p%d %s", r.since(time.Now()), who, fmt.Sprintf(format, args...))
+	p := fmt.Sprintf("p%d", who)
+	if who < 0 {
+		p = "--"
+	}
+	line := fmt.Sprintf("%s %s %s", r.since(time.Now()), p, fmt.Sprintf(format, args...))
 	r.mu.Lock()
 	r.history = append(r.history, line)
 	r.mu.Unlock()
@@ -176,6 +273,11 @@ func (r *searchRun) violate(invariant, format string, args ...any) {
 // stall records that the processes did not get their work done within the
 // run's bound of virtual time (the progress promise), and ends the run.
 func (r *searchRun) stall(format string, args ...any) {
+	if os.Getenv("ZKGEN_SIM_STACKS") != "" { // where everyone waits
+		buf := make([]byte, 1<<22)
+		format += "\n%s"
+		args = append(args, buf[:goruntime.Stack(buf, true)])
+	}
 	r.violate("progress", format, args...)
 	panic(errStopRun{})
 }
@@ -197,6 +299,12 @@ func (r *searchRun) failed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.violations) > 0
+}
+
+func (r *searchRun) isCrashed(id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.crashed[id]
 }
 
 // faults are the faults that fired in the run.
@@ -258,7 +366,7 @@ func matchAny(patterns []string, p string) bool {
 // under root belongs to a live session (see finish), but the ones durable
 // matches: the recipe keeps them for the session's life by contract.
 func (r *searchRun) quiet(root string, settle time.Duration, durable ...string) {
-	r.srv.SetFaultRate(0)
+	r.calm()
 	time.Sleep(settle)
 	live := map[int64]bool{}
 	for _, id := range r.srv.Sessions() {
@@ -282,7 +390,7 @@ type simNode struct {
 func (r *searchRun) walk(root string) []simNode {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(r.srv.DialContext),
+	s, err := runtime.Connect(ctx, r.srv.Servers(), runtime.WithDialer(r.srv.DialContext),
 		runtime.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		r.Fatalf("walking %s: %v", root, err)
@@ -316,6 +424,7 @@ func runOnce(t *testing.T, w workload, cfg searchConfig) *searchRun {
 		defer settleBubble()
 		defer func() {
 			if r.srv != nil {
+				r.calm()
 				r.srv.Close()
 			}
 		}()
@@ -333,7 +442,7 @@ func runOnce(t *testing.T, w workload, cfg searchConfig) *searchRun {
 }
 
 func (w workload) config(seed uint64) searchConfig {
-	return searchConfig{Seed: seed, Procs: w.procs, Ops: w.ops, Rate: w.rate}
+	return searchConfig{Seed: seed, Procs: w.procs, Ops: w.ops, Rate: w.rate, Chaos: 4}
 }
 
 // selectWorkloads returns the workloads that names select (all if none).
@@ -343,13 +452,19 @@ func selectWorkloads(t *testing.T, names []string) []workload {
 	}
 	var out []workload
 	for _, n := range names {
-		found := false
-		for _, w := range allWorkloads() {
-			if w.name == n || strings.HasPrefix(w.name, n+"-") {
+		found, before := false, len(out)
+		for _, w := range allWorkloads() { // a name, or else a prefix
+			if w.name == n {
 				out = append(out, w)
 				found = true
 			}
 		}
+		for _, w := range allWorkloads() {
+			if !found && strings.HasPrefix(w.name, n+"-") {
+				out = append(out, w)
+			}
+		}
+		found = len(out) > before
 		if !found {
 			var all []string
 			for _, w := range allWorkloads() {
@@ -483,6 +598,10 @@ func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchCon
 			c.Limit /= 2
 			cands = append(cands, c)
 		}
+		if c := cfg; c.Chaos > 0 {
+			c.Chaos--
+			cands = append(cands, c)
+		}
 		for _, c := range cands {
 			if try(c) {
 				progress = true
@@ -512,7 +631,8 @@ func report(t *testing.T, w workload, r *searchRun, cfg searchConfig, shrinkTrie
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nsim: VIOLATION in %s, seed %d (%s)\n", w.name, cfg.Seed, cfg)
 	if shrinkTries > 0 {
-		fmt.Fprintf(&b, "shrunk in %d tries to %d processes, %d operations each, %d faults\n", shrinkTries, cfg.Procs, cfg.Ops, len(r.faults()))
+		fmt.Fprintf(&b, "shrunk in %d tries to %d processes, %d operations each, %d faults, %d chaos events\n",
+			shrinkTries, cfg.Procs, cfg.Ops, len(r.faults()), cfg.Chaos)
 	}
 	for _, v := range r.violations {
 		fmt.Fprintf(&b, "  broken: %s: %s\n", v.invariant, v.detail)

@@ -37,6 +37,13 @@ var searchWorkloads = []workload{
 	{name: "twopc", procs: 3, ops: 4, minProcs: 3, rate: 0.02, run: twoPCSearch},
 	{name: "supervise", procs: 3, ops: 30, minProcs: 1, rate: 0.03, run: superviseSearch},
 	{name: "fenced-reap", procs: 3, ops: 10, minProcs: 1, rate: 0.03, run: fencedReapSearch},
+	// On a 3-server ensemble with lagging followers, and servers cut off
+	// by the chaos (their clients move to another).
+	{name: "ensemble-lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, ensemble: 3, run: func(r *searchRun) { tenureSearch(r, "lock") }},
+	{name: "ensemble-election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, ensemble: 3, run: func(r *searchRun) { tenureSearch(r, "election") }},
+	{name: "ensemble-queue", procs: 4, ops: 30, minProcs: 2, rate: 0.03, ensemble: 3, run: func(r *searchRun) { queueSearch(r, "fifo", false) }},
+	{name: "ensemble-ackqueue", procs: 4, ops: 30, minProcs: 2, rate: 0.03, ensemble: 3, run: func(r *searchRun) { queueSearch(r, "fifo", true) }},
+	{name: "ensemble-partitioner", procs: 3, ops: 4, minProcs: 1, rate: 0.02, ensemble: 3, run: partitionerSearch},
 }
 
 // The queue workloads: producers put, consumers take while they do, under
@@ -155,7 +162,7 @@ func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
 	if w.s != nil {
 		w.s.Close()
 	}
-	s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(w.srv.DialContext),
+	s, err := runtime.Connect(ctx, w.srv.Servers(), runtime.WithDialer(w.srv.DialContext),
 		runtime.WithSessionTimeout(4*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
 	w.s = s
 	return s, err
@@ -173,7 +180,7 @@ func (w *simSession) close() {
 
 func queueSearch(r *searchRun, layout string, ack bool) {
 	q := newQueueVariant(layout, ack)
-	srv := r.server()
+	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	producers := max(1, r.cfg.Procs/2)
@@ -285,7 +292,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 	cwg.Wait()
 
 	// Quiet: no more faults; one consumer drains what is left.
-	srv.SetFaultRate(0)
+	r.calm()
 	r.quiet("/q", 30*time.Second)
 	for _, w := range r.sessions { // the workers end: their claims with them
 		w.close()
@@ -423,6 +430,12 @@ func (r *searchRun) crash(who int, w *simSession) {
 		return
 	}
 	r.event(who, "crashes (session %x)", w.s.ID())
+	r.mu.Lock()
+	if r.crashed == nil {
+		r.crashed = map[int64]bool{}
+	}
+	r.crashed[w.s.ID()] = true
+	r.mu.Unlock()
 	r.srv.Isolate(w.s.ID(), true)
 	w.crashed = append(w.crashed, w.s)
 	w.s = nil
@@ -525,7 +538,7 @@ func simDump(srv *sim.Server, root string) string {
 	srv.SetFaultRate(0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := runtime.Connect(ctx, []string{"127.0.0.1:2181"}, runtime.WithDialer(srv.DialContext),
+	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(srv.DialContext),
 		runtime.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return "dump: " + err.Error()
@@ -557,7 +570,7 @@ func simDump(srv *sim.Server, root string) string {
 // failed Add applied at most once: ErrOutcomeUnknown, or the session's end
 // after the write was sent).
 func counterSearch(r *searchRun) {
-	srv := r.server()
+	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	workers, adds := r.cfg.Procs, r.cfg.Ops
@@ -597,7 +610,7 @@ func counterSearch(r *searchRun) {
 	if ctx.Err() != nil {
 		r.stall("the workers did not finish")
 	}
-	srv.SetFaultRate(0)
+	r.calm()
 	w := r.session()
 	s, err := w.get(ctx)
 	if err != nil {
@@ -741,6 +754,7 @@ func ttlLeaseSearch(r *searchRun) {
 				}
 				le, err := runtime.NewTTLLeases(s, runtime.At("/l"), leases, ttl).Acquire(ctx, fmt.Sprintf("h%d-%d", h, k))
 				if err != nil {
+					r.event(h, "acquire: %v", err)
 					continue
 				}
 				sp := tenureSpan{who: h, start: time.Now()}
@@ -937,7 +951,7 @@ func superviseSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = runtime.Supervise(work, []string{"127.0.0.1:2181"}, func(ctx context.Context, s *runtime.Session) error {
+			_ = runtime.Supervise(work, srv.Servers(), func(ctx context.Context, s *runtime.Session) error {
 				l := runtime.NewLock(s, runtime.At("/svc/lock"))
 				for {
 					err := l.Do(ctx, func(ctx context.Context) error {
@@ -1002,7 +1016,7 @@ func superviseSearch(r *searchRun) {
 // the order they applied, carry non-decreasing fencing tokens (a stale
 // holder's write never lands after its successor's).
 func fencedReapSearch(r *searchRun) {
-	srv := r.server()
+	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	setup := r.session()
@@ -1069,7 +1083,7 @@ func fencedReapSearch(r *searchRun) {
 	if ctx.Err() != nil {
 		r.stall("the contenders did not finish")
 	}
-	srv.SetFaultRate(0)
+	r.calm()
 	s, err := setup.get(ctx)
 	if err != nil {
 		r.Fatalf("%v", err)

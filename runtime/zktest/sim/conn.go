@@ -30,6 +30,7 @@ type conn struct {
 	closing bool // close once what is queued is written
 	closed  bool
 	muted   bool // nothing is sent any more (a fault)
+	lost    bool // something was dropped while its session was cut off (Isolate)
 	once    sync.Once
 }
 
@@ -56,7 +57,11 @@ func (s *Server) serve(nc net.Conn, m *member) {
 // keep the order of the transactions).
 func (c *conn) send(frame []byte) {
 	c.mu.Lock()
-	if !c.closed && !c.muted && !c.srv.faults.isolated[c.sessID()] {
+	switch {
+	case c.closed || c.muted:
+	case c.srv.faults.isolated[c.sessID()]:
+		c.lost = true
+	default:
 		c.out = append(c.out, frame)
 	}
 	c.mu.Unlock()

@@ -165,3 +165,42 @@ func TestEnsembleIsolatedServerExpires(t *testing.T) {
 		}
 	})
 }
+
+// A partition shorter than the client's read timeout: the request sent
+// while the session was cut off (Isolate) is dropped, and on TCP a
+// connection that lives on loses no bytes — so once the partition heals
+// the connection breaks, and the client's request fails with a connection
+// error instead of waiting forever for a reply that was never coming.
+// (The simulation search found the hang: a TTL lease's renewal waited 30
+// virtual minutes.)
+func TestIsolateShortPartitionLosesNoReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute) // let closing goroutines end (virtual)
+		srv := sim.New()
+		defer srv.Close()
+		c, _ := dialOnly(t, srv, srv.Servers()[0])
+		defer c.Close()
+		if _, err := c.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		srv.Isolate(c.SessionID(), true)
+		got := make(chan error, 1)
+		go func() {
+			_, _, err := c.Get("/x")
+			got <- err
+		}()
+		time.Sleep(500 * time.Millisecond) // well within the 4 s session's read timeout
+		srv.Isolate(c.SessionID(), false)
+		select {
+		case err := <-got:
+			if err == nil {
+				t.Fatal("a request dropped in the partition was answered")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the request sent during the partition never returned")
+		}
+		if _, _, err := c.Get("/x"); err != nil { // the session lives on, on a new connection
+			t.Fatalf("after the partition: %v", err)
+		}
+	})
+}

@@ -84,17 +84,31 @@ func (s *Server) arm(op int32, kind faultKind) <-chan struct{} {
 // Isolate cuts the session id off while on: its connections stay open but
 // nothing from or to them gets through (a network partition), so the
 // server expires the session on its own clock, and the client gives up on
-// its own. Off lets traffic through again.
+// its own. Off lets traffic through again; a connection that lost a
+// request or a reply meanwhile is closed then — on TCP, bytes are not
+// lost from a connection that lives on (they arrive late, or the
+// connection breaks), and a client would wait for a lost reply forever.
 func (s *Server) Isolate(id int64, on bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.faults.isolated == nil {
 		s.faults.isolated = map[int64]bool{}
 	}
+	var broken *conn
 	if on {
 		s.faults.isolated[id] = true
 	} else {
 		delete(s.faults.isolated, id)
+		if ss := s.sessions[id]; ss != nil && ss.conn != nil {
+			ss.conn.mu.Lock()
+			if ss.conn.lost {
+				broken = ss.conn
+			}
+			ss.conn.mu.Unlock()
+		}
+	}
+	s.mu.Unlock()
+	if broken != nil {
+		broken.close()
 	}
 }
 

@@ -47,6 +47,9 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 		return false // expired, or moved to another connection
 	}
 	if s.faults.isolated[ss.id] {
+		c.mu.Lock()
+		c.lost = true
+		c.mu.Unlock()
 		return true // lost on the way
 	}
 	ss.last = time.Now()
