@@ -135,6 +135,14 @@ func (c *conn) closeAfterSent() {
 	}
 }
 
+// isClosing reports whether the connection closes once what is queued is
+// written (closeAfterSent).
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
+
 // close closes the connection now; the session stays (until it expires).
 func (c *conn) close() {
 	c.once.Do(func() {

@@ -42,6 +42,14 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 	if r.err != nil {
 		return false
 	}
+	if c.isClosing() {
+		// After a closeSession (or a failed auth) ZooKeeper executes nothing
+		// more from the connection, and closes it only once the reply it
+		// queued is written: a request the client sent meanwhile (kazoo's
+		// stop() races its recipes' last deletes) is dropped, and must not
+		// close the connection with that reply unsent.
+		return true
+	}
 	ss := c.sess
 	if ss == nil || s.sessions[ss.id] != ss || ss.conn != c {
 		return false // expired, or moved to another connection
