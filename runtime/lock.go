@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,8 +59,9 @@ type Lock struct {
 	cfg  lockConfig
 
 	mu      sync.Mutex
-	busy    bool  // acquiring or holding
-	hold    *hold // non-nil while held
+	busy    bool   // acquiring or holding
+	hold    *hold  // non-nil while held
+	pending string // while acquiring: the name prefix of this handle's node
 	purpose string
 }
 
@@ -99,7 +101,10 @@ func (o LayoutOption) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) 
 // RequestRevoke, and the holder sees Revoked close and decides when to
 // unlock. With forceAfter > 0, a requester whose request has not been
 // honoured after forceAfter deletes the holder's node itself, and the
-// holder's Lost fires. Default: not revocable.
+// holder's Lost fires when it hears of it — a holder cut off from the
+// server hears at the latest when its session clock runs out, and the next
+// holder may hold before that: fence what matters with Token. Default: not
+// revocable.
 func WithRevocation(forceAfter time.Duration) LockOption {
 	return lockOptionFunc(func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter })
 }
@@ -215,7 +220,16 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		return nil, err
 	}
 	// The first children read goes out with the create (pipeline.go).
-	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, l.fam.prefix(l.kind), l.s.owner(purpose), false)
+	prefix := l.fam.prefix(l.kind)
+	l.mu.Lock()
+	l.pending = prefix // RequestRevoke never targets it, even before it holds
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.pending = ""
+		l.mu.Unlock()
+	}()
+	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, prefix, l.s.owner(purpose), false)
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +262,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		// gone, it left between our children read and now: read again
 		// rather than wait for an event that will never come (the lost
 		// wake-up).
+		dials := l.s.dials.Load() // the wake-up and the reads on one connection, if still this
 		w, err := l.s.getW(ctx, joinPath(l.dir, p.blocker))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -264,7 +279,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 			return nil, l.s.Err()
 		}
 		if ev.Type == zk.EventNodeDeleted && l.handsOff(p.first) {
-			if h, err := l.takeOver(ctx, node, p.blocker, p.first); h != nil || err != nil {
+			if h, err := l.takeOver(ctx, node, p.blocker, p.first, dials); h != nil || err != nil {
 				return h, err
 			}
 		}
@@ -316,8 +331,18 @@ func (l *Lock) notes() bool {
 
 // takeOver is the wake-up of a waiter whose blocker pred was deleted (see
 // the hand-off notes above): it returns the hold when the waiter holds the
-// lock, nil and no error when it must list to know.
-func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool) (*hold, error) {
+// lock, nil and no error when it must list to know. dials is the session's
+// connection count before the watch on pred was set.
+//
+// A watch event carries no zxid, so after a reconnect to a server behind
+// the one that told of pred's deletion (a lagging follower: ZooKeeper only
+// refuses a server behind the last zxid a reply carried), the directory
+// read may not reflect the deletion, and its pzxid — the token — would be
+// the previous holder's. The read proves the deletion when the record
+// names pred as released (written in the deleting multi), or when no
+// reconnect happened since the wait began (one server, in order: the
+// event before the replies of later requests); otherwise it lists.
+func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dials int64) (*hold, error) {
 	var ownErr error
 	read := make(chan struct{})
 	go func() {
@@ -334,11 +359,10 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool) (*ho
 	case err != nil:
 		return nil, l.s.abandon(node, err)
 	}
-	if !first {
-		var rec specRecord
-		if json.Unmarshal(data, &rec) != nil || rec.Released != pred {
-			return nil, nil
-		}
+	var rec specRecord
+	noted := json.Unmarshal(data, &rec) == nil && rec.Released == pred
+	if !noted && (!first || l.s.dials.Load() != dials) {
+		return nil, nil
 	}
 	h, err := l.s.startHold(ctx, node, st.Pzxid, l.cfg.revocable)
 	if err != nil {
@@ -516,13 +540,18 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// This handle's own node — held, or still being acquired (a listing
+	// may already show it holding before Lock returns) — is never a target.
+	l.mu.Lock()
 	var own string
-	if h := l.current(); h != nil {
-		own = h.node
+	if l.hold != nil {
+		own = l.hold.node
 	}
+	pending := l.pending
+	l.mu.Unlock()
 	var targets []string
 	for _, h := range hs {
-		if h.Holds && h.Node != own {
+		if h.Holds && h.Node != own && (pending == "" || !strings.HasPrefix(baseName(h.Node), pending)) {
 			if err := l.s.markRevoke(ctx, h.Node); err != nil {
 				return err
 			}

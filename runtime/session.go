@@ -33,6 +33,7 @@ type Session struct {
 
 	done     chan struct{}
 	doneOnce sync.Once
+	dials    atomic.Int64          // connections dialled: a change means another server may answer
 	err      atomic.Pointer[error] // why done is closed
 	ended    atomic.Bool           // set before done closes; checked by the dialer
 
@@ -142,6 +143,7 @@ func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
+	s.dials.Add(1)
 	return &liveConn{Conn: c, s: s, addr: addr, zxid: newZxidGuard(s)}, nil
 }
 

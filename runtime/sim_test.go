@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
 	"github.com/zkgen/zkgen/runtime/zktest/sim"
 )
 
@@ -276,6 +278,188 @@ func TestSuperviseLossBeforeSessionEnd(t *testing.T) {
 			runtime.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil || runs != 2 {
 			t.Fatalf("Supervise = %v after %d runs; want fn run again on a new session", err, runs)
+		}
+	})
+}
+
+// gatedDialer dials srv through a gate the test opens and shuts, and only
+// server only once set (a client that reconnects to a lagging follower).
+type gatedDialer struct {
+	srv     *sim.Server
+	mu      sync.Mutex
+	shut    chan struct{} // non-nil: dials wait until it is closed
+	only    string        // non-empty: every dial goes there
+	waiting chan struct{} // closed when a dial waits at the gate
+}
+
+func (g *gatedDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	g.mu.Lock()
+	shut, only := g.shut, g.only
+	if shut != nil && g.waiting != nil {
+		close(g.waiting)
+		g.waiting = nil
+	}
+	g.mu.Unlock()
+	if shut != nil {
+		<-shut
+	}
+	if only != "" {
+		addr = only
+	}
+	return g.srv.DialContext(ctx, network, addr)
+}
+
+// A woken waiter that reconnects to a lagging follower before it reads
+// the lock directory. The watch event that told it its blocker was
+// deleted carries no zxid, so ZooKeeper lets it reconnect to a server that
+// has not applied the deletion, where the directory's pzxid (the token) is
+// still what the previous holder read — when the waiter's own node was the
+// last change the previous holder saw, the same token. Tokens must
+// strictly grow. (The simulation search found it: ensemble-lock, two
+// successive holders with token 93.)
+func TestLockHandOffAfterReconnectToLaggingFollower(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.NewEnsemble(2)
+		defer srv.Close()
+		addrs := srv.Servers()
+		ctx := context.Background()
+		quiet := runtime.WithLogger(slog.New(slog.DiscardHandler))
+		connect := func(d runtime.DialFunc) *runtime.Session {
+			s, err := runtime.Connect(ctx, addrs[:1], runtime.WithDialer(d), quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		ga, gb := &gatedDialer{srv: srv}, &gatedDialer{srv: srv}
+		c, a, b := connect(srv.DialContext), connect(ga.dial), connect(gb.dial)
+		defer c.Close()
+		defer a.Close()
+		defer b.Close()
+		lc, la, lb := runtime.NewLock(c, runtime.At("/l")), runtime.NewLock(a, runtime.At("/l")), runtime.NewLock(b, runtime.At("/l"))
+
+		// c holds, a waits behind it.
+		if err := lc.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		aHeld := make(chan error, 1)
+		go func() { aHeld <- la.Lock(ctx) }()
+		synctest.Wait()
+
+		// c releases; a's first read after its wake-up loses its
+		// connection, and a waits at its dialer's gate while b creates its
+		// node and lists: a is first, so b waits behind a.
+		aDialing := make(chan struct{})
+		ga.mu.Lock()
+		ga.shut, ga.waiting = make(chan struct{}), aDialing
+		ga.mu.Unlock()
+		srv.CutBeforeRequest(zktest.OpGetData)
+		if err := lc.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-aDialing
+		bHeld := make(chan error, 1)
+		go func() { bHeld <- lb.Lock(ctx) }()
+		synctest.Wait()
+		ga.mu.Lock()
+		close(ga.shut)
+		ga.shut = nil
+		ga.mu.Unlock()
+		if err := <-aHeld; err != nil {
+			t.Fatal(err)
+		}
+		tokenA := la.Token()
+
+		// Server 1 applies nothing more for a minute; b's first read after
+		// its wake-up loses its connection, and b reconnects there.
+		srv.SetDelay(1, time.Minute)
+		gb.mu.Lock()
+		gb.only = addrs[1]
+		gb.mu.Unlock()
+		srv.CutBeforeRequest(zktest.OpGetData)
+		if err := la.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-bHeld:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Minute):
+			t.Fatal("b never held the lock")
+		}
+		if tokenB := lb.Token(); tokenB <= tokenA {
+			t.Fatalf("b holds with token %d after a's %d: tokens must strictly grow", tokenB, tokenA)
+		}
+	})
+}
+
+// RequestRevoke on a handle that is still acquiring, at a moment when a
+// listing already shows the handle's own node holding (its Lock has not
+// returned yet): the request must leave that node alone — it asks "every
+// node that holds it, except this handle's own". (The simulation search
+// found a handle that revoked itself: lock-revoke, Revoked closed the
+// moment its Lock returned, and its Unlock said lock: lost.)
+func TestRequestRevokeSparesOwnNodeWhileAcquiring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		ctx := context.Background()
+		quiet := runtime.WithLogger(slog.New(slog.DiscardHandler))
+		x, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(srv.DialContext), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		g := &gatedDialer{srv: srv}
+		a, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(g.dial), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		lx := runtime.NewLock(x, runtime.At("/l"), runtime.WithRevocation(time.Second))
+		la := runtime.NewLock(a, runtime.At("/l"), runtime.WithRevocation(time.Second))
+		if err := lx.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		held := make(chan error, 1)
+		go func() { held <- la.Lock(ctx) }()
+		synctest.Wait() // a waits behind x
+
+		// x releases; a's first read after its wake-up loses the
+		// connection and a waits at the gate: its node holds, its Lock has
+		// not returned. The request goes out on the same reconnection.
+		dialing := make(chan struct{})
+		g.mu.Lock()
+		g.shut, g.waiting = make(chan struct{}), dialing
+		g.mu.Unlock()
+		srv.CutBeforeRequest(zktest.OpGetData)
+		if err := lx.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-dialing
+		requested := make(chan error, 1)
+		go func() { requested <- la.RequestRevoke(ctx) }()
+		synctest.Wait()
+		g.mu.Lock()
+		close(g.shut)
+		g.shut = nil
+		g.mu.Unlock()
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-requested; err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-la.Revoked():
+			t.Fatal("the handle's own request revoked its own lock")
+		case <-time.After(5 * time.Second): // past the 1 s forced revocation
+		}
+		if err := la.Unlock(ctx); err != nil {
+			t.Fatalf("unlock: %v", err)
 		}
 	})
 }
