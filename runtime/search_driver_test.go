@@ -127,7 +127,7 @@ type searchRun struct {
 	start  time.Time
 	srv    *sim.Server
 
-	calmed     chan struct{} // closed by calm: the chaos stops
+	calmed     chan struct{}  // closed by calm: the chaos stops
 	crashed    map[int64]bool // sessions of crashed processes (crash)
 	calmOnce   sync.Once
 	chaosDone  chan struct{}
@@ -542,22 +542,34 @@ func TestSimSearch(t *testing.T) {
 	}
 }
 
-// fails runs cfg up to tries times and returns the first failing run.
-func fails(t *testing.T, w workload, cfg searchConfig, tries int) *searchRun {
-	for range tries {
+// fails runs cfg until need runs failed or more than tries-need passed,
+// and returns the first failing run if need failed.
+func fails(t *testing.T, w workload, cfg searchConfig, need, tries int) *searchRun {
+	var first *searchRun
+	failed, passed := 0, 0
+	for failed < need && passed <= tries-need {
 		if r := runOnce(t, w, cfg); r.failed() {
-			return r
+			failed++
+			if first == nil {
+				first = r
+			}
+		} else {
+			passed++
 		}
 	}
-	return nil
+	if failed < need {
+		return nil
+	}
+	return first
 }
 
 // shrink cuts cfg down while it still fails — fewer processes, fewer
 // operations per process, fewer faults (a limit, then each fault left out
 // in turn) — within ZKGEN_SIM_SHRINK of wall time. A candidate counts as
-// failing if one of 3 runs fails (the goroutines' interleaving is not
-// fixed by the seed). It returns the smallest failing configuration, its
-// run, and the runs tried.
+// failing if 2 of 4 runs fail (the goroutines' interleaving is not fixed
+// by the seed; one failure in many would shrink to a configuration that
+// rarely replays). It returns the smallest failing configuration, its
+// run, and the candidates tried.
 func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchConfig, *searchRun, int) {
 	budget := 2 * time.Minute
 	if d, err := time.ParseDuration(os.Getenv("ZKGEN_SIM_SHRINK")); err == nil {
@@ -570,7 +582,7 @@ func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchCon
 			return false
 		}
 		tries++
-		if fr := fails(t, w, c, 3); fr != nil {
+		if fr := fails(t, w, c, 2, 4); fr != nil {
 			cfg, r = c, fr
 			return true
 		}
@@ -629,6 +641,15 @@ func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchCon
 func report(t *testing.T, w workload, r *searchRun, cfg searchConfig, shrinkTries int) {
 	t.Helper()
 	var b strings.Builder
+	if orig := w.config(cfg.Seed); shrinkTries > 0 {
+		again := 0
+		for range 10 {
+			if runOnce(t, w, orig).failed() {
+				again++
+			}
+		}
+		fmt.Fprintf(&b, "\nsim: before shrinking: %s failed %d of 10 replays (bash .ci/sim replay %s %s)", orig, again, w.name, orig)
+	}
 	fmt.Fprintf(&b, "\nsim: VIOLATION in %s, seed %d (%s)\n", w.name, cfg.Seed, cfg)
 	if shrinkTries > 0 {
 		fmt.Fprintf(&b, "shrunk in %d tries to %d processes, %d operations each, %d faults, %d chaos events\n",

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
@@ -198,8 +199,10 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		v, d, err := q.take(tctx, s)
 		now := time.Now()
 		if v == "" {
-			if errors.Is(err, runtime.ErrTakeUncertain) {
+			if err != nil {
 				r.event(who, "take: %v", err)
+			}
+			if errors.Is(err, runtime.ErrTakeUncertain) {
 				mu.Lock()
 				uncertainTakes++
 				mu.Unlock()
@@ -375,12 +378,15 @@ type tenureSpan struct {
 	who        int
 	write      bool  // exclusive (a lock's, a leadership's, a writer's)
 	epoch      int64 // elections
+	token      int64 // locks: the fencing token
 	start, end time.Time
 }
 
 // tenure takes one tenure of kind on s for contender i; it returns the
-// tenure's end signal, its release, and its span's fields.
-func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lost <-chan struct{}, release func(), sp tenureSpan, err error) {
+// tenure's end signal, its release (under the context it is given: a
+// release whose context ends before the server confirmed it must still
+// leave nothing behind), and its span's fields.
+func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lost <-chan struct{}, release func(context.Context) error, sp tenureSpan, err error) {
 	sp.who, sp.write = i, true
 	switch kind {
 	case "lock", "lock-kazoo":
@@ -392,21 +398,22 @@ func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lo
 		if err := l.Lock(ctx); err != nil {
 			return nil, nil, sp, err
 		}
-		return l.Lost(), func() { _ = l.Unlock(ctx) }, sp, nil
+		sp.token = l.Token()
+		return l.Lost(), l.Unlock, sp, nil
 	case "semaphore":
 		le, err := runtime.NewSemaphore(s, runtime.At("/t/sem"), 2).Acquire(ctx)
 		if err != nil {
 			return nil, nil, sp, err
 		}
 		sp.write = false
-		return le.Lost(), func() { _ = le.Release(ctx) }, sp, nil
+		return le.Lost(), le.Release, sp, nil
 	case "election":
 		l, err := runtime.NewElection(s, runtime.At("/t/elect"), runtime.StringCodec()).Campaign(ctx, fmt.Sprint(i))
 		if err != nil {
 			return nil, nil, sp, err
 		}
 		sp.epoch = l.Epoch()
-		return l.Lost(), func() { _ = l.Resign(ctx) }, sp, nil
+		return l.Lost(), l.Resign, sp, nil
 	default: // rwlock: even contenders write, odd ones read
 		rw := runtime.NewRWLock(s, runtime.At("/t/rw"))
 		h := rw.Read()
@@ -417,7 +424,7 @@ func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lo
 			return nil, nil, sp, err
 		}
 		sp.write = i%2 == 0
-		return h.Lost(), func() { _ = h.Unlock(ctx) }, sp, nil
+		return h.Lost(), h.Unlock, sp, nil
 	}
 }
 
@@ -473,7 +480,7 @@ func tenureSearch(r *searchRun, kind string) {
 					continue
 				}
 				sp.start = time.Now()
-				r.event(i, "holds (epoch %d)", sp.epoch)
+				r.event(i, "holds (epoch %d, token %d)", sp.epoch, sp.token)
 				crash := rng.IntN(10) == 0
 				select {
 				case <-lost:
@@ -481,11 +488,15 @@ func tenureSearch(r *searchRun, kind string) {
 				case <-time.After(50 * time.Millisecond): // the work
 				}
 				sp.end = time.Now() // told lost, done, or dead: it acts no more
-				if crash {
+				switch {
+				case crash:
 					r.crash(i, w)
-				} else {
-					release()
-					r.event(i, "released")
+				case rng.IntN(4) == 0: // in a hurry: gives the release 5 ms
+					rctx, rcancel := context.WithTimeout(ctx, 5*time.Millisecond)
+					r.event(i, "released in a hurry: %v", release(rctx))
+					rcancel()
+				default:
+					r.event(i, "released: %v", release(ctx))
 				}
 				mu.Lock()
 				spans = append(spans, sp)
@@ -518,6 +529,15 @@ func tenureSearch(r *searchRun, kind string) {
 			r.violate("at most N holders", "%d tenures on at %s (at most %d)", on, r.since(a.start), limit)
 		case kind == "rwlock" && exclusive && on > 1:
 			r.violate("a writer holds alone", "a writer and %d other tenures on at %s", on-1, r.since(a.start))
+		}
+	}
+	if kind == "lock" || kind == "lock-kazoo" {
+		slices.SortFunc(spans, func(a, b tenureSpan) int { return a.start.Compare(b.start) })
+		for k := 1; k < len(spans); k++ {
+			if spans[k].token <= spans[k-1].token {
+				r.violate("fencing tokens strictly grow", "p%d's tenure at %s has token %d after token %d",
+					spans[k].who, r.since(spans[k].start), spans[k].token, spans[k-1].token)
+			}
 		}
 	}
 	if kind == "election" {
@@ -577,6 +597,7 @@ func counterSearch(r *searchRun) {
 	var mu sync.Mutex
 	seen := map[int64]int{} // value returned -> how many Adds returned it
 	ok, unknown := 0, 0
+	var ops []porcupine.Operation // for the linearizability check
 	var wg sync.WaitGroup
 	for i := range workers {
 		wg.Add(1)
@@ -588,9 +609,12 @@ func counterSearch(r *searchRun) {
 				if err != nil {
 					continue
 				}
+				call := time.Now().UnixNano()
 				v, err := runtime.NewCounter(s, runtime.At("/c")).Add(ctx, 1)
 				r.event(i, "add 1: %d, %v", v, err)
 				mu.Lock()
+				ops = append(ops, porcupine.Operation{ClientId: i, Input: ctrIn{add: true, delta: 1},
+					Output: ctrOut{unknown: err != nil, val: v}, Call: call, Return: time.Now().UnixNano()})
 				switch {
 				case err == nil:
 					seen[v]++
@@ -616,9 +640,20 @@ func counterSearch(r *searchRun) {
 	if err != nil {
 		r.Fatalf("%v", err)
 	}
+	call := time.Now().UnixNano()
 	final, err := runtime.NewCounter(s, runtime.At("/c")).Add(ctx, 0)
 	if err != nil {
 		r.Fatalf("reading the counter: %v", err)
+	}
+	ops = append(ops, porcupine.Operation{ClientId: workers, Input: ctrIn{}, Output: ctrOut{val: final},
+		Call: call, Return: time.Now().UnixNano()})
+	// The same specification as TestCounterHistoryLinearizable's: an Add of
+	// unknown outcome applied once or not at all, within its call.
+	switch res, _ := porcupine.CheckOperationsVerbose(counterModel, ops, 10*time.Second); res {
+	case porcupine.Illegal:
+		r.violate("linearizable (porcupine)", "no order of the %d Adds and the final read fits a counter", len(ops))
+	case porcupine.Unknown:
+		r.Logf("porcupine: no answer in 10 s")
 	}
 	for v, n := range seen {
 		if n > 1 {
@@ -727,7 +762,8 @@ func partitionerSearch(r *searchRun) {
 	r.Logf("%d spans of work", len(acts))
 }
 
-// The TTL lease workload: holders of a 2-lease TTL set (ttl 2 s) acquire,
+// The TTL lease workload (holders that pause past their Expires release
+// late, and must delete nothing then): holders of a 2-lease TTL set (ttl 2 s) acquire,
 // work while renewing every 600 ms, and release — or stop renewing and
 // vanish (a crash) — under random faults on virtual time, the server
 // reaping expired nodes every 100 ms. A holder acts on its lease from
@@ -776,10 +812,17 @@ func ttlLeaseSearch(r *searchRun) {
 				if exp := le.Expires(); exp.Before(sp.end) {
 					sp.end = exp // it stops acting at Expires
 				}
-				if !crash {
-					r.event(h, "release: %v", le.Release(ctx))
-				} else {
+				switch {
+				case crash && k%2 == 1:
+					// Paused past its Expires (the slot may be the next
+					// holder's by now), it wakes and releases late: that
+					// Release must not touch the slot.
+					time.Sleep(time.Until(le.Expires()) + time.Duration(100+100*h)*time.Millisecond)
+					r.event(h, "late release after a pause: %v", le.Release(ctx))
+				case crash:
 					r.event(h, "stops renewing (a crash)")
+				default:
+					r.event(h, "release: %v", le.Release(ctx))
 				}
 				mu.Lock()
 				spans = append(spans, sp)
