@@ -127,10 +127,8 @@ type searchRun struct {
 	start  time.Time
 	srv    *sim.Server
 
-	calmed     chan struct{}  // closed by calm: the chaos stops
+	stopChaos  func()         // calm: the chaos stops
 	crashed    map[int64]bool // sessions of crashed processes (crash)
-	calmOnce   sync.Once
-	chaosDone  chan struct{}
 	mu         sync.Mutex
 	history    []string // what happened, with the virtual time since start
 	violations []violation
@@ -155,85 +153,18 @@ func (r *searchRun) server(opts ...sim.Option) *sim.Server {
 		r.srv.SetDelay(i, d)
 		r.event(-1, "server %d lags %v", i, d)
 	}
-	r.calmed, r.chaosDone = make(chan struct{}), make(chan struct{})
-	go r.chaos()
+	// Sessions and servers cut off, lagging followers (sim.StartChaos);
+	// a crashed process's session is spared: it stays dead.
+	r.stopChaos = r.srv.StartChaos(sim.Chaos{Seed: r.cfg.Seed, Events: r.cfg.Chaos, Spare: r.isCrashed,
+		Log: func(what string) { r.event(-1, "%s", what) }})
 	return r.srv
-}
-
-// chaos, from the seed, cfg.Chaos times a second or three apart: cuts a
-// live session off for 0.3 to 2 session timeouts (the longer ones expire
-// it on the server's clock while its client counts the time on its own),
-// or on an ensemble makes a server lag by up to 300 ms or cuts it off for
-// a few seconds (its clients move to another). It stops at calm.
-func (r *searchRun) chaos() {
-	defer close(r.chaosDone)
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0xc4a05))
-	var undo []func()
-	cutUntil := map[int64]time.Time{} // sessions cut off, and until when
-	defer func() {
-		<-r.calmed // what is cut off stays so until then
-		for _, u := range undo {
-			u()
-		}
-	}()
-	release := func(id int64) { // a crashed process's session stays cut off
-		if !r.isCrashed(id) {
-			r.srv.Isolate(id, false)
-		}
-	}
-	for range r.cfg.Chaos {
-		select {
-		case <-r.calmed:
-			return
-		case <-time.After(time.Duration(500+rng.IntN(2500)) * time.Millisecond):
-		}
-		var ids []int64
-		for _, id := range r.srv.Sessions() {
-			if !time.Now().Before(cutUntil[id]) && !r.isCrashed(id) {
-				ids = append(ids, id)
-			}
-		}
-		switch k := rng.IntN(4); {
-		case r.ens > 1 && k == 0:
-			i, d := rng.IntN(r.ens), time.Duration(rng.IntN(300))*time.Millisecond
-			r.srv.SetDelay(i, d)
-			r.event(-1, "chaos: server %d lags %v", i, d)
-		case r.ens > 1 && k == 1:
-			i := rng.IntN(r.ens)
-			r.srv.IsolateServer(i, true)
-			r.event(-1, "chaos: server %d cut off", i)
-			d := time.Duration(1000+rng.IntN(3000)) * time.Millisecond
-			timer := time.AfterFunc(d, func() { r.srv.IsolateServer(i, false) })
-			undo = append(undo, func() {
-				if timer.Stop() {
-					r.srv.IsolateServer(i, false)
-				}
-			})
-		case len(ids) > 0:
-			id := ids[rng.IntN(len(ids))]
-			d := time.Duration(1200+rng.IntN(6800)) * time.Millisecond // of a 4 s timeout
-			r.srv.Isolate(id, true)
-			cutUntil[id] = time.Now().Add(d)
-			r.event(-1, "chaos: session %x cut off for %v", id, d)
-			timer := time.AfterFunc(d, func() { release(id) })
-			undo = append(undo, func() {
-				if timer.Stop() {
-					release(id)
-				}
-			})
-		}
-	}
 }
 
 // calm stops the random faults and the chaos (a workload's quiet end):
 // cut-off sessions and servers are let through again.
 func (r *searchRun) calm() {
 	r.srv.SetFaultRate(0)
-	r.calmOnce.Do(func() { close(r.calmed) })
-	<-r.chaosDone
-	for i := range max(r.ens, 1) {
-		r.srv.SetDelay(i, 0)
-	}
+	r.stopChaos()
 }
 
 // session returns a process's session keeper on the run's server; finish

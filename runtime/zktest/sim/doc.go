@@ -27,8 +27,9 @@
 // A failed write consumes a zxid, as ZooKeeper's error transactions do.
 //
 // Faults on command (ExpireSession, Isolate, CutConnection,
-// CutBeforeRequest, CutAfterRequest, HoldRepliesAfterRequest) and at random
-// from a seed (WithRandomFaults). Started inside a testing/synctest bubble,
+// CutBeforeRequest, CutAfterRequest, HoldRepliesAfterRequest, SetDelay,
+// IsolateServer) and at random from a seed: WithRandomFaults for requests,
+// StartChaos for sessions and servers. Started inside a testing/synctest bubble,
 // it runs on the bubble's virtual time, with the clients there: session
 // expiries and TTLs take no wall time.
 //

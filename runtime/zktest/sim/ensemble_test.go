@@ -2,7 +2,9 @@ package sim_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -203,4 +205,47 @@ func TestIsolateShortPartitionLosesNoReply(t *testing.T) {
 			t.Fatalf("after the partition: %v", err)
 		}
 	})
+}
+
+// StartChaos: the same seed draws the same schedule on the same sessions;
+// a spared session is never cut off; stop lets everything through again.
+func TestStartChaos(t *testing.T) {
+	schedule := func(spareFirst bool) (log []string, spared int64) {
+		synctest.Test(t, func(t *testing.T) {
+			defer time.Sleep(time.Minute) // let closing goroutines end (virtual)
+			srv := sim.NewEnsemble(3)
+			defer srv.Close()
+			addrs := srv.Servers()
+			a, _ := dialOnly(t, srv, addrs[0])
+			defer a.Close()
+			b, _ := dialOnly(t, srv, addrs[1])
+			defer b.Close()
+			if spareFirst {
+				spared = a.SessionID()
+			}
+			stop := srv.StartChaos(sim.Chaos{Seed: 7, Events: 30,
+				Spare: func(id int64) bool { return id == spared },
+				Log:   func(what string) { log = append(log, what) }})
+			time.Sleep(2 * time.Minute)
+			stop()
+			if _, _, err := a.Exists("/"); err != nil {
+				t.Fatalf("after stop: %v", err)
+			}
+		})
+		return log, spared
+	}
+	first, _ := schedule(false)
+	again, _ := schedule(false)
+	if strings.Join(first, "\n") != strings.Join(again, "\n") || len(first) < 20 {
+		t.Fatalf("the same seed drew different schedules:\n%v\n%v", first, again)
+	}
+	for _, k := range []string{"lags", "server", "session"} {
+		if !strings.Contains(strings.Join(first, "\n"), k) {
+			t.Errorf("no %q fault in %d: %v", k, len(first), first)
+		}
+	}
+	log, spared := schedule(true)
+	if strings.Contains(strings.Join(log, "\n"), fmt.Sprintf("session %x", spared)) {
+		t.Fatalf("the spared session %x was cut off: %v", spared, log)
+	}
 }
