@@ -767,12 +767,12 @@ func revokeLockSearch(r *searchRun) {
 		}
 		return false
 	}
-	byStart := slices.Clone(spans)
-	slices.SortFunc(byStart, func(a, b span) int { return a.start.Compare(b.start) })
-	for k := 1; k < len(byStart); k++ {
-		if byStart[k].token <= byStart[k-1].token {
+	ordered := slices.Clone(spans)
+	slices.SortFunc(ordered, func(a, b span) int { return byStart(a.tenureSpan, b.tenureSpan) })
+	for k := 1; k < len(ordered); k++ {
+		if ordered[k].token <= ordered[k-1].token {
 			r.violate("fencing tokens strictly grow", "p%d's tenure at %s has token %d after token %d",
-				byStart[k].who, r.since(byStart[k].start), byStart[k].token, byStart[k-1].token)
+				ordered[k].who, r.since(ordered[k].start), ordered[k].token, ordered[k-1].token)
 		}
 	}
 	for x, a := range spans {
