@@ -221,14 +221,8 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	}
 	// The first children read goes out with the create (pipeline.go).
 	prefix := l.fam.prefix(l.kind)
-	l.mu.Lock()
-	l.pending = prefix // RequestRevoke never targets it, even before it holds
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.pending = ""
-		l.mu.Unlock()
-	}()
+	l.setPending(prefix) // RequestRevoke never targets it, even before it holds
+	defer l.setPending("")
 	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, prefix, l.s.owner(purpose), false)
 	if err != nil {
 		return nil, err
@@ -270,13 +264,9 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		if err != nil {
 			return nil, l.s.abandon(node, err)
 		}
-		var ev zk.Event
-		select {
-		case ev = <-w.watch:
-		case <-ctx.Done():
-			return nil, l.s.abandon(node, ctx.Err())
-		case <-l.s.done:
-			return nil, l.s.Err()
+		ev, err := l.wake(ctx, node, w)
+		if err != nil {
+			return nil, err
 		}
 		if ev.Type == zk.EventNodeDeleted && l.handsOff(p.first) {
 			if h, err := l.takeOver(ctx, node, p.blocker, p.first, dials); h != nil || err != nil {
@@ -284,6 +274,35 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 			}
 		}
 	}
+}
+
+// wake waits for the event of the watch w on the node that blocks node.
+func (l *Lock) wake(ctx context.Context, node string, w getResult) (zk.Event, error) {
+	select {
+	case ev := <-w.watch:
+		return ev, nil
+	case <-ctx.Done():
+		return zk.Event{}, l.s.abandon(node, ctx.Err())
+	case <-l.s.done:
+		return zk.Event{}, l.s.Err()
+	}
+}
+
+// setPending records the name prefix of the node this handle acquires
+// with ("" once Lock returned).
+func (l *Lock) setPending(prefix string) {
+	l.mu.Lock()
+	l.pending = prefix
+	l.mu.Unlock()
+}
+
+// mine reports whether node is this handle's own: the one it holds, or
+// the one it is acquiring with (a listing may show it holding before Lock
+// returns).
+func (l *Lock) mine(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hold != nil && l.hold.node == node || l.pending != "" && strings.HasPrefix(baseName(node), l.pending)
 }
 
 // --- The hand-off
@@ -540,18 +559,9 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// This handle's own node — held, or still being acquired (a listing
-	// may already show it holding before Lock returns) — is never a target.
-	l.mu.Lock()
-	var own string
-	if l.hold != nil {
-		own = l.hold.node
-	}
-	pending := l.pending
-	l.mu.Unlock()
 	var targets []string
 	for _, h := range hs {
-		if h.Holds && h.Node != own && (pending == "" || !strings.HasPrefix(baseName(h.Node), pending)) {
+		if h.Holds && !l.mine(h.Node) { // never this handle's own node
 			if err := l.s.markRevoke(ctx, h.Node); err != nil {
 				return err
 			}
