@@ -25,7 +25,8 @@ type Chaos struct {
 // session timeouts (Isolate: the longer cuts expire it on the server's
 // clock while its client counts the time on its own), or, on an ensemble,
 // makes a server lag by up to 300 ms (SetDelay) or cuts a server off for 1
-// to 4 s (IsolateServer: its clients move to another). The draws depend on
+// to 4 s (IsolateServer: its clients move to another) or holds a leader
+// election of 0.2 to 3 s (ChangeLeader). The draws depend on
 // the seed and on the live sessions at each event. stop ends the schedule,
 // lets through every session and server it cut off, returns the servers
 // to no delay, and waits for the schedule's goroutine.
@@ -68,7 +69,13 @@ func (s *Server) StartChaos(c Chaos) (stop func()) {
 					ids = append(ids, id)
 				}
 			}
-			switch k := rng.IntN(4); {
+			switch k := rng.IntN(5); {
+			case n > 1 && k == 2:
+				d := time.Duration(200+rng.IntN(2800)) * time.Millisecond
+				s.ChangeLeader(d)
+				log(fmt.Sprintf("chaos: leader election, nobody serves for %v", d))
+				end := time.Now().Add(d)
+				undo = append(undo, func() { time.Sleep(time.Until(end)) }) // stop returns with a leader
 			case n > 1 && k == 0:
 				i, d := rng.IntN(n), time.Duration(rng.IntN(300))*time.Millisecond
 				s.SetDelay(i, d)

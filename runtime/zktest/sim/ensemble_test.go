@@ -239,7 +239,7 @@ func TestStartChaos(t *testing.T) {
 	if strings.Join(first, "\n") != strings.Join(again, "\n") || len(first) < 20 {
 		t.Fatalf("the same seed drew different schedules:\n%v\n%v", first, again)
 	}
-	for _, k := range []string{"lags", "server", "session"} {
+	for _, k := range []string{"lags", "server", "session", "leader"} {
 		if !strings.Contains(strings.Join(first, "\n"), k) {
 			t.Errorf("no %q fault in %d: %v", k, len(first), first)
 		}
@@ -248,4 +248,33 @@ func TestStartChaos(t *testing.T) {
 	if strings.Contains(strings.Join(log, "\n"), fmt.Sprintf("session %x", spared)) {
 		t.Fatalf("the spared session %x was cut off: %v", spared, log)
 	}
+}
+
+// A leader election longer than the session timeout: nobody serves, the
+// client's connection is closed and it cannot reconnect meanwhile, yet
+// its session does not expire — the new leader starts every session's
+// timeout afresh — so it reconnects to it afterwards, ephemeral intact.
+func TestChangeLeaderKeepsSessions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute) // let closing goroutines end (virtual)
+		srv := sim.NewEnsemble(3)
+		defer srv.Close()
+		addrs := srv.Servers()
+		c, _ := dialOnly(t, srv, addrs...)
+		defer c.Close()
+		if _, err := c.Create("/e", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		id := c.SessionID()
+		srv.ChangeLeader(6 * time.Second) // the session's timeout is 4 s
+		time.Sleep(3 * time.Second)
+		if got := srv.Sessions(); len(got) != 1 || got[0] != id {
+			t.Fatalf("sessions during the election: %x, want [%x]", got, id)
+		}
+		time.Sleep(4 * time.Second) // the client reconnects once a leader serves
+		ok, st, err := c.Exists("/e")
+		if err != nil || !ok || st.EphemeralOwner != id || c.SessionID() != id {
+			t.Fatalf("after the election: exists %v, owner %x, session %x (want %x), %v", ok, st.EphemeralOwner, c.SessionID(), id, err)
+		}
+	})
 }

@@ -189,6 +189,38 @@ func (s *Server) IsolateServer(i int, on bool) {
 	}
 }
 
+// ChangeLeader runs a leader election that lasts d, as when the leader
+// fails: no server serves meanwhile (every client connection is closed,
+// new ones are refused; a request sent is lost, executed or not as the
+// faults say: a committed one stays committed), and no session expires.
+// Then every server serves again, caught up, and — as ZooKeeper's new
+// leader does — every session's timeout starts afresh: a client that
+// reconnects within it keeps its session, though its own clock may have
+// given it up. The call returns at once.
+func (s *Server) ChangeLeader(d time.Duration) {
+	s.mu.Lock()
+	s.electing++
+	var cut []*conn
+	for c := range s.conns {
+		cut = append(cut, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cut {
+		c.close()
+	}
+	time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.electing--
+		if s.electing == 0 {
+			now := time.Now()
+			for _, ss := range s.sessions {
+				ss.last = now
+			}
+		}
+	})
+}
+
 // Applied returns the zxid server i has applied: the ensemble's latest
 // (Zxid) unless it lags or is isolated.
 func (s *Server) Applied(i int) int64 {

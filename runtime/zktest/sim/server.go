@@ -28,6 +28,7 @@ type Server struct {
 	members  []*member // the servers of the ensemble (one unless NewEnsemble)
 	closed   bool
 	faults   faults
+	electing int // leader elections under way (ChangeLeader): nobody serves
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -275,7 +276,7 @@ func (s *Server) ticker() {
 		case now := <-tick.C:
 			s.mu.Lock()
 			for _, ss := range s.sessions {
-				if now.Sub(ss.last) > ss.timeout {
+				if s.electing == 0 && now.Sub(ss.last) > ss.timeout {
 					s.endSession(ss)
 				}
 			}
