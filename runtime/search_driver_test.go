@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -608,6 +609,9 @@ func report(t *testing.T, w workload, r *searchRun, cfg searchConfig, shrinkTrie
 	t.Fatalf("%s: %s broken (seed %d)", w.name, r.violations[0].invariant, cfg.Seed)
 }
 
+// guids are the random parts of node names: not what makes histories differ.
+var guids = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
 // replaySearch runs one configuration ZKGEN_SIM_REPLAYS times and fails if
 // any run fails, reporting the first.
 func replaySearch(t *testing.T, spec string) {
@@ -626,8 +630,10 @@ func replaySearch(t *testing.T, spec string) {
 	}
 	var first *searchRun
 	failed := 0
+	histories := map[string]bool{} // how deterministic: the distinct histories
 	for range n {
 		r := runOnce(t, ws[0], cfg)
+		histories[guids.ReplaceAllString(strings.Join(r.timeline(), "\n"), "GUID")] = true
 		if r.failed() {
 			failed++
 			if first == nil {
@@ -635,7 +641,7 @@ func replaySearch(t *testing.T, spec string) {
 			}
 		}
 	}
-	fmt.Printf("sim: replay of %s %s: failed %d of %d runs\n", ws[0].name, cfg, failed, n)
+	fmt.Printf("sim: replay of %s %s: failed %d of %d runs; %d distinct histories\n", ws[0].name, cfg, failed, n, len(histories))
 	if first != nil {
 		report(t, ws[0], first, cfg, 0)
 	}

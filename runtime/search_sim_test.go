@@ -752,6 +752,7 @@ func partitionerSearch(r *searchRun) {
 				for i := range open {
 					still = append(still, i)
 				}
+				slices.Sort(still) // the history the same on a replay
 				omu.Unlock()
 				for _, i := range still {
 					stop(i)
