@@ -485,6 +485,11 @@ func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool)
 	i, opErr := failedOp(res)
 	switch {
 	case i == 1 && isNoNode(opErr):
+		// The candidate was deleted under us (an operator, Reap) but the
+		// acknowledgement naming it is this session's: it goes too.
+		if derr := e.s.delete(ctx, e.ackPath(), st.Version); derr != nil && !isNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
+			return outcomeKnown, derr
+		}
 		if retried {
 			return outcomeKnown, nil
 		}
@@ -533,7 +538,24 @@ func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 	}
 	e := l.e
 	defer e.busy.free()
+	if l.h.wasLost.Load() && e.s.check() == nil {
+		e.dropAck(ctx, l.h.node)
+	}
 	return e.s.releaseAs(ctx, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
+}
+
+// dropAck deletes the acknowledgement if it still names node, a candidate
+// deleted under this live session (by an operator, or Reap): the
+// acknowledgement is this session's ephemeral, and would stay until the
+// session ends when no successor replaces it.
+func (e *Election[T]) dropAck(ctx context.Context, node string) {
+	data, st, err := e.s.get(ctx, e.ackPath())
+	if err != nil {
+		return
+	}
+	if hd, _, err := decodeAck(data); err == nil && hd.Candidate == baseName(node) && st.EphemeralOwner == e.s.ID() {
+		_ = e.s.delete(ctx, e.ackPath(), st.Version)
+	}
 }
 
 // State reads the acknowledged leader. It does not block beyond the reads.

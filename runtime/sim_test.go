@@ -463,3 +463,50 @@ func TestRequestRevokeSparesOwnNodeWhileAcquiring(t *testing.T) {
 		}
 	})
 }
+
+// A leader whose candidate node an operator deleted under its live
+// session: Resign reports the leadership lost, and leaves nothing of it —
+// not even the acknowledgement, its session's ephemeral, which no
+// successor replaces when nobody else campaigns. (The simulation search
+// found it: reap-election, /t/elect/leader left on a live session.)
+func TestResignAfterCandidateDeletedLeavesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		ctx := context.Background()
+		s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(srv.DialContext),
+			runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		l, err := runtime.NewElection(s, runtime.At("/e"), runtime.StringCodec()).Campaign(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := l.Lost()
+		kids, _, err := s.Conn().Children("/e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range kids {
+			if k != "leader" && k != "epoch" {
+				if err := s.Conn().Delete("/e/"+k, -1); err != nil { // the operator
+					t.Fatal(err)
+				}
+			}
+		}
+		select {
+		case <-lost:
+		case <-time.After(time.Minute):
+			t.Fatal("the leader was never told")
+		}
+		if err := l.Resign(ctx); !errors.Is(err, runtime.ErrLeadershipLost) {
+			t.Fatalf("Resign: %v, want ErrLeadershipLost", err)
+		}
+		if ok, st, err := s.Conn().Exists("/e/leader"); err != nil || ok {
+			t.Fatalf("the acknowledgement is left (owner %x): %v", st.EphemeralOwner, err)
+		}
+	})
+}
