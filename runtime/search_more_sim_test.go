@@ -689,8 +689,15 @@ func revokeLockSearch(r *searchRun) {
 				}
 				l := runtime.NewLock(s, runtime.At("/rv/lock"), runtime.WithRevocation(forceAfter))
 				sp := span{call: time.Now()}
+				// The tenure starts when Lock returns, not when this
+				// goroutine, busy with its request, gets to the result.
 				got := make(chan error, 1)
-				go func() { got <- l.Lock(ctx) }()
+				var granted time.Time
+				go func() {
+					err := l.Lock(ctx)
+					granted = time.Now()
+					got <- err
+				}()
 				select {
 				case err = <-got:
 				case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
@@ -709,7 +716,7 @@ func revokeLockSearch(r *searchRun) {
 					r.event(i, "lock: %v", err)
 					continue
 				}
-				sp.who, sp.write, sp.start = i, true, time.Now()
+				sp.who, sp.write, sp.start = i, true, granted
 				sp.stubborn = rng.IntN(4) == 0
 				crash := rng.IntN(10) == 0
 				sp.token = l.Token()

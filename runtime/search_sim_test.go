@@ -28,21 +28,26 @@ var searchWorkloads = []workload{
 	{name: "ackqueue-fifo", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "fifo", true) }},
 	{name: "ackqueue-priority", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "priority", true) }},
 	{name: "ackqueue-delay", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: func(r *searchRun) { queueSearch(r, "delay", true) }},
-	{name: "lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock") }},
-	{name: "lock-kazoo", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock-kazoo") }},
-	{name: "semaphore", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "semaphore") }},
-	{name: "election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "election") }},
-	{name: "rwlock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "rwlock") }},
+	{name: "lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock", false) }},
+	{name: "lock-kazoo", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock-kazoo", false) }},
+	{name: "semaphore", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "semaphore", false) }},
+	{name: "election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "election", false) }},
+	{name: "rwlock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "rwlock", false) }},
 	{name: "counter", procs: 3, ops: 20, minProcs: 1, rate: 0.03, run: counterSearch},
 	{name: "partitioner", procs: 3, ops: 4, minProcs: 1, rate: 0.02, run: partitionerSearch},
 	{name: "ttllease", procs: 4, ops: 5, minProcs: 1, rate: 0.03, run: ttlLeaseSearch},
 	{name: "twopc", procs: 3, ops: 4, minProcs: 3, rate: 0.02, run: twoPCSearch},
 	{name: "supervise", procs: 3, ops: 30, minProcs: 1, rate: 0.03, run: superviseSearch},
 	{name: "fenced-reap", procs: 3, ops: 10, minProcs: 1, rate: 0.03, run: fencedReapSearch},
+	// An operator deletes recipe nodes by hand under live sessions.
+	{name: "reap-lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "lock", true) }},
+	{name: "reap-semaphore", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "semaphore", true) }},
+	{name: "reap-election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "election", true) }},
+	{name: "reap-rwlock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, run: func(r *searchRun) { tenureSearch(r, "rwlock", true) }},
 	// On a 3-server ensemble with lagging followers, and servers cut off
 	// by the chaos (their clients move to another).
-	{name: "ensemble-lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, ensemble: 3, run: func(r *searchRun) { tenureSearch(r, "lock") }},
-	{name: "ensemble-election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, ensemble: 3, run: func(r *searchRun) { tenureSearch(r, "election") }},
+	{name: "ensemble-lock", procs: 4, ops: 8, minProcs: 1, rate: 0.03, ensemble: 3, run: func(r *searchRun) { tenureSearch(r, "lock", false) }},
+	{name: "ensemble-election", procs: 4, ops: 8, minProcs: 1, rate: 0.03, ensemble: 3, run: func(r *searchRun) { tenureSearch(r, "election", false) }},
 	{name: "ensemble-queue", procs: 4, ops: 30, minProcs: 2, rate: 0.03, ensemble: 3, run: func(r *searchRun) { queueSearch(r, "fifo", false) }},
 	{name: "ensemble-ackqueue", procs: 4, ops: 30, minProcs: 2, rate: 0.03, ensemble: 3, run: func(r *searchRun) { queueSearch(r, "fifo", true) }},
 	{name: "ensemble-partitioner", procs: 3, ops: 4, minProcs: 1, rate: 0.02, ensemble: 3, run: partitionerSearch},
@@ -443,6 +448,55 @@ func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lo
 	}
 }
 
+// operator deletes, by hand, a random ephemeral node under root every 0.2
+// to 1.5 s until the returned stop is called: a recipe's node removed
+// under its live session, as an operator cleaning up (or zkgen reap) does.
+func (r *searchRun) operator(root string) (stop func()) {
+	w := r.session()
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x0fe7))
+	halt, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-halt:
+				return
+			case <-time.After(time.Duration(200+rng.IntN(1300)) * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			s, err := w.get(ctx)
+			if err == nil {
+				var eph []string
+				var walk func(p string)
+				walk = func(p string) {
+					_, st, err := s.Conn().Get(p)
+					if err != nil {
+						return
+					}
+					if st.EphemeralOwner != 0 {
+						eph = append(eph, p)
+					}
+					kids, _, _ := s.Conn().Children(p)
+					slices.Sort(kids)
+					for _, k := range kids {
+						walk(p + "/" + k)
+					}
+				}
+				walk(root)
+				if len(eph) > 0 {
+					p := eph[rng.IntN(len(eph))]
+					r.event(-1, "operator deletes %s: %v", p, s.Conn().Delete(p, -1))
+				}
+			}
+			cancel()
+		}
+	}()
+	return func() {
+		close(halt)
+		<-done
+	}
+}
+
 // crash stops the process that keeps w as if killed: nothing of its
 // session reaches the server any more (which expires it in its own time),
 // and nothing the process would have done next happens. The process may
@@ -469,11 +523,14 @@ func (r *searchRun) procRand(who int) *rand.Rand {
 	return rand.New(rand.NewPCG(r.cfg.Seed, uint64(who)+1))
 }
 
-func tenureSearch(r *searchRun, kind string) {
-	srv := r.server()
-	_ = srv
+func tenureSearch(r *searchRun, kind string, reap bool) {
+	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
+	stopOperator := func() {}
+	if reap {
+		stopOperator = r.operator("/t")
+	}
 	contenders, rounds := r.cfg.Procs, r.cfg.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
@@ -521,6 +578,7 @@ func tenureSearch(r *searchRun, kind string) {
 		}()
 	}
 	wg.Wait()
+	stopOperator()
 	if ctx.Err() != nil {
 		r.stall("the contenders did not finish: %d tenures\n%s", len(spans), simDump(r.srv, "/t"))
 	}
@@ -530,6 +588,12 @@ func tenureSearch(r *searchRun, kind string) {
 		limit = 2
 	}
 	for _, a := range spans {
+		if reap {
+			// A holder whose node an operator deleted is not told at once
+			// on a silent connection (the documented window only fencing
+			// closes): tokens, epochs, progress and orphans are checked.
+			break
+		}
 		// The tenures on at a's start: at most limit (a included), and
 		// none exclusive beside a unless a is alone.
 		on, exclusive := 0, false
