@@ -344,7 +344,17 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 	case err == nil:
 		hd, _, derr := decodeAck(data)
 		if derr == nil && hd.Candidate == name && st.EphemeralOwner == e.s.ID() {
-			// An earlier attempt went through; its reply was lost.
+			// An earlier attempt went through; its reply was lost. The
+			// acknowledgement may be stale by now: if our candidate was
+			// deleted under us (an operator, Reap), successors acknowledge
+			// with higher epochs. Our candidate still there, read after
+			// the acknowledgement, proves no successor came since.
+			switch ok, err := e.s.Exists(ctx, h.node); {
+			case err != nil:
+				return 0, outcomeKnown, err
+			case !ok:
+				return 0, outcomeKnown, fmt.Errorf("election %s: candidate node gone after acknowledgement: %w", h.node, ErrLeadershipLost)
+			}
 			return hd.Epoch, outcomeKnown, nil
 		}
 		if derr == nil && hd.Candidate != "" {
