@@ -557,15 +557,37 @@ func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 // dropAck deletes the acknowledgement if it still names node, a candidate
 // deleted under this live session (by an operator, or Reap): the
 // acknowledgement is this session's ephemeral, and would stay until the
-// session ends when no successor replaces it.
+// session ends when no successor replaces it. Not done within ctx (a
+// connection loss, a short deadline), it carries on in the background,
+// bounded, while the session lives — as a release does.
 func (e *Election[T]) dropAck(ctx context.Context, node string) {
-	data, st, err := e.s.get(ctx, e.ackPath())
-	if err != nil {
+	if e.dropAckOnce(ctx, node) == nil || e.s.check() != nil {
 		return
 	}
-	if hd, _, err := decodeAck(data); err == nil && hd.Candidate == baseName(node) && st.EphemeralOwner == e.s.ID() {
-		_ = e.s.delete(ctx, e.ackPath(), st.Version)
+	go func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := e.dropAckOnce(cctx, node); err != nil && e.s.check() == nil {
+			e.s.log.Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
+		}
+	}()
+}
+
+func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
+	data, st, err := e.s.get(ctx, e.ackPath())
+	switch {
+	case isNoNode(err):
+		return nil
+	case err != nil:
+		return err
 	}
+	if hd, _, derr := decodeAck(data); derr != nil || hd.Candidate != baseName(node) || st.EphemeralOwner != e.s.ID() {
+		return nil // another's, or nobody's to take away
+	}
+	if err := e.s.delete(ctx, e.ackPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+		return err
+	}
+	return nil
 }
 
 // State reads the acknowledged leader. It does not block beyond the reads.

@@ -469,7 +469,15 @@ func TestRequestRevokeSparesOwnNodeWhileAcquiring(t *testing.T) {
 // not even the acknowledgement, its session's ephemeral, which no
 // successor replaces when nobody else campaigns. (The simulation search
 // found it: reap-election, /t/elect/leader left on a live session.)
+// A Resign in a hurry (its context already over) leaves nothing either:
+// the removal carries on in the background.
 func TestResignAfterCandidateDeletedLeavesNothing(t *testing.T) {
+	for _, hurried := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hurried=%v", hurried), func(t *testing.T) { resignAfterCandidateDeleted(t, hurried) })
+	}
+}
+
+func resignAfterCandidateDeleted(t *testing.T, hurried bool) {
 	synctest.Test(t, func(t *testing.T) {
 		defer settleBubble()
 		srv := sim.New()
@@ -502,9 +510,15 @@ func TestResignAfterCandidateDeletedLeavesNothing(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("the leader was never told")
 		}
-		if err := l.Resign(ctx); !errors.Is(err, runtime.ErrLeadershipLost) {
+		rctx, cancel := context.WithCancel(ctx)
+		if hurried {
+			cancel()
+		}
+		if err := l.Resign(rctx); !errors.Is(err, runtime.ErrLeadershipLost) {
 			t.Fatalf("Resign: %v, want ErrLeadershipLost", err)
 		}
+		cancel()
+		time.Sleep(time.Minute) // a removal carried on in the background
 		if ok, st, err := s.Conn().Exists("/e/leader"); err != nil || ok {
 			t.Fatalf("the acknowledgement is left (owner %x): %v", st.EphemeralOwner, err)
 		}
