@@ -43,13 +43,12 @@ import (
 
 // workload is one recipe's search.
 type workload struct {
-	name         string
-	procs, ops   int     // the size of a run before shrinking
-	minProcs     int     // shrinking keeps at least this many processes
-	rate         float64 // the probability of a fault per request
-	run          func(r *searchRun)
-	ensemble     int // servers; 0 or 1: one
-	descriptions string
+	name       string
+	procs, ops int     // the size of a run before shrinking
+	minProcs   int     // shrinking keeps at least this many processes
+	rate       float64 // the probability of a fault per request
+	run        func(r *searchRun)
+	ensemble   int // servers; 0 or 1: one
 }
 
 // searchConfig is what fixes a run: the seed and the size.
