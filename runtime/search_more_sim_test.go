@@ -1097,7 +1097,10 @@ func prefetchQueueSearch(r *searchRun) {
 // 3rd delivery was released is in the dead letters and never delivered
 // again; every item put is acked or dead-lettered (an item released or
 // whose consumer died is delivered again, or dead-lettered: never lost),
-// never both, and acked at most once; nothing delivered that was not put.
+// never both, and acked at most once; nothing delivered that was not put;
+// an item is delivered again only once its claim ended: its holder began
+// to ack or release it, or the holder's session ended (ErrClaimLost: "its
+// session ended").
 func deadLetterSearch(r *searchRun) {
 	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
@@ -1117,6 +1120,15 @@ func deadLetterSearch(r *searchRun) {
 	acked := map[string]int{}
 	ackUnknown := map[string]bool{}
 	moved := map[string]bool{} // the Release of its n-th delivery returned nil
+	// claims: each item's current claim; it ends when its holder starts
+	// its Ack or Release (ending), or with the holder's session.
+	type claim struct {
+		who    int
+		sid    int64
+		ending bool
+	}
+	claims := map[string]claim{}
+	live := func(sid int64) bool { return slices.Contains(r.srv.Sessions(), sid) }
 	// consume takes one delivery and deals with it; it reports whether it
 	// got one.
 	consume := func(who int, q *runtime.AckQueue[string], tctx context.Context, rng *rand.Rand, w *simSession) bool {
@@ -1137,7 +1149,22 @@ func deadLetterSearch(r *searchRun) {
 		if moved[v] {
 			r.violate("never delivered once dead", "%s delivered (attempt %d) after the release of its attempt %d moved it", v, d.Attempt, n)
 		}
+		if c, ok := claims[v]; ok && !c.ending && live(c.sid) {
+			r.violate("redelivered only after a claim ended", "%s delivered (attempt %d) while p%d's claim on session %x, live, was not acked nor released",
+				v, d.Attempt, c.who, c.sid)
+		}
 		attempts[v] = append(as, d.Attempt)
+		sid := int64(0)
+		if w != nil && w.s != nil {
+			sid = w.s.ID()
+		}
+		claims[v] = claim{who: who, sid: sid}
+		mu.Unlock()
+		if w != nil && rng.IntN(2) == 0 {
+			time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond) // works on it a while
+		}
+		mu.Lock()
+		claims[v] = claim{who: who, sid: sid, ending: true} // what follows ends it
 		mu.Unlock()
 		switch {
 		case w != nil && rng.IntN(10) == 0:
