@@ -70,7 +70,7 @@ type ident struct {
 // checkNames reports Go identifiers that collide after case conversion.
 // Package level: Client, New, API, every type, every priority/participant
 // constant and every resource's <GoName>Handle interface. Client methods:
-// every resource.
+// every resource, and the generated Session.
 func (p *parser) checkNames() {
 	var pkg []ident
 	for _, t := range p.spec.Types {
@@ -88,7 +88,7 @@ func (p *parser) checkNames() {
 		"Run":    "the generated Run function",
 		"API":    "the generated API interface",
 	})
-	p.collisions(methods, nil)
+	p.collisions(methods, map[string]string{"Session": "the generated Client.Session method"})
 }
 
 // collisions reports each identifier whose Go name an earlier one (in

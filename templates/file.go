@@ -43,6 +43,13 @@ func newFile(s *spec.Spec) *jen.File {
 		jen.Return(jen.Op("&").Id("Client").Values(jen.Dict{jen.Id("sess"): jen.Id("sess")})),
 	)
 	f.Line()
+	f.Comment("Session returns the session c's handles use, for writes of the service's")
+	f.Comment("own beside the recipes' (under Run, the session of this run of fn: it ends")
+	f.Comment("when fn's ctx does). Closing it ends every handle.")
+	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id("Session").Params().Op("*").Qual(runtimePkg, "Session").Block(
+		jen.Return(jen.Id("c").Dot("sess")),
+	)
+	f.Line()
 	f.Comment("Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:")
 	f.Comment("when the session ends, fn's ctx is cancelled and, once fn has returned, fn")
 	f.Comment("runs again with a Client on a new session. It returns nil when ctx ends, or")

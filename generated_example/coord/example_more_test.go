@@ -97,3 +97,28 @@ func ExampleClient_PythonSlots() {
 	// Output:
 	// got a lease: true
 }
+
+// Session is the session the Client's handles use: a service writes its own
+// znodes on it, beside the recipes', with no second session. A lock held
+// through the Client ends with it.
+func ExampleClient_Session() {
+	ctx := context.Background()
+	c, closeSession := client()
+	defer closeSession()
+
+	if _, err := c.Session().CreatePersistent(ctx, "/zkgen-example/demo/example-session"); err != nil {
+		log.Fatal(err)
+	}
+	ok, err := c.Session().Exists(ctx, "/zkgen-example/demo/example-session")
+	fmt.Println("own znode:", ok, err)
+	l := c.OrderLock(9)
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	c.Session().Close()
+	<-l.Lost()
+	fmt.Println("the lock ended with the session")
+	// Output:
+	// own znode: true <nil>
+	// the lock ended with the session
+}

@@ -25,6 +25,13 @@ func New(sess *runtime.Session) *Client {
 	return &Client{sess: sess}
 }
 
+// Session returns the session c's handles use, for writes of the service's
+// own beside the recipes' (under Run, the session of this run of fn: it ends
+// when fn's ctx does). Closing it ends every handle.
+func (c *Client) Session() *runtime.Session {
+	return c.sess
+}
+
 // Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
 // when the session ends, fn's ctx is cancelled and, once fn has returned, fn
 // runs again with a Client on a new session. It returns nil when ctx ends, or

@@ -93,8 +93,9 @@ type demo struct {
 	out     io.Writer
 	doneDir string // done markers of this run's jobs
 
-	mu       sync.Mutex // serialises output; guards finished
+	mu       sync.Mutex // serialises output; guards finished and markers
 	finished map[string]bool
+	markers  int           // done markers counted once the last job was done
 	all      chan struct{} // closed once every job is done
 }
 
@@ -115,34 +116,41 @@ func (d *demo) sayLocked(who, format string, args ...any) {
 }
 
 // finish records that job is done (its marker written now, or found written
-// by an earlier delivery whose ack or reply was lost).
-func (d *demo) finish(job string) {
+// by an earlier delivery whose ack or reply was lost). Whoever finishes the
+// last job counts the markers, on its own session: a marker too many or too
+// few would show.
+func (d *demo) finish(ctx context.Context, c *coord.Client, job string) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.finished[job] {
-		return
+		d.mu.Unlock()
+		return nil
 	}
 	d.finished[job] = true
 	if d.cfg.onDone != nil {
 		d.cfg.onDone(len(d.finished))
 	}
-	if len(d.finished) == d.cfg.jobs {
-		close(d.all)
+	last := len(d.finished) == d.cfg.jobs
+	d.mu.Unlock()
+	if !last {
+		return nil
 	}
+	kids, err := c.Session().Children(ctx, d.doneDir)
+	if err != nil { // the job is delivered again, and counted then
+		d.mu.Lock()
+		delete(d.finished, job)
+		d.mu.Unlock()
+		return err
+	}
+	d.mu.Lock()
+	d.markers = len(kids)
+	d.mu.Unlock()
+	close(d.all)
+	return nil
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
 	d := &demo{cfg: cfg, out: out, finished: map[string]bool{}, all: make(chan struct{})}
-	admin, err := runtime.Connect(ctx, cfg.servers[0], runtime.WithSessionTimeout(cfg.timeout))
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
 	d.doneDir = fmt.Sprintf("/zkgen-example/demo/run-%d/done", time.Now().UnixNano())
-	if _, err := admin.CreatePersistent(ctx, d.doneDir); err != nil {
-		return err
-	}
-
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, workers)
@@ -182,11 +190,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	kids, _, err := admin.Conn().Children(d.doneDir)
-	if err != nil {
-		return err
-	}
-	d.say("demo", "done: %d jobs, each done once (%d done markers)", len(d.finished), len(kids))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sayLocked("demo", "done: %d jobs, each done once (%d done markers)", len(d.finished), d.markers)
 	return nil
 }
 
@@ -211,6 +217,11 @@ func (d *demo) worker(ctx context.Context, i int, c *coord.Client) error {
 			d.say(who, "elected scheduler (epoch %d)", l.Epoch())
 			if d.cfg.onElected != nil {
 				d.cfg.onElected(i)
+			}
+			// The service's own znodes sit beside the recipes', on the
+			// same session (c.Session()).
+			if _, err := c.Session().CreatePersistent(ctx, d.doneDir); err != nil {
+				return err
 			}
 			if err := d.schedule(ctx, who, c.Tasks()); err != nil {
 				return err
@@ -265,8 +276,7 @@ func (d *demo) process(ctx context.Context, who string, c *coord.Client, job coo
 		default:
 			d.say(who, "ran %-16s under the shard %d lock (fencing token %d)", job.Name, shard, l.Token())
 		}
-		d.finish(job.Name)
-		return nil
+		return d.finish(ctx, c, job.Name)
 	})
 }
 
