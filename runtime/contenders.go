@@ -212,9 +212,13 @@ func seqCompare(a, b int32) int {
 // Holder describes one contender node of a lock: the holder(s) first, then
 // the waiters in queue order.
 type Holder struct {
-	Node    string    // full znode path
-	Seq     int32     // sequence number
-	Token   int64     // creation zxid: the fencing token if it holds
+	Node string // full znode path
+	Seq  int32  // sequence number
+	// Token is the node's creation zxid. It orders the contenders of a
+	// kazoo-layout semaphore; it is not the fencing token: Lock.Token, the
+	// holder's own, is the lock directory's zxid when the holder saw it
+	// held, at least this and strictly above every earlier holder's.
+	Token   int64
 	Created time.Time // creation time (server clock)
 	Holds   bool      // true for the current holder(s)
 	Read    bool      // a read-lock node (read/write locks only)
