@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkgen/zkgen/generated_example/coord"
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/runtimetest"
 )
 
 // applyOrder is application code: it depends on coord.API, not on a
@@ -53,5 +54,50 @@ func TestFakeGeneratedHandle(t *testing.T) {
 	fc.lock = &fakeLock{lockErr: runtime.ErrSessionExpired}
 	if err := applyOrder(context.Background(), fc, 1, nil); !errors.Is(err, runtime.ErrSessionExpired) {
 		t.Fatalf("lock failure not passed on: %v", err)
+	}
+}
+
+// withSlot is application code: it runs work under one of the slots
+// semaphore's leases, stopping when the lease is lost.
+func withSlot(ctx context.Context, c coord.API, work func(ctx context.Context, token int64) error) error {
+	le, err := c.Slots().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer le.Release(context.WithoutCancel(ctx))
+	return work(le.Context(), le.Token())
+}
+
+// fakeSlots returns a lease that runtimetest holds for real.
+type fakeSlots struct {
+	coord.SlotsHandle
+	lease *runtime.Lease
+}
+
+func (f fakeSlots) Acquire(context.Context) (*runtime.Lease, error) { return f.lease, nil }
+
+type slotsClient struct {
+	coord.API
+	slots fakeSlots
+}
+
+func (c slotsClient) Slots() coord.SlotsHandle { return c.slots }
+
+// A fake handle hands out a real lease (runtimetest): the code under test
+// sees its token, stops when it is taken away, and releases it.
+func TestFakeHandleReturnsRealLease(t *testing.T) {
+	e := runtimetest.New(t)
+	lease := e.Lease()
+	c := slotsClient{slots: fakeSlots{lease: lease}}
+	err := withSlot(context.Background(), c, func(ctx context.Context, token int64) error {
+		if token != lease.Token() || token <= 0 {
+			t.Errorf("token %d, the lease's %d", token, lease.Token())
+		}
+		e.Take(lease.Node()) // an operator deletes it mid-work
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	if !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("work under a taken lease ended with %v, want ErrLockLost", err)
 	}
 }

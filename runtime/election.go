@@ -542,6 +542,9 @@ func (l *Leadership[T]) Payload() T { return l.payload }
 // candidate node left on a live session would stall the election. Either
 // way the Election handle can campaign again.
 func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
+	if l.zero() {
+		return errZeroValue
+	}
 	defer l.e.s.tel.begin(ctx, opResign, "election", l.e.name, l.e.dir).end(&err)
 	if !l.giveUp() {
 		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)

@@ -25,6 +25,10 @@ var (
 	ErrLockLost = errors.New("lock: lost")
 	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
 	ErrNotHeld = errors.New("lock: not held")
+	// errZeroValue is what a method of a zero value returns (a Lease,
+	// Leadership, Membership, Assignment, Delivery or TTLLease not handed
+	// out by a handle, as a unit test might build one): never a panic.
+	errZeroValue = fmt.Errorf("runtime: a zero value, not handed out by a handle: %w", ErrNotHeld)
 	// ErrAlreadyHeld means Lock was called on a handle that already holds the
 	// lock or is acquiring it. Handles are not reentrant.
 	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")

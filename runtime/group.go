@@ -123,6 +123,9 @@ func (m *Membership[T]) Member() T { return m.member }
 // Leave returns the error.
 // Either way the Group handle can join again.
 func (m *Membership[T]) Leave(ctx context.Context) (err error) {
+	if m.zero() {
+		return errZeroValue
+	}
 	defer m.g.s.tel.begin(ctx, opGroupLeave, "group", m.g.name, m.g.dir).end(&err)
 	if !m.giveUp() {
 		return fmt.Errorf("group %s: %w", m.g.dir, ErrNotMember)

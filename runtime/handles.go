@@ -12,7 +12,8 @@ import (
 // test can pass a fake without ZooKeeper. Generated code names one per
 // resource (OrderLockHandle = runtime.LockHandle, ...) and its Client
 // returns them. Values a handle hands out (*Lease, *Leadership,
-// *Membership, *Delivery) stay concrete.
+// *Membership, *Assignment, *Delivery, *TTLLease) stay concrete: a fake
+// returns real ones from package runtimetest.
 
 // LockHandle is the method set of *Lock (and of each side of a read/write lock).
 type LockHandle interface {

@@ -351,6 +351,9 @@ func (a *Assignment[T]) Token(i int) int64 {
 // owner before the member noticed. Token, checked where the work lands,
 // fences that too.
 func (a *Assignment[T]) Guarded(ctx context.Context, i int, ops ...any) ([]zk.MultiResponse, error) {
+	if a.zero() {
+		return nil, fmt.Errorf("partition %d: %w (%w)", i, ErrPartitionLost, errZeroValue)
+	}
 	label := fmt.Sprintf("partitioner %s: partition %d", a.p.dir, i)
 	a.mu.Lock()
 	if !a.owned[i] {
@@ -412,6 +415,11 @@ func (a *Assignment[T]) waitGuards(i int) {
 // keeps a reader waiting longer than the stream wait (WithStreamWait,
 // default 10s) is taken as abandoned and no longer waited for.
 func (a *Assignment[T]) Owned() <-chan []int {
+	if a.zero() {
+		c := make(chan []int)
+		close(c)
+		return c
+	}
 	st := &ownedStream{}
 	a.mu.Lock()
 	a.streams[st] = struct{}{}
@@ -525,6 +533,9 @@ func (a *Assignment[T]) waitHandedOver(i int) {
 // second call, ctx's error if ctx ends first (the release carries on in the
 // background). The Partitioner handle can join again afterwards.
 func (a *Assignment[T]) Leave(ctx context.Context) (err error) {
+	if a.zero() {
+		return errZeroValue
+	}
 	defer a.s.tel.begin(ctx, opPartitionerLeave, "partitioner", a.p.name, a.p.dir).end(&err)
 	if !a.giveUp() {
 		return fmt.Errorf("partitioner %s: %w", a.p.dir, ErrNotMember)

@@ -46,6 +46,9 @@ func (d *Delivery[T]) Node() string { return d.node }
 // returned and the item may or may not be deleted (it stays claimed until
 // the session ends).
 func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
+	if d.q == nil {
+		return errZeroValue
+	}
 	defer d.q.telOp(ctx, opAck, true).end(&err)
 	if err := d.finish(); err != nil {
 		return err
@@ -93,6 +96,9 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 // is moved to the dead letters instead (see AckQueue.DeadLetters), in one
 // multi. Errors are as for Ack.
 func (d *Delivery[T]) Release(ctx context.Context) (err error) {
+	if d.q == nil {
+		return errZeroValue
+	}
 	defer d.q.telOp(ctx, opRelease, true).end(&err)
 	if err := d.finish(); err != nil {
 		return err

@@ -250,6 +250,9 @@ func (m *Semaphore) Reap(ctx context.Context, olderThan time.Duration) ([]Holder
 // lease. It returns ErrLockLost if the lease had been lost, ErrNotHeld if it
 // was released already.
 func (le *Lease) Release(ctx context.Context) (err error) {
+	if le.zero() {
+		return errZeroValue
+	}
 	m := le.sem
 	defer m.s.tel.begin(ctx, opSemRelease, "semaphore", m.name, m.dir).end(&err)
 	m.mu.Lock()
@@ -265,7 +268,12 @@ func (le *Lease) Release(ctx context.Context) (err error) {
 
 // Token returns the leases directory's pzxid when the lease was granted
 // (see Lock.Token).
-func (le *Lease) Token() int64 { return le.h.token }
+func (le *Lease) Token() int64 {
+	if le.zero() {
+		return 0
+	}
+	return le.h.token
+}
 
 // Guarded runs ops as one ZooKeeper multi that also checks that this
 // lease's node still exists: the writes happen only while the lease is

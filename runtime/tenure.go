@@ -389,7 +389,26 @@ type tenure struct {
 }
 
 // Node returns the path of the node that holds the tenure.
-func (t *tenure) Node() string { return t.h.node }
+func (t *tenure) Node() string {
+	if t.zero() {
+		return ""
+	}
+	return t.h.node
+}
+
+// zero reports whether the tenure is a zero value (not handed out by a
+// handle): its methods then report it not held, and never panic.
+func (t *tenure) zero() bool { return t.h == nil }
+
+// closedChan is the Lost channel of a zero value.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// zeroCtx is the Context of a zero value: cancelled, with errZeroValue.
+var zeroCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errZeroValue)
+	return ctx
+}()
 
 // Lost returns a channel closed when the tenure ends: lost (the session
 // expired or was closed, or the node was deleted by someone else) or given
@@ -399,6 +418,9 @@ func (t *tenure) Node() string { return t.h.node }
 // Held): after a pause past the session timeout the channel it returns is
 // closed already.
 func (t *tenure) Lost() <-chan struct{} {
+	if t.zero() {
+		return closedChan
+	}
 	t.s.arm(t.h)
 	t.s.asked(t.h)
 	return t.h.lost
@@ -412,6 +434,9 @@ func (t *tenure) Lost() <-chan struct{} {
 // derived from it with the context package learn of the end when it is
 // cancelled, a moment later.
 func (t *tenure) Context() context.Context {
+	if t.zero() {
+		return zeroCtx
+	}
 	t.s.arm(t.h)
 	return t.s.heldCtx(t.h)
 }
@@ -426,12 +451,15 @@ func (t *tenure) Context() context.Context {
 // call and the act that follows it. Only a fenced write (Guarded, or the
 // fencing token checked by the resource) closes that window.
 func (t *tenure) Held() bool {
-	return t.s.asked(t.h)
+	return !t.zero() && t.s.asked(t.h)
 }
 
 // guardedOwn runs ops while the tenure's own node exists (see
 // Session.guarded).
 func (t *tenure) guardedOwn(ctx context.Context, label string, ops []any) ([]zk.MultiResponse, error) {
+	if t.zero() {
+		return nil, fmt.Errorf("%s: %w", label, errZeroValue)
+	}
 	return t.s.guarded(ctx, t.h, label+" "+t.h.node, nil, nil, ops)
 }
 

@@ -445,6 +445,9 @@ func (l *TTLLease) Token() int64 {
 // request sent just before Expires and delayed past the TTL on its way;
 // Token, checked where the work lands, fences that too.
 func (l *TTLLease) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if l.m == nil {
+		return nil, errZeroValue
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
@@ -476,6 +479,9 @@ func (l *TTLLease) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse,
 // before Expires, every third of the TTL, say. ErrNotHeld after Release.
 // Other errors (connection, ctx) leave Expires as it was.
 func (l *TTLLease) Renew(ctx context.Context) (err error) {
+	if l.m == nil {
+		return errZeroValue
+	}
 	defer l.m.s.tel.begin(ctx, opLeaseRenew, "lease", l.m.name, l.m.dir).end(&err)
 	defer l.countLoss(&err)
 	return l.renew(ctx, true)
@@ -617,6 +623,9 @@ func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
 // and never past Expires) and Release returns ctx's error; a node left
 // anyway goes when its TTL runs out.
 func (l *TTLLease) Release(ctx context.Context) (err error) {
+	if l.m == nil {
+		return errZeroValue
+	}
 	defer l.m.s.tel.begin(ctx, opLeaseRelease, "lease", l.m.name, l.m.dir).end(&err)
 	defer l.countLoss(&err)
 	l.mu.Lock()

@@ -268,6 +268,7 @@ import (
 
 	"github.com/zkgen/zkgen/generated_example/coord"
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/runtimetest"
 	"github.com/zkgen/zkgen/runtime/zktest"
 	"github.com/zkgen/zkgen/runtime/zktest/sim"
 )
@@ -295,6 +296,7 @@ var (
 	_ = time.Second
 	_ = zktest.Start
 	_ = sim.New
+	_ = runtimetest.New
 )
 
 func snippet() error {
