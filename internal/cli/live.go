@@ -93,6 +93,25 @@ func (f *liveFlags) tlsConfig() (*tls.Config, error) {
 // connect parses the spec and opens a session. Both errors are failures:
 // ExitFailure for a spec problem, bad flags or an unreachable server.
 func (a *app) connect(ctx context.Context, f *liveFlags) (*spec.Spec, *runtime.Session, error) {
+	s, dial, err := a.live(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := dial(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, sess, nil
+}
+
+// dialFunc opens a session with a command's flags, giving up after
+// --timeout; its errors are failures that say why.
+type dialFunc func(ctx context.Context) (*runtime.Session, error)
+
+// live parses the spec and checks the connection flags, and returns what
+// opens a session with them: a command that outlives a session (inspect
+// --watch) opens another with it.
+func (a *app) live(f *liveFlags) (*spec.Spec, dialFunc, error) {
 	s, err := parseSpec(filepath.Clean(f.specPath))
 	if err != nil {
 		return nil, nil, err
@@ -125,23 +144,30 @@ func (a *app) connect(ctx context.Context, f *liveFlags) (*spec.Spec, *runtime.S
 	if tlsConf != nil {
 		opts = append(opts, runtime.WithTLS(tlsConf))
 	}
-	cctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	sess, err := runtime.Connect(cctx, servers, opts...)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, nil, userErrorf("cannot reach ZooKeeper at %s within %v (set --servers or ZK_SERVERS)", strings.Join(servers, ","), f.timeout)
+	dial := func(ctx context.Context) (*runtime.Session, error) {
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+		sess, err := runtime.Connect(cctx, servers, opts...)
+		switch {
+		case err == nil:
+			return sess, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, userErrorf("cannot reach ZooKeeper at %s within %v (set --servers or ZK_SERVERS)", strings.Join(servers, ","), f.timeout)
 		}
-		return nil, nil, userErrorf("cannot connect to ZooKeeper at %s: %v", strings.Join(servers, ","), err)
+		return nil, userErrorf("cannot connect to ZooKeeper at %s: %v", strings.Join(servers, ","), err)
 	}
-	return s, sess, nil
+	return s, dial, nil
 }
 
 // checkRoot fails (exit 1) when the spec's root does not exist on the
 // servers: a live command pointed at the wrong cluster must not report an
 // idle system.
 func checkRoot(ctx context.Context, sess *runtime.Session, s *spec.Spec, servers string) error {
-	err := inspect.CheckRoot(ctx, sess, s)
+	return rootFailure(inspect.CheckRoot(ctx, sess, s), s, servers)
+}
+
+// rootFailure is checkRoot's failure for inspect.CheckRoot's error.
+func rootFailure(err error, s *spec.Spec, servers string) error {
 	if errors.Is(err, inspect.ErrRootMissing) {
 		return userErrorf("the spec's root %s does not exist on %s: wrong servers, or nothing of this spec has run there yet ('zkgen provision' creates it)", rootOf(s), servers)
 	}

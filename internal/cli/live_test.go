@@ -188,18 +188,26 @@ func contended(t *testing.T, ctx context.Context, srv *zktest.Server, root strin
 	return holder
 }
 
-func TestLiveCommands(t *testing.T) {
+// liveSetup starts ZooKeeper, writes liveSpec as zkgen.yaml in a new
+// working directory and contends for its lock (contended): the start of
+// a test of the live commands. ctx ends with the test.
+func liveSetup(t *testing.T) (srv *zktest.Server, ctx context.Context, root, src string, holder *runtime.Lock) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs ZooKeeper")
 	}
-	srv := zktest.Start(t)
+	srv = zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	chdirTemp(t)
-	root, src := liveSpec(t)
+	root, src = liveSpec(t)
 	writeFile(t, "zkgen.yaml", src)
+	return srv, ctx, root, src, contended(t, ctx, srv, root)
+}
+
+func TestLiveCommands(t *testing.T) {
+	srv, ctx, root, src, holder := liveSetup(t)
 	servers := "--servers=" + strings.Join(srv.Servers(), ",")
-	holder := contended(t, ctx, srv, root)
 
 	t.Run("json", func(t *testing.T) {
 		r := zkgen(t, "inspect", servers, "--json")
@@ -518,15 +526,26 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 // drained until inspect has returned, so that it never blocks writing.
 func watchUntil(t *testing.T, servers string, out io.Writer, chunks <-chan string, done func(all string) bool) string {
 	t.Helper()
+	return watchArgsUntil(t, []string{"inspect", servers, "--watch=10ms"}, out, io.Discard, chunks, done)
+}
+
+// watchArgsUntil is watchUntil with the command line args, and errOut as
+// the standard error.
+func watchArgsUntil(t *testing.T, args []string, out, errOut io.Writer, chunks <-chan string, done func(all string) bool) string {
+	t.Helper()
 	code := make(chan int, 1)
-	go func() { code <- run([]string{"inspect", servers, "--watch=10ms"}, out, io.Discard, templates.Generate) }()
+	go func() { code <- run(args, out, errOut, templates.Generate) }()
 	var all strings.Builder
 	for !done(all.String()) {
-		c, ok := <-chunks
-		if !ok {
-			t.Fatalf("output ended early:\n%q", all.String())
+		select {
+		case c, ok := <-chunks:
+			if !ok {
+				t.Fatalf("output ended early:\n%q", all.String())
+			}
+			all.WriteString(c)
+		case c := <-code:
+			t.Fatalf("inspect --watch exited (status %d) before the test was done:\n%s", c, all.String())
 		}
-		all.WriteString(c)
 	}
 	// Interrupted, --watch stops with success.
 	interruptSelf(t)
