@@ -54,14 +54,24 @@ type Partitioner[T any] struct {
 	cur  atomic.Pointer[Assignment[T]] // the assignment of Join, until it ends
 }
 
+// MaxPartitions is the most partitions a partitioner has. Two reads must
+// fit ZooKeeper's default jute.maxbuffer (1 MiB) and go-zookeeper's reply
+// buffer: the plan, about 4 to 5 bytes per partition plus 60 per member
+// (under 1 MiB up to 12,000 members at this count), and the listing of the
+// owner nodes (11 bytes per partition at most, 721 KB). More is refused.
+const MaxPartitions = 65536
+
 // NewPartitioner returns a member handle for a partitioner of n partitions
-// at directory p, with members encoded by codec. It does no I/O. opts:
-// WithNodeACL, WithPartitionNames.
+// (1 to MaxPartitions) at directory p, with members encoded by codec. It
+// does no I/O. opts: WithNodeACL, WithPartitionNames.
 func NewPartitioner[T any](s *Session, p Path, n int, codec Codec[T], opts ...HandleOption) *Partitioner[T] {
 	c := handleOptions(opts)
 	err := p.Err()
 	if err == nil && n < 1 {
 		err = fmt.Errorf("partitioner %s: %d partitions: at least 1 is needed", p, n)
+	}
+	if err == nil && n > MaxPartitions {
+		err = fmt.Errorf("partitioner %s: %d partitions: at most %d (MaxPartitions)", p, n, MaxPartitions)
 	}
 	if err == nil && c.partitionNames != nil && len(c.partitionNames) != n {
 		err = fmt.Errorf("partitioner %s: %d names for %d partitions", p, len(c.partitionNames), n)

@@ -52,6 +52,11 @@ const (
 // Layouts lists the valid layouts, the default first.
 var Layouts = []Layout{LayoutCurator, LayoutKazoo}
 
+// MaxPartitions is the most partitions a partitioner may declare: the
+// runtime's runtime.MaxPartitions (its plan and the listing of its owner
+// nodes must fit ZooKeeper's 1 MiB jute.maxbuffer).
+const MaxPartitions = 65536
+
 // Delivery is the delivery guarantee of a queue (field delivery).
 type Delivery string
 
@@ -331,7 +336,13 @@ var kindFieldTable = []struct {
 	}},
 	{"payload", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Payload = p.valueRef(n, field) }},
 	{"notify", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Notify, _ = enum(p, n, field, Notifies) }},
-	{"partitions", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Partitions, _ = p.count(n, field) }},
+	{"partitions", func(p *parser, r *Resource, n *yaml.Node, field string) {
+		r.Partitions, _ = p.count(n, field)
+		if r.Partitions > MaxPartitions {
+			p.errorf(n, field, "must be <= %d, got %d: the partitioner's plan and the listing of its owners must fit ZooKeeper's 1 MiB jute.maxbuffer", MaxPartitions, r.Partitions)
+			r.Partitions = 0
+		}
+	}},
 	{"names", func(p *parser, r *Resource, n *yaml.Node, field string) {
 		r.PartitionNames = p.names(r, n, field, "partition", 0)
 	}},
