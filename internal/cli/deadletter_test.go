@@ -88,9 +88,9 @@ resources:
 
 // inspectJSON runs zkgen inspect --json and decodes its document, which
 // must be exactly the documented structure.
-func inspectJSON(t *testing.T, servers string) inspect.Snapshot {
+func inspectJSON(t *testing.T, servers string, more ...string) inspect.Snapshot {
 	t.Helper()
-	r := zkgen(t, "inspect", servers, "--json")
+	r := zkgen(t, append([]string{"inspect", servers, "--json"}, more...)...)
 	r.want(t, ExitOK, nil, empty)
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()

@@ -647,10 +647,44 @@ func TestLiveLease(t *testing.T) {
 		t.Errorf("lease section %+v", l)
 	}
 	text := zkgen(t, "inspect", servers)
-	if !strings.Contains(text.stdout, "1/2 held, ttl 30s") || !strings.Contains(text.stdout, "worker-a") {
-		t.Errorf("inspect text:\n%s", text.stdout)
+	if !strings.Contains(text.stdout, "1/2 held, ttl 30s") || !strings.Contains(text.stdout, "worker-a") ||
+		!strings.Contains(text.stdout, ", expires in ") || !strings.Contains(text.stdout, l.Holders[0].Expires.Local().Format(time.TimeOnly)) {
+		t.Errorf("inspect text (want the holder, when it expires):\n%s", text.stdout)
 	}
 	if err := le.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A semaphore whose internal lock a paused process holds: no lease is
+// held, everyone waits, and inspect says who blocks them (the holder of
+// the semaphore's lock, for how long), in the table and in --json.
+func TestLiveSemaphoreBlocked(t *testing.T) {
+	srv, ctx, root, _, _ := liveSetup(t)
+	servers := "--servers=" + strings.Join(srv.Servers(), ",")
+	dir := root + "/semaphores/slots"
+	// The paused process: it took the semaphore's lock (<dir>/locks, as
+	// runtime.NewSemaphore lays it out) and stopped there.
+	paused := runtime.NewLock(liveConnect(t, srv), runtime.At(dir+"/locks"))
+	paused.SetPurpose("paused")
+	if err := paused.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bg, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := liveConnect(t, srv)
+	for range 2 { // they wait for the semaphore's lock
+		go runtime.NewSemaphore(liveConnect(t, srv), runtime.At(dir), 3).Acquire(bg)
+	}
+	awaitChildren(t, ctx, s, dir+"/locks", 3)
+	snap := inspectJSON(t, servers, "--resource", "slots")
+	g := snap.Resources[0].Lock.Gate
+	if g == nil || g.Purpose != "paused" || g.PID != os.Getpid() {
+		t.Fatalf("gate %+v, want the paused holder of %s/locks", g, dir)
+	}
+	text := zkgen(t, "inspect", servers, "--resource", "slots")
+	if !strings.Contains(text.stdout, "holds the semaphore's lock") || !strings.Contains(text.stdout, `"paused"`) {
+		t.Errorf("inspect text does not say who blocks the waiters:\n%s", text.stdout)
+	}
+	t.Logf("inspect:\n%s", text.stdout)
 }

@@ -50,6 +50,10 @@ type lockView struct {
 	reapable func(context.Context) ([]runtime.Holder, error)
 	leases   int  // a semaphore's lease count, else 0
 	modes    bool // an rwlock: contenders are readers or writers
+	// gate lists the contenders of a semaphore's internal lock, which a
+	// participant holds while it takes a lease: one that holds it long
+	// (a paused process) blocks every waiter. nil: no such lock.
+	gate func(context.Context) ([]runtime.Holder, error)
 }
 
 // kinds holds the registered kinds.

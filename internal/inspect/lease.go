@@ -59,7 +59,12 @@ func (l *LeaseState) details() [][3]string {
 		if h.Host != "" {
 			w += fmt.Sprintf(" (%s pid %d)", h.Host, h.PID)
 		}
-		out = append(out, [3]string{"holder", w, "renewed " + age(h.AgeSeconds) + " ago"})
+		left := time.Duration(l.TTLSeconds*float64(time.Second)) - time.Duration(h.AgeSeconds*float64(time.Second))
+		when := "expires in " + age(left.Seconds())
+		if left <= 0 {
+			when = "expired " + age(-left.Seconds()) + " ago (the server removes it soon)"
+		}
+		out = append(out, [3]string{"holder", w, "renewed " + age(h.AgeSeconds) + " ago, " + when + " (" + h.Expires.Local().Format(time.TimeOnly) + ")  " + base(h.Node)})
 	}
 	return out
 }

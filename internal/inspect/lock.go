@@ -32,7 +32,7 @@ func init() {
 			if l, ok := bind.LayoutOf(r); ok && l.Value == runtime.LayoutKazoo {
 				mutex = runtime.NewLock(sess, runtime.At(p.String()+"-__lock__"), runtime.WithLayout(runtime.LayoutKazoo))
 			}
-			return lockView{holders: m.Holders, leases: r.Leases, reapable: func(ctx context.Context) ([]runtime.Holder, error) {
+			return lockView{holders: m.Holders, leases: r.Leases, gate: mutex.Holders, reapable: func(ctx context.Context) ([]runtime.Holder, error) {
 				return union(ctx, m.Holders, mutex.Holders)
 			}}
 		}})
@@ -44,6 +44,10 @@ type LockState struct {
 	Leases  int         `json:"leases,omitempty"` // semaphore: the spec's lease count
 	Holders []Contender `json:"holders"`
 	Waiters []Contender `json:"waiters"`
+	// Gate is, for a semaphore, the holder of its internal lock: the
+	// participant taking a lease now, which every waiter waits behind
+	// while it holds it (a paused process that holds it blocks them all).
+	Gate *Contender `json:"gate,omitempty"`
 }
 
 // Contender is one lock, lease, participant or candidate node.
@@ -74,6 +78,16 @@ func readLock(ctx context.Context, sess *runtime.Session, r *spec.Resource, p ru
 			st.Holders = append(st.Holders, c)
 		} else {
 			st.Waiters = append(st.Waiters, c)
+		}
+	}
+	if v.gate != nil {
+		gs, err := v.gate(ctx)
+		if err != nil {
+			return err
+		}
+		if len(gs) > 0 && gs[0].Holds {
+			c := contender(gs[0])
+			st.Gate = &c
 		}
 	}
 	res.Lock = st
@@ -127,6 +141,9 @@ func (l *LockState) details() [][3]string {
 	for i, c := range l.Waiters {
 		out = append(out, [3]string{fmt.Sprintf("waiter %d", i+1), who(c), "waiting " + age(c.AgeSeconds) + "  " + base(c.Node)})
 	}
+	if g := l.Gate; g != nil && len(l.Waiters) > 0 {
+		out = append(out, [3]string{"blocking", who(*g), "holds the semaphore's lock " + age(g.AgeSeconds) + ": the waiters wait behind it  " + base(g.Node)})
+	}
 	return out
 }
 
@@ -136,6 +153,9 @@ func (l *LockState) setAges(age func(time.Time) float64) {
 	}
 	for j := range l.Waiters {
 		l.Waiters[j].AgeSeconds = age(l.Waiters[j].Created)
+	}
+	if l.Gate != nil {
+		l.Gate.AgeSeconds = age(l.Gate.Created)
 	}
 }
 
