@@ -22,3 +22,13 @@ func HandOffs(s *Session) int64 { return s.pipe.handOffs.Load() }
 func AnsweredAgo(s *Session) time.Duration {
 	return time.Duration(monoNow() - s.answeredAt.Load())
 }
+
+// OnOwnerCreated makes fn run after each partitioner owner node's create
+// applied, before the member reads it back; nil removes it.
+func OnOwnerCreated(fn func(partition int)) {
+	if fn == nil {
+		ownerCreated.Store(nil)
+		return
+	}
+	ownerCreated.Store(&fn)
+}

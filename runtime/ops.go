@@ -314,10 +314,11 @@ func (s *Session) delete(ctx context.Context, path string, version int32) error 
 // another session may create again once it is gone (a queue claim). A plain
 // retried delete could remove that other session's node: the lost attempt
 // deleted ours, another session created the name again, and the retry
-// deletes theirs. So after a connection loss it reads the node first and
-// deletes it only while this session still owns it; a node that is gone, or
-// owned by another session, was deleted by the lost attempt. It returns
-// ErrNoNode only when the node was missing at the first attempt.
+// deletes theirs. So after a connection loss it syncs its server with the
+// leader, reads the node and deletes it only while this session still owns
+// it; a node that is gone, or owned by another session, was deleted by the
+// lost attempt. It returns ErrNoNode only when the node was missing at the
+// first attempt.
 func (s *Session) deleteOwned(ctx context.Context, path string) error {
 	return s.deleteRetried(ctx, path, -1, true)
 }
@@ -326,6 +327,13 @@ func (s *Session) deleteRetried(ctx context.Context, path string, version int32,
 	retried := false
 	err := s.retry(ctx, func() error {
 		if retried && owned {
+			// The read that decides must see the lost attempt's delete: a
+			// reconnect may have landed on a follower that has not applied
+			// it, and still shows our node where another session's now is.
+			// A sync first makes that server catch up.
+			if _, err := await(ctx, s, func() (string, error) { return s.conn.Sync(path) }); err != nil && !isNoNode(err) {
+				return err
+			}
 			r, err := await(ctx, s, func() (getResult, error) {
 				ok, st, err := s.conn.Exists(path)
 				if !ok {

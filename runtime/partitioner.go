@@ -299,17 +299,19 @@ func (a *Assignment[T]) snapshot() ([]int, <-chan struct{}) {
 	return out, a.changed
 }
 
-// setOwned records that partition i is owned, with its fencing token, (or
-// not) and wakes Owned's streams.
-func (a *Assignment[T]) setOwned(i int, owned bool, token int64) {
+// setOwned records that the partitions is are owned, each with its
+// fencing token (or not: tokens nil), and wakes Owned's streams once.
+func (a *Assignment[T]) setOwned(is []int, owned bool, tokens []int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if owned {
-		a.owned[i] = true
-		a.tokens[i] = token
-	} else {
-		delete(a.owned, i)
-		delete(a.tokens, i)
+	for k, i := range is {
+		if owned {
+			a.owned[i] = true
+			a.tokens[i] = tokens[k]
+		} else {
+			delete(a.owned, i)
+			delete(a.tokens, i)
+		}
 	}
 	close(a.changed)
 	a.changed = make(chan struct{})
@@ -493,7 +495,7 @@ func (a *Assignment[T]) handedOver(i int) (bool, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for st := range a.streams {
-		if !st.abandoned && slices.Contains(st.last, i) {
+		if _, in := slices.BinarySearch(st.last, i); in && !st.abandoned {
 			return false, a.handed
 		}
 	}
@@ -505,7 +507,7 @@ func (a *Assignment[T]) abandonStreams(i int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for st := range a.streams {
-		if slices.Contains(st.last, i) {
+		if _, in := slices.BinarySearch(st.last, i); in {
 			st.abandoned = true
 		}
 	}

@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -40,6 +42,7 @@ type follower[T any] struct {
 	needPlan    bool
 	waiting     map[int]bool // partitions whose owner node we watch
 	undeleted   map[int]bool // released partitions whose owner node is still to delete
+	maybe       map[int]bool // partitions whose acquisition failed after its create may have applied
 	timer       *time.Timer  // the leader's debounce
 	publish     bool         // the debounce elapsed
 }
@@ -48,7 +51,7 @@ func (a *Assignment[T]) run() {
 	defer close(a.done)
 	f := &follower[T]{a: a, p: a.p, s: a.s, memCh: make(chan struct{}, 1), planCh: make(chan struct{}, 1),
 		freed: make(chan int, a.p.n), stop: make(chan struct{}), needMembers: true, needPlan: true,
-		waiting: map[int]bool{}, undeleted: map[int]bool{}}
+		waiting: map[int]bool{}, undeleted: map[int]bool{}, maybe: map[int]bool{}}
 	err := f.loop()
 	close(f.stop)
 	if f.timer != nil {
@@ -91,9 +94,7 @@ func (a *Assignment[T]) run() {
 // (its monitor sees the session's) is left to the session too.
 func (f *follower[T]) closeHandOver() {
 	owned := f.a.Current()
-	for _, i := range owned {
-		f.releasing(i)
-	}
+	f.releasing(owned)
 	for _, i := range owned {
 		f.a.waitHandedOver(i)
 		f.a.waitGuards(i)
@@ -109,19 +110,35 @@ func (f *follower[T]) lose(ctx context.Context) {
 			return
 		}
 	}
-	for _, i := range f.a.Current() {
-		f.releasing(i)
-	}
+	f.releasing(f.a.Current())
 }
 
 func (f *follower[T]) releaseAll(ctx context.Context) error {
+	if err := f.settleMaybe(ctx); err != nil {
+		return err
+	}
 	if err := f.deletePending(ctx); err != nil {
 		return err
 	}
-	for _, i := range f.a.Current() {
-		if err := f.release(ctx, i); err != nil {
+	return f.release(ctx, f.a.Current())
+}
+
+// settleMaybe finds out whether the acquisitions that ended in an error
+// (the membership's end cancelled them, a reply was lost) created their
+// owner node after all, and marks the nodes of this session for deletion:
+// an owner node the member does not know it has would stay, unowned by
+// any handle, for the rest of the session.
+func (f *follower[T]) settleMaybe(ctx context.Context) error {
+	for i := range f.maybe {
+		_, st, err := f.s.get(ctx, f.p.ownerNode(i))
+		switch {
+		case isNoNode(err):
+		case err != nil:
 			return err
+		case st.EphemeralOwner == f.s.ID():
+			f.undeleted[i] = true
 		}
+		delete(f.maybe, i)
 	}
 	return nil
 }
@@ -207,27 +224,33 @@ func (f *follower[T]) step(ctx context.Context) error {
 	if err := f.deletePending(ctx); err != nil {
 		return err
 	}
-	mine := map[int]bool{}
-	for _, i := range f.plan.partitionsOf(f.a.name) {
+	planned := f.plan.partitionsOf(f.a.name)
+	mine := make(map[int]bool, len(planned))
+	for _, i := range planned {
 		mine[i] = true
 	}
+	var drop, want []int
 	for _, i := range f.a.Current() {
 		if !mine[i] {
-			if err := f.release(ctx, i); err != nil {
-				return err
-			}
+			drop = append(drop, i)
 		}
 	}
-	for _, i := range f.plan.partitionsOf(f.a.name) {
-		if f.a.owned[i] || f.waiting[i] {
-			continue
-		}
-		if err := f.acquire(ctx, i); err != nil {
-			return err
+	if err := f.release(ctx, drop); err != nil {
+		return err
+	}
+	for _, i := range planned {
+		if !f.a.owned[i] && !f.waiting[i] { // the loop is owned's only writer
+			want = append(want, i)
 		}
 	}
-	return nil
+	return f.acquire(ctx, want)
 }
+
+// inFlight is how many requests a member has in flight at once when it
+// acquires or releases many partitions: ZooKeeper answers a session's
+// requests in order, so a window of them costs about one round trip, not
+// one each.
+const inFlight = 64
 
 // read re-reads the members and the plan, when their watches fired.
 func (f *follower[T]) read(ctx context.Context) error {
@@ -313,14 +336,63 @@ func (f *follower[T]) memberGone() bool {
 	return false
 }
 
-// acquire tries to own partition i: it creates the owner node, or watches
-// the owner node that is in the way.
-func (f *follower[T]) acquire(ctx context.Context, i int) error {
-	node := f.p.ownerNode(i)
+// ownerCreated, set by tests only, runs after an owner node's create
+// applied and before its read: a test ends the membership there.
+var ownerCreated atomic.Pointer[func(partition int)]
+
+// acquireResult is what trying to own one partition found.
+type acquireResult struct {
+	token int64           // owned: the owner node's creation zxid
+	watch <-chan zk.Event // owned by another: fires when that node changes
+	err   error
+}
+
+// acquire tries to own the partitions is, ascending, with up to inFlight
+// requests at once: each is owned (its node created), or waited for (the
+// node in the way watched). The hooks are called afterwards, from the
+// loop's goroutine, in order. It returns the first error; what it could do
+// is done, and the next step tries the rest again.
+func (f *follower[T]) acquire(ctx context.Context, is []int) error {
+	if len(is) == 0 {
+		return nil
+	}
 	acl := f.s.nodeACL(f.p.acl)
 	if err := f.s.creatable(acl); err != nil {
-		return opError("create", node, err)
+		return opError("create", f.p.ownerNode(is[0]), err)
 	}
+	res := make([]acquireResult, len(is))
+	parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
+	var owned []int
+	var tokens []int64
+	var first error
+	for k, i := range is {
+		r := res[k]
+		delete(f.maybe, i)
+		switch {
+		case r.err != nil:
+			f.maybe[i] = true
+			first = cmp.Or(first, r.err)
+		case r.watch != nil:
+			f.waiting[i] = true
+			f.forward(r.watch, func() {
+				select {
+				case f.freed <- i:
+				case <-f.stop:
+				}
+			})
+		default:
+			owned, tokens = append(owned, i), append(tokens, r.token)
+		}
+	}
+	f.acquired(owned, tokens)
+	return first
+}
+
+// tryAcquire tries to own partition i: it creates the owner node, or
+// watches the owner node that is in the way. It touches no state of the
+// loop (acquire runs it on several goroutines).
+func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acquireResult {
+	node := f.p.ownerNode(i)
 	for {
 		err := f.s.retry(ctx, func() error {
 			_, err := await(ctx, f.s, func() (string, error) {
@@ -330,6 +402,9 @@ func (f *follower[T]) acquire(ctx context.Context, i int) error {
 		})
 		switch {
 		case err == nil:
+			if hook := ownerCreated.Load(); hook != nil {
+				(*hook)(i)
+			}
 			// Ours: read its creation zxid, the partition's fencing token
 			// (the create's reply carries no stat).
 			_, st, gerr := f.s.get(ctx, node)
@@ -337,78 +412,101 @@ func (f *follower[T]) acquire(ctx context.Context, i int) error {
 			case isNoNode(gerr):
 				continue // deleted by someone else already
 			case gerr != nil:
-				return gerr // the next step finds the node ours
+				return acquireResult{err: gerr} // the next step finds the node ours
 			case st.EphemeralOwner != f.s.ID():
 				continue // deleted and taken by another already: wait for it
 			}
-			f.acquired(i, st.Czxid)
-			return nil
+			return acquireResult{token: st.Czxid}
 		case errors.Is(err, zk.ErrNoNode):
 			if err := f.s.ensurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
-				return err
+				return acquireResult{err: err}
 			}
 			continue
 		case !errors.Is(err, zk.ErrNodeExists):
-			return opError("create", node, err)
+			return acquireResult{err: opError("create", node, err)}
 		}
 		r, err := f.s.getW(ctx, node)
 		if isNoNode(err) {
 			continue // released meanwhile: try again
 		}
 		if err != nil {
-			return err
+			return acquireResult{err: err}
 		}
 		if r.stat.EphemeralOwner == f.s.ID() {
 			// Ours: the reply of a create that went through was lost. The
 			// data watch fires once, when we release it.
-			f.acquired(i, r.stat.Czxid)
-			return nil
+			return acquireResult{token: r.stat.Czxid}
 		}
-		f.waiting[i] = true
-		f.forward(r.watch, func() {
-			select {
-			case f.freed <- i:
-			case <-f.stop:
-			}
-		})
-		return nil
+		return acquireResult{watch: r.watch}
 	}
 }
 
-func (f *follower[T]) acquired(i int, token int64) {
-	f.s.tel.partitionAcquired(f.p.name, f.p.dir)
-	f.a.setOwned(i, true, token)
-	if f.a.cfg.acquired != nil {
-		f.a.cfg.acquired(i)
+// acquired records the partitions is as owned (one change for the Owned
+// streams), then calls the acquired hook of each, in order.
+func (f *follower[T]) acquired(is []int, tokens []int64) {
+	if len(is) == 0 {
+		return
+	}
+	f.a.setOwned(is, true, tokens)
+	for _, i := range is {
+		f.s.tel.partitionAcquired(f.p.name, f.p.dir)
+		if f.a.cfg.acquired != nil {
+			f.a.cfg.acquired(i)
+		}
 	}
 }
 
-func (f *follower[T]) releasing(i int) {
-	f.a.setOwned(i, false, 0)
-	if f.a.cfg.releasing != nil {
-		f.a.cfg.releasing(i)
+// releasing records the partitions is as not owned (one change for the
+// Owned streams), then calls the releasing hook of each, in order.
+func (f *follower[T]) releasing(is []int) {
+	if len(is) == 0 {
+		return
+	}
+	f.a.setOwned(is, false, nil)
+	for _, i := range is {
+		if f.a.cfg.releasing != nil {
+			f.a.cfg.releasing(i)
+		}
 	}
 }
 
-// release gives partition i up: the hook first, then the owner node. A
-// delete that fails while the session lives is tried again on the next
-// step (deletePending), before anything is acquired.
-func (f *follower[T]) release(ctx context.Context, i int) error {
-	f.releasing(i)
-	f.a.waitHandedOver(i)
-	f.a.waitGuards(i)
-	f.undeleted[i] = true
+// release gives the partitions is up: the hooks first, then, once every
+// Owned stream has handed its reader a set without them and no Guarded
+// call of theirs is in flight, the owner nodes. A delete that fails while
+// the session lives is tried again on the next step (deletePending),
+// before anything is acquired.
+func (f *follower[T]) release(ctx context.Context, is []int) error {
+	f.releasing(is)
+	for _, i := range is {
+		f.a.waitHandedOver(i)
+		f.a.waitGuards(i)
+		f.undeleted[i] = true
+	}
 	return f.deletePending(ctx)
 }
 
-// deletePending deletes the owner nodes of released partitions.
+// deletePending deletes the owner nodes of released partitions, up to
+// inFlight at once. It returns the first error; the nodes it could not
+// delete stay pending.
 func (f *follower[T]) deletePending(ctx context.Context) error {
+	is := make([]int, 0, len(f.undeleted))
 	for i := range f.undeleted {
-		err := f.s.deleteOwned(ctx, f.p.ownerNode(i))
-		if err != nil && !isNoNode(err) {
-			return err
+		is = append(is, i)
+	}
+	slices.Sort(is)
+	errs := make([]error, len(is))
+	parallel(len(is), inFlight, func(k int) {
+		if err := f.s.deleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !isNoNode(err) {
+			errs[k] = err
+		}
+	})
+	var first error
+	for k, i := range is {
+		if errs[k] != nil {
+			first = cmp.Or(first, errs[k])
+			continue
 		}
 		delete(f.undeleted, i) // gone (NoNode: deleted by someone else)
 	}
-	return nil
+	return first
 }
