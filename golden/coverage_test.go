@@ -21,8 +21,8 @@ import (
 // definition with the table's fields), zkgen inspect (a reader), zkgen
 // graph (the row's Settings), zkgen provision (a provisioning rule,
 // possibly "nothing"), zkgen breaking (a rule for each of its fields, or a
-// rule saying it has none), a golden case that generates it and a README
-// section headed with `kind: <kind>`.
+// rule saying it has none), a golden case that generates it and a section
+// of docs/ headed with `kind: <kind>`.
 func TestKindCoverage(t *testing.T) {
 	generated := templates.Supported()
 	schema := loadSchema(t)
@@ -60,7 +60,7 @@ func TestKindCoverage(t *testing.T) {
 			t.Errorf("kind %s: no golden case generates it (add one under golden/)", k)
 		}
 		if !slices.ContainsFunc(readme, func(h string) bool { return strings.Contains(h, "`kind: "+string(k)+"`") }) {
-			t.Errorf("kind %s: README.md has no section headed with `kind: %s`", k, k)
+			t.Errorf("kind %s: no page of docs/ has a section headed with `kind: %s`", k, k)
 		}
 	}
 }
@@ -207,12 +207,20 @@ func goldenKinds(t *testing.T) map[spec.Kind]bool {
 	return kinds
 }
 
-// readmeHeadings returns the Markdown headings of README.md.
+// readmeHeadings returns the Markdown headings of the docs (docs/*.md).
 func readmeHeadings(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
 	}
-	return regexp.MustCompile(`(?m)^#+ .*$`).FindAllString(string(data), -1)
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, regexp.MustCompile(`(?m)^#+ .*$`).FindAllString(string(data), -1)...)
+	}
+	return out
 }

@@ -95,7 +95,7 @@ func TestDurationRollingDeploy(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"lease":"45s"`) || !strings.Contains(string(data), `"timeouts":["1s"]`) {
 		t.Fatalf("new process wrote %s, %v", data, err)
 	}
-	// An old process cannot read that: this is why the README's upgrade
+	// An old process cannot read that: this is why the upgrade's
 	// order matters.
 	if _, _, err := raw.Get(ctx); err == nil {
 		t.Errorf("an old process decoded a duration string")
@@ -109,7 +109,7 @@ type oldLease struct {
 	Steps []time.Duration `json:"steps"`
 }
 
-// TestDurationUpgradeSteps: the two steps of the README's upgrade, through
+// TestDurationUpgradeSteps: the two steps of the upgrade (docs/spec.md), through
 // ZooKeeper. Step 1 (durations: nanoseconds) writes integers that a process
 // of the old zkgen reads, and reads the strings step 2 writes.
 func TestDurationUpgradeSteps(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"github.com/zkgen/zkgen/internal/breaking"
 )
 
-// The README shows the example topology as a Mermaid picture; it must be
-// what 'zkgen graph' draws for generated_example/zkgen.yaml now.
+// The docs show the example topology as a Mermaid picture (docs/spec.md);
+// it must be what 'zkgen graph' draws for generated_example/zkgen.yaml now.
 func TestReadmeGraph(t *testing.T) {
 	const begin, end = "<!-- zkgen graph -f generated_example/zkgen.yaml: begin -->\n", "<!-- zkgen graph: end -->\n"
 	t.Chdir(filepath.Join("..", "generated_example"))
@@ -19,10 +19,11 @@ func TestReadmeGraph(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("zkgen graph: exit %d: %s", code, stderr)
 	}
-	readmeBlock(t, filepath.Join("..", "README.md"), begin, end, "```mermaid\n"+stdout+"```\n", "topology picture")
+	readmeBlock(t, filepath.Join("..", "docs", "spec.md"), begin, end, "```mermaid\n"+stdout+"```\n", "topology picture")
 }
 
-// The README's table of what zkgen breaking reports is its rules table.
+// The docs' table of what zkgen breaking reports (docs/deploy-safety.md) is
+// its rules table.
 func TestReadmeBreakingRules(t *testing.T) {
 	const begin, end = "<!-- zkgen breaking rules: begin -->\n", "<!-- zkgen breaking rules: end -->\n"
 	var b strings.Builder
@@ -45,7 +46,7 @@ func TestReadmeBreakingRules(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", field, kinds, cell(r.Breaks), cell(r.Safe))
 	}
-	readmeBlock(t, filepath.Join("..", "README.md"), begin, end, b.String(), "table of zkgen breaking's rules")
+	readmeBlock(t, filepath.Join("..", "docs", "deploy-safety.md"), begin, end, b.String(), "table of zkgen breaking's rules")
 }
 
 // cell is a Markdown table cell: "—" when empty.
@@ -57,7 +58,7 @@ func cell(s string) string {
 }
 
 // readmeBlock checks that the text between the lines begin and end of the
-// README at path is want; -update rewrites it.
+// Markdown file at path is want; -update rewrites it.
 func readmeBlock(t *testing.T, path, begin, end, want, what string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -67,7 +68,7 @@ func readmeBlock(t *testing.T, path, begin, end, want, what string) {
 	text := string(data)
 	i, j := strings.Index(text, begin), strings.Index(text, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q ... %q block", begin, end)
+		t.Fatalf("%s has no %q ... %q block", path, begin, end)
 	}
 	got := text[i+len(begin) : j]
 	if got == want {
@@ -80,17 +81,17 @@ func readmeBlock(t *testing.T, path, begin, end, want, what string) {
 		}
 		return
 	}
-	t.Errorf("the README's %s is stale (go test ./golden -update rewrites it):\ngot:\n%s\nwant:\n%s", what, got, want)
+	t.Errorf("the %s in %s is stale (go test ./golden -update rewrites it):\ngot:\n%s\nwant:\n%s", what, path, got, want)
 }
 
-// The README's excerpt of the generated example: every line but the "..."
-// ones is in the generated file, in the same order.
+// The docs' excerpt of the generated example (docs/spec.md): every line
+// but the "..." ones is in the generated file, in the same order.
 func TestReadmeGeneratedCode(t *testing.T) {
 	const begin, end = "<!-- generated_example/coord/coord_zkgen.go excerpt: begin -->\n", "<!-- generated_example/coord/coord_zkgen.go excerpt: end -->\n"
-	readme := readFile(t, filepath.Join("..", "README.md"))
+	readme := readFile(t, filepath.Join("..", "docs", "spec.md"))
 	i, j := strings.Index(readme, begin), strings.Index(readme, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the excerpt between %q and %q", begin, end)
+		t.Fatalf("docs/spec.md lacks the excerpt between %q and %q", begin, end)
 	}
 	block := strings.TrimSuffix(strings.TrimPrefix(readme[i+len(begin):j], "```go\n"), "```\n")
 	gen := strings.Split(readFile(t, filepath.Join("..", "generated_example", "coord", "coord_zkgen.go")), "\n")

@@ -21,7 +21,7 @@ import (
 	"github.com/zkgen/zkgen/runtime/zktest/sim"
 )
 
-// The search for bugs on the simulator (bash .ci/sim; README "Searching
+// The search for bugs on the simulator (bash .ci/sim; docs/reliability.md, "Searching
 // for bugs"). Each workload (search_sim_test.go) runs several simulated
 // processes of one recipe on an in-process ZooKeeper under a fault
 // schedule drawn from a seed, on virtual time (testing/synctest), records

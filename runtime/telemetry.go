@@ -22,15 +22,15 @@ import (
 // given none has a nil *telemetry, every hook below is a method that
 // returns at once on a nil receiver, and nothing is recorded, timed or
 // allocated. Recipes call the hooks in one line each; the machinery is
-// here. The instruments and their attributes are listed in README.md
-// ("Telemetry").
+// here. The instruments and their attributes are listed in
+// docs/telemetry.md.
 
 // instrumentationName is the instrumentation scope of the meter and tracer.
 const instrumentationName = "github.com/zkgen/zkgen/runtime"
 
 // WithMeterProvider records the session's metrics (wait, hold and latency
 // histograms, retry, connection-loss, expiry, lost-tenure and partition
-// acquisition counters; see README "Telemetry") with mp. Default: none,
+// acquisition counters; see docs/telemetry.md) with mp. Default: none,
 // nothing recorded.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(s *Session) { s.telCfg.mp = mp }

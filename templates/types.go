@@ -36,7 +36,7 @@ func emitTypes(f *jen.File, s *spec.Spec) {
 //
 // With durations: nanoseconds only UnmarshalJSON is emitted: the type writes
 // integer nanoseconds, which zkgen's earlier generated code reads, and reads
-// both (the first step of an upgrade; see the README).
+// both (the first step of an upgrade; see docs/spec.md).
 func emitDurationJSON(f *jen.File, t *spec.Type, format spec.DurationFormat) {
 	var shadows []jen.Code
 	var ptrs []jen.Code

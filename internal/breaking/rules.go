@@ -13,8 +13,7 @@ import (
 // Rule is one decision of the comparison: which changes of a field break
 // coordination between old and new processes, and which are safe. The
 // rules table covers every field of every kind of spec/kinds.go
-// (golden/coverage_test.go checks it); README.md's "Changing a spec safely"
-// shows it.
+// (golden/coverage_test.go checks it); docs/deploy-safety.md shows it.
 type Rule struct {
 	// Field is the spec field: a resource field ("leases"), a top-level
 	// one when TopLevel is set ("root"), or "" for the row that says a
@@ -43,7 +42,7 @@ func (r Rule) appliesTo(k spec.Kind) bool {
 	return !r.TopLevel && (r.Kinds == nil || slices.Contains(r.Kinds, k))
 }
 
-// Rules returns the rules table, in the order README.md shows it.
+// Rules returns the rules table, in the order docs/deploy-safety.md shows it.
 func Rules() []Rule { return slices.Clone(rules) }
 
 // commonFields are the fields every kind has.

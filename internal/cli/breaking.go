@@ -51,8 +51,8 @@ JSON array of {file, line, col, path, severity, message, old, new} instead
 ([] when there are none). A spec with errors, old or new, is reported with
 its errors and exits 1.
 
-README.md, "Changing a spec safely", lists the rules and the two-step
-migration for a breaking change.`,
+zkgen's docs/deploy-safety.md lists the rules and the two-step migration
+for a breaking change.`,
 		Example: `  zkgen breaking --against git:origin/main          # in CI, before merging
   zkgen breaking --against git:v1.4.0 -f svc/zkgen.yaml --strict
   zkgen breaking --against old/zkgen.yaml --json`,
@@ -214,7 +214,7 @@ func (a *app) printFindings(findings []breaking.Finding, against string, strict,
 		return userErrorf("%s against %s", removed, against)
 	}
 	return userErrorf("%s against %s: old and new processes running together would not coordinate "+
-		"(see \"Changing a spec safely\" in zkgen's README)%s", plural(breaks, "breaking change", "breaking changes"), against, removed)
+		"(see zkgen's docs/deploy-safety.md)%s", plural(breaks, "breaking change", "breaking changes"), against, removed)
 }
 
 // plural is "1 <one>" or "<n> <many>".

@@ -36,7 +36,7 @@ zkgen.yaml:6:61: resources.slots.leases: breaking: leases changed from 3 (old li
 zkgen.yaml: resources.jobs: warning: removed (old line 7)
 `
 
-const breakingSummary = `zkgen: 2 breaking changes against old.yaml: old and new processes running together would not coordinate (see "Changing a spec safely" in zkgen's README)`
+const breakingSummary = `zkgen: 2 breaking changes against old.yaml: old and new processes running together would not coordinate (see zkgen's docs/deploy-safety.md)`
 
 func TestBreaking(t *testing.T) {
 	chdirTemp(t)

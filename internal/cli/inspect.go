@@ -57,7 +57,7 @@ Ages compare the server's node creation times with this machine's clock.
 Payloads are shown as JSON when they are JSON, as quoted text when they are
 printable, else as base64.
 
---json prints the snapshot as a JSON document (see the README for its
+--json prints the snapshot as a JSON document (docs/operating.md shows its
 structure). --watch refreshes the table every interval (default 2s; give
 another as --watch=5s) until interrupted: in place on a terminal; written to
 a file or a pipe, each table follows the last, without escape codes. An

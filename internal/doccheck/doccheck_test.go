@@ -27,8 +27,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -386,4 +388,67 @@ func TestLocalCheckoutRoute(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "zkgen.yaml")); err != nil {
 		t.Fatalf("no starter spec: %v", err)
 	}
+}
+
+// TestLinks checks every relative link of the docs: the file exists, and an
+// anchor (#...) is a heading of it, as GitHub names headings.
+func TestLinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range markdownFiles(t) {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				file, anchor, _ := strings.Cut(target, "#")
+				path := filepath.Join(root, f)
+				if file != "" {
+					path = filepath.Join(filepath.Dir(path), file)
+				}
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s:%d: link to %s: no such file", f, i+1, target)
+					continue
+				}
+				if anchor != "" && !slices.Contains(anchors(t, path), anchor) {
+					t.Errorf("%s:%d: link to %s: no heading %q there", f, i+1, target, anchor)
+				}
+			}
+		}
+	}
+}
+
+// anchors returns the anchors GitHub gives the headings of the Markdown
+// file at path: lower case, punctuation dropped, spaces as dashes.
+func anchors(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	fence := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
+			fence = !fence
+		}
+		if fence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
