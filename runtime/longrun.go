@@ -295,7 +295,7 @@ func consumeLoop[T any](ctx context.Context, s *Session, take func(context.Conte
 			err = d.Ack(rctx)
 		} else {
 			s.log.Debug("queue item released after a failure", "node", d.Node(), "err", ferr)
-			err = d.Release(rctx)
+			err = d.Nack(rctx, ferr)
 		}
 		rcancel()
 		if err != nil && !errors.Is(err, ErrClaimLost) && s.check() == nil {

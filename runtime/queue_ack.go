@@ -95,7 +95,21 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 // queue with WithDeadLetterAfter(n), a delivery whose Attempt is n or more
 // is moved to the dead letters instead (see AckQueue.DeadLetters), in one
 // multi. Errors are as for Ack.
-func (d *Delivery[T]) Release(ctx context.Context) (err error) {
+func (d *Delivery[T]) Release(ctx context.Context) error { return d.release(ctx, "") }
+
+// Nack is Release with the reason this consumer gives the item up: when
+// the release moves the item to the dead letters, the dead letter keeps
+// reason's text (DeadLetter.Reason), so whoever looks at it learns why the
+// item died. A nil reason is Release. Consume nacks with its function's
+// error.
+func (d *Delivery[T]) Nack(ctx context.Context, reason error) error {
+	if reason == nil {
+		return d.release(ctx, "")
+	}
+	return d.release(ctx, reason.Error())
+}
+
+func (d *Delivery[T]) release(ctx context.Context, reason string) (err error) {
 	if d.q == nil {
 		return errZeroValue
 	}
@@ -104,7 +118,7 @@ func (d *Delivery[T]) Release(ctx context.Context) (err error) {
 		return err
 	}
 	if n := d.q.deadAfter; n > 0 && d.Attempt >= n {
-		return d.q.moveDead(ctx, d.node, d.claim, d.data)
+		return d.q.moveDead(ctx, d.node, d.claim, d.data, reason)
 	}
 	err = d.q.s.deleteOwned(ctx, d.claim)
 	switch {
@@ -271,7 +285,8 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 		if f.err == nil && q.deadAfter > 0 && c.attempt > q.deadAfter {
 			// Delivered deadAfter times already without an ack: a poison
 			// item. Move it instead of delivering it again.
-			if err := q.moveDead(ctx, c.path, c.claim, f.data); err != nil {
+			why := fmt.Sprintf("delivery %d ended without an ack or a release: its consumer's session ended", c.attempt-1)
+			if err := q.moveDead(ctx, c.path, c.claim, f.data, why); err != nil {
 				errs = append(errs, err)
 			}
 			continue

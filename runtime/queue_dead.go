@@ -14,15 +14,19 @@ import (
 
 // Dead letters of at-least-once queues:
 //
-//	<dir>/attempts/<bucket>.<item>  persistent; data version + 1 = deliveries so far
-//	<dir>/dead/<bucket>.<item>      persistent; the item's encoding
+//	<dir>/attempts/<bucket>.<item>      persistent; data version + 1 = deliveries so far
+//	<dir>/dead/<bucket>.<item>          persistent; the item's encoding
+//	<dir>/dead-reasons/<bucket>.<item>  persistent; why it died, when known
 //
 // A claim (queue_ack.go) creates the item's attempts node, or bumps its data
 // version, in the claim's own multi, so the count survives the consumers'
 // sessions. With WithDeadLetterAfter(n), a claim that finds the item
 // delivered n times already, or a Release of its n-th delivery, moves the
 // item: one multi deletes the item, its claim and its attempts node and
-// creates its dead letter, so the item is in exactly one of the two places.
+// creates its dead letter (and, when the reason is known, its reason node
+// beside, so that the dead letter's data stays the item's encoding for
+// Requeue and for zkgen versions that know no reasons), so the item is in
+// exactly one of the two places.
 // Only the claim's holder moves or acks an item, so a move retried after a
 // connection loss that finds the item gone was done by the lost attempt.
 // Requeue puts a dead letter back like a Put, in a multi that also deletes
@@ -30,8 +34,9 @@ import (
 // loss); Discard deletes it.
 
 const (
-	attemptsDir = "attempts"
-	deadDir     = "dead"
+	attemptsDir    = "attempts"
+	deadDir        = "dead"
+	deadReasonsDir = "dead-reasons"
 )
 
 // WithDeadLetterAfter makes an at-least-once queue move an item delivered n
@@ -47,12 +52,21 @@ func WithDeadLetterAfter(n int) QueueOption {
 
 // moveDead moves the claimed item at path, encoded as data, to the dead
 // letters: one multi deletes the item, its claim and its attempts node and
-// creates <dir>/dead/<bucket>.<item>. It runs detached from ctx, like the
-// claim it ends.
-func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte) error {
+// creates <dir>/dead/<bucket>.<item> (and its reason node, if reason is
+// not empty). It runs detached from ctx, like the claim it ends.
+func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte, reason string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	dead := joinPath(joinPath(q.dir, deadDir), baseName(claim))
+	ops := []any{
+		&zk.DeleteRequest{Path: path, Version: -1},
+		&zk.DeleteRequest{Path: claim, Version: -1},
+		&zk.DeleteRequest{Path: q.attemptsPath(claim), Version: -1},
+		&zk.CreateRequest{Path: dead, Data: data, Acl: q.s.nodeACL(q.acl)},
+	}
+	if reason != "" {
+		ops = append(ops, &zk.CreateRequest{Path: q.reasonPath(dead), Data: []byte(reason), Acl: q.s.nodeACL(q.acl)})
+	}
 	retried := false
 	for {
 		var res []zk.MultiResponse
@@ -61,13 +75,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 				return err
 			}
 			var err error
-			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) {
-				return q.s.connMulti(
-					&zk.DeleteRequest{Path: path, Version: -1},
-					&zk.DeleteRequest{Path: claim, Version: -1},
-					&zk.DeleteRequest{Path: q.attemptsPath(claim), Version: -1},
-					&zk.CreateRequest{Path: dead, Data: data, Acl: q.s.nodeACL(q.acl)})
-			})
+			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
 			if IsRecoverable(err) {
 				retried = true
 			}
@@ -84,8 +92,12 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 			// attempt did it.
 			q.deadLettered(path)
 			return nil
-		case i == 3 && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, deadDir)); err != nil {
+		case (i == 3 || i == 4) && errors.Is(err, zk.ErrNoNode):
+			parent := joinPath(q.dir, deadDir)
+			if i == 4 {
+				parent = joinPath(q.dir, deadReasonsDir)
+			}
+			if err := q.s.ensurePath(ctx, q.acl, parent); err != nil {
 				return err
 			}
 			continue
@@ -98,6 +110,11 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 		}
 		return opError("dead-letter", path, err)
 	}
+}
+
+// reasonPath is the reason node of the dead letter at dead.
+func (q *queue[T]) reasonPath(dead string) string {
+	return joinPath(joinPath(q.dir, deadReasonsDir), baseName(dead))
 }
 
 // deadLettered is called once per item this handle moved to the dead
@@ -119,12 +136,18 @@ type DeadLetter[T any] struct {
 	Err error
 	// Moved is when the item was moved to the dead letters (server clock).
 	Moved time.Time
+	// Reason is why it died, when known: the error its last consumer gave
+	// (Delivery.Nack, or Consume's function), or that its last consumer's
+	// session ended before an ack or a release. Empty when the consumer
+	// released it without a reason, or a zkgen that keeps none moved it.
+	Reason string
 
-	q    *queue[T]
-	node string
-	item qitem
-	data []byte
-	once settleOnce
+	q      *queue[T]
+	node   string
+	reason string // its reason node, "" when it has none
+	item   qitem
+	data   []byte
+	once   settleOnce
 }
 
 // Node returns the dead letter's znode path.
@@ -168,7 +191,11 @@ func (d *DeadLetter[T]) Requeue(ctx context.Context) (err error) {
 			return fmt.Errorf("queue dead letter %s: due time %d does not fit this platform's int", d.node, d.item.due)
 		}
 	}
-	err = q.putChunk(ctx, key, [][]byte{d.data}, &zk.DeleteRequest{Path: d.node, Version: -1})
+	extra := []any{&zk.DeleteRequest{Path: d.node, Version: -1}}
+	if d.reason != "" {
+		extra = append(extra, &zk.DeleteRequest{Path: d.reason, Version: -1})
+	}
+	err = q.putChunk(ctx, key, [][]byte{d.data}, extra...)
 	if errors.Is(err, errExtraFailed) {
 		return fmt.Errorf("queue dead letter %s: %w (requeued or discarded already)", d.node, ErrNotHeld)
 	}
@@ -186,7 +213,11 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 		return err
 	}
 	// A retry after a connection loss that finds it gone counts as done.
-	err = d.q.s.delete(ctx, d.node, -1)
+	if d.reason != "" {
+		err = d.q.discardWithReason(ctx, d.node, d.reason)
+	} else {
+		err = d.q.s.delete(ctx, d.node, -1)
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -195,6 +226,26 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 	}
 	d.undo()
 	return err
+}
+
+// discardWithReason deletes a dead letter and its reason node in one
+// multi. As with a plain delete, a retry after a connection loss that
+// finds the dead letter gone counts as done; missing at the first attempt,
+// it is ErrNoNode.
+func (q *queue[T]) discardWithReason(ctx context.Context, node, reason string) error {
+	retried := false
+	return q.s.retry(ctx, func() error {
+		_, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) {
+			return q.s.connMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.DeleteRequest{Path: reason, Version: -1})
+		})
+		if errors.Is(err, zk.ErrNoNode) && retried {
+			return nil
+		}
+		if IsRecoverable(err) {
+			retried = true
+		}
+		return err
+	})
 }
 
 func (d *DeadLetter[T]) finish() error { return d.once.settle("queue dead letter", d.node) }
@@ -207,14 +258,23 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	if q.err != nil {
 		return nil, q.err
 	}
+	// The reasons are listed first: a dead letter and its reason are
+	// created together, so a reason listed then whose dead letter is not in
+	// the listing that follows belongs to a dead letter removed since (by
+	// a zkgen that keeps no reasons), and is removed too.
+	reasons, err := q.s.children(ctx, joinPath(q.dir, deadReasonsDir))
+	if err != nil && !isNoNode(err) {
+		return nil, err
+	}
 	dir := joinPath(q.dir, deadDir)
 	kids, err := q.s.children(ctx, dir)
 	if isNoNode(err) {
-		return nil, nil
+		kids, err = nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	q.dropStrayReasons(ctx, reasons, kids)
 	out := make([]*DeadLetter[T], len(kids))
 	errs := make([]error, len(kids))
 	parallel(len(kids), 32, func(i int) {
@@ -232,6 +292,16 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 		if d.Value, err = q.codec.Decode(data); err != nil {
 			d.Err = fmt.Errorf("queue dead letter %s: %w", p, err)
 		}
+		if slices.Contains(reasons, kids[i]) {
+			why, _, err := q.s.get(ctx, q.reasonPath(p))
+			switch {
+			case err == nil:
+				d.Reason, d.reason = string(why), q.reasonPath(p)
+			case !isNoNode(err):
+				errs[i] = err
+				return
+			}
+		}
 		out[i] = d
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -242,6 +312,20 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 		return cmp.Or(a.Moved.Compare(b.Moved), strings.Compare(a.node, b.node))
 	})
 	return out, nil
+}
+
+// dropStrayReasons deletes the reason nodes whose dead letter is gone
+// (best effort: another listing does it again).
+func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string) {
+	for _, r := range reasons {
+		if slices.Contains(dead, r) {
+			continue
+		}
+		p := joinPath(joinPath(q.dir, deadReasonsDir), r)
+		if err := q.s.delete(ctx, p, -1); err != nil && !isNoNode(err) {
+			q.s.log.Warn("could not remove the reason of a removed dead letter", "path", p, "err", err)
+		}
+	}
 }
 
 // DeadLetters lists the items moved to the queue's dead letters (see

@@ -1170,7 +1170,12 @@ func deadLetterSearch(r *searchRun) {
 		case w != nil && rng.IntN(10) == 0:
 			r.crash(who, w) // dies holding it: the claim goes with the session
 		case poison(v) || rng.IntN(5) == 0:
-			err := d.Release(ctx)
+			var err error
+			if poison(v) { // a nack with its reason
+				err = d.Nack(ctx, fmt.Errorf("poison %s", v))
+			} else {
+				err = d.Release(ctx)
+			}
 			r.event(who, "release %s: %v", v, err)
 			if err == nil && d.Attempt >= n {
 				mu.Lock()
@@ -1281,8 +1286,14 @@ func deadLetterSearch(r *searchRun) {
 	dead := map[string]int{}
 	for _, d := range dls {
 		dead[d.Value]++
+		if d.Reason != "" && d.Reason != "poison "+d.Value && !strings.Contains(d.Reason, "session ended") {
+			r.violate("a dead letter keeps its reason", "%s dead with reason %q: no consumer gave that", d.Value, d.Reason)
+		}
+		if poison(d.Value) && d.Reason == "" {
+			r.violate("a dead letter keeps its reason", "%s, poison, dead with no reason (every poison release was a nack with one)", d.Value)
+		}
 	}
-	r.finish("/q", time.Second, "/q", "/q/*", "/q/dead/*") // a second: the drain's last marker lingers 50 ms
+	r.finish("/q", time.Second, "/q", "/q/*", "/q/dead/*", "/q/dead-reasons/*") // a second: the drain's last marker lingers 50 ms
 
 	mu.Lock()
 	defer mu.Unlock()

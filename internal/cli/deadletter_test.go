@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -42,12 +43,19 @@ resources:
 	if _, err := dq.PutAll(ctx, []string{`{"name":"late-poison"}`, `{"name":"late-fine"}`}, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	for _, take := range []func(context.Context) (*runtime.Delivery[string], error){q.Take, dq.Take} {
+	// The first is given up with a reason (Nack), the second without
+	// (Release); each is moved on its first delivery.
+	for i, take := range []func(context.Context) (*runtime.Delivery[string], error){q.Take, dq.Take} {
 		d, err := take(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Release(ctx); err != nil { // its first delivery: moved
+		if i == 0 {
+			err = d.Nack(ctx, errors.New("bad json: unexpected EOF"))
+		} else {
+			err = d.Release(ctx)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +65,7 @@ resources:
 	if len(snap.Resources) != 2 {
 		t.Fatalf("resources %+v", snap.Resources)
 	}
-	for _, want := range []struct{ name, payload string }{{"jobs", `{"name":"poison"}`}, {"later", `{"name":"late-poison"}`}} {
+	for _, want := range []struct{ name, payload, reason string }{{"jobs", `{"name":"poison"}`, "bad json: unexpected EOF"}, {"later", `{"name":"late-poison"}`, ""}} {
 		var qs *inspect.QueueState
 		for _, r := range snap.Resources {
 			if r.Name == want.name {
@@ -65,7 +73,8 @@ resources:
 			}
 		}
 		if qs == nil || qs.Depth != 1 || len(qs.DeadLetters) != 1 || compactJSON(t, qs.DeadLetters[0].Payload.JSON) != want.payload ||
-			qs.DeadLetters[0].Moved.IsZero() || !strings.HasPrefix(qs.DeadLetters[0].Node, root+"/"+want.name+"/dead/") {
+			qs.DeadLetters[0].Moved.IsZero() || !strings.HasPrefix(qs.DeadLetters[0].Node, root+"/"+want.name+"/dead/") ||
+			qs.DeadLetters[0].Reason != want.reason {
 			t.Fatalf("%s: queue %+v", want.name, qs)
 		}
 	}
@@ -83,6 +92,9 @@ resources:
 	}
 	if !rows[`{"name":"poison"}`] || !rows[`{"name":"late-poison"}`] {
 		t.Errorf("dead letter rows %v:\n%s", rows, r.stdout)
+	}
+	if !strings.Contains(r.stdout, " ago: bad json: unexpected EOF  ") {
+		t.Errorf("the dead letter's reason is not on its row:\n%s", r.stdout)
 	}
 }
 

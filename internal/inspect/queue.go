@@ -70,6 +70,7 @@ type DeadLetter struct {
 	Moved      time.Time `json:"moved"`       // when it was moved (server clock)
 	AgeSeconds float64   `json:"age_seconds"` // since it was moved
 	Payload    Value     `json:"payload"`
+	Reason     string    `json:"reason,omitempty"` // why it died, when known (runtime.DeadLetter.Reason)
 }
 
 // PriorityDepth is the number of items of one priority.
@@ -88,7 +89,7 @@ func queueReader(stats func(context.Context, *runtime.Session, *spec.Resource, r
 		}
 		st := &QueueState{Depth: qs.Len, Claimed: qs.Claimed}
 		for _, d := range dead {
-			st.DeadLetters = append(st.DeadLetters, DeadLetter{Node: d.Node(), Moved: d.Moved, Payload: valueOf(d.Value)})
+			st.DeadLetters = append(st.DeadLetters, DeadLetter{Node: d.Node(), Moved: d.Moved, Payload: valueOf(d.Value), Reason: d.Reason})
 		}
 		for i, n := range qs.ByPriority {
 			if i < len(r.Priorities) {
@@ -135,7 +136,11 @@ func (q *QueueState) summary() string {
 func (q *QueueState) details() [][3]string {
 	var out [][3]string
 	for _, d := range q.DeadLetters {
-		out = append(out, [3]string{"dead letter", show(&d.Payload), "moved " + age(d.AgeSeconds) + " ago  " + base(d.Node)})
+		why := ""
+		if d.Reason != "" {
+			why = ": " + oneLine(d.Reason)
+		}
+		out = append(out, [3]string{"dead letter", show(&d.Payload), "moved " + age(d.AgeSeconds) + " ago" + why + "  " + base(d.Node)})
 	}
 	return out
 }
