@@ -1,5 +1,5 @@
 // Package doccheck checks the snippets of the docs (README.md,
-// BENCHMARKS.md and the Markdown under docs/) against the code, so that a
+// BENCHMARKS.md, BENCHMARKS-LOG.md and the Markdown under docs/) against the code, so that a
 // reader who copies one gets something that works:
 //
 //   - a YAML block that starts a spec (version:) is parsed and validated as
@@ -54,7 +54,7 @@ func (b block) String() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 // markdownFiles returns the docs: README.md, BENCHMARKS.md and every .md
 // file under docs/.
 func markdownFiles(t *testing.T) []string {
-	files := []string{"README.md", "BENCHMARKS.md"}
+	files := []string{"README.md", "BENCHMARKS.md", "BENCHMARKS-LOG.md"}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
 			rel, _ := filepath.Rel(root, p)

@@ -37,7 +37,7 @@ type churnStep struct {
 // TestPartitionerChurnVsKazoo runs the same membership churn through
 // kazoo's SetPartitioner (time_boundary 1 s, kazoo's default being 30 s;
 // testdata/kazoo_partitioner.py) and through runtime.Partitioner, and logs
-// what each change cost each (BENCHMARKS.md has the figures). It checks
+// what each change cost each (BENCHMARKS-LOG.md has the figures). It checks
 // only what is ours: every change settles, and moves fewer partitions than
 // there are.
 func TestPartitionerChurnVsKazoo(t *testing.T) {
