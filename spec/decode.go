@@ -301,8 +301,12 @@ func stringsOf[T ~string](ts []T) []string {
 var bigIntegerRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
 
 // count decodes an integer in [1, MaxInt32] (sizes and leases).
+// maxCount is the largest count a spec may give (leases, size, ...): an
+// int32, what every ZooKeeper-side use of it fits.
+const maxCount = 1<<31 - 1
+
 func (p *parser) count(n *yaml.Node, field string) (int, bool) {
-	const maxCount = 1<<31 - 1
+
 	n = deref(n)
 	var v int64
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && bigIntegerRE.MatchString(n.Value) {
