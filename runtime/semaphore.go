@@ -191,6 +191,18 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	return h, nil
 }
 
+// LockHolders lists the contenders of the semaphore's internal lock, the
+// holder first (see Lock.Holders), wherever its layout keeps it: a
+// participant holds that lock while it takes a lease, so one that holds it
+// long (a paused process) keeps every other waiting. It is for tools
+// (zkgen inspect names the blocker; zkgen reap breaks it).
+func (m *Semaphore) LockHolders(ctx context.Context) ([]Holder, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	return m.mutex.Holders(ctx)
+}
+
 // Holders returns the lease holders, then the participants waiting for a
 // lease, in order, with their owner metadata.
 func (m *Semaphore) Holders(ctx context.Context) ([]Holder, error) {

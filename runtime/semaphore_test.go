@@ -169,3 +169,37 @@ func TestSemaphoreAdmitsN(t *testing.T) {
 		}
 	}
 }
+
+// Semaphore.LockHolders names the participant that holds the semaphore's
+// internal lock, in either layout (inspect and reap rely on it instead of
+// the layouts' paths): with the one lease taken, the next participant
+// waits for it holding that lock.
+func TestSemaphoreLockHolders(t *testing.T) {
+	srv := server(t)
+	for _, c := range []struct {
+		name   string
+		layout runtime.Layout
+		lock   string // the internal lock's directory, relative to the semaphore's
+	}{{"curator", runtime.LayoutCurator, "/locks"}, {"kazoo", runtime.LayoutKazoo, "-__lock__"}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := testCtx(t, time.Minute)
+			dir := testRoot(t)
+			s := connect(t, srv.Servers())
+			a := runtime.NewSemaphore(s, runtime.At(dir), 1, runtime.WithLayout(c.layout))
+			if _, err := a.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if hs, err := a.LockHolders(ctx); err != nil || len(hs) != 0 {
+				t.Fatalf("LockHolders with nobody waiting: %v, %v", hs, err)
+			}
+			bctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			b := runtime.NewSemaphore(connect(t, srv.Servers()), runtime.At(dir), 1, runtime.WithLayout(c.layout))
+			go b.Acquire(bctx)
+			waitChildren(t, ctx, s, dir+c.lock, 1)
+			if hs, err := a.LockHolders(ctx); err != nil || len(hs) != 1 || !hs[0].Holds {
+				t.Fatalf("LockHolders with b waiting for the lease: %+v, %v", hs, err)
+			}
+		})
+	}
+}

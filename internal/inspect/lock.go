@@ -26,14 +26,8 @@ func init() {
 	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath,
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			m := runtime.NewSemaphore(sess, p, r.Leases, bind.HandleOptions(r)...)
-			// The semaphore's internal lock, as runtime.NewSemaphore lays it
-			// out: <dir>/locks, or kazoo's sibling <dir>-__lock__.
-			mutex := runtime.NewLock(sess, p.Lit("locks"))
-			if l, ok := bind.LayoutOf(r); ok && l.Value == runtime.LayoutKazoo {
-				mutex = runtime.NewLock(sess, runtime.At(p.String()+"-__lock__"), runtime.WithLayout(runtime.LayoutKazoo))
-			}
-			return lockView{holders: m.Holders, leases: r.Leases, gate: mutex.Holders, reapable: func(ctx context.Context) ([]runtime.Holder, error) {
-				return union(ctx, m.Holders, mutex.Holders)
+			return lockView{holders: m.Holders, leases: r.Leases, gate: m.LockHolders, reapable: func(ctx context.Context) ([]runtime.Holder, error) {
+				return union(ctx, m.Holders, m.LockHolders)
 			}}
 		}})
 }
