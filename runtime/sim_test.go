@@ -282,6 +282,17 @@ func TestSuperviseLossBeforeSessionEnd(t *testing.T) {
 	})
 }
 
+// connectFirst connects a quiet session to the first of addrs through
+// dial: the server a test then makes it leave (gatedDialer).
+func connectFirst(t *testing.T, addrs []string, dial runtime.DialFunc) *runtime.Session {
+	t.Helper()
+	s, err := runtime.Connect(context.Background(), addrs[:1], runtime.WithDialer(dial), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // gatedDialer dials srv through a gate the test opens and shuts, and only
 // server only once set (a client that reconnects to a lagging follower).
 type gatedDialer struct {
@@ -324,14 +335,7 @@ func TestLockHandOffAfterReconnectToLaggingFollower(t *testing.T) {
 		defer srv.Close()
 		addrs := srv.Servers()
 		ctx := context.Background()
-		quiet := runtime.WithLogger(slog.New(slog.DiscardHandler))
-		connect := func(d runtime.DialFunc) *runtime.Session {
-			s, err := runtime.Connect(ctx, addrs[:1], runtime.WithDialer(d), quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
+		connect := func(d runtime.DialFunc) *runtime.Session { return connectFirst(t, addrs, d) }
 		ga, gb := &gatedDialer{srv: srv}, &gatedDialer{srv: srv}
 		c, a, b := connect(srv.DialContext), connect(ga.dial), connect(gb.dial)
 		defer c.Close()
@@ -539,13 +543,7 @@ func TestReleaseRetryAfterReconnectToLaggingFollower(t *testing.T) {
 		defer srv.Close()
 		addrs := srv.Servers()
 		ctx := context.Background()
-		connect := func(d runtime.DialFunc) *runtime.Session {
-			s, err := runtime.Connect(ctx, addrs[:1], runtime.WithDialer(d), runtime.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
+		connect := func(d runtime.DialFunc) *runtime.Session { return connectFirst(t, addrs, d) }
 		ga := &gatedDialer{srv: srv}
 		a, b := connect(ga.dial), connect(srv.DialContext)
 		defer a.Close()
