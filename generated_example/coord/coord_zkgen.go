@@ -139,6 +139,19 @@ func (c *Client) Tasks() TasksHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
 
+// Outbox returns a handle on the FIFO queue outbox at /zkgen-example/queues/outbox, of Job (JSON) items, delivered at least once.
+//
+// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
+// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
+// Release gives it back, and a consumer whose session ends before Ack releases it;
+// TakeN claims several; Len counts the items, claimed ones included; Peek shows
+// the next one without claiming it; Stats counts them. Delivery.Attempt counts
+// an item's deliveries across consumers;
+// after 3 without an ack the item moves to DeadLetters (Requeue, Discard).
+func (c *Client) Outbox() OutboxHandle {
+	return runtime.NewAckQueue(c.sess, runtime.At("/zkgen-example/queues/outbox"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("outbox"))
+}
+
 // Reminders returns a handle on the delay queue reminders at /zkgen-example/queues/reminders, of Job (JSON) items, delivered at least once.
 //
 // Take returns an item only once its due time has passed by this process's
@@ -298,6 +311,9 @@ type JobsHandle = runtime.QueueHandle[Job]
 // TasksHandle is the interface of the handle Tasks returns (runtime.AckPriorityQueueHandle), for fakes in tests.
 type TasksHandle = runtime.AckPriorityQueueHandle[Job]
 
+// OutboxHandle is the interface of the handle Outbox returns (runtime.AckQueueHandle), for fakes in tests.
+type OutboxHandle = runtime.AckQueueHandle[Job]
+
 // RemindersHandle is the interface of the handle Reminders returns (runtime.AckDelayQueueHandle), for fakes in tests.
 type RemindersHandle = runtime.AckDelayQueueHandle[Job]
 
@@ -346,6 +362,7 @@ type API interface {
 	Leases() LeasesHandle
 	Jobs() JobsHandle
 	Tasks() TasksHandle
+	Outbox() OutboxHandle
 	Reminders() RemindersHandle
 	Start(run string) StartHandle
 	Epoch(n int) EpochHandle
