@@ -19,7 +19,7 @@ import (
 // part of zkgen does not handle: a valid example for zkgen init, code
 // generation (a templates descriptor), the JSON Schema (a resource_<kind>
 // definition with the table's fields), zkgen inspect (a reader), zkgen
-// graph (the row's Settings), zkgen provision (a provisioning rule,
+// graph (the row's Settings), zkgen serve (watch rules), zkgen provision (a provisioning rule,
 // possibly "nothing"), zkgen breaking (a rule for each of its fields, or a
 // rule saying it has none), a golden case that generates it and a section
 // of docs/ headed with `kind: <kind>`.
@@ -46,6 +46,9 @@ func TestKindCoverage(t *testing.T) {
 		inspects, provisions := inspect.Supported(k)
 		if !inspects {
 			t.Errorf("kind %s: zkgen inspect cannot read it (register a reader in internal/inspect/)", k)
+		}
+		if !inspect.Watched(k) {
+			t.Errorf("kind %s: zkgen serve does not know what to watch (the kind's watch rules in internal/inspect/)", k)
 		}
 		if !provisions {
 			t.Errorf("kind %s: zkgen provision has no rule for it (internal/inspect/; provisionNothing if it needs none)", k)

@@ -107,8 +107,8 @@ func (p *Partitioner[T]) Name(i int) string {
 	return strconv.Itoa(i)
 }
 
-func (p *Partitioner[T]) membersDir() string { return joinPath(p.dir, "members") }
-func (p *Partitioner[T]) ownersDir() string  { return joinPath(p.dir, "owners") }
+func (p *Partitioner[T]) membersDir() string { return joinPath(p.dir, PartitionerMembersDir) }
+func (p *Partitioner[T]) ownersDir() string  { return joinPath(p.dir, PartitionerOwnersDir) }
 func (p *Partitioner[T]) planPath() string   { return joinPath(p.dir, "assignment") }
 func (p *Partitioner[T]) ownerNode(i int) string {
 	return joinPath(p.ownersDir(), "p-"+strconv.Itoa(i))

@@ -59,7 +59,10 @@ type prioQueue[T any] struct {
 }
 
 // levelName is the directory of priority level i.
-func levelName(i int) string { return fmt.Sprintf("p-%02d", i) }
+func levelName(i int) string { return fmt.Sprintf("%s%02d", levelPrefix, i) }
+
+// levelPrefix starts the name of a priority level's directory.
+const levelPrefix = "p-"
 
 // newPrioQueue returns the machinery of a priority queue handle with cfg's
 // levels, configured further by opts (WithBucketSize applies per level).

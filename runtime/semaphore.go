@@ -64,7 +64,7 @@ type Lease struct {
 func NewSemaphore(s *Session, p Path, leases int, opts ...HandleOption) *Semaphore {
 	cfg := handleOptions(opts)
 	acl := cfg.acl
-	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, name: cfg.name, mutex: NewLock(s, p.Lit("locks"), WithNodeACL(acl), internalLock)}
+	m := &Semaphore{s: s, dir: p.String(), err: p.Err(), leases: leases, acl: acl, name: cfg.name, mutex: NewLock(s, p.Lit(semaphoreLocksDir), WithNodeACL(acl), internalLock)}
 	if cfg.layout == LayoutKazoo {
 		m.kazoo = true
 		m.mutex = NewLock(s, At(m.dir+kazooLockSuffix), WithNodeACL(acl), WithLayout(LayoutKazoo), internalLock)
@@ -86,7 +86,7 @@ func (m *Semaphore) SetPurpose(purpose string) {
 	m.mu.Unlock()
 }
 
-func (m *Semaphore) leasesDir() string { return joinPath(m.dir, "leases") }
+func (m *Semaphore) leasesDir() string { return joinPath(m.dir, semaphoreLeasesDir) }
 
 // Acquire blocks until this participant holds a lease, ctx ends, or the
 // session ends; on ctx's end it removes its nodes before returning ctx's

@@ -13,14 +13,18 @@ import (
 	"github.com/zkgen/zkgen/spec"
 )
 
-// group is the resources under one first path segment, in spec order.
-type group struct {
-	name      string // "/locks"
-	resources []*spec.Resource
+// Group is the resources under one first path segment, in spec order: a
+// box of the drawing.
+type Group struct {
+	Name      string // "/locks"
+	Resources []*spec.Resource
 }
 
-func groups(s *spec.Spec) []group {
-	var out []group
+// Groups returns the boxes of the drawing, in spec order.
+func Groups(s *spec.Spec) []Group { return groups(s) }
+
+func groups(s *spec.Spec) []Group {
+	var out []Group
 	index := map[string]int{}
 	for _, r := range s.Resources {
 		g := "/"
@@ -31,9 +35,9 @@ func groups(s *spec.Spec) []group {
 		if !ok {
 			i = len(out)
 			index[g] = i
-			out = append(out, group{name: g})
+			out = append(out, Group{Name: g})
 		}
-		out[i].resources = append(out[i].resources, r)
+		out[i].Resources = append(out[i].Resources, r)
 	}
 	return out
 }
@@ -59,8 +63,8 @@ func Mermaid(s *spec.Spec) string {
 	b.WriteString("flowchart LR\n")
 	fmt.Fprintf(&b, "  subgraph root[\"%s\"]\n", esc(root(s)))
 	for i, g := range groups(s) {
-		fmt.Fprintf(&b, "    subgraph g%d[\"%s\"]\n", i, esc(g.name))
-		for _, r := range g.resources {
+		fmt.Fprintf(&b, "    subgraph g%d[\"%s\"]\n", i, esc(g.Name))
+		for _, r := range g.Resources {
 			lines := append([]string{"<b>" + esc(r.Name) + "</b> · " + string(r.Kind), esc(layout(r))}, mapEsc(r.Settings(), esc)...)
 			fmt.Fprintf(&b, "      %s[\"%s\"]\n", r.Name, strings.Join(lines, "<br/>"))
 		}
@@ -79,8 +83,8 @@ func DOT(s *spec.Spec) string {
 	b.WriteString("digraph zkgen {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n")
 	fmt.Fprintf(&b, "  subgraph cluster_root {\n    label=%s;\n", q(root(s)))
 	for i, g := range groups(s) {
-		fmt.Fprintf(&b, "    subgraph cluster_%d {\n      label=%s;\n", i, q(g.name))
-		for _, r := range g.resources {
+		fmt.Fprintf(&b, "    subgraph cluster_%d {\n      label=%s;\n", i, q(g.Name))
+		for _, r := range g.Resources {
 			lines := append([]string{r.Name + " (" + string(r.Kind) + ")", layout(r)}, r.Settings()...)
 			fmt.Fprintf(&b, "      %s [label=%s];\n", r.Name, q(strings.Join(lines, "\n")))
 		}

@@ -10,8 +10,10 @@ import (
 )
 
 func init() {
-	register(spec.KindBarrier, kindOps{read: readBarrier, provision: provisionParent})
-	register(spec.KindDoubleBarrier, kindOps{read: readDoubleBarrier, provision: provisionPath})
+	register(spec.KindBarrier, kindOps{read: readBarrier, provision: provisionParent,
+		watch: []watchRule{data("")}})
+	register(spec.KindDoubleBarrier, kindOps{read: readDoubleBarrier, provision: provisionPath,
+		watch: []watchRule{kids(""), data(runtime.DoubleBarrierReady)}})
 }
 
 // BarrierState says whether a barrier is up.

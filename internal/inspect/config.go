@@ -13,8 +13,10 @@ import (
 )
 
 func init() {
-	register(spec.KindConfig, kindOps{read: readConfig, provision: provisionParent})
-	register(spec.KindCounter, kindOps{read: readCounter, provision: provisionParent})
+	register(spec.KindConfig, kindOps{read: readConfig, provision: provisionParent,
+		watch: []watchRule{data("")}})
+	register(spec.KindCounter, kindOps{read: readCounter, provision: provisionParent,
+		watch: []watchRule{data("")}})
 }
 
 // ConfigState is a config node's value.

@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	register(spec.KindElection, kindOps{read: readElection, provision: provisionPath})
+	register(spec.KindElection, kindOps{read: readElection, provision: provisionPath,
+		watch: []watchRule{kids(""), data(runtime.ElectionLeaderNode)}})
 }
 
 // ElectionState is the acknowledged leader and the candidates in order.

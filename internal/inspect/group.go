@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	register(spec.KindGroup, kindOps{read: readGroup, provision: provisionPath})
+	register(spec.KindGroup, kindOps{read: readGroup, provision: provisionPath,
+		watch: []watchRule{kids("")}})
 }
 
 // GroupState lists a group's members in join order.

@@ -21,6 +21,10 @@ type kindOps struct {
 	// locks opens the contender view of an instance, for the kinds whose
 	// nodes zkgen reap breaks; nil for the others.
 	locks func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView
+	// watch lists the nodes whose changes change what read shows, for
+	// zkgen serve (Watches); the coverage test requires it of every kind
+	// read supports.
+	watch []watchRule
 }
 
 // provisionRule is what zkgen provision creates for a resource of one kind.

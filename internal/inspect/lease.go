@@ -12,7 +12,9 @@ import (
 func init() {
 	// A lease's slots are TTL nodes that the server removes by itself:
 	// nothing for zkgen reap to break.
-	register(spec.KindLease, kindOps{read: readLease, provision: provisionPath})
+	register(spec.KindLease, kindOps{read: readLease, provision: provisionPath,
+		// a renewal is a setData on the holder's slot
+		watch: []watchRule{kids(""), data("*")}})
 }
 
 // LeaseState lists the held slots of a lease resource (kind: lease).

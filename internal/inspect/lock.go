@@ -13,17 +13,17 @@ import (
 )
 
 func init() {
-	register(spec.KindLock, kindOps{read: readLock, provision: provisionPath,
+	register(spec.KindLock, kindOps{read: readLock, provision: provisionPath, watch: []watchRule{kids("")},
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			l := runtime.NewLock(sess, p, bind.LockOptions(r)...)
 			return lockView{holders: l.Holders}
 		}})
-	register(spec.KindRWLock, kindOps{read: readLock, provision: provisionPath,
+	register(spec.KindRWLock, kindOps{read: readLock, provision: provisionPath, watch: []watchRule{kids("")},
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			l := runtime.NewRWLock(sess, p, bind.LockOptions(r)...).Write()
 			return lockView{holders: l.Holders, modes: true}
 		}})
-	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath,
+	register(spec.KindSemaphore, kindOps{read: readLock, provision: provisionPath, watch: semaphoreWatches(),
 		locks: func(sess *runtime.Session, r *spec.Resource, p runtime.Path) lockView {
 			m := runtime.NewSemaphore(sess, p, r.Leases, bind.HandleOptions(r)...)
 			return lockView{holders: m.Holders, leases: r.Leases, gate: m.LockHolders, reapable: func(ctx context.Context) ([]runtime.Holder, error) {
@@ -171,4 +171,15 @@ func union(ctx context.Context, a, b func(context.Context) ([]runtime.Holder, er
 		}
 	}
 	return hs, nil
+}
+
+// semaphoreWatches covers both layouts: Curator's internal lock and lease
+// directories, and kazoo's lease directory (whose data is the lease count)
+// with its sibling lock.
+func semaphoreWatches() []watchRule {
+	var out []watchRule
+	for _, d := range runtime.SemaphoreDirs() {
+		out = append(out, kids(d))
+	}
+	return append(out, data(""), kids("+"+runtime.KazooSemaphoreLockSuffix))
 }

@@ -12,7 +12,8 @@ import (
 )
 
 func init() {
-	register(spec.KindPartitioner, kindOps{read: readPartitioner, provision: provisionPath})
+	register(spec.KindPartitioner, kindOps{read: readPartitioner, provision: provisionPath,
+		watch: []watchRule{kids(runtime.PartitionerMembersDir), kids(runtime.PartitionerOwnersDir)}})
 }
 
 // PartitionerState lists a partitioner's members in join order and the

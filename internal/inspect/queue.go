@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(spec.KindQueue, kindOps{provision: provisionPath,
+	register(spec.KindQueue, kindOps{provision: provisionPath, watch: queueWatches(),
 		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
 			if r.Delivery == spec.AtLeastOnce {
 				q := runtime.NewAckQueue(sess, p, runtime.BytesCodec())
@@ -20,7 +20,7 @@ func init() {
 			st, err := runtime.NewQueue(sess, p, runtime.BytesCodec()).Stats(ctx)
 			return st, nil, err
 		})})
-	register(spec.KindPriorityQueue, kindOps{provision: provisionPath,
+	register(spec.KindPriorityQueue, kindOps{provision: provisionPath, watch: queueWatches(),
 		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
 			if r.Delivery == spec.AtLeastOnce {
 				q := runtime.NewAckPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities))
@@ -29,7 +29,7 @@ func init() {
 			st, err := runtime.NewPriorityQueue(sess, p, runtime.BytesCodec(), len(r.Priorities)).Stats(ctx)
 			return st, nil, err
 		})})
-	register(spec.KindDelayQueue, kindOps{provision: provisionPath,
+	register(spec.KindDelayQueue, kindOps{provision: provisionPath, watch: queueWatches(),
 		read: queueReader(func(ctx context.Context, sess *runtime.Session, r *spec.Resource, p runtime.Path) (runtime.QueueStats, []*runtime.DeadLetter[[]byte], error) {
 			if r.Delivery == spec.AtLeastOnce {
 				q := runtime.NewAckDelayQueue(sess, p, runtime.BytesCodec())
@@ -152,4 +152,16 @@ func (q *QueueState) setAges(age func(time.Time) float64) {
 	for i := range q.DeadLetters {
 		q.DeadLetters[i].AgeSeconds = age(q.DeadLetters[i].Moved)
 	}
+}
+
+// queueWatches covers every queue layout: the buckets (per priority level
+// for priority queues), the claims of at-least-once delivery and the dead
+// letters. Items' own nodes are not watched: a put or a take changes its
+// bucket's children.
+func queueWatches() []watchRule {
+	out := []watchRule{kids("")}
+	for _, d := range runtime.QueueWatchDirs() {
+		out = append(out, kids(d))
+	}
+	return out
 }

@@ -141,3 +141,7 @@ func safe(s string) string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func quote(s string) string { return strconv.Quote(s) }
+
+// String is the value as the table shows it: JSON as is, text quoted,
+// other bytes as base64.
+func (v Value) String() string { return show(&v) }

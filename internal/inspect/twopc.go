@@ -9,7 +9,9 @@ import (
 )
 
 func init() {
-	register(spec.KindTwoPhaseCommit, kindOps{read: readTwoPhaseCommit, provision: provisionParent})
+	register(spec.KindTwoPhaseCommit, kindOps{read: readTwoPhaseCommit, provision: provisionParent,
+		// a vote is a setData on the participant's node
+		watch: []watchRule{data(""), kids(""), data("*")}})
 }
 
 // TxState is a two-phase commit transaction.

@@ -1,0 +1,158 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+var screenshot = flag.String("screenshot", "", "write the live page's screenshot to this file (docs/serve.png)")
+
+// browser opens a headless Chromium (Debian's chromium package) for the
+// test. Without it the test is skipped, or failed under CI.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed (apt-get install chromium; .ci/test does)")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.WindowSize(1400, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	// the first run starts the browser, for the context's lifetime: it
+	// takes no bound of its own
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return ctx
+}
+
+// within runs actions with a bound: the page must show a change within a
+// few seconds of it happening in ZooKeeper.
+func within(t *testing.T, ctx context.Context, what string, bound time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	if err := chromedp.Do(cctx, steps...); err != nil {
+		dump, _ := chromedp.Run(ctx, chromedp.OuterHTML("body"))
+		t.Fatalf("%s: %v\npage:\n%s", what, err, dump)
+	}
+}
+
+// textIs waits until the element of sel has text want (by polling the
+// DOM inside the page).
+func textIs(sel, want string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](`(() => { const e = document.querySelector(` + jsString(sel) + `); return e !== null && e.textContent === ` + jsString(want) + `; })()`)
+}
+
+// contains waits until the element of sel exists and its text holds want.
+func contains(sel, want string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](`(() => { const e = document.querySelector(` + jsString(sel) + `); return e !== null && e.textContent.includes(` + jsString(want) + `); })()`)
+}
+
+func jsString(s string) string {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// The live page in a real browser: a lock taken by a process appears with
+// its holder, a queue's depth follows puts and takes, and a ZooKeeper
+// outage is shown as one, all without reloading the page.
+func TestLivePage(t *testing.T) {
+	srv := zktest.Start(t)
+	provision(t, srv.Addr())
+	base := startServe(t, srv.Addr())
+	ctx := browser(t)
+	a := startActor(t, "alpha", srv.Addr())
+	b := startActor(t, "beta", srv.Addr())
+
+	within(t, ctx, "open the page", 30*time.Second,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(`[data-resource="order_lock"]`),
+		contains("#status", "live"),
+	)
+	// the page's identity: a reload would lose it
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.loaded = "once"`)); err != nil {
+		t.Fatal(err)
+	}
+
+	a.do("lock 3")
+	within(t, ctx, "the lock's holder appears", 5*time.Second,
+		contains(`[data-resource="order_lock"] .instance .holder .who`, "e2e alpha"),
+		textIs(`[data-resource="order_lock"] .instance .summary`, "held"))
+
+	a.do("put 4")
+	within(t, ctx, "the queue's depth after puts", 5*time.Second, textIs(`[data-resource="outbox"] .depth`, "4"))
+	a.do("take 2")
+	a.do("ack")
+	within(t, ctx, "the queue's depth after takes", 5*time.Second, textIs(`[data-resource="outbox"] .depth`, "2"))
+
+	// more to draw in the screenshot: a waiter, a leader, a partitioner member
+	b.send("lock 3")
+	b.do("campaign")
+	b.do("join")
+	a.do("dead 1")
+	within(t, ctx, "the rest drawn", 10*time.Second,
+		contains(`[data-resource="order_lock"] .instance .waiter .who`, "e2e beta"),
+		contains(`[data-resource="scheduler"] .leader`, "beta"),
+		contains(`[data-resource="shards"] .owner`, "beta"),
+		textIs(`[data-resource="shards"] .summary`, "64 partitions, 0 unowned"),
+		contains(`[data-resource="outbox"] .dead`, "1 dead letters"))
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(shot)); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if *screenshot != "" {
+		if err := os.WriteFile(*screenshot, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	srv.RequireLocal(t)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, "the outage shows", 15*time.Second,
+		chromedp.WaitVisible(`#outage`),
+		contains(`#outage`, "ZooKeeper outage since"),
+		contains(`#status`, "outage"),
+		// the last state read stays, marked as such
+		contains(`[data-resource="order_lock"] .instance .holder .who`, "e2e alpha"))
+	loaded, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.loaded`))
+	if err != nil || loaded != "once" {
+		t.Fatalf("the page was reloaded (marker %q, %v)", loaded, err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, "back after the outage", 30*time.Second,
+		chromedp.WaitNotVisible(`#outage`),
+		textIs(`[data-resource="outbox"] .depth`, "2"))
+}
