@@ -20,6 +20,9 @@ var (
 	ErrSessionExpired = errors.New("session: expired")
 	// ErrClosed means the session was closed with Session.Close.
 	ErrClosed = errors.New("session: closed")
+	// ErrReadOnly is the error of a create, delete or multi on a session
+	// opened WithReadOnly.
+	ErrReadOnly = errors.New("session: read-only")
 	// ErrLockLost means a lock this handle held is no longer held: its node
 	// was deleted by someone else or its session ended.
 	ErrLockLost = errors.New("lock: lost")

@@ -217,12 +217,18 @@ func (s *Session) create(path string, data []byte, flags int32, acl []zk.ACL) (s
 	if err := s.creatable(acl); err != nil {
 		return "", err
 	}
+	if s.readOnly {
+		return "", ErrReadOnly
+	}
 	return s.conn.Create(path, data, flags, acl)
 }
 
 // connMulti sends ops as one multi, unless one of its creates could not
 // succeed for want of credentials.
 func (s *Session) connMulti(ops ...any) ([]zk.MultiResponse, error) {
+	if s.readOnly {
+		return nil, ErrReadOnly
+	}
 	for _, op := range ops {
 		if c, ok := op.(*zk.CreateRequest); ok {
 			if err := s.creatable(c.Acl); err != nil {
@@ -347,6 +353,9 @@ func (s *Session) deleteRetried(ctx context.Context, path string, version int32,
 			case r.stat == nil || r.stat.EphemeralOwner != s.ID():
 				return nil
 			}
+		}
+		if s.readOnly {
+			return ErrReadOnly
 		}
 		_, err := await(ctx, s, func() (struct{}, error) {
 			return struct{}{}, s.conn.Delete(path, version)
@@ -683,6 +692,9 @@ func (s *Session) Delete(ctx context.Context, path string) error {
 // creates nothing. (A create whose reply was lost and that is retried is
 // reported as already existing.)
 func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.ACL) ([]string, error) {
+	if s.readOnly {
+		return nil, opError("create", path, ErrReadOnly)
+	}
 	if len(acl) == 0 {
 		acl = s.acl
 	}

@@ -24,6 +24,15 @@ func WithSessionTimeout(d time.Duration) Option {
 	return func(s *Session) { s.timeout = d }
 }
 
+// WithReadOnly makes the session a looker's, as zkgen inspect and zkgen
+// serve open: the reads of the recipes' handles skip the housekeeping
+// writes they otherwise make (a dead letter's reason left behind by a
+// zkgen that kept none is left for a writer to remove), and creates,
+// deletes and multis fail with ErrReadOnly before anything is sent.
+func WithReadOnly() Option {
+	return func(s *Session) { s.readOnly = true }
+}
+
 // WithRetry sets the retry policy for recoverable errors of idempotent
 // operations. Default DefaultRetry.
 func WithRetry(p RetryPolicy) Option {

@@ -317,6 +317,9 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 // dropStrayReasons deletes the reason nodes whose dead letter is gone
 // (best effort: another listing does it again).
 func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string) {
+	if q.s.readOnly {
+		return
+	}
 	for _, r := range reasons {
 		if slices.Contains(dead, r) {
 			continue

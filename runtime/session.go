@@ -49,6 +49,7 @@ type Session struct {
 	gaveUp  atomic.Bool        // ended by the session's own clock, not by the server
 
 	onSupervised func(SessionEvent) // WithSessionEvents
+	readOnly     bool               // WithReadOnly
 
 	telCfg telConfig  // WithMeterProvider, WithTracerProvider
 	tel    *telemetry // nil: no telemetry (telemetry.go)

@@ -74,7 +74,7 @@ Without --watch, an unreachable server is exit status 1 after --timeout.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			s, dial, err := a.live(&f)
+			s, dial, err := a.live(&f, runtime.WithReadOnly())
 			if err != nil {
 				return err
 			}

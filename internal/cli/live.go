@@ -109,9 +109,9 @@ func (a *app) connect(ctx context.Context, f *liveFlags) (*spec.Spec, *runtime.S
 type dialFunc func(ctx context.Context) (*runtime.Session, error)
 
 // live parses the spec and checks the connection flags, and returns what
-// opens a session with them: a command that outlives a session (inspect
-// --watch) opens another with it.
-func (a *app) live(f *liveFlags) (*spec.Spec, dialFunc, error) {
+// opens a session with them and extra: a command that outlives a session
+// (inspect --watch, serve) opens another with it.
+func (a *app) live(f *liveFlags, extra ...runtime.Option) (*spec.Spec, dialFunc, error) {
 	s, err := parseSpec(filepath.Clean(f.specPath))
 	if err != nil {
 		return nil, nil, err
@@ -144,6 +144,7 @@ func (a *app) live(f *liveFlags) (*spec.Spec, dialFunc, error) {
 	if tlsConf != nil {
 		opts = append(opts, runtime.WithTLS(tlsConf))
 	}
+	opts = append(opts, extra...)
 	dial := func(ctx context.Context) (*runtime.Session, error) {
 		cctx, cancel := context.WithTimeout(ctx, f.timeout)
 		defer cancel()

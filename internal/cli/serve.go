@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkgen/zkgen/internal/serve"
+	"github.com/zkgen/zkgen/runtime"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -54,7 +55,7 @@ serve reconnects, on a new session if need be, and reads everything again.`,
 			if settle <= 0 {
 				return userErrorf("--settle must be positive, got %v", settle)
 			}
-			s, dial, err := a.live(&f)
+			s, dial, err := a.live(&f, runtime.WithReadOnly())
 			if err != nil {
 				return err
 			}
