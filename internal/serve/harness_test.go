@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // zkgenBinary builds cmd/zkgen once for the package's tests.
-func zkgenBinary(t *testing.T) string {
+func zkgenBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "zkgen-serve-test"); binErr != nil {
@@ -66,13 +66,13 @@ func zkgenBinary(t *testing.T) string {
 }
 
 // process runs a command for the test and kills it (by PID) at cleanup.
-func process(t *testing.T, name string, args ...string) (*exec.Cmd, *lineReader) {
+func process(t testing.TB, name string, args ...string) (*exec.Cmd, *lineReader) {
 	t.Helper()
 	return processIn(t, "", name, args...)
 }
 
 // processIn is process in directory dir.
-func processIn(t *testing.T, dir, name string, args ...string) (*exec.Cmd, *lineReader) {
+func processIn(t testing.TB, dir, name string, args ...string) (*exec.Cmd, *lineReader) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
@@ -119,7 +119,7 @@ func newLineReader(r io.Reader) *lineReader {
 
 // wait returns the submatches of the first line from index from on that
 // matches re, and the index after it; it fails the test after bound.
-func (l *lineReader) wait(t *testing.T, re *regexp.Regexp, from int, bound time.Duration) ([]string, int) {
+func (l *lineReader) wait(t testing.TB, re *regexp.Regexp, from int, bound time.Duration) ([]string, int) {
 	t.Helper()
 	deadline := time.After(bound)
 	for {
@@ -158,12 +158,19 @@ func provision(t *testing.T, servers string) {
 
 // startServe starts zkgen serve on the example spec and returns its base
 // URL once it listens.
-func startServe(t *testing.T, servers string, extra ...string) string {
+func startServe(t testing.TB, servers string, extra ...string) string {
+	t.Helper()
+	base, _ := startServePID(t, servers, extra...)
+	return base
+}
+
+// startServePID is startServe that also returns serve's PID.
+func startServePID(t testing.TB, servers string, extra ...string) (string, int) {
 	t.Helper()
 	args := append([]string{"serve", "-f", filepath.Base(exampleSpec), "--servers", servers, "--addr", "127.0.0.1:0", "--timeout", "2s"}, extra...)
-	_, out := processIn(t, filepath.Dir(exampleSpec), zkgenBinary(t), args...)
+	cmd, out := processIn(t, filepath.Dir(exampleSpec), zkgenBinary(t), args...)
 	m, _ := out.wait(t, regexp.MustCompile(`zkgen serve: (http://127\.0\.0\.1:\d+)/`), 0, 30*time.Second)
-	return m[1]
+	return m[1], cmd.Process.Pid
 }
 
 // actor is a process that uses the generated handles on the test's

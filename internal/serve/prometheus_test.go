@@ -203,3 +203,20 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	prom.await(`zkgen_serve_zookeeper_up`, 1)
 	prom.await(`zkgen_queue_items{resource="outbox"}`, 3)
 }
+
+// The sample alerting rules shipped in docs/prometheus are valid and fire
+// when they should: promtool's unit tests of them pass.
+func TestAlertingRules(t *testing.T) {
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is not installed (apt-get install prometheus; .ci/test does)")
+		}
+		t.Skip("promtool is not installed (apt-get install prometheus)")
+	}
+	cmd := exec.Command(bin, "test", "rules", "zkgen-alerts.test.yml")
+	cmd.Dir = "../../docs/prometheus"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
