@@ -109,7 +109,11 @@ func everyKind(ctx context.Context, t *testing.T, c *coord.Client, sess *runtime
 
 // apiState is the part of /api/state the tests read.
 type apiState struct {
-	Up        bool `json:"zookeeper_up"`
+	Up      bool   `json:"zookeeper_up"`
+	Session string `json:"session"`
+	Outage  *struct {
+		Reason string `json:"reason"`
+	} `json:"outage"`
 	Resources []struct {
 		Name    string `json:"name"`
 		Counter *struct {
