@@ -47,10 +47,7 @@ type queue[T any] struct {
 	prod producer
 	cons consumer
 
-	// Guarded by the consumer's mutex (queue_prefetch.go):
-	buf        []*Delivery[T] // prefetched items, served first
-	bufErr     error          // the buffer's take's error, returned once it is used up
-	unregister func()         // removes the buffer's give-back from the session
+	pb *prefetchBuf[T] // prefetched items, served first; shared by the session's handles of the queue (queue_prefetch.go)
 }
 
 // side is what the producer and the consumer of a handle each have: a
@@ -106,6 +103,9 @@ func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts [
 		prod: producer{side: side{mu: make(chan struct{}, 1)}},
 		cons: consumer{side: side{mu: make(chan struct{}, 1)},
 			poison: map[string]bool{}, busy: map[string]string{}, pendingDrop: map[string]bool{}},
+	}
+	if q.prefetching() {
+		q.pb = sharedBuf[T](s, q.dir)
 	}
 	q.inline = inlineLimit(q.bucketSize)
 	if q.inline == 0 {

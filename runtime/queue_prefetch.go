@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +26,11 @@ import (
 // TakeN does; then it serves the following Takes from memory. An item then
 // costs its put, its read and about two k-ths of a multi.
 //
-// Items so prefetched are out of ZooKeeper and in the handle's buffer. Take
-// serves them before anything else, even once its ctx or the session has
+// Items so prefetched are out of ZooKeeper and in a buffer that every
+// handle of the queue on the session shares (a generated Client returns a
+// new handle at each call, and c.Jobs().Take must not leave the rest of a
+// chunk behind in a handle nobody calls again). Take serves them before
+// anything else, even once its ctx or the session has
 // ended, so a consumer that keeps calling Take until it gets an error loses
 // none. Session.Close gives the buffered items back before it closes the
 // session: each is created again under its own name (so it keeps its place
@@ -35,11 +39,13 @@ import (
 // price of the prefetch; with the default of 1 nothing is buffered.
 
 // WithPrefetch makes an at-most-once FIFO queue handle take up to n items
-// at a time when its buffer is empty and serve its next Takes from the
+// at a time when the buffer is empty and serve the next Takes from the
 // buffer (see the prefetch notes in queue_prefetch.go): fewer requests and
 // round trips an item, at the risk of losing up to n-1 taken items if the
-// process dies before it calls Take for them. Session.Close gives buffered
-// items back. Peek shows the buffer's oldest item first; Len and Stats
+// process dies before it calls Take for them. The buffer is the session's:
+// every prefetching handle of the queue on the session (with the same item
+// type) serves from it, so a handle made for one Take and dropped leaves
+// nothing stranded. Session.Close gives buffered items back. Peek shows the buffer's oldest item first; Len and Stats
 // count only what is in ZooKeeper (not what any handle holds). n <= 1 (the
 // default) buffers nothing. Ignored by priority, delay and at-least-once
 // queues. Consumers of one queue with the same n skip each other's chunks
@@ -53,34 +59,60 @@ func (c queueConfig) prefetching() bool {
 	return c.prefetch > 1 && !c.ack && !c.priority && !c.delay
 }
 
-// takeBuffered returns up to n buffered items without waiting for the
-// consumer's mutex, nor for ctx or the session: items already taken are
-// handed out even after they ended. It returns nil when the buffer is empty
-// or another Take of the handle is running (the caller then takes the
-// mutex and looks again).
+// prefetchBuf is the prefetched items of one queue on one session.
+type prefetchBuf[T any] struct {
+	mu         sync.Mutex
+	items      []*Delivery[T]
+	err        error  // the take's error of the items, returned once they are used up
+	unregister func() // removes the buffer's give-back from the session; nil while empty
+}
+
+// bufKey names a queue's buffer on a session: its directory, and its item
+// type (handles with different codecs cannot share decoded items).
+type bufKey struct {
+	dir string
+	typ reflect.Type
+}
+
+// sharedBuf returns the session's buffer of the queue at dir for items of
+// type T, creating it on first use.
+func sharedBuf[T any](s *Session, dir string) *prefetchBuf[T] {
+	k := bufKey{dir: dir, typ: reflect.TypeFor[T]()}
+	g := &s.giveBacks
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b, ok := g.bufs[k].(*prefetchBuf[T]); ok {
+		return b
+	}
+	if g.bufs == nil {
+		g.bufs = map[bufKey]any{}
+	}
+	b := &prefetchBuf[T]{}
+	g.bufs[k] = b
+	return b
+}
+
+// takeBuffered returns up to n buffered items without waiting for ctx or
+// the session: items already taken are handed out even after they ended.
+// It returns nil when the buffer is empty.
 func (q *queue[T]) takeBuffered(n int) ([]*Delivery[T], error) {
 	if !q.prefetching() || q.err != nil {
 		return nil, nil
 	}
-	select {
-	case q.cons.mu <- struct{}{}:
-	default:
-		return nil, nil
-	}
-	defer q.unlock(&q.cons.side)
 	return q.fromBuffer(n)
 }
 
 // peekBuffer returns the oldest buffered item, if any, without taking it.
-func (q *queue[T]) peekBuffer(ctx context.Context) (v T, ok bool) {
-	if !q.prefetching() || q.lock(ctx, &q.cons.side) != nil {
+func (q *queue[T]) peekBuffer(context.Context) (v T, ok bool) {
+	if !q.prefetching() {
 		return v, false
 	}
-	defer q.unlock(&q.cons.side)
-	if len(q.buf) == 0 {
+	q.pb.mu.Lock()
+	defer q.pb.mu.Unlock()
+	if len(q.pb.items) == 0 {
 		return v, false
 	}
-	return q.buf[0].Value, true
+	return q.pb.items[0].Value, true
 }
 
 // batchOf is how many items a take of n asks ZooKeeper for: n, or the
@@ -94,21 +126,26 @@ func (q *queue[T]) batchOf(n int) int {
 
 // fromBuffer returns up to n buffered items, oldest first; once the buffer
 // is empty, the error its chunk's take had (undecodable items left in
-// place), if not reported yet; else nothing. The caller holds the
-// consumer's mutex.
+// place), if not reported yet; else nothing.
 func (q *queue[T]) fromBuffer(n int) ([]*Delivery[T], error) {
-	if len(q.buf) == 0 {
-		err := q.bufErr
-		q.bufErr = nil
+	if q.pb == nil {
+		return nil, nil
+	}
+	b := q.pb
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.items) == 0 {
+		err := b.err
+		b.err = nil
 		return nil, err
 	}
-	k := min(n, len(q.buf))
-	out := q.buf[:k:k]
-	q.buf = q.buf[k:]
-	if len(q.buf) == 0 {
-		q.buf = nil
-		q.unregister()
-		q.unregister = nil
+	k := min(n, len(b.items))
+	out := b.items[:k:k]
+	b.items = b.items[k:]
+	if len(b.items) == 0 {
+		b.items = nil
+		b.unregister()
+		b.unregister = nil
 	}
 	return out, nil
 }
@@ -119,15 +156,21 @@ func (q *queue[T]) fromBuffer(n int) ([]*Delivery[T], error) {
 // ones left in place) is kept until the buffer is used up: returned with
 // items, a caller would drop them.
 func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], error) {
-	if q.prefetching() && err != nil && len(ds) > 0 {
-		q.bufErr, err = err, nil
+	if !q.prefetching() {
+		return ds, err
+	}
+	b := q.pb
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil && len(ds) > 0 {
+		b.err, err = err, nil
 	}
 	if len(ds) <= n {
 		return ds, err
 	}
-	q.buf = append(q.buf, ds[n:]...)
-	if q.unregister == nil {
-		q.unregister = q.s.giveBacks.add(func(ctx context.Context) error { q.giveBack(ctx); return nil })
+	b.items = append(b.items, ds[n:]...)
+	if b.unregister == nil {
+		b.unregister = q.s.giveBacks.add(func(ctx context.Context) error { q.giveBack(ctx); return nil })
 	}
 	return ds[:n:n], err
 }
@@ -142,12 +185,15 @@ func (q *queue[T]) giveBack(ctx context.Context) {
 		return
 	}
 	defer q.unlock(&q.cons.side)
-	ds := q.buf
-	q.buf = nil
-	if q.unregister != nil {
-		q.unregister()
-		q.unregister = nil
+	b := q.pb
+	b.mu.Lock()
+	ds := b.items
+	b.items = nil
+	if b.unregister != nil {
+		b.unregister()
+		b.unregister = nil
 	}
+	b.mu.Unlock()
 	if len(ds) == 0 {
 		return
 	}
@@ -427,8 +473,9 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 // queue handles giving their prefetched items back, partitioner members
 // handing their partitions over (partitioner.go).
 type giveBacks struct {
-	mu  sync.Mutex
-	fns map[*struct{}]func(context.Context) error
+	mu   sync.Mutex
+	fns  map[*struct{}]func(context.Context) error
+	bufs map[bufKey]any // *prefetchBuf[T]: the queues' prefetch buffers
 }
 
 // add registers fn; remove unregisters it.

@@ -474,3 +474,37 @@ func takeValue[T any](t *testing.T, ctx context.Context, q *runtime.Queue[T]) T 
 	}
 	return v
 }
+
+// The prefetch buffer is the session's: a Take on a handle made for it
+// alone (as a generated Client's c.Jobs().Take does) serves what an
+// earlier such handle prefetched, in order, so nothing is stranded in a
+// handle nobody calls again; and Close gives back what no handle served.
+func TestQueuePrefetchBufferIsTheSessions(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	prod := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int]())
+	if _, err := prod.PutAll(ctx, seq(0, 8)); err != nil {
+		t.Fatal(err)
+	}
+	s := connect(t, srv.Servers())
+	handle := func() *runtime.Queue[int] {
+		return runtime.NewQueue(s, runtime.At(dir), runtime.JSONCodec[int](), runtime.WithPrefetch(16))
+	}
+	for want := range 5 {
+		v, err := handle().Take(ctx)
+		if err != nil || v != want {
+			t.Fatalf("take %d on a new handle: %v, %v; want %d", want, v, err, want)
+		}
+	}
+	if n, err := prod.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("Len after the first take prefetched all: %d, %v; want 0", n, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := takeInts(t, ctx, prod, 3); !slices.Equal(got, seq(5, 8)) {
+		t.Fatalf("after Close: %v, want the 3 unserved items [5 6 7] back", got)
+	}
+}

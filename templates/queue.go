@@ -22,9 +22,10 @@ func init() {
 		usage: func(r *spec.Resource) []string {
 			doc := queueMethodsDoc(r, "Put appends an item")
 			if r.Prefetch > 1 {
-				doc = append(doc, fmt.Sprintf("With prefetch %d a Take that finds its buffer empty takes up to %d items in one multi", r.Prefetch, r.Prefetch),
-					"and the next Takes hand them out from memory, even after ctx or the session ended; closing the",
-					"session puts unserved ones back; a process that dies holding some loses them.")
+				doc = append(doc, fmt.Sprintf("With prefetch %d a Take that finds the session's buffer empty takes up to %d items in one multi", r.Prefetch, r.Prefetch),
+					"and the next Takes, through any handle of this session, hand them out from memory, even after ctx",
+					"or the session ended; closing the session puts unserved ones back; a process that dies holding",
+					"some loses them.")
 			}
 			return doc
 		},

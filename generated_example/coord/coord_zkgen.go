@@ -108,9 +108,10 @@ func (c *Client) Leases() LeasesHandle {
 // Take blocks until it removes an item and returns it (ctx cancellation leaves
 // nothing behind); TakeN removes several at once; Len counts the items; Peek
 // shows the next one without taking it; Stats counts them.
-// With prefetch 16 a Take that finds its buffer empty takes up to 16 items in one multi
-// and the next Takes hand them out from memory, even after ctx or the session ended; closing the
-// session puts unserved ones back; a process that dies holding some loses them.
+// With prefetch 16 a Take that finds the session's buffer empty takes up to 16 items in one multi
+// and the next Takes, through any handle of this session, hand them out from memory, even after ctx
+// or the session ended; closing the session puts unserved ones back; a process that dies holding
+// some loses them.
 func (c *Client) Jobs() JobsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job](), runtime.WithPrefetch(16), runtime.WithResourceName("jobs"))
 }

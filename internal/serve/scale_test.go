@@ -154,7 +154,7 @@ func (m metrics) count(prefix string) int {
 
 // scrape reads /metrics. Series are keyed by their name and labels as
 // exposed, except that empty labels are dropped.
-func scrape(b *testing.B, base string) metrics {
+func scrape(b testing.TB, base string) metrics {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		b.Fatal(err)
@@ -190,7 +190,7 @@ func dropEmptyLabels(s string) string {
 }
 
 // awaitMetrics polls /metrics until ok holds (5 minutes at most).
-func awaitMetrics(b *testing.B, base string, ok func(metrics) bool) {
+func awaitMetrics(b testing.TB, base string, ok func(metrics) bool) {
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if ok(scrape(b, base)) {
 			return
