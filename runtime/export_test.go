@@ -32,3 +32,14 @@ func OnOwnerCreated(fn func(partition int)) {
 	}
 	ownerCreated.Store(&fn)
 }
+
+// InlineItem decodes an item node name that carries its item (a small
+// item rides in its name), for tests that diagnose nodes left behind.
+func InlineItem[T any](name string, codec Codec[T]) (v T, ok bool) {
+	it, ok := parseItem(name)
+	if !ok || !it.hasIn {
+		return v, false
+	}
+	v, err := codec.Decode(it.inline)
+	return v, err == nil
+}

@@ -178,6 +178,10 @@ func queueFailover(t *testing.T, ack bool) {
 	put := map[string]bool{}      // Put returned nil
 	delivered := map[string]int{} // returned by Take
 	acked := map[string]int{}     // Ack returned nil
+	// For the diagnosis of a failure: when each Put returned, and the
+	// nodes each item was delivered from (at-least-once).
+	putAt := map[string]time.Time{}
+	nodes := map[string][]string{}
 	var retries atomic.Int32
 	slots := make(chan struct{}, backlog) // one per item put and not yet consumed
 	progress := make(chan struct{}, 1<<16)
@@ -197,6 +201,7 @@ func queueFailover(t *testing.T, ack bool) {
 		progress <- struct{}{}
 	}
 
+	start := time.Now()
 	var sessions []*runtime.Session
 	var pwg, cwg sync.WaitGroup
 	for i := range producers {
@@ -229,6 +234,7 @@ func queueFailover(t *testing.T, ack bool) {
 				}
 				mu.Lock()
 				put[item] = true
+				putAt[item] = time.Now()
 				mu.Unlock()
 			}
 		}()
@@ -276,6 +282,7 @@ func queueFailover(t *testing.T, ack bool) {
 				if d != nil {
 					mu.Lock()
 					delivered[d.Value]++
+					nodes[d.Value] = append(nodes[d.Value], d.Node())
 					mu.Unlock()
 					// A failed Ack cannot be retried (the Delivery is
 					// finished) and leaves the item claimed by this live
@@ -447,6 +454,26 @@ func queueFailover(t *testing.T, ack bool) {
 		}
 		if kids := childrenRiding(t, check, dir+"/"+k); len(kids) != 0 {
 			t.Errorf("left behind in %s/%s: %v", dir, k, kids)
+			leftBehind(t, check, dir+"/"+k, kids, putAt, nodes, start)
 		}
+	}
+}
+
+// leftBehind logs what the test knows of nodes left behind: when each was
+// created (zxid and time since the test began), and for an item, when its
+// Put returned and which nodes it was delivered from.
+func leftBehind(t *testing.T, s *runtime.Session, dir string, kids []string, putAt map[string]time.Time, nodes map[string][]string, start time.Time) {
+	codec := runtime.StringCodec()
+	for _, k := range kids {
+		_, st, err := s.Conn().Get(dir + "/" + k)
+		if err != nil {
+			t.Logf("  %s: %v", k, err)
+			continue
+		}
+		line := fmt.Sprintf("  %s: czxid 0x%x, created at +%v", k, st.Czxid, time.UnixMilli(st.Ctime).Sub(start).Round(time.Millisecond))
+		if v, ok := runtime.InlineItem(k, codec); ok {
+			line += fmt.Sprintf("; item %s put (returned) at +%v, delivered from %v", v, putAt[v].Sub(start).Round(time.Millisecond), nodes[v])
+		}
+		t.Log(line)
 	}
 }
