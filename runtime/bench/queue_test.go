@@ -178,15 +178,51 @@ func BenchmarkQueue4P4CBatched(b *testing.B) {
 
 // A priority queue of 3 levels, four producers (putting at levels 0, 1, 2
 // in turn) and four consumers on separate sessions; b.N items in total, for
-// each item size. kind=fifo is Queue4P4C's zkgen run (no prefetch), in the
-// same run for comparison.
+// each item size. kind=delay is a delay queue whose items are due when put
+// (the cost of the kind itself, not of waiting). kind=fifo is Queue4P4C's
+// zkgen run (no prefetch), in the same run for comparison.
 func BenchmarkPriorityQueue4P4C(b *testing.B) {
 	for _, size := range itemSizes {
 		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
 			b.Run("kind=priority", func(b *testing.B) { priorityQueue4P4C(b, jsonItem(size)) })
+			b.Run("kind=delay", func(b *testing.B) { delayQueue4P4C(b, jsonItem(size)) })
 			b.Run("kind=fifo", func(b *testing.B) { queue4P4C(b, jsonItem(size)) })
 		})
 	}
+}
+
+func delayQueue4P4C(b *testing.B, payload []byte) {
+	p, path := setup(b)
+	var put, take []*runtime.DelayQueue[[]byte]
+	for i := 0; i < producers; i++ {
+		put = append(put, runtime.NewDelayQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec()))
+	}
+	for j := 0; j < consumers; j++ {
+		take = append(take, runtime.NewDelayQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec()))
+	}
+	bg := context.Background()
+	if err := put[0].Put(bg, payload, time.Now()); err != nil { // parents, outside the timing
+		b.Fatal(err)
+	}
+	if _, err := take[0].Take(bg); err != nil {
+		b.Fatal(err)
+	}
+	p.ResetCounts()
+	b.ReportAllocs()
+	queueRun(b, func(i, n int) error {
+		for k := 0; k < n; k++ {
+			if err := put[i].Put(bg, payload, time.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(j int, ctx context.Context) (int, error) {
+		if _, err := take[j].Take(ctx); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	report(b, p, b.N)
 }
 
 func priorityQueue4P4C(b *testing.B, payload []byte) {
