@@ -72,6 +72,17 @@ var families = []family{
 	{name: "zkgen_transaction_votes", help: "Participants of a two-phase commit transaction by state (pending, joined, gone, commit, abort).", extra: []string{"state"}},
 }
 
+// counters are the families that are counters (the rest are gauges).
+var counters = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range families {
+		if f.counter {
+			m[f.name] = true
+		}
+	}
+	return m
+}()
+
 // newCollector returns the model's collector.
 func newCollector(m *Model) *collector {
 	c := &collector{m: m, descs: map[string]*prometheus.Desc{}}
@@ -120,7 +131,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	defer m.mu.Unlock()
 	emit := func(name string, v float64, labels ...string) {
 		typ := prometheus.GaugeValue
-		if slices.ContainsFunc(families, func(f family) bool { return f.name == name && f.counter }) {
+		if counters[name] {
 			typ = prometheus.CounterValue
 		}
 		ch <- prometheus.MustNewConstMetric(c.descs[name], typ, v, labels...)

@@ -33,6 +33,10 @@ type Options struct {
 	Log    *slog.Logger
 }
 
+// failedPassRetry is how long the model waits before it reads again what
+// a failed pass left unread, when nothing else wakes it.
+const failedPassRetry = time.Second
+
 // Model is the live state of a spec's resources. Run keeps it current;
 // State, Collect (metrics) and Changed read it from other goroutines.
 type Model struct {
@@ -148,8 +152,14 @@ func (m *Model) follow(ctx context.Context, sess *runtime.Session) {
 		if err := m.catchUp(ctx, sess, w, d); err != nil && !runtime.IsRecoverable(err) && ctx.Err() == nil && sess.Err() == nil {
 			m.opt.Log.Warn("reading the resources failed", "err", err)
 		}
+		// What a failed pass left is read again after a reconnection, or
+		// after failedPassRetry when the connection stayed (a blip the
+		// monitor did not see, a server that answered with an error).
+		var again <-chan time.Time
 		if d.empty() {
 			m.current(sess)
+		} else {
+			again = time.After(failedPassRetry)
 		}
 		select {
 		case <-ctx.Done():
@@ -161,6 +171,7 @@ func (m *Model) follow(ctx context.Context, sess *runtime.Session) {
 			d.everything(m.opt.Spec)
 		case o := <-w.events:
 			d.add(o)
+		case <-again:
 		}
 		m.settle(ctx, w, d)
 	}
