@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/zkgen/zkgen/runtime"
@@ -9,10 +10,30 @@ import (
 
 // Four producers and four consumers on separate sessions on an
 // at-least-once queue: one item per Put, and per Take followed by Ack;
-// b.N items in total. What a delivery costs: its claim (a multi that also
-// counts the delivery in the item's attempts node), the read that verifies
-// the item, and the Ack's multi.
+// b.N items in total, for each item size. What a delivery costs: its claim
+// (a multi that also counts the delivery in the item's attempts node), the
+// read that verifies the item, and the Ack's multi. The at-least-once peers
+// run the same: kazoo's LockingQueue (get, then consume) and Curator's
+// DistributedQueue with a lock path.
 func BenchmarkAckQueue4P4C(b *testing.B) {
+	for _, size := range itemSizes {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			b.Run("impl=zkgen", func(b *testing.B) { ackQueue4P4C(b, jsonItem(size)) })
+			for _, impl := range peers {
+				workload, extra := "queue", "lock_path=1"
+				if impl.name == "kazoo" {
+					workload, extra = "lockingqueue", "depth=0"
+				}
+				b.Run("impl="+impl.name, func(b *testing.B) {
+					peerRun(b, impl, workload, "items/sec", "producers="+strconv.Itoa(producers),
+						"consumers="+strconv.Itoa(consumers), "item_bytes="+strconv.Itoa(size), extra)
+				})
+			}
+		})
+	}
+}
+
+func ackQueue4P4C(b *testing.B, payload []byte) {
 	px, path := setup(b)
 	var put, take []*runtime.AckQueue[[]byte]
 	for i := 0; i < producers; i++ {

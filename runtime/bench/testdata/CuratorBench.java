@@ -32,6 +32,8 @@
 //	producers=4
 //	consumers=4
 //	item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
+//	lock_path=0        queue: 1 gives the consumers a lock path (the
+//	                   at-least-once DistributedQueue)
 //	warmup_ms=1000     before ready, run the workload for this long (at
 //	                   least one operation) to warm the JIT (not for
 //	                   election)
@@ -121,7 +123,8 @@ public final class CuratorBench {
                     w = new Locks(path, nclients, n, warmup);
                     break;
                 case "queue":
-                    Queue q = new Queue(path, producers, consumers, n, warmup);
+                    Queue q = new Queue(path, producers, consumers, n, warmup,
+                            opt.getOrDefault("lock_path", "0").equals("1"));
                     int size = Integer.parseInt(opt.getOrDefault("item_bytes", "0"));
                     if (size > 0) {
                         q.payload = jsonItem(size);
@@ -324,7 +327,8 @@ public final class CuratorBench {
         private final int n;
         private final long warmup;
 
-        Queue(String path, int producers, int consumers, int n, long warmup) throws Exception {
+        /** locked: with a lock path, the at-least-once queue (an item stays until its consumer returns). */
+        Queue(String path, int producers, int consumers, int n, long warmup, boolean locked) throws Exception {
             QueueSerializer<byte[]> bytes = new QueueSerializer<byte[]>() {
                 public byte[] serialize(byte[] item) {
                     return item;
@@ -353,7 +357,11 @@ public final class CuratorBench {
                 put.add(q);
             }
             for (int i = 0; i < consumers; i++) {
-                DistributedQueue<byte[]> q = QueueBuilder.builder(connect(), consumer, bytes, path).buildQueue();
+                QueueBuilder<byte[]> b = QueueBuilder.builder(connect(), consumer, bytes, path);
+                if (locked) {
+                    b = b.lockPath(path + "-locks");
+                }
+                DistributedQueue<byte[]> q = b.buildQueue();
                 q.start();
                 take.add(q);
             }

@@ -20,6 +20,8 @@ Arguments are key=value pairs:
     workload=lock      lock            one session, Lock
                        lock-contended  clients sessions, one Lock each
                        queue           producers + consumers sessions, Queue
+                       lockingqueue    the same with LockingQueue (get, then
+                                       consume: at least once)
                        election        clients sessions, one Election each
                        group           members Party members, a ChildrenWatch
                                        watching them
@@ -238,6 +240,52 @@ class Queue(object):
         return elapsed
 
 
+class LockingQueue(Queue):
+    """The at-least-once peer: kazoo's LockingQueue, producers and consumers
+    on their own sessions. A consumer's get(timeout) locks the head item
+    (blocking on a watch while there is none) and consume() deletes it: an
+    item whose consumer dies before consume() is delivered again."""
+
+    def __init__(self, opt):
+        Queue.__init__(self, opt)
+        if self.depth:
+            raise ValueError("lockingqueue: depth is not supported")
+        self.put = [q.client.LockingQueue(self.path) for q in self.put]
+        self.take = [q.client.LockingQueue(self.path) for q in self.take]
+
+    def items(self, total):
+        mu = threading.Lock()
+        taken = [0]
+        done = threading.Event()
+        k = len(self.put)
+        deadline = time.monotonic() + TIMEOUT_S
+
+        def body(i):
+            if i < k:  # a producer
+                q = self.put[i]
+                for _ in range(total // k + (1 if i < total % k else 0)):
+                    q.put(self.payload)
+                return
+            q = self.take[i - k]
+            while not done.is_set():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("took %d of %d items within %ss"
+                                       % (taken[0], total, TIMEOUT_S))
+                if q.get(0.05) is None:
+                    continue
+                if not q.consume():
+                    raise RuntimeError("consume failed")
+                with mu:
+                    taken[0] += 1
+                    if taken[0] >= total:
+                        done.set()
+
+        elapsed = run_threads(k + len(self.take), body)
+        if taken[0] != total:
+            raise RuntimeError("took %d items, put %d" % (taken[0], total))
+        return elapsed
+
+
 class Election(object):
     """k candidates, each a kazoo Election on its own session. A round stops
     the leader's session (KazooClient.stop, which closes the ZooKeeper
@@ -380,6 +428,8 @@ def main(argv):
         w = Locks(opt, int(opt.get("clients", "8")))
     elif workload == "queue":
         w = Queue(opt)
+    elif workload == "lockingqueue":
+        w = LockingQueue(opt)
     elif workload == "election":
         w = Election(opt)
     elif workload == "group":
