@@ -68,6 +68,29 @@ func TestStateIsInspectsDocument(t *testing.T) {
 			t.Errorf("/api/state lacks %q", field)
 		}
 	}
+	// and /metrics has a series of every family these kinds' state gives
+	m := scrape(t, base)
+	for _, name := range []string{"zkgen_lock_holders", "zkgen_lock_waiters", "zkgen_lock_held_seconds", "zkgen_semaphore_leases",
+		"zkgen_lease_holders", "zkgen_lease_slots", "zkgen_lease_seconds_to_expiry", "zkgen_queue_items", "zkgen_queue_claimed",
+		"zkgen_queue_oldest_item_age_seconds", "zkgen_queue_dead_letters", "zkgen_queue_next_due_seconds", "zkgen_election_leader",
+		"zkgen_election_leader_epoch", "zkgen_election_candidates", "zkgen_group_members", "zkgen_partitions",
+		"zkgen_partitions_unowned", "zkgen_partitioner_members", "zkgen_partitions_owned", "zkgen_barrier_up",
+		"zkgen_config_version", "zkgen_counter_value", "zkgen_transaction_proposed", "zkgen_transaction_votes",
+		"zkgen_serve_instances", "zkgen_serve_instances_cut", "zkgen_serve_watches", "zkgen_serve_reads_total",
+		"zkgen_serve_watch_requests_total", "zkgen_serve_sessions_total", "zkgen_serve_zookeeper_up"} {
+		if m.count(name+"{") == 0 && m.count(name+" ") == 0 {
+			if _, ok := m[name]; !ok {
+				t.Errorf("/metrics has no %s series", name)
+			}
+		}
+	}
+	if v := m[`zkgen_transaction_votes{id="d1",resource="deploy",state="commit"}`]; v != 1 {
+		t.Errorf("votes of d1 in commit: %v, want 1", v)
+	}
+	if v := m[`zkgen_queue_dead_letters{resource="outbox"}`]; v != 1 {
+		t.Errorf("outbox dead letters: %v, want 1", v)
+	}
+
 	a, b := withoutAges(served["resources"]), withoutAges(inspected["resources"])
 	if !reflect.DeepEqual(a, b) {
 		sa, _ := json.MarshalIndent(a, "", " ")
