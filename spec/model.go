@@ -97,3 +97,11 @@ const (
 
 // Durations lists the valid duration formats, the default first.
 var Durations = []DurationFormat{DurationsString, DurationsNanoseconds}
+
+// RootPath is the spec's root as a znode path: Root, or "/" when unset.
+func (s *Spec) RootPath() string {
+	if s.Root == "" {
+		return "/"
+	}
+	return s.Root
+}

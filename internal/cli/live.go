@@ -170,20 +170,12 @@ func checkRoot(ctx context.Context, sess *runtime.Session, s *spec.Spec, servers
 // rootFailure is checkRoot's failure for inspect.CheckRoot's error.
 func rootFailure(err error, s *spec.Spec, servers string) error {
 	if errors.Is(err, inspect.ErrRootMissing) {
-		return userErrorf("the spec's root %s does not exist on %s: wrong servers, or nothing of this spec has run there yet ('zkgen provision' creates it)", rootOf(s), servers)
+		return userErrorf("the spec's root %s does not exist on %s: wrong servers, or nothing of this spec has run there yet ('zkgen provision' creates it)", s.RootPath(), servers)
 	}
 	if err != nil {
 		return zkFailure("read root", err)
 	}
 	return nil
-}
-
-// rootOf is the spec's root as a znode path.
-func rootOf(s *spec.Spec) string {
-	if s.Root == "" {
-		return "/"
-	}
-	return s.Root
 }
 
 // zkFailure turns an error met while talking to ZooKeeper into a failure.

@@ -65,7 +65,7 @@ theirs.`,
 				return zkFailure("provision", perr)
 			}
 			if strict && len(pl.Unknown) > 0 {
-				return userErrorf("%d node(s) under %s that the spec does not declare (--strict)", len(pl.Unknown), rootOf(s))
+				return userErrorf("%d node(s) under %s that the spec does not declare (--strict)", len(pl.Unknown), s.RootPath())
 			}
 			return nil
 		},

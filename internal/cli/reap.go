@@ -51,7 +51,7 @@ by the time reap deletes it (released, or its session ended) is reported as
 				return err
 			}
 			if prefix != "" && !strings.HasPrefix(prefix, "/") {
-				return userErrorf("--path %q: want an absolute znode path, like %s/locks", prefix, rootOf(s))
+				return userErrorf("--path %q: want an absolute znode path, like %s/locks", prefix, s.RootPath())
 			}
 			if err := checkRoot(ctx, sess, s, f.servers); err != nil {
 				return err

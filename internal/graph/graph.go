@@ -47,13 +47,6 @@ func layout(r *spec.Resource) string {
 	return r.Path
 }
 
-func root(s *spec.Spec) string {
-	if s.Root == "" {
-		return "/"
-	}
-	return s.Root
-}
-
 // Mermaid renders the topology as a Mermaid flowchart.
 func Mermaid(s *spec.Spec) string {
 	var b strings.Builder
@@ -61,7 +54,7 @@ func Mermaid(s *spec.Spec) string {
 		return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(t)
 	}
 	b.WriteString("flowchart LR\n")
-	fmt.Fprintf(&b, "  subgraph root[\"%s\"]\n", esc(root(s)))
+	fmt.Fprintf(&b, "  subgraph root[\"%s\"]\n", esc(s.RootPath()))
 	for i, g := range groups(s) {
 		fmt.Fprintf(&b, "    subgraph g%d[\"%s\"]\n", i, esc(g.Name))
 		for _, r := range g.Resources {
@@ -81,7 +74,7 @@ func DOT(s *spec.Spec) string {
 		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(t) + `"`
 	}
 	b.WriteString("digraph zkgen {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n")
-	fmt.Fprintf(&b, "  subgraph cluster_root {\n    label=%s;\n", q(root(s)))
+	fmt.Fprintf(&b, "  subgraph cluster_root {\n    label=%s;\n", q(s.RootPath()))
 	for i, g := range groups(s) {
 		fmt.Fprintf(&b, "    subgraph cluster_%d {\n      label=%s;\n", i, q(g.Name))
 		for _, r := range g.Resources {

@@ -103,14 +103,6 @@ func sortValues(vs []string, typ string) []string {
 	return vs
 }
 
-// rootPath is the spec's root as a znode path ("/" when unset).
-func rootPath(s *spec.Spec) string {
-	if s.Root == "" {
-		return "/"
-	}
-	return s.Root
-}
-
 // rootDepth is the number of path segments of the root.
 func rootDepth(s *spec.Spec) int {
 	if s.Root == "" {

@@ -150,7 +150,7 @@ var ErrRootMissing = errors.New("root does not exist")
 // CheckRoot returns an error wrapping ErrRootMissing when the root of s
 // does not exist in the tree sess reads, and any error reading it.
 func CheckRoot(ctx context.Context, sess *runtime.Session, s *spec.Spec) error {
-	root := rootPath(s)
+	root := s.RootPath()
 	ok, err := sess.Exists(ctx, root)
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func Select(s *spec.Spec, names []string) (*spec.Spec, error) {
 // failure of the session itself or ctx. A resource with path parameters
 // none of whose instances exists gets one entry with NoInstances set.
 func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot, error) {
-	snap := &Snapshot{Spec: s.File, Root: rootPath(s), Resources: []Resource{}}
+	snap := &Snapshot{Spec: s.File, Root: s.RootPath(), Resources: []Resource{}}
 	now := time.Now()
 	for _, r := range s.Resources {
 		ins, err := Expand(ctx, sess, r)
@@ -207,11 +207,11 @@ func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot
 			if fatal(ctx, sess, err) {
 				return nil, err
 			}
-			snap.Resources = append(snap.Resources, Resource{Name: r.Name, Kind: string(r.Kind), Path: r.FullPath, Error: err.Error()})
+			snap.Resources = append(snap.Resources, Failed(r, err))
 			continue
 		}
 		if len(ins) == 0 {
-			snap.Resources = append(snap.Resources, Resource{Name: r.Name, Kind: string(r.Kind), Path: r.FullPath, NoInstances: true})
+			snap.Resources = append(snap.Resources, Placeholder(r))
 			continue
 		}
 		for _, in := range ins {

@@ -151,7 +151,7 @@ func Unknown(ctx context.Context, l Lister, s *spec.Spec) ([]string, error) {
 		}
 		return nil
 	}
-	err := walk(rootPath(s), nil)
+	err := walk(s.RootPath(), nil)
 	return unknown, err
 }
 

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,7 +107,7 @@ func newCollector(m *Model) *collector {
 	return c
 }
 
-func isServe(name string) bool { return len(name) > 12 && name[:12] == "zkgen_serve_" }
+func isServe(name string) bool { return strings.HasPrefix(name, "zkgen_serve_") }
 
 // labelName is a parameter's label name: its own unless reserved.
 func labelName(p string) string {

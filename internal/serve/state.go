@@ -7,7 +7,6 @@ import (
 
 	"github.com/zkgen/zkgen/internal/graph"
 	"github.com/zkgen/zkgen/internal/inspect"
-	"github.com/zkgen/zkgen/spec"
 )
 
 // State is what /api/state serves and the live page draws: the snapshot
@@ -59,7 +58,7 @@ func (m *Model) JSON(now time.Time) ([]byte, error) {
 // in place).
 func (m *Model) stateLocked(now time.Time) State {
 	s := m.opt.Spec
-	snap := &inspect.Snapshot{Spec: s.File, Root: root(s), Resources: []inspect.Resource{}}
+	snap := &inspect.Snapshot{Spec: s.File, Root: s.RootPath(), Resources: []inspect.Resource{}}
 	for _, r := range s.Resources {
 		if err, ok := m.listErr[r.Name]; ok {
 			snap.Resources = append(snap.Resources, inspect.Failed(r, err))
@@ -105,11 +104,4 @@ func topology(m *Model) []Box {
 		out = append(out, b)
 	}
 	return out
-}
-
-func root(s *spec.Spec) string {
-	if s.Root == "" {
-		return "/"
-	}
-	return s.Root
 }
