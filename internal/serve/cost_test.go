@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/generated_example/coord"
-	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -20,12 +19,7 @@ func TestServeCost(t *testing.T) {
 	base := startServe(t, srv.Addr(), "--settle", "5s")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := coord.New(sess)
+	c := exampleClient(t, ctx, srv.Servers())
 	// one of each: the lock instance and the outbox's bucket exist
 	if err := c.OrderLock(1).Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -41,12 +35,7 @@ func TestServeCost(t *testing.T) {
 
 	// A burst: 10 waiters and 100 items, well within 5 s.
 	for range 10 {
-		s, err := runtime.Connect(ctx, srv.Servers())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		go coord.New(s).OrderLock(1).Lock(ctx)
+		go exampleClient(t, ctx, srv.Servers()).OrderLock(1).Lock(ctx)
 	}
 	items := make([]coord.Job, 100)
 	for i := range items {

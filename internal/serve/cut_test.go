@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/generated_example/coord"
-	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -20,12 +19,7 @@ func TestServeCutsInstances(t *testing.T) {
 	base := startServe(t, srv.Addr(), "--max-instances", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := coord.New(sess)
+	c := exampleClient(t, ctx, srv.Servers())
 	locks := make([]coord.OrderLockHandle, 3)
 	for i := range locks {
 		locks[i] = c.OrderLock(i)
@@ -42,7 +36,7 @@ func TestServeCutsInstances(t *testing.T) {
 	if err := locks[0].Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := sess.Delete(ctx, "/zkgen-example/locks/orders/0"); err != nil {
+	if err := c.Session().Delete(ctx, "/zkgen-example/locks/orders/0"); err != nil {
 		t.Fatal(err)
 	}
 	awaitMetrics(t, base, func(m metrics) bool {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgen/zkgen/generated_example/coord"
-	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -22,12 +20,7 @@ func TestServeThroughExpiry(t *testing.T) {
 	base := startServe(t, p.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := coord.New(sess)
+	c := exampleClient(t, ctx, srv.Servers())
 	if _, err := c.Hits().Add(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

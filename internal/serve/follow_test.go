@@ -28,16 +28,8 @@ func TestServeFollowsEachChange(t *testing.T) {
 	base := startServe(t, srv.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	connectC := func() *coord.Client {
-		s, err := runtime.Connect(ctx, srv.Servers())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return coord.New(s)
-	}
-	c, c2 := connectC(), connectC()
-	everyKind(ctx, t, c, c.Session())
+	c, c2 := exampleClient(t, ctx, srv.Servers()), exampleClient(t, ctx, srv.Servers())
+	everyKind(ctx, t, c)
 	await := func(what, res, path string, want any) {
 		t.Helper()
 		awaitField(t, base, what, res, path, want)

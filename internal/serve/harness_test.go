@@ -147,6 +147,18 @@ func (l *lineReader) all() string {
 	return strings.Join(l.lines, "\n")
 }
 
+// exampleClient opens a session to servers for the test (closed at its
+// cleanup) and returns the example's generated client on it.
+func exampleClient(t testing.TB, ctx context.Context, servers []string) *coord.Client {
+	t.Helper()
+	s, err := runtime.Connect(ctx, servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return coord.New(s)
+}
+
 // provision creates the example spec's directories (zkgen provision).
 func provision(t *testing.T, servers string) {
 	t.Helper()

@@ -35,13 +35,8 @@ func TestServeOnlyReads(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := coord.New(sess)
-	everyKind(ctx, t, c, sess)
+	c := exampleClient(t, ctx, srv.Servers())
+	everyKind(ctx, t, c)
 
 	// the last change: once serve shows it, it has read the others
 	if _, err := c.Hits().Add(ctx, 42); err != nil {
@@ -65,7 +60,7 @@ func TestServeOnlyReads(t *testing.T) {
 }
 
 // everyKind puts every kind of the example in use.
-func everyKind(ctx context.Context, t *testing.T, c *coord.Client, sess *runtime.Session) {
+func everyKind(ctx context.Context, t *testing.T, c *coord.Client) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -89,7 +84,7 @@ func everyKind(ctx context.Context, t *testing.T, c *coord.Client, sess *runtime
 		must(d.Nack(ctx, errors.New("poison")))
 	}
 	// a reason whose dead letter is gone: DeadLetters removes such nodes
-	_, err = sess.Conn().Create("/zkgen-example/queues/outbox/dead-reasons/b-0000000000.item-0000000099", []byte("stray"), 0, zk.WorldACL(zk.PermAll))
+	_, err = c.Session().Conn().Create("/zkgen-example/queues/outbox/dead-reasons/b-0000000000.item-0000000099", []byte("stray"), 0, zk.WorldACL(zk.PermAll))
 	must(err)
 	must(c.Outbox().Put(ctx, coord.Job{Name: "o"}))
 	must(c.Start("run-1").Raise(ctx))

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/generated_example/coord"
-	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -32,12 +31,7 @@ func BenchmarkServeScale(b *testing.B) {
 	srv := zktest.Start(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.Close()
-	c := coord.New(sess)
+	c := exampleClient(b, ctx, srv.Servers())
 	held := holdLocks(ctx, b, c, locks)
 	q := c.Outbox()
 	for done := 0; done < items; {

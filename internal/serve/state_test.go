@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgen/zkgen/generated_example/coord"
-	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -26,13 +24,8 @@ func TestStateIsInspectsDocument(t *testing.T) {
 	base := startServe(t, srv.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := coord.New(sess)
-	everyKind(ctx, t, c, sess)
+	c := exampleClient(t, ctx, srv.Servers())
+	everyKind(ctx, t, c)
 	if _, err := c.Hits().Add(ctx, 42); err != nil {
 		t.Fatal(err)
 	}

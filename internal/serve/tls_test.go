@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgen/zkgen/generated_example/coord"
-	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -29,12 +27,8 @@ func TestServeOverTLS(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sess, err := runtime.Connect(ctx, srv.Servers()) // the plain port
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	if _, err := coord.New(sess).Hits().Add(ctx, 7); err != nil {
+	c := exampleClient(t, ctx, srv.Servers()) // the plain port
+	if _, err := c.Hits().Add(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
 	awaitState(t, base, func(st apiState) bool { return st.Up && st.counter("hits") == 7 })
