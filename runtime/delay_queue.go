@@ -30,8 +30,8 @@ import (
 // change to it. Puts and takes are protected against loss and duplicates
 // like Queue's (a GUID-named marker in the same multi).
 //
-// A DelayQueue handle is one producer and one consumer: its Takes are
-// served one at a time. Methods are safe for concurrent use.
+// The handles of one delay queue on one session share their consumers and
+// producers, as Queue's do. Methods are safe for concurrent use.
 type DelayQueue[T any] struct{ q *queue[T] }
 
 // NewDelayQueue returns a delay queue handle at p whose items are encoded

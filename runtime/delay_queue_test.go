@@ -118,7 +118,7 @@ func TestDelayQueueEarlierArrivalWakes(t *testing.T) {
 			ctx := testCtx(t, time.Minute)
 			p := zktest.NewProxy(t, srv.Addr())
 			cs := connect(t, []string{p.Addr()})
-			take := func(ctx context.Context) (string, error) {
+			take := func(ctx context.Context, cs *runtime.Session) (string, error) {
 				if ack {
 					d, err := runtime.NewAckDelayQueue(cs, runtime.At(dir), runtime.StringCodec()).Take(ctx)
 					if err != nil {
@@ -144,29 +144,32 @@ func TestDelayQueueEarlierArrivalWakes(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			res := make(chan error, 1)
 			lists := p.Requests(zktest.OpGetChildren2)
-			go func() { _, err := take(cctx); res <- err }()
+			go func() { _, err := take(cctx, cs); res <- err }()
 			waitRequests(t, p, zktest.OpGetChildren2, lists+2)
 			cancel()
 			if err := <-res; !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled Take = %v", err)
 			}
 
-			// Waiting again: a new handle lists the queue directory, then its
-			// bucket with a watch (two getChildren requests); that listing
-			// and its watch are in place once a sync of the consumer's
-			// session returns (a session's requests are served in order).
-			// Then an earlier item arrives.
+			// Waiting again, on another session (the handles of one session
+			// share what their consumer learnt, so a Take on cs would list
+			// nothing new): it lists the queue directory, then its bucket
+			// with a watch (two getChildren requests); that listing and its
+			// watch are in place once a sync of the consumer's session
+			// returns (a session's requests are served in order). Then an
+			// earlier item arrives.
+			cs2 := connect(t, []string{p.Addr()})
 			lists = p.Requests(zktest.OpGetChildren2)
 			got := make(chan string, 1)
 			go func() {
-				v, err := take(ctx)
+				v, err := take(ctx, cs2)
 				if err != nil {
 					t.Error(err)
 				}
 				got <- v
 			}()
 			waitRequests(t, p, zktest.OpGetChildren2, lists+2)
-			if _, err := cs.Conn().Sync(dir); err != nil {
+			if _, err := cs2.Conn().Sync(dir); err != nil {
 				t.Fatal(err)
 			}
 			if err := prod.Put(ctx, "now", time.Now()); err != nil {

@@ -43,3 +43,19 @@ func InlineItem[T any](name string, codec Codec[T]) (v T, ok bool) {
 	v, err := codec.Decode(it.inline)
 	return v, err == nil
 }
+
+// Contend makes q's next Take spread out as if it had lost a race to
+// another consumer (queue_spread.go), so that a test with one consumer can
+// watch a chunk claim.
+func Contend[T any](q *Queue[T]) {
+	p := q.q.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.idle[takeSide] {
+		m.cons.spread.on = true
+	}
+}
+
+// SpreadChunk is how many consecutive sequence numbers a spread consumer's
+// chunk covers.
+const SpreadChunk = spreadChunk

@@ -435,13 +435,21 @@ func queueFailover(t *testing.T, ack bool) {
 		return
 	}
 
-	// Nothing left behind: no claims while the consumers are still
-	// connected, and after every client has closed only the queue's
-	// persistent directories (buckets, marks, claims, attempts), all empty.
-	if ack {
-		if kids := childrenRiding(t, sessions[0], dir+"/claims"); len(kids) != 0 {
-			t.Fatalf("claims left behind: %v", kids)
+	// Nothing left behind: no item claims while the consumers are still
+	// connected, and no chunk claims once the consumers have given theirs
+	// up (a second after their last Take); after every client has closed,
+	// only the queue's persistent directories (buckets, marks, claims,
+	// attempts), all empty.
+	var chunks []string
+	for _, k := range childrenRiding(t, sessions[0], dir+"/claims") {
+		if !strings.Contains(k, ".k") {
+			t.Fatalf("item claim left behind: %s", k)
 		}
+		chunks = append(chunks, k)
+	}
+	if len(chunks) > 0 {
+		t.Logf("chunk claims until their consumers give them up: %v", chunks)
+		waitChildren(t, ctx, sessions[0], dir+"/claims", 0)
 	}
 	for _, s := range sessions {
 		s.Close()

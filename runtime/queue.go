@@ -11,19 +11,25 @@ import (
 // item from ZooKeeper before returning it.
 //
 // Items are persistent (they survive their producer), encoded with the
-// queue's codec, and served in the order they were put: an item is taken
-// only after every earlier one was (with WithPrefetch, a chunk may be taken
-// while an earlier one is held by another consumer, whose death puts the
-// earlier chunk after it). A put that returns nil happened exactly
+// queue's codec, and served in the order they were put to a lone consumer.
+// Several consumers spread out over chunks of consecutive items instead of
+// racing for the lowest (queue_spread.go): each takes its items in order,
+// but an item can be taken while an earlier one waits in another
+// consumer's chunk for that consumer's next Take. A put that returns nil happened exactly
 // once, a take removes each item it returns once, connection losses
 // included. Items are kept in buckets of WithBucketSize items, so the queue
 // can hold far more items than one getChildren reply allows, and a consumer
 // costs about one listing per bucket, not one per item (see the queue
 // protocol in queue_core.go).
 //
-// A Queue handle is one producer and one consumer: its Takes are served one
-// at a time (use several handles for parallel consumers); Puts may run
-// concurrently with Takes. Methods are safe for concurrent use.
+// The handles of one queue on one session (same path, item and codec types
+// and options) share their consumers and producers, so a handle made per
+// call, as a generated Client does, costs no more than one kept: a Take
+// continues from the listing an earlier Take made, and a Put deletes the
+// previous Put's marker in its own multi. Takes (and Puts) running at the
+// same time, on one handle or several, each use their own consumer
+// (producer), as separate sessions would. Methods are safe for concurrent
+// use.
 type Queue[T any] struct{ q *queue[T] }
 
 // NewQueue returns a FIFO queue handle at p whose items are encoded with

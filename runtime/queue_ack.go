@@ -173,7 +173,7 @@ func (q *queue[T]) refreshBusy(ctx context.Context) error {
 // vanishes; nil when there is nothing to watch. again reports that claims
 // vanished already (the walk restarts from the lowest bucket).
 func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bool, err error) {
-	if len(q.cons.busy) == 0 {
+	if len(q.cons.busy) == 0 && q.cons.spread.skipped == 0 {
 		return nil, false, nil
 	}
 	c, err := q.s.childrenW(ctx, joinPath(q.dir, claimsDir))
@@ -195,7 +195,7 @@ func (q *queue[T]) dropReleased(claims []string) bool {
 		live[c] = true
 	}
 	cur := q.bucketPath(q.cons.bucket) + "/"
-	dropped, elsewhere := false, false
+	dropped, elsewhere := q.dropReleasedChunks(claims), false
 	for p, claim := range q.cons.busy {
 		if !live[claim] {
 			delete(q.cons.busy, p)
@@ -251,6 +251,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 			// Not counted as a race (raced): a claim may be held for long,
 			// by a live consumer, and skipping it keeps the order.
 			q.cons.busy[c.path] = q.claimName(c.path)
+			q.contended()
 		case c.ok:
 			held = append(held, c)
 			paths = append(paths, c.path)

@@ -14,8 +14,10 @@ import (
 //
 // Items are persistent sequential nodes in numbered buckets (the layout is
 // in queue_layout.go). A consumer lists its current bucket once, with a
-// child watch, and takes items lowest-first from that cached listing
-// without listing again until it is used up (refill, takeCached); an item
+// child watch, and takes items from that cached listing (lowest-first
+// within the chunk it claimed, queue_spread.go; a prefetching or
+// at-least-once consumer as its own notes say) without listing again until
+// it is used up (refill, takeCached); an item
 // another consumer took first is skipped, and a listing proved stale by
 // such lost races is refreshed early (staleCache). A priority queue's
 // levels are such queues, whose takes return errLevelEmpty instead of
@@ -31,10 +33,10 @@ import (
 // passes. An at-least-once take creates an ephemeral claim per item
 // instead (queue_ack.go).
 
-// queue is the machinery shared by every queue handle: puts, the consumer's
-// cached walk over buckets, at-most-once and at-least-once takes. A handle
-// is one producer and one consumer, each with its own state, mutex and
-// pending marker.
+// queue is one machine of a queue: puts, the consumer's cached walk over
+// buckets, at-most-once and at-least-once takes. It is one producer and one
+// consumer, each with its own state, mutex and pending marker; the
+// session's handles of the queue share a pool of machines (queue_pool.go).
 type queue[T any] struct {
 	s     *Session
 	dir   string
@@ -48,6 +50,8 @@ type queue[T any] struct {
 	cons consumer
 
 	pb *prefetchBuf[T] // prefetched items, served first; shared by the session's handles of the queue (queue_prefetch.go)
+
+	pool *machinePool[*queue[T]] // the session's machines of this queue; nil for a priority queue's level
 }
 
 // side is what the producer and the consumer of a handle each have: a
@@ -85,11 +89,29 @@ type consumer struct {
 	noWait      bool              // a priority queue's level: return errLevelEmpty instead of waiting
 	waits       []<-chan zk.Event // noWait: what the last take would have waited on
 	plain       bool              // noWait: the last listing had items; list the next without a watch
+	spread      spread            // a spread consumer's chunk (queue_spread.go)
 }
 
 // newQueue returns the machinery of a queue handle of the kind cfg says
-// (priority, levels, ack), configured further by opts.
+// (ack, delay), configured further by opts: the first machine of the
+// session's pool for that queue (queue_pool.go), whose Puts and Takes
+// borrow a machine of the pool.
 func newQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts []QueueOption) *queue[T] {
+	q := buildQueue(s, p, codec, cfg, opts)
+	if q.err != nil {
+		return q
+	}
+	return pooled(s, q.dir, codec, q.queueConfig, func(pool *machinePool[*queue[T]]) *queue[T] {
+		m := buildQueue(s, p, codec, cfg, opts)
+		m.pool = pool
+		return m
+	})
+}
+
+// buildQueue returns one machine of a queue of the kind cfg says,
+// configured further by opts, outside any pool (a priority queue's levels
+// belong to their priority queue's machine).
+func buildQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts []QueueOption) *queue[T] {
 	cfg.bucketSize = DefaultBucketSize
 	for _, o := range opts {
 		if o != nil {
@@ -261,6 +283,32 @@ func (q *queue[T]) dropMarker(marker string) {
 			q.s.log.Debug("could not remove put marker", "path", marker, "err", err)
 		}
 	}()
+}
+
+// flushWhileWaiting gives up, markerLinger into a wait of a Take (which
+// holds the consumer's mutex, so the marker's own timer cannot), the
+// consumer's pending marker and its chunk claim (queue_spread.go): a
+// consumer waiting for items keeps neither. The returned stop ends that
+// before the Take touches its state again.
+func (q *queue[T]) flushWhileWaiting() (stop func()) {
+	c := &q.cons
+	if c.mark.path == "" && c.spread.own == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	t := time.AfterFunc(markerLinger, func() {
+		defer close(done)
+		if p := c.mark.path; p != "" {
+			c.mark.path = ""
+			q.dropMarker(p)
+		}
+		q.releaseOwn()
+	})
+	return func() {
+		if !t.Stop() {
+			<-done
+		}
+	}
 }
 
 // newMarker returns the path of a fresh marker node.

@@ -77,19 +77,7 @@ type bufKey struct {
 // sharedBuf returns the session's buffer of the queue at dir for items of
 // type T, creating it on first use.
 func sharedBuf[T any](s *Session, dir string) *prefetchBuf[T] {
-	k := bufKey{dir: dir, typ: reflect.TypeFor[T]()}
-	g := &s.giveBacks
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if b, ok := g.bufs[k].(*prefetchBuf[T]); ok {
-		return b
-	}
-	if g.bufs == nil {
-		g.bufs = map[bufKey]any{}
-	}
-	b := &prefetchBuf[T]{}
-	g.bufs[k] = b
-	return b
+	return sessionShared(s, bufKey{dir: dir, typ: reflect.TypeFor[T]()}, func() *prefetchBuf[T] { return &prefetchBuf[T]{} })
 }
 
 // takeBuffered returns up to n buffered items without waiting for ctx or
@@ -473,9 +461,8 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 // queue handles giving their prefetched items back, partitioner members
 // handing their partitions over (partitioner.go).
 type giveBacks struct {
-	mu   sync.Mutex
-	fns  map[*struct{}]func(context.Context) error
-	bufs map[bufKey]any // *prefetchBuf[T]: the queues' prefetch buffers
+	mu  sync.Mutex
+	fns map[*struct{}]func(context.Context) error
 }
 
 // add registers fn; remove unregisters it.

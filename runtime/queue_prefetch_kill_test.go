@@ -36,7 +36,7 @@ func TestPrefetchConsumerKilled(t *testing.T) {
 			if _, err := q.PutAll(ctx, seq(0, items)); err != nil {
 				t.Fatal(err)
 			}
-			got := prefetchChild(t, srv.Servers(), dir, k, takes)
+			got := consumerChild(t, srv.Servers(), dir, k, takes, syscall.SIGKILL)
 			var drained []int
 			for {
 				n, err := q.Len(ctx)
@@ -68,9 +68,10 @@ func TestPrefetchConsumerKilled(t *testing.T) {
 	}
 }
 
-// prefetchChild runs a consumer process that takes n items with a prefetch
-// of k, kills it once it reports them, and returns them.
-func prefetchChild(t *testing.T, servers []string, dir string, k, n int) []int {
+// consumerChild runs a consumer process that takes n items with a prefetch
+// of k (0: none, spreading out as after a lost race), sends it sig (SIGKILL, SIGSTOP) once it reports them, and
+// returns them. The process is killed when the test ends, by PID.
+func consumerChild(t *testing.T, servers []string, dir string, k, n int, sig syscall.Signal) []int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPrefetchKillChild$", "-test.v=false")
 	cmd.Env = append(os.Environ(), "ZKGEN_PREFETCH_CHILD="+dir, "ZKGEN_PREFETCH_SERVERS="+strings.Join(servers, ","),
@@ -82,8 +83,10 @@ func prefetchChild(t *testing.T, servers []string, dir string, k, n int) []int {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill() // by PID, whatever happens below
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
 		line := lines.Text()
@@ -94,7 +97,7 @@ func prefetchChild(t *testing.T, servers []string, dir string, k, n int) []int {
 		if !ok {
 			continue
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
 		var got []int
@@ -111,7 +114,8 @@ func prefetchChild(t *testing.T, servers []string, dir string, k, n int) []int {
 	return nil
 }
 
-// TestPrefetchKillChild is the consumer of TestPrefetchConsumerKilled: it
+// TestPrefetchKillChild is the consumer of TestPrefetchConsumerKilled (and
+// of TestQueueStoppedConsumerLosesNothing, with k 0): it
 // takes its items, reports them, and waits to be killed.
 func TestPrefetchKillChild(t *testing.T) {
 	dir := os.Getenv("ZKGEN_PREFETCH_CHILD")
@@ -122,12 +126,15 @@ func TestPrefetchKillChild(t *testing.T) {
 	defer cancel()
 	k, _ := strconv.Atoi(os.Getenv("ZKGEN_PREFETCH_K"))
 	n, _ := strconv.Atoi(os.Getenv("ZKGEN_PREFETCH_N"))
-	s, err := runtime.Connect(ctx, strings.Split(os.Getenv("ZKGEN_PREFETCH_SERVERS"), ","))
+	s, err := runtime.Connect(ctx, strings.Split(os.Getenv("ZKGEN_PREFETCH_SERVERS"), ","), runtime.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		fmt.Println("error connect:", err)
 		os.Exit(1)
 	}
 	q := runtime.NewQueue(s, runtime.At(dir), runtime.JSONCodec[int](), runtime.WithPrefetch(k))
+	if k == 0 {
+		runtime.Contend(q) // a spread consumer, with a chunk claim
+	}
 	var got []string
 	for range n {
 		v, err := q.Take(ctx)

@@ -56,6 +56,8 @@ type prioQueue[T any] struct {
 	// armed holds, per level, the watches set when the level was last
 	// found empty; nil when the level is not known to be empty.
 	armed [][]<-chan zk.Event
+
+	pool *machinePool[*prioQueue[T]] // the session's machines of this queue
 }
 
 // levelName is the directory of priority level i.
@@ -65,8 +67,23 @@ func levelName(i int) string { return fmt.Sprintf("%s%02d", levelPrefix, i) }
 const levelPrefix = "p-"
 
 // newPrioQueue returns the machinery of a priority queue handle with cfg's
-// levels, configured further by opts (WithBucketSize applies per level).
+// levels, configured further by opts (WithBucketSize applies per level):
+// the first machine of the session's pool for that queue (queue_pool.go),
+// whose Puts and Takes borrow a machine of the pool.
 func newPrioQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts []QueueOption) *prioQueue[T] {
+	pq := buildPrioQueue(s, p, codec, cfg, opts)
+	if pq.err != nil {
+		return pq
+	}
+	return pooled(s, pq.dir, codec, pq.cfg, func(pool *machinePool[*prioQueue[T]]) *prioQueue[T] {
+		m := buildPrioQueue(s, p, codec, cfg, opts)
+		m.pool = pool
+		return m
+	})
+}
+
+// buildPrioQueue returns one machine of a priority queue.
+func buildPrioQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, opts []QueueOption) *prioQueue[T] {
 	for _, o := range opts {
 		if o != nil {
 			o.applyQueue(&cfg)
@@ -81,7 +98,7 @@ func newPrioQueue[T any](s *Session, p Path, codec Codec[T], cfg queueConfig, op
 	}
 	sub := queueConfig{handleConfig: cfg.handleConfig, ack: cfg.ack}
 	for i := 0; i < cfg.levels; i++ {
-		lq := newQueue(s, Path{s: joinPath(pq.dir, levelName(i))}, codec, sub, opts)
+		lq := buildQueue(s, Path{s: joinPath(pq.dir, levelName(i))}, codec, sub, opts)
 		lq.cons.noWait, lq.top = true, pq.dir
 		pq.lvl = append(pq.lvl, lq)
 	}
@@ -181,8 +198,18 @@ func (pq *prioQueue[T]) telOp(ctx context.Context, o op) span {
 	return pq.s.tel.begin(ctx, o, pq.cfg.kindName(), pq.cfg.name, pq.dir)
 }
 
-// put puts items at level prio.
-func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
+// put puts items at level prio, on a machine of the session's pool.
+func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
+	if pq.pool == nil { // a handle that failed to be made: putOn reports why
+		return pq.putOn(ctx, prio, items)
+	}
+	m := pq.pool.borrow(putSide)
+	defer pq.pool.give(putSide, m)
+	return m.putOn(ctx, prio, items)
+}
+
+// putOn puts items at level prio.
+func (pq *prioQueue[T]) putOn(ctx context.Context, prio int, items []T) (n int, err error) {
 	defer pq.telOp(ctx, opQueuePut).end(&err)
 	if pq.err != nil {
 		return 0, pq.err
@@ -196,9 +223,19 @@ func (pq *prioQueue[T]) put(ctx context.Context, prio int, items []T) (n int, er
 	return pq.lvl[prio].put(ctx, 0, items)
 }
 
-// take returns between 1 and n items of the most urgent level that has one
-// for this consumer, blocking until there is one.
-func (pq *prioQueue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err error) {
+// take returns between 1 and n items, on a machine of the session's pool.
+func (pq *prioQueue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
+	if pq.pool == nil {
+		return pq.takeOn(ctx, n)
+	}
+	m := pq.pool.borrow(takeSide)
+	defer pq.pool.give(takeSide, m)
+	return m.takeOn(ctx, n)
+}
+
+// takeOn returns between 1 and n items of the most urgent level that has
+// one for this consumer, blocking until there is one.
+func (pq *prioQueue[T]) takeOn(ctx context.Context, n int) (ds []*Delivery[T], err error) {
 	defer pq.telOp(ctx, opQueueTake).end(&err)
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", pq.dir, n)

@@ -8,11 +8,21 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// put encodes items and puts them in order, in multis of at most
+// put puts items, on a machine of the session's pool (see putOn).
+func (q *queue[T]) put(ctx context.Context, prio int, items []T) (int, error) {
+	if q.pool == nil {
+		return q.putOn(ctx, prio, items)
+	}
+	m := q.pool.borrow(putSide)
+	defer q.pool.give(putSide, m)
+	return m.putOn(ctx, prio, items)
+}
+
+// putOn encodes items and puts them in order, in multis of at most
 // maxBatchOps items / maxBatchBytes. It returns how many were put. prio is
 // the items' priority index, or for a delay queue their due time in Unix
 // milliseconds (see dueMillis).
-func (q *queue[T]) put(ctx context.Context, prio int, items []T) (n int, err error) {
+func (q *queue[T]) putOn(ctx context.Context, prio int, items []T) (n int, err error) {
 	defer q.telOp(ctx, opQueuePut, false).end(&err)
 	if q.err != nil {
 		return 0, q.err

@@ -12,11 +12,22 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// take returns between 1 and n items, blocking until there is one. Items
+// take returns between 1 and n items, blocking until there is one, on a
+// machine of the session's pool.
+func (q *queue[T]) take(ctx context.Context, n int) ([]*Delivery[T], error) {
+	if q.pool == nil {
+		return q.takeOn(ctx, n)
+	}
+	m := q.pool.borrow(takeSide)
+	defer q.pool.give(takeSide, m)
+	return m.takeOn(ctx, n)
+}
+
+// takeOn returns between 1 and n items, blocking until there is one. Items
 // come from the cached listing of the current bucket; the bucket is listed
 // again only when that listing is used up (or, for a priority queue, when
 // its child watch fired).
-func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err error) {
+func (q *queue[T]) takeOn(ctx context.Context, n int) (ds []*Delivery[T], err error) {
 	defer q.telOp(ctx, opQueueTake, false).end(&err)
 	if n < 1 {
 		return nil, fmt.Errorf("queue %s: take of %d items", q.dir, n)
@@ -31,6 +42,8 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 		return nil, err
 	}
 	defer q.unlock(&q.cons.side)
+	q.stopLinger()
+	defer q.lingerOwn()
 	if ds, err := q.fromBuffer(n); ds != nil || err != nil {
 		return ds, err
 	}
@@ -62,19 +75,26 @@ func (q *queue[T]) take(ctx context.Context, n int) (ds []*Delivery[T], err erro
 		if len(out) > 0 || err != nil {
 			return q.keep(out, n, err)
 		}
-		if !q.ack && !q.prefetching() {
-			// Lost the race for every candidate: the consumers are going
-			// for the same items in step. Stand back for a random part of
-			// the time the attempt took (a round trip, as loaded as the
-			// server is), so the winner takes the next ones alone instead
-			// of all sending deletes of which one succeeds.
-			if d := time.Since(began); d > 0 {
-				if err := q.s.sleep(ctx, time.Duration(rand.Int64N(int64(d)))); err != nil {
-					return nil, err
-				}
-			}
+		if err := q.standBack(ctx, began); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// standBack follows an attempt begun at began that lost the race for every
+// candidate (consumers going for the same items in step; not spread or
+// prefetching consumers, which go for different ones): it waits a random
+// part of the time the attempt took (a round trip, as loaded as the server
+// is), so the winner takes the next ones alone instead of all sending
+// deletes of which one succeeds.
+func (q *queue[T]) standBack(ctx context.Context, began time.Time) error {
+	if q.ack || q.prefetching() || q.spreads() {
+		return nil
+	}
+	if d := time.Since(began); d > 0 {
+		return q.s.sleep(ctx, time.Duration(rand.Int64N(int64(d))))
+	}
+	return nil
 }
 
 // checkCache drops the cached listing when it must be listed again before
@@ -127,6 +147,7 @@ func (q *queue[T]) dueItems(ctx context.Context) (int, error) {
 	}
 	timer := time.NewTimer(time.Until(time.UnixMilli(c.cache[c.pos].due)))
 	defer timer.Stop()
+	defer q.flushWhileWaiting()()
 	select {
 	case <-timer.C:
 	case <-c.watch:
@@ -150,12 +171,18 @@ func (q *queue[T]) takeCached(ctx context.Context, n int) ([]*Delivery[T], error
 	c := &q.cons
 	var cands []qitem
 	var chunk string
-	if q.prefetching() {
+	switch {
+	case q.prefetching():
 		var err error
 		if cands, chunk, err = q.claimChunk(ctx, n); err != nil || len(cands) == 0 {
 			return nil, err
 		}
-	} else {
+	case q.spreads() && c.spread.on:
+		var err error
+		if cands, chunk, err = q.spreadCands(ctx, n); err != nil || len(cands) == 0 {
+			return nil, err
+		}
+	default:
 		end := min(c.pos+n, len(c.cache))
 		cands = c.cache[c.pos:end]
 		c.pos = end
@@ -164,6 +191,11 @@ func (q *queue[T]) takeCached(ctx context.Context, n int) ([]*Delivery[T], error
 	var err error
 	if q.ack {
 		out, err = q.claimAll(ctx, c.bucket, cands)
+		if chunk != "" {
+			// The candidates end the chunk's listed items: each is claimed
+			// (or busy) on its own now.
+			q.dropOwn(chunk)
+		}
 	} else {
 		out, err = q.deleteAll(ctx, c.bucket, cands, chunk)
 	}
@@ -291,8 +323,13 @@ func (q *queue[T]) retryClaimed(ctx context.Context) error {
 // may take, in serving order: not undecodable, not claimed by others.
 func (q *queue[T]) servable(bp string, kids []string) []qitem {
 	var items []qitem
+	q.cons.spread.skipped = 0
 	for _, it := range sortItems(kids) {
 		p := joinPath(bp, it.name)
+		if q.chunkBusy(it) {
+			q.cons.spread.skipped++
+			continue
+		}
 		if _, busy := q.cons.busy[p]; !q.cons.poison[p] && !busy {
 			items = append(items, it)
 		}
@@ -351,6 +388,7 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 	if c.noWait {
 		return q.noWait(listWatch, c.dw, claimsW)
 	}
+	defer q.flushWhileWaiting()()
 	select {
 	case <-listWatch:
 	case <-c.dw:
@@ -425,6 +463,7 @@ func (q *queue[T]) waitDir(ctx context.Context) error {
 	if q.cons.noWait {
 		return q.noWait(w)
 	}
+	defer q.flushWhileWaiting()()
 	select {
 	case <-w:
 		return nil
@@ -633,6 +672,8 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
 		q.cons.mark.path = "" // the old marker is gone already (reaped)
+	case i == first-1 && b.chunk != "" && errors.Is(err, zk.ErrNoNode):
+		b.chunk = "" // the chunk claim is gone already (released)
 	case i >= first && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion)):
 		q.raced()
 		b.drop(i - first) // lost the race for this one
@@ -645,11 +686,12 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 }
 
 // raced records a race lost to another consumer: an item of the listing
-// was taken by someone else. Consumers keep taking the lowest item they
-// know of (so an item is taken only after every earlier one was: an
-// end-of-work marker put last is taken last); what a lost race costs is
-// bounded by refreshing a listing proved stale.
-func (q *queue[T]) raced() { q.cons.stale++ }
+// was taken by someone else. What lost races cost is bounded by refreshing
+// a listing proved stale.
+func (q *queue[T]) raced() {
+	q.cons.stale++
+	q.contended()
+}
 
 // staleCache reports whether listing the bucket again is cheaper than
 // walking the rest of the cached listing: every item another consumer took

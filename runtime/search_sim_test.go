@@ -365,8 +365,11 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 }
 
 // queueDurable is what a queue keeps after its processes end: its
-// directories and the items nobody took (none, once drained).
-var queueDurable = []string{"/q", "/q/*", "/q/p-*/b-*"}
+// directories (a priority level's too: its buckets, and its claims
+// directory, made for a chunk claim that then found an item gone, so that
+// the container never had a child for the server to reap it after) and the
+// items nobody took (none, once drained).
+var queueDurable = []string{"/q", "/q/*", "/q/p-*/*"}
 
 // The tenure workloads: contenders for a tenure under random faults on
 // virtual time. Checked on what they saw: at most max tenures are on at

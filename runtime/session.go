@@ -58,6 +58,7 @@ type Session struct {
 
 	closing   closeWaits // what Close waits for before it closes (partitioner.go)
 	giveBacks giveBacks  // run by Close while the session is alive (queue_prefetch.go)
+	shared    sync.Map   // what handles of one resource share (sessionShared)
 
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	answeredAt atomic.Int64 // monoNow when the latest request answered was sent (liveness.go)

@@ -1,0 +1,333 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// --- Spread consumers (FIFO queues and priority levels, without prefetch)
+//
+// Consumers that all go for the lowest item race for it: each reads (or
+// claims) it, one takes it, and the others have spent requests for
+// nothing. With four consumers that doubled the requests an item. So a
+// consumer that lost such a race spreads out from then on: it claims the
+// chunk of the lowest item it found listed and not claimed by another (the
+// items whose sequence numbers divided by spreadChunk are equal, named as a
+// prefetching consumer's chunk) with an ephemeral node, made in a multi
+// that checks the items it saw still exist (it lists the claims first, so
+// it does not try chunks others hold), and takes that chunk's items in
+// order, each with its own requests as before: at most once a read and a
+// marker-protected multi that deletes it; at least once a claim of the
+// item. Nothing is taken ahead of a Take, so a process that dies loses
+// nothing, and its chunk claim vanishes with its session. A chunk of one
+// listed item is taken without a claim. A lone consumer never loses a race
+// and never claims.
+//
+// The claim is deleted with the chunk's last item (the multi that deletes
+// it; at least once, once it is claimed), or when the consumer finds none of
+// its chunk left in a fresh listing, or claimLinger after its last Take, or
+// markerLinger into a Take that waits for items. Other consumers skip a
+// claimed chunk (its items are busy, like items claimed at least once) and
+// wait for the claim to vanish when nothing else is left.
+//
+// Order: a consumer takes items in the order they were put, also with
+// others taking: it takes a chunk's items only while it holds the chunk's
+// claim, and keeps the claim until the chunk's last item or until no more
+// of the chunk can come (the next items exist when a chunk has none left to
+// list). Only items of a chunk whose claimer gave up (it stopped taking, or
+// its session ended) can reach a consumer after later ones.
+
+// spreadChunk is how many consecutive items a spread consumer claims at
+// most; the same as a WithPrefetch(16) consumer's chunks.
+const spreadChunk = 64
+
+// claimLinger is how long a spread consumer keeps its chunk claim after a
+// Take for its next Take to use.
+const claimLinger = time.Second
+
+// spreads reports whether the queue's consumers spread out over chunks.
+func (q *queue[T]) spreads() bool { return !q.delay && !q.prefetching() }
+
+// contended notes that this consumer lost a race to another: from now on it
+// spreads out, if the queue's consumers do.
+func (q *queue[T]) contended() {
+	if q.spreads() {
+		q.cons.spread.on = true
+	}
+}
+
+// spread is a spread consumer's state, part of its consumer.
+type spread struct {
+	on       bool            // it lost a race: it claims chunks
+	own      string          // path of this consumer's chunk claim; "" when none
+	ownIdx   int64           // the claimed chunk's index
+	ownB     string          // the claimed chunk's bucket
+	relisted bool            // the cache was listed again since the last item of the own chunk
+	busy     map[string]bool // names of the chunk claims of others seen (bucket busyB)
+	busyB    string
+	skipped  int         // items of others' chunks the last listing left out: a change of the claims matters
+	listed   bool        // busy and top are from a listing of the claims made since the last claim
+	top      int64       // highest chunk index claimed by others in that listing; -1: none
+	linger   *time.Timer // releases own after claimLinger
+	lingers  bool        // linger is armed
+}
+
+// spreadCands picks the candidates of a spread consumer's take (up to n)
+// from the cached listing and removes them from it: items of its own
+// chunk, else of the lowest chunk not claimed by another (claiming it).
+// drop, when not empty, is the own claim, to delete with the candidates
+// (they end the chunk). It returns no candidates when the cache must be
+// listed again (it then marks it used up).
+func (q *queue[T]) spreadCands(ctx context.Context, n int) (cands []qitem, drop string, err error) {
+	c := &q.cons
+	sp := &c.spread
+	q.spreadBucket()
+	for c.pos < len(c.cache) && !q.staleCache() {
+		if sp.own != "" {
+			if cands, drop, again := q.ownCands(n); cands != nil || again {
+				return cands, drop, nil
+			}
+			q.releaseOwn() // none of the chunk left in a fresh listing
+		}
+		if !sp.listed {
+			// Choosing a chunk: learn which are claimed now (one listing
+			// instead of a failed claim per chunk held by another).
+			if err := q.listClaims(ctx); err != nil {
+				return nil, "", err
+			}
+		}
+		i := q.firstFree()
+		if i < 0 {
+			// Only items of others' chunks: list again, leaving them out,
+			// and wait for a change when nothing else is left.
+			c.pos = len(c.cache)
+			return nil, "", nil
+		}
+		if cands, err := q.claimFrom(ctx, i); cands != nil || err != nil {
+			return cands, "", err
+		}
+	}
+	return nil, "", nil
+}
+
+// spreadBucket resets what the consumer knows of others' chunks when it
+// moved to another bucket.
+func (q *queue[T]) spreadBucket() {
+	c := &q.cons
+	if sp := &c.spread; sp.busyB != c.bucket {
+		sp.busy, sp.busyB, sp.listed = map[string]bool{}, c.bucket, false
+	}
+}
+
+// claimFrom claims the chunk of the cache's item i (the first free one).
+// It returns that item alone when it is the chunk's only listed one (no
+// claim), nothing otherwise: the chunk is then this consumer's, or known
+// claimed by another.
+func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
+	c := &q.cons
+	sp := &c.spread
+	idx := chunkIndex(spreadChunk, c.cache[i].seq)
+	end := i + 1
+	for end < len(c.cache) && chunkIndex(spreadChunk, c.cache[end].seq) == idx {
+		end++
+	}
+	if end-i == 1 {
+		return q.cut(i, i+1), nil // a claim would cost as much as a lost race
+	}
+	name := chunkName(c.bucket, spreadChunk, c.cache[i].seq)
+	claim := joinPath(joinPath(q.dir, claimsDir), name)
+	st, err := q.createChunkClaim(ctx, claim, q.bucketPath(c.bucket), c.cache[i:end])
+	switch {
+	case err != nil:
+		return nil, err
+	case st == chunkHeld:
+		sp.own, sp.ownIdx, sp.ownB, sp.relisted, sp.listed = claim, idx, c.bucket, false, false
+	default:
+		// Claimed by another, or an item was taken since the listing
+		// (most likely by a consumer working on the chunk: the multi
+		// checks the items before it creates the claim): skip it.
+		sp.busy[name] = true
+	}
+	return nil, nil
+}
+
+// chunkEnds reports whether seq is the last of its chunk.
+func chunkEnds(seq int32) bool { return (int64(uint32(seq))+1)%spreadChunk == 0 }
+
+// ownCands takes up to n items of the consumer's own chunk out of the
+// cache; drop is the claim when they end the chunk. With none cached, it
+// asks for a fresh listing once (again), for items of the chunk put since;
+// none there either, and the claim is done.
+func (q *queue[T]) ownCands(n int) (cands []qitem, drop string, again bool) {
+	c := &q.cons
+	sp := &c.spread
+	if sp.ownB != c.bucket {
+		return nil, "", false
+	}
+	i := c.pos
+	for i < len(c.cache) && chunkIndex(spreadChunk, c.cache[i].seq) != sp.ownIdx {
+		i++
+	}
+	end := i
+	for end < len(c.cache) && end-i < n && chunkIndex(spreadChunk, c.cache[end].seq) == sp.ownIdx {
+		end++
+	}
+	if end == i {
+		if sp.relisted {
+			return nil, "", false
+		}
+		sp.relisted = true
+		c.pos = len(c.cache)
+		return nil, "", true
+	}
+	sp.relisted = false
+	if last := end == len(c.cache) || chunkIndex(spreadChunk, c.cache[end].seq) != sp.ownIdx; last && (chunkEnds(c.cache[end-1].seq) || end < len(c.cache)) {
+		// The take ends the chunk (a later item exists, and sequence
+		// numbers only grow, so no more can come into it): its multi
+		// deletes the claim.
+		drop, sp.own = sp.own, ""
+	}
+	return q.cut(i, end), drop, false
+}
+
+// firstFree returns the index in the cache (from pos) of the first item
+// whose chunk is not claimed by another consumer, or -1. It prefers chunks
+// above the highest claimed one: consumers claim from the lowest free
+// chunk, so an unclaimed chunk below a claimed one was most likely taken
+// already (the cache predates that), and claiming it would fail.
+func (q *queue[T]) firstFree() int {
+	c := &q.cons
+	sp := &c.spread
+	below := -1
+	for i := c.pos; i < len(c.cache); i++ {
+		switch {
+		case sp.busy[chunkName(c.bucket, spreadChunk, c.cache[i].seq)]:
+		case chunkIndex(spreadChunk, c.cache[i].seq) > sp.top:
+			return i
+		case below < 0:
+			below = i
+		}
+	}
+	return below
+}
+
+// chunkBusy reports whether item it of the current bucket is in a chunk
+// claimed by another consumer (as far as this one knows).
+func (q *queue[T]) chunkBusy(it qitem) bool {
+	sp := &q.cons.spread
+	return sp.on && sp.busyB == q.cons.bucket && sp.busy[chunkName(sp.busyB, spreadChunk, it.seq)]
+}
+
+// listClaims lists the queue's claims and notes the chunks of the current
+// bucket claimed by others, and the highest of them (top).
+func (q *queue[T]) listClaims(ctx context.Context) error {
+	c := &q.cons
+	sp := &c.spread
+	kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+	if err != nil && !isNoNode(err) {
+		return err
+	}
+	sp.listed, sp.top = true, -1
+	clear(sp.busy)
+	prefix := fmt.Sprintf("%s.k%d-", c.bucket, spreadChunk)
+	for _, k := range kids {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok || joinPath(joinPath(q.dir, claimsDir), k) == sp.own {
+			continue
+		}
+		if idx, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			sp.busy[k] = true
+			sp.top = max(sp.top, idx)
+		}
+	}
+	return nil
+}
+
+// dropReleasedChunks forgets the chunk claims of others not among claims
+// (the claims directory's children) and reports whether there were any.
+func (q *queue[T]) dropReleasedChunks(claims []string) bool {
+	sp := &q.cons.spread
+	if len(sp.busy) == 0 {
+		return false
+	}
+	live := make(map[string]bool, len(claims))
+	for _, c := range claims {
+		live[c] = true
+	}
+	dropped := false
+	for name := range sp.busy {
+		if !live[name] {
+			delete(sp.busy, name)
+			dropped = true
+		}
+	}
+	if dropped {
+		sp.listed = false
+	}
+	return dropped
+}
+
+// cut removes the cache's items [i, end) and returns them.
+func (q *queue[T]) cut(i, end int) []qitem {
+	c := &q.cons
+	out := append([]qitem(nil), c.cache[i:end]...)
+	c.cache = append(c.cache[:i], c.cache[end:]...)
+	return out
+}
+
+// releaseOwn gives the consumer's chunk claim up (deleted in the
+// background).
+func (q *queue[T]) releaseOwn() {
+	sp := &q.cons.spread
+	if sp.own != "" {
+		q.dropOwn(sp.own)
+		sp.own = ""
+	}
+}
+
+// dropOwn deletes claim, a chunk claim this consumer holds, in the
+// background: one delete, since nobody else can hold it while this session
+// lives (unlike releaseClaim, which first reads who owns a claim it may or
+// may not have made). If that fails, the session's end removes it.
+func (q *queue[T]) dropOwn(claim string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := q.s.delete(ctx, claim, -1); err != nil && !isNoNode(err) && q.s.check() == nil {
+			q.s.log.Debug("could not release a queue chunk claim", "path", claim, "err", err)
+		}
+	}()
+}
+
+// lingerOwn arms the release of the consumer's chunk claim claimLinger from
+// now, when a Take ends with one; a Take stops it first (stopLinger).
+func (q *queue[T]) lingerOwn() {
+	sp := &q.cons.spread
+	if sp.own == "" {
+		return
+	}
+	sd := &q.cons.side
+	if sp.linger == nil {
+		sp.linger = time.AfterFunc(claimLinger, func() {
+			select {
+			case sd.mu <- struct{}{}: // a Take in progress keeps the claim
+			default:
+				return
+			}
+			if sp.lingers {
+				sp.lingers = false
+				q.releaseOwn()
+			}
+			<-sd.mu
+		})
+	} else {
+		sp.linger.Reset(claimLinger)
+	}
+	sp.lingers = true
+}
+
+// stopLinger keeps the claim for the Take that begins.
+func (q *queue[T]) stopLinger() { q.cons.spread.lingers = false }

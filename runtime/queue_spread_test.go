@@ -1,0 +1,181 @@
+//go:build linux
+
+package runtime_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
+)
+
+// Four consumers on separate sessions drain 256 items (too long to ride in
+// their names, so each take reads its item): every item is taken once, each
+// consumer's items come in the order they were put, and the consumers do
+// not race for the same items. Consumers that all went for the lowest item
+// spent about 3.4 reads and 1.5 multis an item; spread over chunks, a take
+// is one read and one multi, plus a claim and a listing of the claims per
+// chunk, and the race each consumer loses before it spreads out (the bound
+// allows half a request an item for those).
+func TestQueueConsumersSpread(t *testing.T) {
+	const consumers, items = 4, 256
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	item := func(i int) string { return fmt.Sprintf("%04d %s", i, strings.Repeat("x", 40)) }
+	all := make([]string, items)
+	for i := range all {
+		all[i] = item(i)
+	}
+	if _, err := runtime.NewQueue(admin, runtime.At(dir), runtime.StringCodec()).PutAll(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	px := zktest.NewProxy(t, srv.Addr())
+	var qs []*runtime.Queue[string]
+	for range consumers {
+		qs = append(qs, runtime.NewQueue(connect(t, viaProxy(px)), runtime.At(dir), runtime.StringCodec()))
+	}
+	px.ResetCounts()
+	var mu sync.Mutex
+	got := make([][]string, consumers)
+	left := items
+	var wg sync.WaitGroup
+	for c, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if left == 0 {
+					mu.Unlock()
+					return
+				}
+				left--
+				mu.Unlock()
+				v, err := q.Take(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[c] = append(got[c], v)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for c, vs := range got {
+		if !slices.IsSorted(vs) {
+			t.Errorf("consumer %d took its items out of order: %q", c, vs)
+		}
+		for _, v := range vs {
+			if seen[v] {
+				t.Errorf("%q taken twice", v)
+			}
+			seen[v] = true
+		}
+	}
+	if len(seen) != items {
+		t.Errorf("%d distinct items taken, want %d", len(seen), items)
+	}
+	cs := px.Counts()
+	t.Logf("per consumer %d %d %d %d items; requests %v (%.2f an item)", len(got[0]), len(got[1]), len(got[2]), len(got[3]),
+		cs.Requests, float64(cs.Total())/items)
+	if limit := int64(items * 5 / 2); cs.Total() > limit {
+		t.Errorf("%d requests for %d takes, want at most %d: consumers race for items", cs.Total(), items, limit)
+	}
+}
+
+// A consumer that spreads out (as after a race lost to another) and then
+// stops taking gives its chunk claim up: a second after its last Take, the
+// claim is deleted, and nothing of the queue is claimed.
+func TestQueueIdleConsumerReleasesItsChunk(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	q := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int]())
+	if _, err := q.PutAll(ctx, seq(0, 40)); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, srv.Servers())
+	cq := runtime.NewQueue(cs, runtime.At(dir), runtime.JSONCodec[int]())
+	runtime.Contend(cq)
+	if v, err := cq.Take(ctx); err != nil || v != 0 {
+		t.Fatalf("Take = %d, %v; want 0", v, err)
+	}
+	if claims := childrenOf(t, admin, dir+"/claims"); len(claims) != 1 {
+		t.Fatalf("claims after a Take of a listed chunk: %v, want one", claims)
+	}
+	waitChildren(t, ctx, admin, dir+"/claims", 0)
+	if n, err := q.Len(ctx); err != nil || n != 39 {
+		t.Fatalf("Len = %d, %v; want 39", n, err)
+	}
+}
+
+// A consumer process that spreads out (as after a race lost to another),
+// frozen (SIGSTOP) or killed (SIGKILL) after its Takes with its chunk
+// claimed, loses nothing: the items it took are the only ones missing. A
+// consumer that lost no race ignores claims and drains every other item at
+// once; one that spreads out skips the claimed chunk until the stopped
+// consumer's session ends, then takes it too (and its own order is kept:
+// the claimed chunk is below everything else, yet it comes last only
+// because its claimer gave up).
+func TestQueueStoppedConsumerLosesNothing(t *testing.T) {
+	const items = runtime.SpreadChunk + 36 // a chunk the stopped consumer claims, and more
+	srv := server(t)
+	for _, c := range []struct {
+		name    string
+		sig     syscall.Signal
+		takes   int
+		contend bool
+	}{
+		{"frozen-after-1", syscall.SIGSTOP, 1, false},
+		{"killed-after-5", syscall.SIGKILL, 5, false},
+		{"killed-after-5-drained-spread", syscall.SIGKILL, 5, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := testCtx(t, time.Minute)
+			dir := testRoot(t)
+			admin := connect(t, srv.Servers())
+			q := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int]())
+			if _, err := q.PutAll(ctx, seq(0, items)); err != nil {
+				t.Fatal(err)
+			}
+			got := consumerChild(t, srv.Servers(), dir, 0, c.takes, c.sig)
+			if !slices.Equal(got, seq(0, c.takes)) {
+				t.Fatalf("the consumer took %v, want the first %d items", got, c.takes)
+			}
+			claims := childrenOf(t, admin, dir+"/claims")
+			if len(claims) != 1 {
+				t.Fatalf("claims of the stopped consumer: %v, want one", claims)
+			}
+			dq := runtime.NewQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[int]())
+			if c.contend {
+				runtime.Contend(dq)
+			}
+			var drained []int
+			for len(drained) < items-c.takes {
+				v, err := dq.Take(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				drained = append(drained, v)
+			}
+			want := seq(c.takes, items)
+			if c.contend {
+				k := runtime.SpreadChunk // the claimed chunk once its claim vanished
+				want = append(seq(k, items), seq(c.takes, k)...)
+			}
+			if !slices.Equal(drained, want) {
+				t.Errorf("drained %v, want %v", drained, want)
+			}
+		})
+	}
+}
