@@ -990,6 +990,17 @@ func prefetchQueueSearch(r *searchRun) {
 			for {
 				select {
 				case <-done:
+					// It stops taking: what it buffered is handed out, without
+					// a request, to Takes that cannot wait (its session may end
+					// before the quiet phase closes it, and Close could not
+					// give the items back then).
+					for q != nil {
+						cctx, ccancel := context.WithCancel(ctx)
+						ccancel()
+						if v, _ := take(who, q, cctx); v == "" {
+							break
+						}
+					}
 					return
 				default:
 				}
