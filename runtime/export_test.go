@@ -47,8 +47,13 @@ func InlineItem[T any](name string, codec Codec[T]) (v T, ok bool) {
 // Contend makes q's next Take spread out as if it had lost a race to
 // another consumer (queue_spread.go), so that a test with one consumer can
 // watch a chunk claim.
-func Contend[T any](q *Queue[T]) {
-	p := q.q.pool
+func Contend[T any](q *Queue[T]) { contend(q.q) }
+
+// ContendAck is Contend for an at-least-once queue.
+func ContendAck[T any](q *AckQueue[T]) { contend(q.q) }
+
+func contend[T any](q *queue[T]) {
+	p := q.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range p.idle[takeSide] {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -409,7 +410,13 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 		if err != nil && !isNoNode(err) {
 			return st, err
 		}
-		st.Claimed = len(kids)
+		for _, k := range kids {
+			// <bucket>.item-...: an item's claim; a spread consumer's chunk
+			// claim (<bucket>.k<n>-<index>) claims no item by itself.
+			if strings.Contains(k, "."+itemPrefix) {
+				st.Claimed++
+			}
+		}
 	}
 	return st, nil
 }

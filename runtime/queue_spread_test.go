@@ -179,3 +179,31 @@ func TestQueueStoppedConsumerLosesNothing(t *testing.T) {
 		})
 	}
 }
+
+// Stats counts the items claimed at least once and not acked, not the
+// chunk claim of a consumer that spreads out (it claims no item by itself).
+func TestAckQueueStatsCountsItemClaims(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	q := runtime.NewAckQueue(admin, runtime.At(dir), runtime.JSONCodec[int]())
+	if _, err := q.PutAll(ctx, seq(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, srv.Servers())
+	aq := runtime.NewAckQueue(cs, runtime.At(dir), runtime.JSONCodec[int]())
+	runtime.ContendAck(aq)
+	for range 2 {
+		if _, err := aq.Take(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if claims := childrenOf(t, admin, dir+"/claims"); len(claims) != 3 {
+		t.Fatalf("claims: %v, want a chunk claim and two item claims", claims)
+	}
+	st, err := q.Stats(ctx)
+	if err != nil || st.Claimed != 2 {
+		t.Fatalf("Stats = %+v, %v; want 2 claimed", st, err)
+	}
+}
