@@ -5,8 +5,10 @@ import (
 	"fmt"
 )
 
-// peek returns the item the next Take would get (at least once: the oldest
-// unclaimed one), without taking or claiming it: it lists the buckets from
+// peek returns the oldest item (at least once: the oldest unclaimed one),
+// the one a lone consumer's next Take gets (a consumer spread out over
+// chunks, queue_spread.go, takes its own chunk's first), without taking or
+// claiming it: it lists the buckets from
 // the lowest and reads the first item still there. ok is false when there
 // is none. It does not touch the handle's consumer state. A prefetching
 // handle's next Take gets the oldest item of its buffer, if any: that one.
@@ -74,8 +76,8 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 // Takes. An undecodable head is reported with its path (ErrDecode).
 func (q *Queue[T]) Peek(ctx context.Context) (item T, ok bool, err error) { return q.q.peek(ctx) }
 
-// Peek returns the oldest unclaimed item (the one the next Take would
-// claim) without claiming it; see Queue.Peek.
+// Peek returns the oldest unclaimed item (the one a lone consumer's next
+// Take would claim) without claiming it; see Queue.Peek.
 func (q *AckQueue[T]) Peek(ctx context.Context) (item T, ok bool, err error) { return q.q.peek(ctx) }
 
 // Peek returns the most urgent, oldest item without taking it; see

@@ -383,8 +383,8 @@ func (pq *prioQueue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	return st, nil
 }
 
-// peek returns the item the next Take would get: the head of the most
-// urgent level that has one (see queue.peek).
+// peek returns the item a lone consumer's next Take would get: the head
+// of the most urgent level that has one (see queue.peek).
 func (pq *prioQueue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	defer pq.telOp(ctx, opPeek).end(&err)
 	if err := pq.guard(ctx, false); err != nil {
