@@ -1,12 +1,13 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/zkgen/zkgen/runtime/internal/wire"
 )
 
 // The server expires a session when it has not heard from the client for the
@@ -43,11 +44,11 @@ const lostFraction = 0.35
 // It also keeps the session's last zxid (see zxidGuard).
 type liveConn struct {
 	net.Conn
-	s    *Session
-	addr string // the server's address, for errors
-	hdr  [12]byte
-	hdrN int
-	zxid *zxidGuard
+	s      *Session
+	addr   string // the server's address, for errors
+	first  [2]byte
+	firstN int // bytes of first read: the start of the server's first reply
+	zxid   *zxidGuard
 }
 
 // Write writes one frame of go-zookeeper's. A failed write is reported as
@@ -62,7 +63,6 @@ type liveConn struct {
 // the outcome unknown, as for a reply lost, which the recipes settle.
 func (c *liveConn) Write(p []byte) (int, error) {
 	c.zxid.wrote(p)
-	c.zxid.clock.wrote(p)
 	if _, err := c.Conn.Write(p); err != nil {
 		c.Conn.Close()
 		return len(p), nil
@@ -73,22 +73,15 @@ func (c *liveConn) Write(p []byte) (int, error) {
 
 func (c *liveConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if c.hdrN < len(tlsAlertPrefix) {
+	if c.firstN < len(c.first) {
 		if ferr := c.firstReply(p[:n], err); ferr != nil {
 			return 0, ferr
 		}
+		c.firstN += copy(c.first[c.firstN:], p[:n])
 	}
 	if n > 0 {
 		c.s.lastRecv.Store(time.Now().UnixNano())
 		c.zxid.read(p[:n])
-		if c.hdrN < len(c.hdr) {
-			c.hdrN += copy(c.hdr[c.hdrN:], p[:n])
-			if c.hdrN == len(c.hdr) {
-				if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
-					c.s.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
-				}
-			}
-		}
 	}
 	return n, err
 }
@@ -108,12 +101,12 @@ func (c *liveConn) firstReply(p []byte, err error) error {
 		return nil
 	}
 	var got [2]byte
-	k := copy(got[:], c.hdr[:c.hdrN])
+	k := copy(got[:], c.first[:c.firstN])
 	copy(got[k:], p)
-	if c.hdrN+len(p) >= len(got) && got == tlsAlertPrefix {
+	if c.firstN+len(p) >= len(got) && got == tlsAlertPrefix {
 		return c.s.tlsFailed(c.addr, host, errors.New("the server answered with a TLS alert: its port speaks TLS (see WithTLS)"))
 	}
-	if c.hdrN+len(p) == 0 && err != nil && !c.s.isEstablished() && c.s.speaksTLS(c.addr) {
+	if c.firstN+len(p) == 0 && err != nil && !c.s.isEstablished() && c.s.speaksTLS(c.addr) {
 		return c.s.tlsFailed(c.addr, host, fmt.Errorf("the server closed the connection without a reply (%w), and its port answers a TLS handshake: it speaks TLS (see WithTLS)", err))
 	}
 	return nil
@@ -167,7 +160,6 @@ type replyClock struct {
 	// The ConnectRequest's send time, answered by the ConnectResponse
 	// (no xid); zero once answered.
 	connectSent int64
-	writes      int
 }
 
 type sentFrame struct {
@@ -175,23 +167,16 @@ type sentFrame struct {
 	at  int64 // monoNow when written
 }
 
-// xidNotification is the xid of a watch notification, which answers no
-// request.
-const xidNotification = -1
-
-// wrote notes the frame p the client is about to write (one frame per
-// write: length, then xid for a request; the first frame is the
-// ConnectRequest).
-func (c *replyClock) wrote(p []byte) {
+// wrote notes the frame w the client is about to write.
+func (c *replyClock) wrote(w wire.Written) {
 	now := monoNow()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writes++
 	switch {
-	case c.writes == 1:
+	case w.Connect:
 		c.connectSent = now
-	case len(p) >= 8:
-		c.q = append(c.q, sentFrame{xid: int32(binary.BigEndian.Uint32(p[4:8])), at: now})
+	case !w.Short:
+		c.q = append(c.q, sentFrame{xid: w.Xid, at: now})
 	}
 }
 
@@ -208,7 +193,7 @@ func (c *replyClock) connected() {
 
 // replied notes a reply header read with xid.
 func (c *replyClock) replied(xid int32) {
-	if xid == xidNotification {
+	if xid == wire.XidNotification {
 		return
 	}
 	c.mu.Lock()

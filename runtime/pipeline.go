@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/wire"
 )
 
 // --- Create and list in one round trip
@@ -131,7 +133,7 @@ func (w *sentWaits) wrote(p []byte) {
 	}
 	w.mu.Lock()
 	w.ls = slices.DeleteFunc(w.ls, func(l *listing) bool {
-		if contains(p, l.mark) {
+		if wire.Carries(p, l.mark) {
 			close(l.sent)
 			return true
 		}
@@ -147,15 +149,4 @@ type pipeStats struct {
 	hits, fallbacks atomic.Int64
 	handOffs        atomic.Int64 // lock waiters that took over without a listing (lock.go)
 	listFirst       atomic.Bool  // tests: send the create once the listing is answered
-}
-
-// contains reports whether p holds the bytes of s (without converting
-// either: this runs on every frame written while a listing waits).
-func contains(p []byte, s string) bool {
-	for i := 0; i+len(s) <= len(p); i++ {
-		if string(p[i:i+len(s)]) == s {
-			return true
-		}
-	}
-	return false
 }

@@ -35,17 +35,3 @@ func TestSentWaits(t *testing.T) {
 	w.remove(a)
 	w.wrote([]byte("_c_aaaa-lock-")) // nothing waits: a no-op
 }
-
-func TestContains(t *testing.T) {
-	for _, c := range []struct {
-		p, s string
-		want bool
-	}{
-		{"abc", "", true}, {"abc", "abc", true}, {"xabcx", "abc", true}, {"ab", "abc", false},
-		{"abxabc", "abc", true}, {"aabab", "abb", false}, {"", "a", false},
-	} {
-		if got := contains([]byte(c.p), c.s); got != c.want {
-			t.Errorf("contains(%q, %q) = %v, want %v", c.p, c.s, got, c.want)
-		}
-	}
-}

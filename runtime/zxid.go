@@ -1,7 +1,9 @@
 package runtime
 
 import (
-	"encoding/binary"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime/internal/wire"
 )
 
 // go-zookeeper v1.0.4 has a data race on reconnections of a session that
@@ -34,31 +36,13 @@ import (
 //     request left unsent by a connection that died and written on the next
 //     gets the same value, which is what it was built for.
 
-// Byte offsets of the zxid fields in the frames (each frame starts with an
-// int32 length).
-const (
-	connectZxidAt   = 8  // ConnectRequest: length, protocol version, last zxid seen
-	setWatchesZxid  = 12 // setWatches: length, xid, opcode, relative zxid
-	replyXidAt      = 4  // reply: length, xid, zxid, err
-	replyZxidAt     = 8
-	replyHeaderSize = 20
-	opSetWatches    = 101
-)
-
-// zxidGuard is the zxid bookkeeping of one connection (see above).
+// zxidGuard is the zxid bookkeeping of one connection (see above); the
+// frames' layout is package wire's.
 type zxidGuard struct {
 	s    *Session
 	prev int64 // greatest zxid seen on the session's earlier connections
-
-	// reader state
-	hs    [4]byte // length of the ConnectResponse
-	hsN   int
-	hsLen int // -1 until known
-	off   int // offset in the current reply frame, length prefix included
-	frame int
-	hdr   [replyHeaderSize - 4]byte // length, xid, zxid
-
-	writes int // frames written; the first is the ConnectRequest
+	out  wire.Out
+	in   *wire.In
 
 	clock replyClock // the send times of the requests answered (liveness.go)
 }
@@ -67,64 +51,36 @@ type zxidGuard struct {
 // reply of the earlier connections has been read (go-zookeeper dials again
 // only after the last reader has returned).
 func newZxidGuard(s *Session) *zxidGuard {
-	return &zxidGuard{s: s, prev: s.lastZxid.Load(), hsLen: -1, clock: replyClock{s: s}}
+	return &zxidGuard{s: s, prev: s.lastZxid.Load(), in: wire.NewIn(), clock: replyClock{s: s}}
 }
 
 // wrote completes the zxid field of the frame p the client writes, in place
-// (go-zookeeper writes one frame per call, from a buffer of its own).
+// (go-zookeeper writes one frame per call, from a buffer of its own), and
+// notes its send time.
 func (g *zxidGuard) wrote(p []byte) {
-	g.writes++
-	switch {
-	case g.writes == 1 && len(p) >= connectZxidAt+8:
-		binary.BigEndian.PutUint64(p[connectZxidAt:], uint64(g.prev))
-	case len(p) >= setWatchesZxid+8 && int32(binary.BigEndian.Uint32(p[8:12])) == opSetWatches:
-		binary.BigEndian.PutUint64(p[setWatchesZxid:], uint64(g.prev))
-	}
+	g.clock.wrote(g.out.Wrote(p, g.prev))
 }
 
 // read records and hides the zxids of the replies in p, bytes just read from
 // the server.
-func (g *zxidGuard) read(p []byte) {
-	i := 0
-	for ; i < len(p) && (g.hsLen < 0 || g.hsN < 4+g.hsLen); i++ {
-		// The ConnectResponse: no zxid.
-		if g.hsN < 4 {
-			g.hs[g.hsN] = p[i]
-		}
-		g.hsN++
-		if g.hsN == 4 {
-			g.hsLen = int(binary.BigEndian.Uint32(g.hs[:]))
-		}
-		if g.hsLen >= 0 && g.hsN == 4+g.hsLen {
-			g.clock.connected()
-		}
+func (g *zxidGuard) read(p []byte) { g.in.Read(p, true, g) }
+
+// Connected notes the ConnectResponse read (wire.Handler): the timeout
+// the server granted, and the answer to the ConnectRequest.
+func (g *zxidGuard) Connected(timeout time.Duration) {
+	if timeout > 0 {
+		g.s.negotiated.Store(int64(timeout))
 	}
-	for i < len(p) {
-		if g.off < len(g.hdr) {
-			g.hdr[g.off] = p[i]
-			if g.off >= replyZxidAt {
-				p[i] = 0
-			}
-			g.off++
-			i++
-			if g.off == len(g.hdr) {
-				g.frame = int(binary.BigEndian.Uint32(g.hdr[:4]))
-				xid := int32(binary.BigEndian.Uint32(g.hdr[replyXidAt:]))
-				zxid := int64(binary.BigEndian.Uint64(g.hdr[replyZxidAt:]))
-				if xid >= 0 && zxid > 0 {
-					g.s.noteZxid(zxid)
-				}
-				g.clock.replied(xid)
-			}
-			continue
-		}
-		n := min(len(p)-i, 4+g.frame-g.off)
-		g.off += n
-		i += n
-		if g.off >= 4+g.frame {
-			g.off = 0
-		}
+	g.clock.connected()
+}
+
+// Reply notes a reply header read (wire.Handler): the zxid of a reply to a
+// request (not of a notification or a ping), and its answer.
+func (g *zxidGuard) Reply(xid int32, zxid int64) {
+	if xid >= 0 && zxid > 0 {
+		g.s.noteZxid(zxid)
 	}
+	g.clock.replied(xid)
 }
 
 // noteZxid records a zxid seen in a reply.

@@ -4,6 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/zkgen/zkgen/runtime/internal/wire"
+)
+
+// Where the frames below carry a zxid (length prefix included).
+const (
+	connectZxidAt  = 8  // ConnectRequest: length, protocol version, last zxid seen
+	setWatchesZxid = 12 // setWatches: length, xid, opcode, relative zxid
 )
 
 // connectResponse is a ConnectResponse frame for session id.
@@ -40,7 +48,7 @@ func connectRequest(z int64) []byte {
 // setWatches is a setWatches request frame with relative zxid z.
 func setWatches(xid int32, z int64) []byte {
 	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
-	body = binary.BigEndian.AppendUint32(body, opSetWatches)
+	body = binary.BigEndian.AppendUint32(body, wire.OpSetWatches)
 	body = binary.BigEndian.AppendUint64(body, uint64(z))
 	body = append(body, 0, 0, 0, 1, 0, 0, 0, 2, '/', 'a', 0, 0, 0, 0, 0, 0, 0, 0)
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)

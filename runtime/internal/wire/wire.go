@@ -1,0 +1,157 @@
+// Package wire reads and completes the frames of ZooKeeper's client
+// protocol as they pass between go-zookeeper and its connection. It is the
+// one place that knows their byte layout; the session's connection
+// (runtime's liveConn) uses it to keep the session's last zxid out of
+// go-zookeeper's reach (a data race in go-zookeeper v1.0.4, see the
+// runtime's zxid.go), to time the server's answers (liveness.go) and to
+// learn the session timeout the server granted.
+//
+// Every frame starts with its length, an int32. The client writes the
+// ConnectRequest first, then requests (xid, opcode, body); the server
+// answers with the ConnectResponse (protocol version, timeout, session id,
+// password), then replies and notifications, each with a header (xid,
+// zxid, err). go-zookeeper writes one frame per Write call.
+package wire
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// Byte offsets in the frames, length prefix included.
+const (
+	connectZxidAt    = 8  // ConnectRequest: length, protocol version, last zxid seen
+	connectTimeoutAt = 8  // ConnectResponse: length, protocol version, timeout (ms)
+	requestXidAt     = 4  // request: length, xid, opcode, body
+	requestOpAt      = 8  //
+	setWatchesZxidAt = 12 // setWatches: length, xid, opcode, relative zxid
+	replyXidAt       = 4  // reply: length, xid, zxid, err
+	replyZxidAt      = 8  //
+	replyHeaderSize  = 20 //
+)
+
+// OpSetWatches is the opcode of the request that re-registers a session's
+// watches on a new connection.
+const OpSetWatches = 101
+
+// XidNotification is the xid of a watch notification, which answers no
+// request.
+const XidNotification = -1
+
+// Out follows the frames the client writes on one connection.
+type Out struct{ writes int }
+
+// Written is what a frame written is.
+type Written struct {
+	Connect bool  // the ConnectRequest, the connection's first frame
+	Xid     int32 // a request's xid; for the ConnectRequest, 0
+	Short   bool  // a request frame too short to carry an xid
+}
+
+// Wrote notes frame p, about to be written, and sets its zxid field in
+// place to zxid when it has one: the ConnectRequest's last zxid seen and a
+// setWatches request's relative zxid.
+func (o *Out) Wrote(p []byte, zxid int64) Written {
+	o.writes++
+	if o.writes == 1 {
+		if len(p) >= connectZxidAt+8 {
+			binary.BigEndian.PutUint64(p[connectZxidAt:], uint64(zxid))
+		}
+		return Written{Connect: true}
+	}
+	if len(p) < requestOpAt {
+		return Written{Short: true}
+	}
+	if len(p) >= setWatchesZxidAt+8 && int32(binary.BigEndian.Uint32(p[requestOpAt:])) == OpSetWatches {
+		binary.BigEndian.PutUint64(p[setWatchesZxidAt:], uint64(zxid))
+	}
+	return Written{Xid: int32(binary.BigEndian.Uint32(p[requestXidAt:]))}
+}
+
+// Handler is told what In reads.
+type Handler interface {
+	// Connected reports the ConnectResponse read, with the session timeout
+	// the server granted (0 if it said none).
+	Connected(timeout time.Duration)
+	// Reply reports a reply's (or a notification's, XidNotification, or a
+	// ping's) header.
+	Reply(xid int32, zxid int64)
+}
+
+// In follows the server's stream of one connection.
+type In struct {
+	hs    [connectTimeoutAt + 4]byte // the ConnectResponse's start: length, version, timeout
+	hsN   int                        // bytes of the ConnectResponse read
+	hsLen int                        // its length, -1 until known
+	off   int                        // offset in the current reply frame, length prefix included
+	frame int                        // the current reply frame's length
+	hdr   [replyHeaderSize - 4]byte  // length, xid, zxid
+}
+
+// NewIn returns the reader of a fresh connection's stream.
+func NewIn() *In { return &In{hsLen: -1} }
+
+// Read walks p, bytes just read from the server, in order, and tells h.
+// With hide set it zeroes each reply's zxid in p, so that the client
+// records none.
+func (in *In) Read(p []byte, hide bool, h Handler) {
+	i := in.handshake(p, h)
+	for i < len(p) {
+		if in.off < len(in.hdr) {
+			in.hdr[in.off] = p[i]
+			if hide && in.off >= replyZxidAt {
+				p[i] = 0
+			}
+			in.off++
+			i++
+			if in.off == len(in.hdr) {
+				in.frame = int(binary.BigEndian.Uint32(in.hdr[:4]))
+				h.Reply(int32(binary.BigEndian.Uint32(in.hdr[replyXidAt:])), int64(binary.BigEndian.Uint64(in.hdr[replyZxidAt:])))
+			}
+			continue
+		}
+		n := min(len(p)-i, 4+in.frame-in.off)
+		in.off += n
+		i += n
+		if in.off >= 4+in.frame {
+			in.off = 0
+		}
+	}
+}
+
+// handshake consumes the ConnectResponse's bytes at the start of p, telling
+// h once it is complete, and returns how many it consumed.
+func (in *In) handshake(p []byte, h Handler) int {
+	i := 0
+	for ; i < len(p) && (in.hsLen < 0 || in.hsN < 4+in.hsLen); i++ {
+		if in.hsN < len(in.hs) {
+			in.hs[in.hsN] = p[i]
+		}
+		in.hsN++
+		if in.hsN == 4 {
+			in.hsLen = int(binary.BigEndian.Uint32(in.hs[:4]))
+		}
+		if in.hsLen >= 0 && in.hsN == 4+in.hsLen {
+			var timeout time.Duration
+			if in.hsN >= len(in.hs) {
+				if ms := int32(binary.BigEndian.Uint32(in.hs[connectTimeoutAt:])); ms > 0 {
+					timeout = time.Duration(ms) * time.Millisecond
+				}
+			}
+			h.Connected(timeout)
+		}
+	}
+	return i
+}
+
+// Carries reports whether frame p holds the bytes of s, such as the
+// GUID-bearing prefix of a path a request creates (without converting
+// either: this runs on every frame written while someone waits for one).
+func Carries(p []byte, s string) bool {
+	for i := 0; i+len(s) <= len(p); i++ {
+		if string(p[i:i+len(s)]) == s {
+			return true
+		}
+	}
+	return false
+}
