@@ -327,33 +327,38 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 		return nil, opError("create", node, err)
 	}
 	start := time.Now()
-	uncertain := false
-	for n := 1; ; n++ {
-		_, err := await(wctx, m.s, func() (string, error) {
-			return m.s.conn.CreateTTL(node, data, zk.FlagTTL, acl, m.ttl)
-		})
-		switch {
-		case err == nil:
-		case isUnimplemented(err):
-			return nil, fmt.Errorf("lease %s: %w (%v)", node, ErrTTLDisabled, err)
-		case errors.Is(err, zk.ErrNodeExists) && uncertain:
-			// Ours (the lost reply's create applied) or another's: a
-			// re-attach settles it, and gives a deadline from a renewal.
-			return m.reattach(ctx, i, holder)
-		case errors.Is(err, zk.ErrNodeExists):
-			return nil, nil
-		case errors.Is(err, zk.ErrNoNode):
-			return nil, nil // the directory went (emptied): the caller looks again
-		case IsRecoverable(err) && n < m.s.policy.attempts():
-			uncertain = true
-			if werr := m.s.sleep(wctx, m.s.policy.delay(n)); werr != nil {
-				return nil, werr
+	var uncertain, exists, gone bool
+	err := m.s.retryUncertain(wctx, uncertainWrite{op: "create", path: node,
+		attempt: func(int) (outcome, error) {
+			_, err := await(wctx, m.s, func() (string, error) {
+				return m.s.conn.CreateTTL(node, data, zk.FlagTTL, acl, m.ttl)
+			})
+			switch {
+			case err == nil:
+				return outcomeKnown, nil
+			case isUnimplemented(err):
+				return outcomeKnown, fmt.Errorf("lease %s: %w (%v)", node, ErrTTLDisabled, err)
+			case errors.Is(err, zk.ErrNodeExists):
+				exists = true
+				return outcomeKnown, nil
+			case errors.Is(err, zk.ErrNoNode):
+				gone = true // the directory went (emptied): the caller looks again
+				return outcomeKnown, nil
+			case IsRecoverable(err):
+				uncertain = true
+				return outcomeHidden, err
 			}
-			continue
-		default:
-			return nil, opError("create", node, err)
-		}
-		break
+			return outcomeKnown, opError("create", node, err)
+		}})
+	switch {
+	case err != nil:
+		return nil, err
+	case exists && uncertain:
+		// Ours (the lost reply's create applied) or another's: a re-attach
+		// settles it, and gives a deadline from a renewal.
+		return m.reattach(ctx, i, holder)
+	case exists, gone:
+		return nil, nil
 	}
 	// Created: read its identity (the create's reply carries no stat).
 	_, st, err := m.s.get(wctx, node)
@@ -544,43 +549,51 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 // marked unsure (see settle). With a non-zero until, nothing is sent from
 // until on (errPastDeadline): the slot may then hold another holder's
 // node at our version, which a renewal would overwrite (see Release).
-func (l *TTLLease) set(ctx context.Context, until time.Time) (*zk.Stat, error) {
+func (l *TTLLease) set(ctx context.Context, until time.Time) (st *zk.Stat, err error) {
 	s := l.m.s
-	for n := 1; ; n++ {
-		st, err := await(ctx, s, func() (*zk.Stat, error) {
-			if !until.IsZero() && !time.Now().Before(until) {
-				return nil, errPastDeadline
+	err = s.retryUncertain(ctx, uncertainWrite{op: "set", path: l.node,
+		attempt: func(int) (outcome, error) {
+			var err error
+			st, err = await(ctx, s, func() (*zk.Stat, error) {
+				if !until.IsZero() && !time.Now().Before(until) {
+					return nil, errPastDeadline
+				}
+				return s.conn.Set(l.node, l.data, l.version)
+			})
+			switch {
+			case err == nil, errors.Is(err, errPastDeadline):
+				return outcomeKnown, err
+			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
+				return outcomeKnown, fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
+			case !IsRecoverable(err):
+				l.unsure = true // the write may apply after all
+				return outcomeKnown, opError("set", l.node, err)
 			}
-			return s.conn.Set(l.node, l.data, l.version)
-		})
-		switch {
-		case err == nil:
-			return st, nil
-		case errors.Is(err, errPastDeadline):
-			return nil, err
-		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
-			return nil, fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
-		case !IsRecoverable(err):
-			l.unsure = true // the write may apply after all
-			return nil, opError("set", l.node, err)
-		}
-		cur, lerr := l.look(ctx)
-		switch {
-		case lerr != nil:
-			l.unsure = true
-			return nil, lerr
-		case cur.Version == l.version+1:
-			return cur, nil // the lost write applied (sent after start)
-		case cur.Version != l.version:
-			return nil, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
-		}
-		if n >= s.policy.attempts() {
-			return nil, exhausted(n, err)
-		}
-		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
-			return nil, werr
-		}
+			return outcomeHidden, err
+		},
+		settle: func() (outcome, error) {
+			cur, err := l.look(ctx)
+			switch {
+			case err != nil:
+				l.unsure = true
+				return outcomeKnown, err
+			case cur.Version == l.version+1:
+				st = cur // the lost write applied (sent after start)
+				return outcomeKnown, nil
+			case cur.Version != l.version:
+				return outcomeKnown, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
+			}
+			return outcomeResend, nil
+		},
+		interrupted: func(err error) error {
+			l.unsure = true // a hidden write, not looked for: settle finds out
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
+	return st, nil
 }
 
 // settle brings an unsure lease (a write of ours whose outcome was never
@@ -686,38 +699,39 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 		return err
 	}
 	version := l.version
-	for n := 1; ; n++ {
-		_, err := await(ctx, s, func() (struct{}, error) {
-			if !until.IsZero() && !time.Now().Before(until) {
-				return struct{}{}, errPastDeadline
+	return s.retryUncertain(ctx, uncertainWrite{op: "delete", path: l.node,
+		attempt: func(n int) (outcome, error) {
+			_, err := await(ctx, s, func() (struct{}, error) {
+				if !until.IsZero() && !time.Now().Before(until) {
+					return struct{}{}, errPastDeadline
+				}
+				return struct{}{}, s.conn.Delete(l.node, version)
+			})
+			switch {
+			case err == nil, errors.Is(err, zk.ErrNoNode):
+				return outcomeKnown, nil
+			case errors.Is(err, errPastDeadline):
+				return outcomeKnown, err
+			case errors.Is(err, zk.ErrBadVersion) && n == 1:
+				return outcomeKnown, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
+			case errors.Is(err, zk.ErrBadVersion):
+				return outcomeHidden, err // written since our look: look again
+			case !IsRecoverable(err):
+				return outcomeKnown, opError("delete", l.node, err)
 			}
-			return struct{}{}, s.conn.Delete(l.node, version)
-		})
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode):
-			return nil
-		case errors.Is(err, errPastDeadline):
-			return err
-		case errors.Is(err, zk.ErrBadVersion) && n == 1:
-			return fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
-		case !IsRecoverable(err) && !errors.Is(err, zk.ErrBadVersion):
-			return opError("delete", l.node, err)
-		}
-		_, cur, gerr := s.get(ctx, l.node)
-		switch {
-		case errors.Is(gerr, zk.ErrNoNode):
-			return nil // the lost delete applied
-		case gerr != nil:
-			return opError("get", l.node, gerr)
-		case cur.Czxid != l.czxid:
-			return nil // ours went; this is another holder's
-		}
-		version = cur.Version
-		if n >= s.policy.attempts() {
-			return exhausted(n, err)
-		}
-		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
-			return werr
-		}
-	}
+			return outcomeHidden, err
+		},
+		settle: func() (outcome, error) {
+			_, cur, err := s.get(ctx, l.node)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				return outcomeKnown, nil // the lost delete applied
+			case err != nil:
+				return outcomeKnown, opError("get", l.node, err)
+			case cur.Czxid != l.czxid:
+				return outcomeKnown, nil // ours went; this is another holder's
+			}
+			version = cur.Version
+			return outcomeResend, nil
+		}})
 }
