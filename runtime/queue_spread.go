@@ -40,8 +40,11 @@ import (
 // list). Only items of a chunk whose claimer gave up (it stopped taking, or
 // its session ended) can reach a consumer after later ones.
 
-// spreadChunk is how many consecutive items a spread consumer claims at
-// most; the same as a WithPrefetch(16) consumer's chunks.
+// spreadChunk is how many consecutive sequence numbers a spread
+// consumer's chunk covers: at most that many items (a bucket's sequence
+// numbers also count its deletes, so a chunk of a queue taken while it is
+// filled holds fewer). Its claims are named like a WithPrefetch(64)
+// consumer's.
 const spreadChunk = 64
 
 // claimLinger is how long a spread consumer keeps its chunk claim after a
