@@ -3,8 +3,12 @@ package bench
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/generated_example/coord"
 	"github.com/zkgen/zkgen/runtime"
 )
 
@@ -19,6 +23,7 @@ func BenchmarkAckQueue4P4C(b *testing.B) {
 	for _, size := range itemSizes {
 		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
 			b.Run("impl=zkgen", func(b *testing.B) { ackQueue4P4C(b, jsonItem(size)) })
+			b.Run("impl=zkgen-generated", func(b *testing.B) { ackQueueGenerated(b, size) })
 			for _, impl := range peers {
 				workload, extra := "queue", "lock_path=1"
 				if impl.name == "kazoo" {
@@ -66,4 +71,64 @@ func ackQueue4P4C(b *testing.B, payload []byte) {
 		return 1, d.Ack(bg)
 	})
 	report(b, px, b.N)
+}
+
+// ackQueueGenerated is ackQueue4P4C through the example's generated
+// client, as a user writes it: c.Outbox().Put and c.Outbox().Take, a new
+// handle at each call, JSON Job items of exactly size bytes, on the
+// example's own path (emptied first).
+func ackQueueGenerated(b *testing.B, size int) {
+	px, _ := setup(b)
+	const path = "/zkgen-example/queues/outbox"
+	deleteTree(b, session(b, px.Addr()).Conn(), path)
+	job := coord.Job{Name: strings.Repeat("x", max(0, size-len(`{"name":"","attempt":0}`)))}
+	var put, take []*coord.Client
+	for i := 0; i < producers; i++ {
+		put = append(put, coord.New(session(b, px.Addr())))
+	}
+	for j := 0; j < consumers; j++ {
+		take = append(take, coord.New(session(b, px.Addr())))
+	}
+	bg := context.Background()
+	if err := put[0].Outbox().Put(bg, job); err != nil { // parents, outside the timing
+		b.Fatal(err)
+	}
+	if d, err := take[0].Outbox().Take(bg); err != nil || d.Ack(bg) != nil {
+		b.Fatal("first item", err)
+	}
+	px.ResetCounts()
+	b.ReportAllocs()
+	queueRun(b, func(i, n int) error {
+		for k := 0; k < n; k++ {
+			if err := put[i].Outbox().Put(bg, job); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(j int, ctx context.Context) (int, error) {
+		d, err := take[j].Outbox().Take(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return 1, d.Ack(bg)
+	})
+	report(b, px, b.N)
+}
+
+// deleteTree deletes path and everything below it, if it exists.
+func deleteTree(b *testing.B, c *zk.Conn, path string) {
+	b.Helper()
+	kids, _, err := c.Children(path)
+	if err == zk.ErrNoNode {
+		return
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range kids {
+		deleteTree(b, c, path+"/"+k)
+	}
+	if err := c.Delete(path, -1); err != nil && err != zk.ErrNoNode {
+		b.Fatal(err)
+	}
 }
