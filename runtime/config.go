@@ -10,6 +10,15 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Sentinel errors of the config nodes, tested with errors.Is.
+var (
+	// ErrVersionConflict means a compare-and-set found a different version.
+	ErrVersionConflict = errors.New("config: version conflict")
+	// ErrNoValue means a config node does not exist (never set, or
+	// deleted).
+	ErrNoValue = errors.New("config: no value")
+)
+
 // Version is the version of a config node (ZooKeeper's data version). It
 // grows by one with every write and starts again at 0 when the node is
 // deleted and created again.

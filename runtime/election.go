@@ -13,6 +13,17 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Sentinel errors of the election, tested with errors.Is.
+var (
+	// ErrNoLeader means an election has no acknowledged leader right now.
+	ErrNoLeader = errors.New("election: no leader")
+	// ErrLeadershipLost means a leadership ended without Resign: the
+	// candidate node was deleted by someone else or the session ended.
+	ErrLeadershipLost = errors.New("election: leadership lost")
+	// ErrNotLeader means Resign was called on a leadership already resigned.
+	ErrNotLeader = errors.New("election: not leader")
+)
+
 // --- Election protocol
 //
 // The ZooKeeper guide's recipe. Each candidate creates an ephemeral

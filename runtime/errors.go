@@ -10,7 +10,9 @@ import (
 )
 
 // Sentinel errors, tested with errors.Is. Errors returned by this package wrap
-// them with the znode path they concern.
+// them with the znode path they concern. These are the session's and the
+// client's; each recipe family declares its own beside its code (lock.go,
+// queue.go, election.go, ...).
 var (
 	// ErrSessionExpired means ZooKeeper expired the session (or the client
 	// was cut off for over a third of the session timeout and gave it up before the
@@ -23,60 +25,10 @@ var (
 	// ErrReadOnly is the error of a create, delete or multi on a session
 	// opened WithReadOnly.
 	ErrReadOnly = errors.New("session: read-only")
-	// ErrLockLost means a lock this handle held is no longer held: its node
-	// was deleted by someone else or its session ended.
-	ErrLockLost = errors.New("lock: lost")
-	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
-	ErrNotHeld = errors.New("lock: not held")
 	// errZeroValue is what a method of a zero value returns (a Lease,
 	// Leadership, Membership, Assignment, Delivery or TTLLease not handed
 	// out by a handle, as a unit test might build one): never a panic.
 	errZeroValue = fmt.Errorf("runtime: a zero value, not handed out by a handle: %w", ErrNotHeld)
-	// ErrAlreadyHeld means Lock was called on a handle that already holds the
-	// lock or is acquiring it. Handles are not reentrant.
-	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")
-	// ErrNotRevocable means RequestRevoke was called on a lock declared
-	// without revocation.
-	ErrNotRevocable = errors.New("lock: not revocable")
-	// ErrVersionConflict means a compare-and-set found a different version.
-	ErrVersionConflict = errors.New("config: version conflict")
-	// ErrNoValue means a config node does not exist (never set, or
-	// deleted).
-	ErrNoValue = errors.New("config: no value")
-	// ErrNoLeader means an election has no acknowledged leader right now.
-	ErrNoLeader = errors.New("election: no leader")
-	// ErrLeadershipLost means a leadership ended without Resign: the
-	// candidate node was deleted by someone else or the session ended.
-	ErrLeadershipLost = errors.New("election: leadership lost")
-	// ErrNotLeader means Resign was called on a leadership already resigned.
-	ErrNotLeader = errors.New("election: not leader")
-	// ErrMembershipLost means a group membership ended without Leave: the
-	// member node was deleted by someone else or the session ended.
-	ErrMembershipLost = errors.New("group: membership lost")
-	// ErrPartitionLost means a partitioner member does not own the
-	// partition (any more): it was released on a rebalance, Leave or
-	// Close, or lost with the membership (then ErrMembershipLost is
-	// wrapped too). A Guarded write for it was not applied.
-	ErrPartitionLost = errors.New("partitioner: partition not owned")
-	// ErrNotMember means Leave was called on a membership already left.
-	ErrNotMember = errors.New("group: not a member")
-	// ErrTxExists means Propose found the transaction already proposed.
-	ErrTxExists = errors.New("twopc: transaction already proposed")
-	// ErrNoTx means the transaction node is missing where it must exist.
-	ErrNoTx = errors.New("twopc: no such transaction")
-	// ErrUnknownParticipant means a participant is not one of the
-	// transaction's declared participants.
-	ErrUnknownParticipant = errors.New("twopc: unknown participant")
-	// ErrAlreadyJoined means Join found the participant already joined (by
-	// this or another session) or already voted.
-	ErrAlreadyJoined = errors.New("twopc: participant already joined or voted")
-	// ErrAlreadyVoted means Vote found a different vote already cast for the
-	// participant. Votes never change.
-	ErrAlreadyVoted = errors.New("twopc: participant already voted")
-	// ErrPresenceLost means a participant's presence node vanished (its
-	// session ended) before it voted: it cannot vote any more, and the
-	// transaction aborts.
-	ErrPresenceLost = errors.New("twopc: presence lost before voting")
 	// ErrInvalidPath means a path parameter was rejected (empty, "." or "..",
 	// containing "/", NUL or control characters, not UTF-8, or too long).
 	// Nothing was sent to ZooKeeper.
@@ -91,23 +43,6 @@ var (
 	// the spec would run different protocols on one path. The handle took no
 	// part; see `zkgen breaking`.
 	ErrSpecMismatch = errors.New("spec: parameters differ from those recorded by another process")
-	// ErrPutUncertain means the session ended while a queue put was in
-	// flight, so whether its items were put cannot be known any more (the
-	// marker that would tell was ephemeral). Nothing else is uncertain: a
-	// put that returns nil happened exactly once, and one that returns
-	// another error did not happen.
-	ErrPutUncertain = errors.New("queue: put outcome unknown (session ended)")
-	// ErrTakeUncertain means the session ended while an at-most-once take
-	// was in flight: the items it was removing may have been removed without
-	// being delivered (at-most-once allows that loss; it never duplicates).
-	ErrTakeUncertain = errors.New("queue: take outcome unknown (session ended)")
-	// ErrClaimLost means an at-least-once delivery's claim is gone (its
-	// session ended): Ack or Release changed nothing and the item will be
-	// delivered again.
-	ErrClaimLost = errors.New("queue: claim lost")
-	// ErrPriorityRange means a priority outside the queue's priorities was
-	// given. Nothing was sent to ZooKeeper.
-	ErrPriorityRange = errors.New("queue: priority out of range")
 	// ErrRetriesExhausted means a recoverable error (connection loss) kept
 	// recurring until the retry policy gave up. It wraps the last error.
 	ErrRetriesExhausted = errors.New("zookeeper: retries exhausted")

@@ -11,6 +11,15 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Sentinel errors of the group membership, tested with errors.Is.
+var (
+	// ErrMembershipLost means a group membership ended without Leave: the
+	// member node was deleted by someone else or the session ended.
+	ErrMembershipLost = errors.New("group: membership lost")
+	// ErrNotMember means Leave was called on a membership already left.
+	ErrNotMember = errors.New("group: not a member")
+)
+
 // Group is group membership on a znode directory (the ZooKeeper guide's "out
 // of the box" application): each member is an ephemeral sequential node
 // <dir>/_c_<uuid>-member-<seq> carrying the encoded member, so a member

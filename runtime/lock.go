@@ -12,6 +12,21 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Sentinel errors of the locks, tested with errors.Is.
+var (
+	// ErrLockLost means a lock this handle held is no longer held: its node
+	// was deleted by someone else or its session ended.
+	ErrLockLost = errors.New("lock: lost")
+	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
+	ErrNotHeld = errors.New("lock: not held")
+	// ErrAlreadyHeld means Lock was called on a handle that already holds the
+	// lock or is acquiring it. Handles are not reentrant.
+	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")
+	// ErrNotRevocable means RequestRevoke was called on a lock declared
+	// without revocation.
+	ErrNotRevocable = errors.New("lock: not revocable")
+)
+
 const (
 	// LayoutCurator names nodes as Apache Curator does (the default).
 	LayoutCurator Layout = iota

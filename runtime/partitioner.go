@@ -13,6 +13,15 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Sentinel errors of the partitioner, tested with errors.Is.
+var (
+	// ErrPartitionLost means a partitioner member does not own the
+	// partition (any more): it was released on a rebalance, Leave or
+	// Close, or lost with the membership (then ErrMembershipLost is
+	// wrapped too). A Guarded write for it was not applied.
+	ErrPartitionLost = errors.New("partitioner: partition not owned")
+)
+
 // Partitioner shares a fixed number of partitions among the members of a
 // group, each partition owned by at most one member at any moment.
 //

@@ -2,9 +2,31 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
+)
+
+// Sentinel errors of the queues, tested with errors.Is.
+var (
+	// ErrPutUncertain means the session ended while a queue put was in
+	// flight, so whether its items were put cannot be known any more (the
+	// marker that would tell was ephemeral). Nothing else is uncertain: a
+	// put that returns nil happened exactly once, and one that returns
+	// another error did not happen.
+	ErrPutUncertain = errors.New("queue: put outcome unknown (session ended)")
+	// ErrTakeUncertain means the session ended while an at-most-once take
+	// was in flight: the items it was removing may have been removed without
+	// being delivered (at-most-once allows that loss; it never duplicates).
+	ErrTakeUncertain = errors.New("queue: take outcome unknown (session ended)")
+	// ErrClaimLost means an at-least-once delivery's claim is gone (its
+	// session ended): Ack or Release changed nothing and the item will be
+	// delivered again.
+	ErrClaimLost = errors.New("queue: claim lost")
+	// ErrPriorityRange means a priority outside the queue's priorities was
+	// given. Nothing was sent to ZooKeeper.
+	ErrPriorityRange = errors.New("queue: priority out of range")
 )
 
 // Queue is a distributed FIFO queue of T on a znode directory, following

@@ -11,6 +11,27 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Sentinel errors of the two-phase commit, tested with errors.Is.
+var (
+	// ErrTxExists means Propose found the transaction already proposed.
+	ErrTxExists = errors.New("twopc: transaction already proposed")
+	// ErrNoTx means the transaction node is missing where it must exist.
+	ErrNoTx = errors.New("twopc: no such transaction")
+	// ErrUnknownParticipant means a participant is not one of the
+	// transaction's declared participants.
+	ErrUnknownParticipant = errors.New("twopc: unknown participant")
+	// ErrAlreadyJoined means Join found the participant already joined (by
+	// this or another session) or already voted.
+	ErrAlreadyJoined = errors.New("twopc: participant already joined or voted")
+	// ErrAlreadyVoted means Vote found a different vote already cast for the
+	// participant. Votes never change.
+	ErrAlreadyVoted = errors.New("twopc: participant already voted")
+	// ErrPresenceLost means a participant's presence node vanished (its
+	// session ended) before it voted: it cannot vote any more, and the
+	// transaction aborts.
+	ErrPresenceLost = errors.New("twopc: presence lost before voting")
+)
+
 // Participant names one site of a two-phase commit. Generated code declares
 // one constant per participant of the spec.
 type Participant string
