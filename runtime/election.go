@@ -735,3 +735,37 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 
 // Curator's LeaderLatch: _c_<uuid>-latch-<seq>.
 var curatorLatch = &family{markers: []string{"latch-"}, blockedBy: [][]bool{{true}}}
+
+// Run campaigns with payload and, each time it is elected, runs fn with a
+// context that ends when the leadership is lost (or ctx ends); when fn
+// returns it resigns and campaigns again (Curator's LeaderSelector with
+// auto-requeue). It returns nil when ctx ends, the session's end
+// (ErrSessionExpired, ErrClosed) when the session ends, and fn's error when
+// fn fails while still leader (after resigning). A fn that returns nil, or
+// fails because its leadership was lost, is followed by a new campaign.
+func (e *Election[T]) Run(ctx context.Context, payload T, fn func(ctx context.Context, l *Leadership[T]) error) error {
+	for {
+		l, err := e.Campaign(ctx, payload)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		fctx, cancel := tenureCtx(ctx, l.Context())
+		ferr := fn(fctx, l)
+		cancel()
+		lost := l.Context().Err() != nil
+		rctx, rcancel := releaseCtx(ctx)
+		rerr := l.Resign(rctx)
+		rcancel()
+		switch {
+		case e.s.check() != nil:
+			return e.s.check()
+		case ctx.Err() != nil:
+			return nil
+		case ferr != nil && !lost:
+			return errors.Join(ferr, ignoreLost(rerr, ErrLeadershipLost))
+		}
+	}
+}

@@ -360,3 +360,23 @@ const kazooPartyMarker = "__party__"
 // Group members in kazoo Party's names: <hex>__party__<seq> (kazoo's own
 // are <hex>__party__, without a sequence).
 var kazooParty = &family{markers: []string{kazooPartyMarker}, blockedBy: [][]bool{{false}}, kazoo: true}
+
+// Stay joins the group as member and stays a member until ctx ends (then
+// it leaves and returns nil). If the member node is deleted while the
+// session lives (reaped by an operator), it joins again after a short
+// random pause. It returns the session's end when the session ends, so
+// that under Supervise it joins again on the next session.
+func (g *Group[T]) Stay(ctx context.Context, member T) error {
+	return stay(ctx, g.s, "group", func(ctx context.Context) (stayer, error) {
+		m, err := g.Join(ctx, member)
+		if err != nil {
+			return nil, err
+		}
+		return groupStayer[T]{m}, nil
+	})
+}
+
+type groupStayer[T any] struct{ *Membership[T] }
+
+func (m groupStayer[T]) ended() <-chan struct{}          { return m.Lost() }
+func (m groupStayer[T]) leave(ctx context.Context) error { return m.Leave(ctx) }

@@ -692,3 +692,20 @@ func (l *Lock) Reap(ctx context.Context, olderThan time.Duration) ([]Holder, err
 	}
 	return l.s.reap(ctx, l.dir, l.fam, olderThan)
 }
+
+// Do acquires the lock, runs fn with a context that also ends (cause
+// wrapping ErrLockLost) if the lock is lost, and releases the lock, even
+// when fn fails or ctx has ended. It returns the acquire's error, or fn's
+// error joined with the release's (ErrLockLost if the lock was lost while
+// fn ran: fn's work was then not exclusive to the end, see Guarded).
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	fctx, cancel := tenureCtx(ctx, l.Context())
+	ferr := fn(fctx)
+	cancel()
+	rctx, rcancel := releaseCtx(ctx)
+	defer rcancel()
+	return errors.Join(ferr, l.Unlock(rctx))
+}

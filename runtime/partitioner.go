@@ -736,3 +736,27 @@ func (c *closeWaits) wait() {
 		}
 	}
 }
+
+type partitionStayer[T any] struct{ *Assignment[T] }
+
+// ended is closed once the loss was handled: every partition reported
+// released.
+func (a partitionStayer[T]) ended() <-chan struct{}          { return a.done }
+func (a partitionStayer[T]) leave(ctx context.Context) error { return a.Leave(ctx) }
+
+// Stay joins the partitioner as member and stays until ctx ends (then it
+// releases every partition, leaves and returns nil); the partitions come
+// and go through the hooks of WithPartitionHooks, among opts. If the
+// member node is deleted while the session lives, it joins again after a
+// short random pause. It returns the session's end when the session ends
+// (every partition reported released first), so that under Supervise or a
+// generated Run it joins again on the next session.
+func (p *Partitioner[T]) Stay(ctx context.Context, member T, opts ...JoinOption) error {
+	return stay(ctx, p.s, "partitioner", func(ctx context.Context) (stayer, error) {
+		a, err := p.Join(ctx, member, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return partitionStayer[T]{a}, nil
+	})
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -328,4 +329,19 @@ func (m *Semaphore) Lost() <-chan struct{} {
 		return closedCh
 	}
 	return le.Lost()
+}
+
+// Do acquires a lease, runs fn with a context that also ends if the lease
+// is lost, and releases the lease. Errors are as for Lock.Do.
+func (m *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	le, err := m.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := tenureCtx(ctx, le.Context())
+	ferr := fn(fctx)
+	cancel()
+	rctx, rcancel := releaseCtx(ctx)
+	defer rcancel()
+	return errors.Join(ferr, le.Release(rctx))
 }
