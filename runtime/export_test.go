@@ -1,6 +1,10 @@
 package runtime
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // PipeStats returns how many pipelined listings (createListed) of s were
 // used and how many were dropped for a read of their own.
@@ -64,3 +68,18 @@ func contend[T any](q *queue[T]) {
 // SpreadChunk is how many consecutive sequence numbers a spread consumer's
 // chunk covers.
 const SpreadChunk = spreadChunk
+
+// ConsumerState describes the idle take machines of an at-least-once
+// queue handle's pool, for a test's failure report.
+func ConsumerState[T any](q *AckQueue[T]) string {
+	p := q.q.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, m := range p.idle[takeSide] {
+		c := &m.cons
+		fmt.Fprintf(&b, "[bucket %q cache %d pos %d busy %v pendingDrop %v walked %q spread{on %v own %q busy %v skipped %d}] ",
+			c.bucket, len(c.cache), c.pos, c.busy, c.pendingDrop, c.walked, c.spread.on, c.spread.own, c.spread.busy, c.spread.skipped)
+	}
+	return b.String()
+}

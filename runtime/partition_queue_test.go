@@ -135,6 +135,22 @@ func TestPartitionQueues(t *testing.T) {
 	for _, l := range run.ledgers {
 		p := runtime.At(root).Lit(l.name)
 		if err := l.drain(ctx, drain, p, codec, qopt); err != nil {
+			dir := root + "/" + l.name
+			for _, sub := range []string{"claims", "marks"} {
+				for _, k := range childrenOf(t, drain, dir+"/"+sub) {
+					_, st, err := drain.Conn().Get(dir + "/" + sub + "/" + k)
+					if err == nil {
+						t.Logf("%s/%s/%s: owner 0x%x (%s), ctime %v", dir, sub, k, st.EphemeralOwner, run.owner(st.EphemeralOwner), time.UnixMilli(st.Ctime).Format("15:04:05.000"))
+					}
+				}
+			}
+			t.Logf("drain session 0x%x: %s", drain.ID(), runtime.ConsumerState(runtime.NewAckQueue(drain, p, codec, qopt)))
+			for _, b := range childrenOf(t, drain, dir) {
+				if strings.HasPrefix(b, "b-") {
+					_, st, _ := drain.Conn().Get(dir + "/" + b)
+					t.Logf("%s/%s (version %d): %v", dir, b, st.Version, childrenOf(t, drain, dir+"/"+b))
+				}
+			}
 			t.Fatalf("%s: drain: %v", l.name, err)
 		}
 	}

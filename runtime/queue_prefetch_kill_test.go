@@ -69,13 +69,16 @@ func TestPrefetchConsumerKilled(t *testing.T) {
 }
 
 // consumerChild runs a consumer process that takes n items with a prefetch
-// of k (0: none, spreading out as after a lost race), sends it sig (SIGKILL, SIGSTOP) once it reports them, and
+// of k (0: none, spreading out as after a lost race) and the extra
+// environment env (ZKGEN_PREFETCH_TIMEOUT: its session timeout, default
+// 4s), sends it sig (SIGKILL, SIGSTOP) once it reports them, and
 // returns them. The process is killed when the test ends, by PID.
-func consumerChild(t *testing.T, servers []string, dir string, k, n int, sig syscall.Signal) []int {
+func consumerChild(t *testing.T, servers []string, dir string, k, n int, sig syscall.Signal, env ...string) []int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPrefetchKillChild$", "-test.v=false")
 	cmd.Env = append(os.Environ(), "ZKGEN_PREFETCH_CHILD="+dir, "ZKGEN_PREFETCH_SERVERS="+strings.Join(servers, ","),
 		fmt.Sprintf("ZKGEN_PREFETCH_K=%d", k), fmt.Sprintf("ZKGEN_PREFETCH_N=%d", n))
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +129,11 @@ func TestPrefetchKillChild(t *testing.T) {
 	defer cancel()
 	k, _ := strconv.Atoi(os.Getenv("ZKGEN_PREFETCH_K"))
 	n, _ := strconv.Atoi(os.Getenv("ZKGEN_PREFETCH_N"))
-	s, err := runtime.Connect(ctx, strings.Split(os.Getenv("ZKGEN_PREFETCH_SERVERS"), ","), runtime.WithSessionTimeout(4*time.Second))
+	timeout := 4 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("ZKGEN_PREFETCH_TIMEOUT")); err == nil {
+		timeout = d
+	}
+	s, err := runtime.Connect(ctx, strings.Split(os.Getenv("ZKGEN_PREFETCH_SERVERS"), ","), runtime.WithSessionTimeout(timeout))
 	if err != nil {
 		fmt.Println("error connect:", err)
 		os.Exit(1)

@@ -31,14 +31,16 @@ import (
 // its chunk left in a fresh listing, or claimLinger after its last Take, or
 // markerLinger into a Take that waits for items. Other consumers skip a
 // claimed chunk (its items are busy, like items claimed at least once) and
-// wait for the claim to vanish when nothing else is left.
+// wait for the claim to vanish when nothing else is left, for chunkWait at
+// most (see stuckChunks).
 //
 // Order: a consumer takes items in the order they were put, also with
 // others taking: it takes a chunk's items only while it holds the chunk's
 // claim, and keeps the claim until the chunk's last item or until no more
 // of the chunk can come (the next items exist when a chunk has none left to
-// list). Only items of a chunk whose claimer gave up (it stopped taking, or
-// its session ended) can reach a consumer after later ones.
+// list). Only items of a chunk whose claimer gave up (it stopped taking,
+// its session ended, or it held them chunkWait while others waited) can
+// reach a consumer after later ones.
 
 // spreadChunk is how many consecutive sequence numbers a spread
 // consumer's chunk covers: at most that many items (a bucket's sequence
@@ -50,6 +52,14 @@ const spreadChunk = 64
 // claimLinger is how long a spread consumer keeps its chunk claim after a
 // Take for its next Take to use.
 const claimLinger = time.Second
+
+// chunkWait is how long a spread consumer with nothing left but others'
+// chunks waits for one of their claims to go before it stops spreading
+// (stuckChunks): a live claimer that stops taking gives its claim up
+// within claimLinger, so a claim kept longer while others wait is most
+// likely a claimer frozen, dead or cut off whose session has not ended
+// yet.
+const chunkWait = 2 * claimLinger
 
 // spreads reports whether the queue's consumers spread out over chunks.
 func (q *queue[T]) spreads() bool { return !q.delay && !q.prefetching() }
@@ -155,6 +165,30 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 		sp.busy[name] = true
 	}
 	return nil, nil
+}
+
+// stuckChunks returns a channel that fires chunkWait from now when the
+// consumer, spread out, waits with nothing left but items of others'
+// chunks; nil otherwise. stop releases its timer.
+func (q *queue[T]) stuckChunks() (<-chan time.Time, func()) {
+	sp := &q.cons.spread
+	if !sp.on || sp.skipped == 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(chunkWait)
+	return t.C, func() { t.Stop() }
+}
+
+// unspread makes the consumer go for the lowest item again, as one that
+// lost no race, claims or not, after others' chunks held it back for
+// chunkWait: their items are taken in their turn, racing their claimer if
+// it is alive after all (a race lost spreads the consumer out again).
+func (q *queue[T]) unspread() {
+	c := &q.cons
+	q.releaseOwn()
+	c.spread.on = false
+	c.spread.skipped = 0
+	c.cache, c.pos, c.watch = nil, 0, nil
 }
 
 // chunkEnds reports whether seq is the last of its chunk.

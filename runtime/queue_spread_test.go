@@ -123,10 +123,12 @@ func TestQueueIdleConsumerReleasesItsChunk(t *testing.T) {
 // frozen (SIGSTOP) or killed (SIGKILL) after its Takes with its chunk
 // claimed, loses nothing: the items it took are the only ones missing. A
 // consumer that lost no race ignores claims and drains every other item at
-// once; one that spreads out skips the claimed chunk until the stopped
-// consumer's session ends, then takes it too (and its own order is kept:
-// the claimed chunk is below everything else, yet it comes last only
-// because its claimer gave up).
+// once; one that spreads out skips the claimed chunk, waits for its claim
+// to go, and after chunkWait (the stopped consumer's session, 30 s, has not
+// ended yet) takes it too: the claimed chunk is below everything else, yet
+// comes last only because its claimer stopped. The drain then checks the
+// stopped consumer's claim is still there: the drain did not wait for the
+// session to end.
 func TestQueueStoppedConsumerLosesNothing(t *testing.T) {
 	const items = runtime.SpreadChunk + 36 // a chunk the stopped consumer claims, and more
 	srv := server(t)
@@ -148,7 +150,11 @@ func TestQueueStoppedConsumerLosesNothing(t *testing.T) {
 			if _, err := q.PutAll(ctx, seq(0, items)); err != nil {
 				t.Fatal(err)
 			}
-			got := consumerChild(t, srv.Servers(), dir, 0, c.takes, c.sig)
+			var env []string
+			if c.contend {
+				env = append(env, "ZKGEN_PREFETCH_TIMEOUT=30s") // far beyond chunkWait
+			}
+			got := consumerChild(t, srv.Servers(), dir, 0, c.takes, c.sig, env...)
 			if !slices.Equal(got, seq(0, c.takes)) {
 				t.Fatalf("the consumer took %v, want the first %d items", got, c.takes)
 			}
@@ -175,6 +181,11 @@ func TestQueueStoppedConsumerLosesNothing(t *testing.T) {
 			}
 			if !slices.Equal(drained, want) {
 				t.Errorf("drained %v, want %v", drained, want)
+			}
+			if c.sig == syscall.SIGKILL && c.contend {
+				if now := childrenOf(t, admin, dir+"/claims"); !slices.Equal(now, claims) {
+					t.Errorf("claims after the drain: %v; want the killed consumer's %v, its session not ended yet", now, claims)
+				}
 			}
 		})
 	}

@@ -282,8 +282,8 @@ func (q *queue[T]) refill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	items := q.servable(bp, r.kids)
 	c.sealed = r.stat.Version > 0
+	items := q.servable(bp, r.kids, c.sealed)
 	c.plain = len(items) > 0
 	if len(items) > 0 {
 		c.cache, c.watch = items, r.watch
@@ -320,14 +320,20 @@ func (q *queue[T]) retryClaimed(ctx context.Context) error {
 }
 
 // servable keeps the items of bucket bp's listing kids that this consumer
-// may take, in serving order: not undecodable, not claimed by others.
-func (q *queue[T]) servable(bp string, kids []string) []qitem {
+// may take, in serving order: not undecodable, not claimed by others. The
+// items of others' chunks in a sealed bucket, which the consumer is about
+// to pass, are noted busy like items claimed by others (so that it comes
+// back for them when their claim goes, see retryClaimed).
+func (q *queue[T]) servable(bp string, kids []string, sealed bool) []qitem {
 	var items []qitem
 	q.cons.spread.skipped = 0
 	for _, it := range sortItems(kids) {
 		p := joinPath(bp, it.name)
 		if q.chunkBusy(it) {
 			q.cons.spread.skipped++
+			if sealed {
+				q.cons.busy[p] = chunkName(q.cons.bucket, spreadChunk, it.seq)
+			}
 			continue
 		}
 		if _, busy := q.cons.busy[p]; !q.cons.poison[p] && !busy {
@@ -389,6 +395,8 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		return q.noWait(listWatch, c.dw, claimsW)
 	}
 	defer q.flushWhileWaiting()()
+	stuck, stop := q.stuckChunks()
+	defer stop()
 	select {
 	case <-listWatch:
 	case <-c.dw:
@@ -397,6 +405,8 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		if err := q.refreshBusy(ctx); err != nil {
 			return err
 		}
+	case <-stuck:
+		q.unspread()
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-q.s.done:
