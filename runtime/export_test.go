@@ -83,3 +83,16 @@ func ConsumerState[T any](q *AckQueue[T]) string {
 	}
 	return b.String()
 }
+
+// ContendPriority is Contend for a priority queue: every level of its
+// idle take machines spreads out.
+func ContendPriority[T any](q *PriorityQueue[T]) {
+	p := q.q.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.idle[takeSide] {
+		for _, lq := range m.lvl {
+			lq.cons.spread.on = true
+		}
+	}
+}

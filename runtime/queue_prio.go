@@ -300,8 +300,13 @@ func (pq *prioQueue[T]) quiet(i int) bool {
 // twice): if it is the level's data watch, the level sets it again when it
 // waits next.
 func (pq *prioQueue[T]) fired(i int, w <-chan zk.Event) {
-	if c := &pq.lvl[i].cons; c.dw == w {
+	c := &pq.lvl[i].cons
+	switch w {
+	case c.dw:
 		c.dw, c.dwBucket = nil, ""
+	case c.spread.stuck:
+		c.spread.stuck = nil
+		pq.lvl[i].unspread() // others' chunks held the level back for chunkWait
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // --- Spread consumers (FIFO queues and priority levels, without prefetch)
@@ -81,11 +83,12 @@ type spread struct {
 	relisted bool            // the cache was listed again since the last item of the own chunk
 	busy     map[string]bool // names of the chunk claims of others seen (bucket busyB)
 	busyB    string
-	skipped  int         // items of others' chunks the last listing left out: a change of the claims matters
-	listed   bool        // busy and top are from a listing of the claims made since the last claim
-	top      int64       // highest chunk index claimed by others in that listing; -1: none
-	linger   *time.Timer // releases own after claimLinger
-	lingers  bool        // linger is armed
+	skipped  int             // items of others' chunks the last listing left out: a change of the claims matters
+	listed   bool            // busy and top are from a listing of the claims made since the last claim
+	top      int64           // highest chunk index claimed by others in that listing; -1: none
+	stuck    <-chan zk.Event // a priority level's stuckLevel channel, until it fires
+	linger   *time.Timer     // releases own after claimLinger
+	lingers  bool            // linger is armed
 }
 
 // spreadCands picks the candidates of a spread consumer's take (up to n)
@@ -177,6 +180,23 @@ func (q *queue[T]) stuckChunks() (<-chan time.Time, func()) {
 	}
 	t := time.NewTimer(chunkWait)
 	return t.C, func() { t.Stop() }
+}
+
+// stuckLevel is stuckChunks for a priority queue's level, which does not
+// wait itself but hands its watches to the priority queue: a channel that
+// is closed chunkWait from now (the priority queue then calls unspread,
+// see prioQueue.fired), or nil.
+func (q *queue[T]) stuckLevel() <-chan zk.Event {
+	sp := &q.cons.spread
+	if !sp.on || sp.skipped == 0 {
+		return nil
+	}
+	if sp.stuck == nil {
+		ch := make(chan zk.Event)
+		time.AfterFunc(chunkWait, func() { close(ch) })
+		sp.stuck = ch
+	}
+	return sp.stuck
 }
 
 // unspread makes the consumer go for the lowest item again, as one that

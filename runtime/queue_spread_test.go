@@ -3,13 +3,17 @@
 package runtime_test
 
 import (
+	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
@@ -216,5 +220,47 @@ func TestAckQueueStatsCountsItemClaims(t *testing.T) {
 	st, err := q.Stats(ctx)
 	if err != nil || st.Claimed != 2 {
 		t.Fatalf("Stats = %+v, %v; want 2 claimed", st, err)
+	}
+}
+
+// A spread consumer of a priority queue whose level holds nothing but
+// another consumer's chunk, claimed by a live session that never takes
+// (as a frozen process's), takes those items after chunkWait instead of
+// waiting for that session to end: the claim is still there afterwards.
+func TestPriorityQueueStuckChunkIsTaken(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	q := runtime.NewPriorityQueue(admin, runtime.At(dir), runtime.JSONCodec[int](), 2)
+	for i := range 10 {
+		if err := q.Put(ctx, 0, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := connect(t, srv.Servers())
+	claims := dir + "/p-00/claims"
+	makeDirs(t, holder, claims)
+	claim := fmt.Sprintf("%s/b-0000000000.k%d-0", claims, runtime.SpreadChunk)
+	if _, err := holder.Conn().Create(claim, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	cq := runtime.NewPriorityQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[int](), 2)
+	runtime.ContendPriority(cq)
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second) // the holder's session never ends
+	defer cancel()
+	var got []int
+	for len(got) < 10 {
+		v, err := cq.Take(tctx)
+		if err != nil {
+			t.Fatalf("took %v, then: %v", got, err)
+		}
+		got = append(got, v)
+	}
+	if !slices.Equal(got, seq(0, 10)) {
+		t.Errorf("took %v, want 0 to 9 in order", got)
+	}
+	if kids := childrenOf(t, admin, claims); !slices.Equal(kids, []string{path.Base(claim)}) {
+		t.Errorf("claims after the takes: %v, want the holder's", kids)
 	}
 }

@@ -392,7 +392,7 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		return err
 	}
 	if c.noWait {
-		return q.noWait(listWatch, c.dw, claimsW)
+		return q.noWait(listWatch, c.dw, claimsW, q.stuckLevel())
 	}
 	defer q.flushWhileWaiting()()
 	stuck, stop := q.stuckChunks()
