@@ -40,37 +40,22 @@ func BenchmarkAckQueue4P4C(b *testing.B) {
 
 func ackQueue4P4C(b *testing.B, payload []byte) {
 	px, path := setup(b)
-	var put, take []*runtime.AckQueue[[]byte]
-	for i := 0; i < producers; i++ {
-		put = append(put, runtime.NewAckQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec()))
-	}
-	for j := 0; j < consumers; j++ {
-		take = append(take, runtime.NewAckQueue(session(b, px.Addr()), runtime.At(path), runtime.BytesCodec()))
-	}
-	bg := context.Background()
-	if err := put[0].Put(bg, payload); err != nil { // parents, outside the timing
-		b.Fatal(err)
-	}
-	if d, err := take[0].Take(bg); err != nil || d.Ack(bg) != nil {
-		b.Fatal("first item", err)
-	}
-	px.ResetCounts()
-	b.ReportAllocs()
-	queueRun(b, func(i, n int) error {
-		for k := 0; k < n; k++ {
-			if err := put[i].Put(bg, payload); err != nil {
-				return err
-			}
+	oneByOne(b, px, func(s *runtime.Session) ends {
+		q := runtime.NewAckQueue(s, runtime.At(path), runtime.BytesCodec())
+		return ends{
+			put:  func(ctx context.Context, _ int) error { return q.Put(ctx, payload) },
+			take: func(ctx context.Context) (int, error) { return takeAck(q.Take(ctx)) },
 		}
-		return nil
-	}, func(j int, ctx context.Context) (int, error) {
-		d, err := take[j].Take(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return 1, d.Ack(bg)
 	})
-	report(b, px, b.N)
+}
+
+// takeAck acks a delivery just taken: one item taken, whatever the ack
+// says.
+func takeAck[T any](d *runtime.Delivery[T], err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return 1, d.Ack(context.Background())
 }
 
 // ackQueueGenerated is ackQueue4P4C through the example's generated
@@ -79,40 +64,15 @@ func ackQueue4P4C(b *testing.B, payload []byte) {
 // example's own path (emptied first).
 func ackQueueGenerated(b *testing.B, size int) {
 	px, _ := setup(b)
-	const path = "/zkgen-example/queues/outbox"
-	deleteTree(b, session(b, px.Addr()).Conn(), path)
+	deleteTree(b, session(b, px.Addr()).Conn(), "/zkgen-example/queues/outbox")
 	job := coord.Job{Name: strings.Repeat("x", max(0, size-len(`{"name":"","attempt":0}`)))}
-	var put, take []*coord.Client
-	for i := 0; i < producers; i++ {
-		put = append(put, coord.New(session(b, px.Addr())))
-	}
-	for j := 0; j < consumers; j++ {
-		take = append(take, coord.New(session(b, px.Addr())))
-	}
-	bg := context.Background()
-	if err := put[0].Outbox().Put(bg, job); err != nil { // parents, outside the timing
-		b.Fatal(err)
-	}
-	if d, err := take[0].Outbox().Take(bg); err != nil || d.Ack(bg) != nil {
-		b.Fatal("first item", err)
-	}
-	px.ResetCounts()
-	b.ReportAllocs()
-	queueRun(b, func(i, n int) error {
-		for k := 0; k < n; k++ {
-			if err := put[i].Outbox().Put(bg, job); err != nil {
-				return err
-			}
+	oneByOne(b, px, func(s *runtime.Session) ends {
+		c := coord.New(s)
+		return ends{
+			put:  func(ctx context.Context, _ int) error { return c.Outbox().Put(ctx, job) },
+			take: func(ctx context.Context) (int, error) { return takeAck(c.Outbox().Take(ctx)) },
 		}
-		return nil
-	}, func(j int, ctx context.Context) (int, error) {
-		d, err := take[j].Outbox().Take(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return 1, d.Ack(bg)
 	})
-	report(b, px, b.N)
 }
 
 // deleteTree deletes path and everything below it, if it exists.

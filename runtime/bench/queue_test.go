@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
 const (
@@ -132,23 +133,62 @@ func BenchmarkQueue4P4C(b *testing.B) {
 }
 
 func queue4P4C(b *testing.B, item []byte, opts ...runtime.QueueOption) {
-	put, take, done := queues(b, item, opts...)
+	px, path := setup(b)
+	oneByOne(b, px, func(s *runtime.Session) ends {
+		q := runtime.NewQueue(s, runtime.At(path), runtime.BytesCodec(), opts...)
+		return ends{
+			put:  func(ctx context.Context, _ int) error { return q.Put(ctx, item) },
+			take: func(ctx context.Context) (int, error) { _, err := q.Take(ctx); return took(err) },
+		}
+	})
+}
+
+// ends is one session's end of a queue in the 4P/4C workloads: put puts
+// the k-th item of its producer, take takes one item (and acks it) and
+// says how many it took.
+type ends struct {
+	put  func(ctx context.Context, k int) error
+	take func(ctx context.Context) (int, error)
+}
+
+// took is a take's count: 1 unless it failed.
+func took(err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// oneByOne runs the 4P/4C workload of one item per Put and per Take on
+// the ends open makes, each on a session of its own through px: a first
+// put and take outside the timing (they make the parents), then b.N
+// items, and the wire counts.
+func oneByOne(b *testing.B, px *zktest.Proxy, open func(*runtime.Session) ends) {
+	var put, take []ends
+	for range producers {
+		put = append(put, open(session(b, px.Addr())))
+	}
+	for range consumers {
+		take = append(take, open(session(b, px.Addr())))
+	}
 	bg := context.Background()
+	if err := put[0].put(bg, 0); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := take[0].take(bg); err != nil {
+		b.Fatal("first item: ", err)
+	}
+	px.ResetCounts()
 	b.ReportAllocs()
 	queueRun(b, func(i, n int) error {
 		for k := 0; k < n; k++ {
-			if err := put[i].Put(bg, item); err != nil {
+			if err := put[i].put(bg, k); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, func(j int, ctx context.Context) (int, error) {
-		if _, err := take[j].Take(ctx); err != nil {
-			return 0, err
-		}
-		return 1, nil
-	})
-	done()
+	}, func(j int, ctx context.Context) (int, error) { return take[j].take(ctx) })
+	report(b, px, b.N)
 }
 
 // The same with PutAll and TakeN of up to 16 items.
@@ -192,70 +232,24 @@ func BenchmarkPriorityQueue4P4C(b *testing.B) {
 }
 
 func delayQueue4P4C(b *testing.B, payload []byte) {
-	p, path := setup(b)
-	var put, take []*runtime.DelayQueue[[]byte]
-	for i := 0; i < producers; i++ {
-		put = append(put, runtime.NewDelayQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec()))
-	}
-	for j := 0; j < consumers; j++ {
-		take = append(take, runtime.NewDelayQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec()))
-	}
-	bg := context.Background()
-	if err := put[0].Put(bg, payload, time.Now()); err != nil { // parents, outside the timing
-		b.Fatal(err)
-	}
-	if _, err := take[0].Take(bg); err != nil {
-		b.Fatal(err)
-	}
-	p.ResetCounts()
-	b.ReportAllocs()
-	queueRun(b, func(i, n int) error {
-		for k := 0; k < n; k++ {
-			if err := put[i].Put(bg, payload, time.Now()); err != nil {
-				return err
-			}
+	px, path := setup(b)
+	oneByOne(b, px, func(s *runtime.Session) ends {
+		q := runtime.NewDelayQueue(s, runtime.At(path), runtime.BytesCodec())
+		return ends{
+			put:  func(ctx context.Context, _ int) error { return q.Put(ctx, payload, time.Now()) },
+			take: func(ctx context.Context) (int, error) { _, err := q.Take(ctx); return took(err) },
 		}
-		return nil
-	}, func(j int, ctx context.Context) (int, error) {
-		if _, err := take[j].Take(ctx); err != nil {
-			return 0, err
-		}
-		return 1, nil
 	})
-	report(b, p, b.N)
 }
 
 func priorityQueue4P4C(b *testing.B, payload []byte) {
 	const levels = 3
-	p, path := setup(b)
-	var put, take []*runtime.PriorityQueue[[]byte]
-	for i := 0; i < producers; i++ {
-		put = append(put, runtime.NewPriorityQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec(), levels))
-	}
-	for j := 0; j < consumers; j++ {
-		take = append(take, runtime.NewPriorityQueue(session(b, p.Addr()), runtime.At(path), runtime.BytesCodec(), levels))
-	}
-	bg := context.Background()
-	if err := put[0].Put(bg, 0, payload); err != nil { // parents, outside the timing
-		b.Fatal(err)
-	}
-	if _, err := take[0].Take(bg); err != nil {
-		b.Fatal(err)
-	}
-	p.ResetCounts()
-	b.ReportAllocs()
-	queueRun(b, func(i, n int) error {
-		for k := 0; k < n; k++ {
-			if err := put[i].Put(bg, runtime.Priority(k%levels), payload); err != nil {
-				return err
-			}
+	px, path := setup(b)
+	oneByOne(b, px, func(s *runtime.Session) ends {
+		q := runtime.NewPriorityQueue(s, runtime.At(path), runtime.BytesCodec(), levels)
+		return ends{
+			put:  func(ctx context.Context, k int) error { return q.Put(ctx, runtime.Priority(k%levels), payload) },
+			take: func(ctx context.Context) (int, error) { _, err := q.Take(ctx); return took(err) },
 		}
-		return nil
-	}, func(j int, ctx context.Context) (int, error) {
-		if _, err := take[j].Take(ctx); err != nil {
-			return 0, err
-		}
-		return 1, nil
 	})
-	report(b, p, b.N)
 }
