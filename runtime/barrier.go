@@ -189,7 +189,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 	if d.Node() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
-	if err := d.s.guardSpec(ctx, d.dir, d.acl, specRecord{Kind: "double_barrier", Size: d.size}); err != nil {
+	if err := guardSpec(ctx, d.s, d.dir, d.acl, specRecord{Kind: "double_barrier", Size: d.size}); err != nil {
 		return err
 	}
 	// Watch for ready before registering, so its creation cannot be missed.
@@ -197,14 +197,14 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	node, err := d.s.createProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(0), d.s.owner(""))
+	node, err := d.s.createProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(0), ownerData(d.s, ""))
 	if err != nil {
 		return err
 	}
 	if !up {
 		lowest, err := d.complete(ctx)
 		if err != nil {
-			return d.s.abandon(node, err)
+			return abandonNode(d.s, node, err)
 		}
 		if lowest != nil { // for Leave: see leaveFast
 			err := d.s.retry(ctx, func() error {
@@ -215,13 +215,13 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 				return err
 			})
 			if err != nil {
-				return d.s.abandon(node, opError("create", d.readyPath(), err))
+				return abandonNode(d.s, node, opError("create", d.readyPath(), err))
 			}
 		} else {
 			select {
 			case <-ready:
 			case <-ctx.Done():
-				return d.s.abandon(node, ctx.Err())
+				return abandonNode(d.s, node, ctx.Err())
 			case <-d.s.done:
 				return d.s.Err()
 			}
@@ -295,7 +295,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 		kids, err := d.s.children(ctx, d.dir)
 		if err != nil {
 			if ctx.Err() != nil {
-				return d.s.abandon(node, ctx.Err())
+				return abandonNode(d.s, node, ctx.Err())
 			}
 			return err
 		}
@@ -320,14 +320,14 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return d.s.abandon(node, ctx.Err())
+				return abandonNode(d.s, node, ctx.Err())
 			}
 			return err
 		}
 		select {
 		case <-w.watch:
 		case <-ctx.Done():
-			return d.s.abandon(node, ctx.Err())
+			return abandonNode(d.s, node, ctx.Err())
 		case <-d.s.done:
 			return d.s.Err()
 		}
@@ -415,7 +415,7 @@ func (d *DoubleBarrier) State(ctx context.Context) (DoubleBarrierState, error) {
 	if d.err != nil {
 		return st, d.err
 	}
-	ps, err := d.s.holders(ctx, d.dir, curatorParticipants)
+	ps, err := listHolders(ctx, d.s, d.dir, curatorParticipants)
 	if err != nil {
 		return st, err
 	}

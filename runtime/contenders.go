@@ -226,9 +226,9 @@ type Holder struct {
 	Known   bool      // false when the node carries no zkgen metadata (e.g. Curator's)
 }
 
-// holders lists the contenders of dir in queue order; those that no earlier
+// listHolders lists the contenders of dir in queue order; those that no earlier
 // node blocks hold.
-func (s *Session) holders(ctx context.Context, dir string, fam *family) ([]Holder, error) {
+func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Holder, error) {
 	kids, err := s.children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -275,17 +275,17 @@ func (s *Session) holders(ctx context.Context, dir string, fam *family) ([]Holde
 	return res, nil
 }
 
-func (s *Session) reap(ctx context.Context, dir string, fam *family, olderThan time.Duration) ([]Holder, error) {
-	hs, err := s.holders(ctx, dir, fam)
+func reapDir(ctx context.Context, s *Session, dir string, fam *family, olderThan time.Duration) ([]Holder, error) {
+	hs, err := listHolders(ctx, s, dir, fam)
 	if err != nil {
 		return nil, err
 	}
-	return s.reapHolders(ctx, dir, hs, olderThan)
+	return reapListed(ctx, s, dir, hs, olderThan)
 }
 
-// reapHolders deletes the nodes of hs (contenders of dir) created more than
+// reapListed deletes the nodes of hs (contenders of dir) created more than
 // olderThan ago and returns those it removed.
-func (s *Session) reapHolders(ctx context.Context, dir string, hs []Holder, olderThan time.Duration) ([]Holder, error) {
+func reapListed(ctx context.Context, s *Session, dir string, hs []Holder, olderThan time.Duration) ([]Holder, error) {
 	cutoff := time.Now().Add(-olderThan)
 	var removed []Holder
 	for _, h := range hs {
@@ -326,10 +326,10 @@ var hostname = sync.OnceValue(func() string {
 	return h
 })
 
-// owner returns the owner metadata of a node created now, as JSON: what
+// ownerData returns the owner metadata of a node created now, as JSON: what
 // json.Marshal makes of an Owner, built by hand as it is written on every
 // acquisition (one allocation instead of several).
-func (s *Session) owner(purpose string) []byte {
+func ownerData(s *Session, purpose string) []byte {
 	b := make([]byte, 0, 128+len(purpose))
 	b = append(b, `{"host":`...)
 	b = append(b, hostJSON()...)

@@ -200,9 +200,9 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	h, err := e.s.startHoldAs(ctx, node, 0, false, ErrLeadershipLost)
+	h, err := startHoldAs(ctx, e.s, node, 0, false, ErrLeadershipLost)
 	if err != nil {
-		return nil, 0, e.s.abandon(node, err)
+		return nil, 0, abandonNode(e.s, node, err)
 	}
 	epoch, err := e.acknowledge(ctx, h, data, pre)
 	if err == nil {
@@ -237,7 +237,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 		if first != nil {
 			kids, first = first.kids, nil
 		} else if kids, pre, err = e.readCandidates(ctx, woke); err != nil {
-			return nil, e.s.abandon(node, err)
+			return nil, abandonNode(e.s, node, err)
 		}
 		p := e.fam.place(kids, name)
 		before, found := p.blocker, p.found
@@ -257,7 +257,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 			continue
 		}
 		if err != nil {
-			return nil, e.s.abandon(node, err)
+			return nil, abandonNode(e.s, node, err)
 		}
 		select {
 		case ev := <-pred.watch:
@@ -273,7 +273,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 				return &pre, nil
 			}
 		case <-ctx.Done():
-			return nil, e.s.abandon(node, ctx.Err())
+			return nil, abandonNode(e.s, node, ctx.Err())
 		case <-e.s.done:
 			return nil, e.s.Err()
 		}
@@ -565,7 +565,7 @@ func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 	if l.h.wasLost.Load() && e.s.check() == nil {
 		e.dropAck(ctx, l.h.node)
 	}
-	return e.s.releaseAs(ctx, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
+	return releaseHoldAs(ctx, e.s, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
 }
 
 // dropAck deletes the acknowledgement if it still names node, a candidate

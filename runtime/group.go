@@ -114,9 +114,9 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, err
 	}
-	h, err := g.s.startHoldAs(ctx, node, 0, false, ErrMembershipLost)
+	h, err := startHoldAs(ctx, g.s, node, 0, false, ErrMembershipLost)
 	if err != nil {
-		return nil, g.s.abandon(node, err)
+		return nil, abandonNode(g.s, node, err)
 	}
 	g.s.tel.tenureOf(h, "group", g.name, g.dir)
 	return &Membership[T]{tenure: tenure{s: g.s, h: h}, g: g, member: member}, nil
@@ -140,7 +140,7 @@ func (m *Membership[T]) Leave(ctx context.Context) (err error) {
 		return fmt.Errorf("group %s: %w", m.g.dir, ErrNotMember)
 	}
 	defer m.g.busy.free()
-	err = m.g.s.release(ctx, m.h)
+	err = releaseHold(ctx, m.g.s, m.h)
 	if errors.Is(err, ErrMembershipLost) {
 		return fmt.Errorf("group %s: %w", m.h.node, ErrMembershipLost)
 	}

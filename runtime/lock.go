@@ -231,14 +231,14 @@ func (l *Lock) record() specRecord {
 }
 
 func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, error) {
-	if err := l.s.guardSpec(ctx, l.dir, l.cfg.acl, l.record()); err != nil {
+	if err := guardSpec(ctx, l.s, l.dir, l.cfg.acl, l.record()); err != nil {
 		return nil, err
 	}
 	// The first children read goes out with the create (pipeline.go).
 	prefix := l.fam.prefix(l.kind)
 	l.setPending(prefix) // RequestRevoke never targets it, even before it holds
 	defer l.setPending("")
-	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, prefix, l.s.owner(purpose), false)
+	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, prefix, ownerData(l.s, purpose), false)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		if first != nil {
 			r, first = *first, nil
 		} else if r, err = l.s.childrenStat(ctx, l.dir); err != nil {
-			return nil, l.s.abandon(node, err)
+			return nil, abandonNode(l.s, node, err)
 		}
 		p := l.fam.place(r.kids, name)
 		if !p.found {
@@ -258,14 +258,14 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		case p.blocker == "":
 			// The directory's pzxid, read after our node was created and
 			// after every node that blocked us was deleted, is the token.
-			h, err := l.s.startHold(ctx, node, r.stat.Pzxid, l.cfg.revocable)
+			h, err := startHold(ctx, l.s, node, r.stat.Pzxid, l.cfg.revocable)
 			if err != nil {
-				return nil, l.s.abandon(node, err)
+				return nil, abandonNode(l.s, node, err)
 			}
 			h.note = p.later && l.notes() // a waiter behind us may not know we hold
 			return h, nil
 		case !wait:
-			return nil, l.s.abandon(node, nil)
+			return nil, abandonNode(l.s, node, nil)
 		}
 		// Watch only the nearest node that blocks us. If it is already
 		// gone, it left between our children read and now: read again
@@ -277,7 +277,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 			continue
 		}
 		if err != nil {
-			return nil, l.s.abandon(node, err)
+			return nil, abandonNode(l.s, node, err)
 		}
 		ev, err := l.wake(ctx, node, w)
 		if err != nil {
@@ -297,7 +297,7 @@ func (l *Lock) wake(ctx context.Context, node string, w getResult) (zk.Event, er
 	case ev := <-w.watch:
 		return ev, nil
 	case <-ctx.Done():
-		return zk.Event{}, l.s.abandon(node, ctx.Err())
+		return zk.Event{}, abandonNode(l.s, node, ctx.Err())
 	case <-l.s.done:
 		return zk.Event{}, l.s.Err()
 	}
@@ -389,18 +389,18 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 	case isNoNode(ownErr):
 		return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
 	case ownErr != nil:
-		return nil, l.s.abandon(node, ownErr)
+		return nil, abandonNode(l.s, node, ownErr)
 	case err != nil:
-		return nil, l.s.abandon(node, err)
+		return nil, abandonNode(l.s, node, err)
 	}
 	var rec specRecord
 	noted := json.Unmarshal(data, &rec) == nil && rec.Released == pred
 	if !noted && (!first || l.s.dials.Load() != dials) {
 		return nil, nil
 	}
-	h, err := l.s.startHold(ctx, node, st.Pzxid, l.cfg.revocable)
+	h, err := startHold(ctx, l.s, node, st.Pzxid, l.cfg.revocable)
 	if err != nil {
-		return nil, l.s.abandon(node, err)
+		return nil, abandonNode(l.s, node, err)
 	}
 	h.note = l.notes() // who waits behind us listed before we held
 	l.s.pipe.handOffs.Add(1)
@@ -411,15 +411,15 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 // when a waiter may need it (see the hand-off notes above).
 func (l *Lock) release(ctx context.Context, h *hold) error {
 	if !h.note || !l.notes() {
-		return l.s.release(ctx, h)
+		return releaseHold(ctx, l.s, h)
 	}
 	rec := l.record()
 	rec.Zkgen, rec.Released = 1, baseName(h.node)
 	note, err := json.Marshal(rec)
 	if err != nil {
-		return l.s.release(ctx, h)
+		return releaseHold(ctx, l.s, h)
 	}
-	return l.s.releaseAs(ctx, h, "", func(ctx context.Context) error {
+	return releaseHoldAs(ctx, l.s, h, "", func(ctx context.Context) error {
 		return l.s.deleteNoted(ctx, h.node, l.dir, note)
 	})
 }
@@ -483,8 +483,8 @@ func (l *Lock) Token() int64 {
 // start): a lock nobody asks about costs no extra request.
 func (l *Lock) Lost() <-chan struct{} {
 	if h := l.current(); h != nil {
-		l.s.arm(h)
-		l.s.asked(h)
+		armHold(l.s, h)
+		askClock(l.s, h)
 		return h.lost
 	}
 	return closedCh
@@ -501,7 +501,7 @@ func (l *Lock) Lost() <-chan struct{} {
 // checked by the resource) closes that window.
 func (l *Lock) Held() bool {
 	h := l.current()
-	return h != nil && l.s.asked(h)
+	return h != nil && askClock(l.s, h)
 }
 
 // Context returns a context that is cancelled when the current tenure ends,
@@ -515,8 +515,8 @@ func (l *Lock) Held() bool {
 // context package learn of the end when it is cancelled, a moment later.
 func (l *Lock) Context() context.Context {
 	if h := l.current(); h != nil {
-		l.s.arm(h)
-		return l.s.heldCtx(h)
+		armHold(l.s, h)
+		return heldCtx(l.s, h)
 	}
 	return notHeldCtx
 }
@@ -541,7 +541,7 @@ func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	if h == nil {
 		return nil, fmt.Errorf("lock %s: %w", l.dir, ErrNotHeld)
 	}
-	return l.s.guarded(ctx, h, "lock "+h.node, nil, nil, ops)
+	return guardedMulti(ctx, l.s, h, "lock "+h.node, nil, nil, ops)
 }
 
 // Revoked returns a channel closed when another contender has asked the
@@ -570,14 +570,14 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 	if !l.cfg.revocable {
 		return fmt.Errorf("lock %s: %w", l.dir, ErrNotRevocable)
 	}
-	hs, err := l.s.holders(ctx, l.dir, l.fam)
+	hs, err := listHolders(ctx, l.s, l.dir, l.fam)
 	if err != nil {
 		return err
 	}
 	var targets []string
 	for _, h := range hs {
 		if h.Holds && !l.mine(h.Node) { // never this handle's own node
-			if err := l.s.markRevoke(ctx, h.Node); err != nil {
+			if err := markRevoke(ctx, l.s, h.Node); err != nil {
 				return err
 			}
 			targets = append(targets, h.Node)
@@ -621,7 +621,7 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 
 // markRevoke records a revocation request in the data of node, keeping the
 // owner metadata (compare-and-set on the node's version).
-func (s *Session) markRevoke(ctx context.Context, node string) error {
+func markRevoke(ctx context.Context, s *Session, node string) error {
 	for {
 		data, st, err := s.get(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -678,7 +678,7 @@ func (l *Lock) Holders(ctx context.Context) ([]Holder, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
-	return l.s.holders(ctx, l.dir, l.fam)
+	return listHolders(ctx, l.s, l.dir, l.fam)
 }
 
 // Reap deletes the lock's contender nodes (holder or waiters) created more
@@ -690,7 +690,7 @@ func (l *Lock) Reap(ctx context.Context, olderThan time.Duration) ([]Holder, err
 	if l.err != nil {
 		return nil, l.err
 	}
-	return l.s.reap(ctx, l.dir, l.fam, olderThan)
+	return reapDir(ctx, l.s, l.dir, l.fam, olderThan)
 }
 
 // Do acquires the lock, runs fn with a context that also ends (cause

@@ -11,7 +11,7 @@ import (
 func TestOwnerJSON(t *testing.T) {
 	s := &Session{id: 0x1a2b3c4d5e}
 	for _, purpose := range []string{"", "nightly rebuild", `quote " back\slash`, "<tag> & ünïcode\n"} {
-		got := s.owner(purpose)
+		got := ownerData(s, purpose)
 		o, ok := parseOwner(got)
 		if !ok {
 			t.Fatalf("purpose %q: owner data %s does not parse", purpose, got)

@@ -229,16 +229,16 @@ func (p *Partitioner[T]) Join(ctx context.Context, member T, opts ...JoinOption)
 }
 
 func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg joinConfig) (*Assignment[T], error) {
-	if err := p.s.guardSpec(ctx, p.dir, p.acl, p.record()); err != nil {
+	if err := guardSpec(ctx, p.s, p.dir, p.acl, p.record()); err != nil {
 		return nil, err
 	}
 	node, err := p.s.createProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(0), data)
 	if err != nil {
 		return nil, err
 	}
-	h, err := p.s.startHoldAs(ctx, node, 0, false, ErrMembershipLost)
+	h, err := startHoldAs(ctx, p.s, node, 0, false, ErrMembershipLost)
 	if err != nil {
-		return nil, p.s.abandon(node, err)
+		return nil, abandonNode(p.s, node, err)
 	}
 	p.s.tel.tenureOf(h, "partitioner", p.name, p.dir)
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
@@ -396,7 +396,7 @@ func (a *Assignment[T]) Guarded(ctx context.Context, i int, ops ...any) ([]zk.Mu
 		a.guarded = make(chan struct{})
 		a.mu.Unlock()
 	}()
-	res, err := a.s.guarded(ctx, a.h, label, []any{checkNode(a.p.ownerNode(i))},
+	res, err := guardedMulti(ctx, a.s, a.h, label, []any{checkNode(a.p.ownerNode(i))},
 		func() error { return ErrPartitionLost }, ops)
 	if errors.Is(err, ErrMembershipLost) {
 		err = fmt.Errorf("%w: %w", ErrPartitionLost, err)

@@ -66,17 +66,17 @@ func (a *Assignment[T]) run() {
 	}
 	if !errors.Is(err, errLeaving) {
 		f.lose(ctx)
-		_ = a.s.release(ctx, a.h) // lost already: only stops its monitor
+		_ = releaseHold(ctx, a.s, a.h) // lost already: only stops its monitor
 		a.leaveErr = fmt.Errorf("partitioner %s: %w", a.h.node, ErrMembershipLost)
 		return
 	}
 	if err := f.releaseAll(ctx); err != nil {
 		f.lose(ctx)
 		a.leaveErr = fmt.Errorf("partitioner %s: %w", a.h.node, err)
-		_ = a.s.release(ctx, a.h)
+		_ = releaseHold(ctx, a.s, a.h)
 		return
 	}
-	rerr := a.s.release(ctx, a.h)
+	rerr := releaseHold(ctx, a.s, a.h)
 	if errors.Is(rerr, ErrMembershipLost) {
 		a.leaveErr = fmt.Errorf("partitioner %s: %w", a.h.node, ErrMembershipLost)
 		return

@@ -172,7 +172,7 @@ func (d *DeadLetter[T]) Requeue(ctx context.Context) (err error) {
 		d.undo()
 		return fmt.Errorf("queue dead letter %s: %w: %d (have %d)", d.node, ErrPriorityRange, d.item.prio, q.levels)
 	}
-	if err := q.s.guardSpec(ctx, q.dir, q.acl, q.record()); err != nil {
+	if err := guardSpec(ctx, q.s, q.dir, q.acl, q.record()); err != nil {
 		d.undo()
 		return err
 	}

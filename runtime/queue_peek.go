@@ -20,7 +20,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	if v, ok := q.peekBuffer(ctx); ok {
 		return v, true, nil
 	}
-	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
+	if err := checkSpec(ctx, q.s, q.dir, q.record()); err != nil {
 		return v, false, err
 	}
 	claimed := map[string]bool{}

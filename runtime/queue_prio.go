@@ -119,9 +119,9 @@ func (pq *prioQueue[T]) guard(ctx context.Context, create bool) error {
 	for range 3 {
 		var err error
 		if create {
-			err = pq.s.guardSpec(ctx, pq.dir, pq.cfg.acl, want)
+			err = guardSpec(ctx, pq.s, pq.dir, pq.cfg.acl, want)
 		} else {
-			err = pq.s.checkSpec(ctx, pq.dir, want)
+			err = checkSpec(ctx, pq.s, pq.dir, want)
 		}
 		if !errors.Is(err, ErrSpecMismatch) {
 			return err

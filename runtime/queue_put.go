@@ -30,7 +30,7 @@ func (q *queue[T]) putOn(ctx context.Context, prio int, items []T) (n int, err e
 	if q.priority && (prio < 0 || prio >= q.levels) {
 		return 0, fmt.Errorf("queue %s: %w: %d (have %d)", q.dir, ErrPriorityRange, prio, q.levels)
 	}
-	if err := q.s.guardSpec(ctx, q.dir, q.acl, q.record()); err != nil {
+	if err := guardSpec(ctx, q.s, q.dir, q.acl, q.record()); err != nil {
 		return 0, err
 	}
 	datas := make([][]byte, len(items))

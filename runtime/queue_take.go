@@ -35,7 +35,7 @@ func (q *queue[T]) takeOn(ctx context.Context, n int) (ds []*Delivery[T], err er
 	if ds, err := q.takeBuffered(n); ds != nil || err != nil {
 		return ds, err
 	}
-	if err := q.s.checkSpec(ctx, q.dir, q.record()); err != nil {
+	if err := checkSpec(ctx, q.s, q.dir, q.record()); err != nil {
 		return nil, err
 	}
 	if err := q.lock(ctx, &q.cons.side); err != nil {

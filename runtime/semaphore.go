@@ -139,7 +139,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	if m.kazoo {
 		return m.acquireKazoo(ctx, purpose, wait)
 	}
-	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
+	if err := guardSpec(ctx, m.s, m.dir, m.acl, specRecord{Kind: "semaphore", Leases: m.leases}); err != nil {
 		return nil, err
 	}
 	if ok, err := m.lockInternal(ctx, wait); err != nil || !ok {
@@ -149,7 +149,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	dir := m.leasesDir()
 	// The first watched children read goes out with the create
 	// (pipeline.go).
-	node, first, err := m.s.createListed(ctx, m.acl, dir, curatorLeases.prefix(0), m.s.owner(purpose), true)
+	node, first, err := m.s.createListed(ctx, m.acl, dir, curatorLeases.prefix(0), ownerData(m.s, purpose), true)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 		if first != nil {
 			r, first = *first, nil
 		} else if r, err = m.s.childrenW(ctx, dir); err != nil {
-			return nil, m.s.abandon(node, err)
+			return nil, abandonNode(m.s, node, err)
 		}
 		cs := curatorLeases.sortContenders(r.kids)
 		if indexOf(cs, name) < 0 {
@@ -171,23 +171,23 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 			break
 		}
 		if !wait {
-			return nil, m.s.abandon(node, nil)
+			return nil, abandonNode(m.s, node, nil)
 		}
 		select {
 		case <-r.watch:
 		case <-ctx.Done():
-			return nil, m.s.abandon(node, ctx.Err())
+			return nil, abandonNode(m.s, node, ctx.Err())
 		case <-m.s.done:
 			return nil, m.s.Err()
 		case <-m.mutex.Lost():
 			// Our internal lock was lost (reaped): others may add leases
 			// now, so the count above cannot be trusted any more.
-			return nil, m.s.abandon(node, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost))
+			return nil, abandonNode(m.s, node, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost))
 		}
 	}
-	h, err := m.s.startHold(ctx, node, token, false)
+	h, err := startHold(ctx, m.s, node, token, false)
 	if err != nil {
-		return nil, m.s.abandon(node, err)
+		return nil, abandonNode(m.s, node, err)
 	}
 	return h, nil
 }
@@ -215,7 +215,7 @@ func (m *Semaphore) Holders(ctx context.Context) ([]Holder, error) {
 	if m.kazoo {
 		leases, err = m.holdersKazoo(ctx)
 	} else {
-		leases, err = m.s.holders(ctx, m.leasesDir(), curatorLeases)
+		leases, err = listHolders(ctx, m.s, m.leasesDir(), curatorLeases)
 	}
 	if err != nil {
 		return nil, err
@@ -250,7 +250,7 @@ func (m *Semaphore) Reap(ctx context.Context, olderThan time.Duration) ([]Holder
 	if m.kazoo {
 		removed, err = m.reapKazoo(ctx, olderThan)
 	} else {
-		removed, err = m.s.reap(ctx, m.leasesDir(), curatorLeases, olderThan)
+		removed, err = reapDir(ctx, m.s, m.leasesDir(), curatorLeases, olderThan)
 	}
 	if err != nil {
 		return removed, err
@@ -276,7 +276,7 @@ func (le *Lease) Release(ctx context.Context) (err error) {
 	m.lease = nil
 	m.busy = false
 	m.mu.Unlock()
-	return m.s.release(ctx, le.h)
+	return releaseHold(ctx, m.s, le.h)
 }
 
 // Token returns the leases directory's pzxid when the lease was granted

@@ -104,12 +104,12 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 			// Detached from ctx (bounded by the retry policy and the
 			// session), so its outcome is known and a cancelled acquire
 			// leaves no lease behind.
-			err := m.createLease(context.WithoutCancel(ctx), node, m.s.owner(purpose))
+			err := m.createLease(context.WithoutCancel(ctx), node, ownerData(m.s, purpose))
 			if err == nil {
 				err = ctx.Err()
 			}
 			if err != nil {
-				return nil, m.s.abandon(node, err)
+				return nil, abandonNode(m.s, node, err)
 			}
 			token = r.stat.Pzxid
 			break
@@ -127,9 +127,9 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 			return nil, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost)
 		}
 	}
-	h, err := m.s.startHold(ctx, node, token, false)
+	h, err := startHold(ctx, m.s, node, token, false)
 	if err != nil {
-		return nil, m.s.abandon(node, err)
+		return nil, abandonNode(m.s, node, err)
 	}
 	return h, nil
 }
@@ -205,7 +205,7 @@ func (m *Semaphore) reapKazoo(ctx context.Context, olderThan time.Duration) ([]H
 	if err != nil {
 		return nil, err
 	}
-	return m.s.reapHolders(ctx, m.dir, hs, olderThan)
+	return reapListed(ctx, m.s, m.dir, hs, olderThan)
 }
 
 // parentPath returns the parent of an absolute path ("/" for a top-level

@@ -211,7 +211,7 @@ func (s *Session) end(err error) bool {
 		first = true
 		s.err.Store(&err)
 		s.mu.Lock()
-		s.ended.Store(true) // under mu: see track
+		s.ended.Store(true) // under mu: see trackHold
 		if s.expiryTimer != nil {
 			s.expiryTimer.Stop()
 			s.expiryTimer = nil

@@ -89,17 +89,17 @@ func (c *specChecks) exact(dir string) bool {
 // missing parents, as containers) with want as its record when it does not
 // exist. It is called before a handle first takes part in dir, and reads
 // ZooKeeper once per directory and session.
-func (s *Session) guardSpec(ctx context.Context, dir string, acl []zk.ACL, want specRecord) error {
-	return s.guard(ctx, dir, acl, want, true)
+func guardSpec(ctx context.Context, s *Session, dir string, acl []zk.ACL, want specRecord) error {
+	return guardDir(ctx, s, dir, acl, want, true)
 }
 
 // checkSpec is guardSpec for a handle that creates nothing (a consumer): a
 // missing directory passes, and is looked at again next time.
-func (s *Session) checkSpec(ctx context.Context, dir string, want specRecord) error {
-	return s.guard(ctx, dir, nil, want, false)
+func checkSpec(ctx context.Context, s *Session, dir string, want specRecord) error {
+	return guardDir(ctx, s, dir, nil, want, false)
 }
 
-func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want specRecord, create bool) error {
+func guardDir(ctx context.Context, s *Session, dir string, acl []zk.ACL, want specRecord, create bool) error {
 	if _, ok := s.specs.ok.Load(dir); ok {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *Session) guard(ctx context.Context, dir string, acl []zk.ACL, want spec
 			return nil
 		}
 		if errors.Is(err, zk.ErrNoNode) {
-			created, err := s.createRecorded(ctx, dir, acl, want)
+			created, err := createRecorded(ctx, s, dir, acl, want)
 			if err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ func sameRecord(have, want specRecord) bool {
 
 // createRecorded creates dir as a container holding rec, and its missing
 // parents; it reports false when dir exists already.
-func (s *Session) createRecorded(ctx context.Context, dir string, acl []zk.ACL, rec specRecord) (bool, error) {
+func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, rec specRecord) (bool, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return false, err

@@ -118,7 +118,7 @@ func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Ses
 	go func() { ret <- fn(fctx, s) }()
 	select {
 	case err = <-ret:
-		ended := s.awaitFate(err)
+		ended := awaitFate(s, err)
 		s.Close()
 		s.tenures.Wait()
 		switch {
@@ -162,7 +162,7 @@ func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Ses
 // up to the time that clock takes to give up a silent connection (2/3 of
 // the timeout): a loss whose session lives on (a node deleted by someone
 // else) is fn's failure, returned after that wait.
-func (s *Session) awaitFate(err error) bool {
+func awaitFate(s *Session, err error) bool {
 	if s.Err() != nil || s.checkClock() {
 		return true
 	}
@@ -201,7 +201,7 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 		// A short random wait too, so that a fleet whose sessions ended
 		// together (an ensemble outage) does not come back at once.
 		jitter := time.Duration(rand.Int64N(int64(superviseBackoff.Initial) * 5))
-		if err := sleepCtx(ctx, time.Until(prev.overBy())+jitter); err != nil {
+		if err := sleepCtx(ctx, time.Until(overBy(prev))+jitter); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +232,7 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 // when the client last heard from the server), rounded up to the server's
 // tick, which is at most half the timeout (the server grants no timeout
 // under two ticks); the margin covers the closing of the session.
-func (s *Session) overBy() time.Time {
+func overBy(s *Session) time.Time {
 	if !s.gaveUp.Load() {
 		return time.Time{}
 	}
@@ -241,12 +241,12 @@ func (s *Session) overBy() time.Time {
 	return last.Add(timeout + timeout/2 + 100*time.Millisecond)
 }
 
-// track registers a tenure starting on the session; false means the session
+// trackHold registers a tenure starting on the session; false means the session
 // has ended (the tenure is lost at once). Supervise waits for every tracked
 // tenure to end before it cancels the work's context: h counts its end
 // (untrack), set here, under mu, before end can see h. With endDirectly,
 // the session's end ends h itself (h has no monitor to see it).
-func (s *Session) track(h *hold, endDirectly bool) bool {
+func trackHold(s *Session, h *hold, endDirectly bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended.Load() {

@@ -29,7 +29,7 @@ type hold struct {
 	armOnce   sync.Once
 	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs
 	watches   chan (<-chan zk.Event)    // own-node watches for the monitor
-	untrack   *sync.WaitGroup           // counts the tenure's end (see Session.track)
+	untrack   *sync.WaitGroup           // counts the tenure's end (see trackHold)
 	tel       atomic.Pointer[tenureTel] // what its end records (telemetry.go)
 
 	// The tenure's context, made on first use (context): most tenures
@@ -54,13 +54,13 @@ func (h *hold) context() context.Context {
 	return h.ctx
 }
 
-// asked is what a tenure does when the application asks about it (Held,
+// askClock is what a tenure does when the application asks about it (Held,
 // Lost, Context().Err(), Guarded): it consults the session's clock, so the
 // first question after the process was frozen past the session timeout is
 // answered "lost" — not a few milliseconds later, when the goroutines that
 // would notice have run (see Session.clockEnded). It reports whether the
 // tenure is still on.
-func (s *Session) asked(h *hold) bool {
+func askClock(s *Session, h *hold) bool {
 	if h.isEnded() {
 		return false
 	}
@@ -82,7 +82,7 @@ func (h *hold) isEnded() bool {
 }
 
 // heldContext is a tenure's context as the application gets it: Err and
-// Done consult the session's clock first (see Session.asked).
+// Done consult the session's clock first (see askClock).
 type heldContext struct {
 	context.Context
 	s *Session
@@ -95,7 +95,7 @@ func (c *heldContext) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	c.s.asked(c.h)
+	askClock(c.s, c.h)
 	return c.Context.Err()
 }
 
@@ -103,13 +103,13 @@ func (c *heldContext) Err() error {
 // session's clock: a tenure found over is ended, and the channel returned
 // is closed already.
 func (c *heldContext) Done() <-chan struct{} {
-	c.s.asked(c.h)
+	askClock(c.s, c.h)
 	return c.Context.Done()
 }
 
 // heldCtx returns the tenure's context for the application (see
 // heldContext).
-func (s *Session) heldCtx(h *hold) context.Context {
+func heldCtx(s *Session, h *hold) context.Context {
 	return &heldContext{Context: h.context(), s: s, h: h}
 }
 
@@ -153,7 +153,7 @@ func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 //
 // The tenure ends when the session ends (always noticed, no request needed)
 // or when the node is deleted by someone else, which takes a watch on it.
-// That watch is set lazily, on the first Lost or Context call (see arm), so
+// That watch is set lazily, on the first Lost or Context call (see armHold), so
 // the plain acquire-release cycle costs three requests: create, children,
 // delete. The holder watches its own node with a child watch: an ephemeral
 // node never has children, so it fires only on deletion; unlike an exists
@@ -163,14 +163,14 @@ func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 //
 // A revocable holder must see revocation requests (data changes) as soon as
 // they come, so it sets a data watch at once.
-func (s *Session) startHold(ctx context.Context, node string, token int64, revocable bool) (*hold, error) {
-	return s.startHoldAs(ctx, node, token, revocable, nil)
+func startHold(ctx context.Context, s *Session, node string, token int64, revocable bool) (*hold, error) {
+	return startHoldAs(ctx, s, node, token, revocable, nil)
 }
 
 // startHoldAs is startHold for a tenure whose loss wraps lostErr (an
 // election's leadership, a group membership) instead of ErrLockLost. Such a
 // tenure watches its node from the start.
-func (s *Session) startHoldAs(ctx context.Context, node string, token int64, revocable bool, lostErr error) (*hold, error) {
+func startHoldAs(ctx context.Context, s *Session, node string, token int64, revocable bool, lostErr error) (*hold, error) {
 	h := &hold{node: node, token: token, lost: make(chan struct{}),
 		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
 	if revocable {
@@ -196,29 +196,29 @@ func (s *Session) startHoldAs(ctx context.Context, node string, token int64, rev
 	// registered with the session) until arm starts its monitor: the plain
 	// lock cycle runs no goroutine of its own.
 	h.monitored = revocable || lostErr != nil
-	if !s.track(h, !h.monitored) {
+	if !trackHold(s, h, !h.monitored) {
 		h.end(true) // the session ended meanwhile: told at once
 	}
 	if h.monitored {
-		go s.monitor(h, w, revocable)
+		go monitorHold(s, h, w, revocable)
 	}
 	if lostErr != nil {
-		s.arm(h)
+		armHold(s, h)
 	}
 	return h, nil
 }
 
-// arm sets the watch on the holder's own node, once, in the background. If
+// armHold sets the watch on the holder's own node, once, in the background. If
 // the node is already gone, the tenure is lost.
-func (s *Session) arm(h *hold) {
+func armHold(s *Session, h *hold) {
 	h.armOnce.Do(func() {
 		if !h.monitored {
 			// From now on the monitor sees the session's end too.
-			s.untrackEnd(h)
-			go s.monitor(h, nil, false)
+			untrackEnd(s, h)
+			go monitorHold(s, h, nil, false)
 		}
 		go func() {
-			r, err := s.watchOwn(context.Background(), h.node, false)
+			r, err := watchOwn(context.Background(), s, h.node, false)
 			switch {
 			case err == nil:
 				h.watches <- r.watch
@@ -232,17 +232,17 @@ func (s *Session) arm(h *hold) {
 }
 
 // watchOwn reads the holder's own node and watches it (see startHold).
-func (s *Session) watchOwn(ctx context.Context, node string, revocable bool) (getResult, error) {
+func watchOwn(ctx context.Context, s *Session, node string, revocable bool) (getResult, error) {
 	if revocable {
 		return s.getW(ctx, node)
 	}
 	return s.childrenW(ctx, node)
 }
 
-// monitor ends the hold when it is lost — our node deleted by someone else,
+// monitorHold ends the hold when it is lost — our node deleted by someone else,
 // or the session ended — and signals revocation requests. w is nil until
 // the own-node watch is armed.
-func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
+func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 	for {
 		select {
 		case w = <-h.watches:
@@ -260,7 +260,7 @@ func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
 			}
 			// Data changed (a revocation request) or another event: read
 			// and watch again.
-			r, err := s.watchOwn(context.Background(), h.node, revocable)
+			r, err := watchOwn(context.Background(), s, h.node, revocable)
 			if err != nil {
 				if !h.released.Load() {
 					s.log.Warn("lost", "path", h.node, "err", err)
@@ -282,26 +282,26 @@ func (s *Session) monitor(h *hold, w <-chan zk.Event, revocable bool) {
 }
 
 // stopHold stops the monitor of h, if it has one, and forgets h.
-func (s *Session) stopHold(h *hold) {
+func stopHold(s *Session, h *hold) {
 	close(h.stop)
 	if !h.monitored {
-		s.untrackEnd(h)
+		untrackEnd(s, h)
 	}
 }
 
 // untrackEnd takes h off the tenures the session's end ends directly.
-func (s *Session) untrackEnd(h *hold) {
+func untrackEnd(s *Session, h *hold) {
 	s.mu.Lock()
 	delete(s.holds, h)
 	s.mu.Unlock()
 }
 
-// release ends the tenure h by deleting its node; see releaseAs.
-func (s *Session) release(ctx context.Context, h *hold) error {
-	return s.releaseAs(ctx, h, "", func(ctx context.Context) error { return s.delete(ctx, h.node, -1) })
+// releaseHold ends the tenure h by deleting its node; see releaseHoldAs.
+func releaseHold(ctx context.Context, s *Session, h *hold) error {
+	return releaseHoldAs(ctx, s, h, "", func(ctx context.Context) error { return s.delete(ctx, h.node, -1) })
 }
 
-// releaseAs ends the tenure h with remove, which deletes its node (and
+// releaseHoldAs ends the tenure h with remove, which deletes its node (and
 // what goes with it). It returns an error wrapping the tenure's loss error
 // if the tenure had been lost, or turns out lost (the node gone, the
 // session ended). If the removal is not confirmed — ctx ended, or it
@@ -309,8 +309,8 @@ func (s *Session) release(ctx context.Context, h *hold) error {
 // (bounded) and the error is returned: a node left behind on a live
 // session would block every contender queued after it for the session's
 // life. label, if not empty, comes before the node's path in errors.
-func (s *Session) releaseAs(ctx context.Context, h *hold, label string, remove func(context.Context) error) error {
-	defer s.stopHold(h)
+func releaseHoldAs(ctx context.Context, s *Session, h *hold, label string, remove func(context.Context) error) error {
+	defer stopHold(s, h)
 	where := h.node
 	if label != "" {
 		where = label + " " + h.node
@@ -347,10 +347,10 @@ func (h *hold) dismiss() {
 	h.end(false)
 }
 
-// abandon removes a contender node with a fresh, bounded context and returns
+// abandonNode removes a contender node with a fresh, bounded context and returns
 // cause. The node is ephemeral, so if the session is gone there is nothing to
 // remove.
-func (s *Session) abandon(node string, cause error) error {
+func abandonNode(s *Session, node string, cause error) error {
 	if s.check() != nil {
 		if cause == nil {
 			return s.check()
@@ -421,8 +421,8 @@ func (t *tenure) Lost() <-chan struct{} {
 	if t.zero() {
 		return closedChan
 	}
-	t.s.arm(t.h)
-	t.s.asked(t.h)
+	armHold(t.s, t.h)
+	askClock(t.s, t.h)
 	return t.h.lost
 }
 
@@ -437,8 +437,8 @@ func (t *tenure) Context() context.Context {
 	if t.zero() {
 		return zeroCtx
 	}
-	t.s.arm(t.h)
-	return t.s.heldCtx(t.h)
+	armHold(t.s, t.h)
+	return heldCtx(t.s, t.h)
 }
 
 // Held reports whether the tenure is still on, as far as this process can
@@ -451,16 +451,16 @@ func (t *tenure) Context() context.Context {
 // call and the act that follows it. Only a fenced write (Guarded, or the
 // fencing token checked by the resource) closes that window.
 func (t *tenure) Held() bool {
-	return !t.zero() && t.s.asked(t.h)
+	return !t.zero() && askClock(t.s, t.h)
 }
 
 // guardedOwn runs ops while the tenure's own node exists (see
-// Session.guarded).
+// guardedMulti).
 func (t *tenure) guardedOwn(ctx context.Context, label string, ops []any) ([]zk.MultiResponse, error) {
 	if t.zero() {
 		return nil, fmt.Errorf("%s: %w", label, errZeroValue)
 	}
-	return t.s.guarded(ctx, t.h, label+" "+t.h.node, nil, nil, ops)
+	return guardedMulti(ctx, t.s, t.h, label+" "+t.h.node, nil, nil, ops)
 }
 
 // giveUp marks the tenure given up; it reports false when it was already.
@@ -498,7 +498,7 @@ func (o *slot) free() {
 type fence struct {
 	label  string // names the tenure in errors ("lock /a/b")
 	checks []any  // the ops that hold only while the tenure does
-	// on consults the tenure (and the session's clock, see Session.asked):
+	// on consults the tenure (and the session's clock, see askClock):
 	// false once it is over.
 	on func() bool
 	// lost returns the error of a write refused or not applied because the
@@ -530,7 +530,7 @@ type fence struct {
 //     nothing was applied.
 //
 // A multi is not idempotent, so nothing is retried here.
-func (s *Session) fencedMulti(ctx context.Context, f fence, ops []any) ([]zk.MultiResponse, error) {
+func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.MultiResponse, error) {
 	if !f.on() {
 		return nil, f.lost("guarded write not sent", s.check())
 	}
@@ -589,19 +589,19 @@ func (s *Session) fencedMulti(ctx context.Context, f fence, ops []any) ([]zk.Mul
 	return nil, opError("multi", f.label, err)
 }
 
-// guarded runs ops while the tenure h holds: its own node exists, and so
+// guardedMulti runs ops while the tenure h holds: its own node exists, and so
 // do the nodes of extra's checks (see fencedMulti). A failure of one of
 // extra (a partition's owner node, say) returns extraLost's error and
 // leaves h as it is. Loss errors wrap h's loss error; ErrNotHeld once h
 // was released.
-func (s *Session) guarded(ctx context.Context, h *hold, label string, extra []any, extraLost func() error, ops []any) ([]zk.MultiResponse, error) {
+func guardedMulti(ctx context.Context, s *Session, h *hold, label string, extra []any, extraLost func() error, ops []any) ([]zk.MultiResponse, error) {
 	if h.released.Load() || (h.isEnded() && !h.wasLost.Load()) {
 		return nil, fmt.Errorf("%s: %w", label, ErrNotHeld)
 	}
 	f := fence{
 		label:  label,
 		checks: append([]any{checkNode(h.node)}, extra...),
-		on:     func() bool { return s.asked(h) },
+		on:     func() bool { return askClock(s, h) },
 		lost: func(why string, cause error) error {
 			h.end(true)
 			if cause != nil {
@@ -618,7 +618,7 @@ func (s *Session) guarded(ctx context.Context, h *hold, label string, extra []an
 			return extraLost()
 		}
 	}
-	return s.fencedMulti(ctx, f, ops)
+	return fencedMulti(ctx, s, f, ops)
 }
 
 // checkNode is the check that node exists, whatever its version.

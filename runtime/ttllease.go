@@ -213,7 +213,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 	if holder == "" {
 		return nil, fmt.Errorf("lease %s: empty holder id", m.dir)
 	}
-	if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
+	if err := guardSpec(ctx, m.s, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
 		return nil, err
 	}
 	data, _ := json.Marshal(leaseData{Holder: holder, Host: hostname(), PID: os.Getpid(),
@@ -270,7 +270,7 @@ func (m *TTLLeases) scan(ctx context.Context) (getResult, error) {
 			return r, err
 		}
 		m.s.specs.ok.Delete(m.dir)
-		if err := m.s.guardSpec(ctx, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
+		if err := guardSpec(ctx, m.s, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
 			return getResult{}, err
 		}
 	}
@@ -462,7 +462,7 @@ func (l *TTLLease) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse,
 		return nil, err
 	}
 	label := "lease " + l.node
-	return l.m.s.fencedMulti(ctx, fence{
+	return fencedMulti(ctx, l.m.s, fence{
 		label:  label,
 		checks: []any{&zk.CheckVersionRequest{Path: l.node, Version: l.version}},
 		on:     func() bool { return time.Now().Before(l.deadline) }, // not tied to the session

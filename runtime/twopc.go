@@ -256,7 +256,7 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.nodeACL(t.acl)})
 	}
 	marker := joinPath(t.dir, txCoordinator)
-	ops = append(ops, &zk.CreateRequest{Path: marker, Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
+	ops = append(ops, &zk.CreateRequest{Path: marker, Data: ownerData(t.s, ""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
 	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.dir,
 		attempt: func(int) (outcome, error) {
 			res, err := t.s.multi(ctx, ops...)
@@ -381,7 +381,7 @@ func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (outcom
 	}
 	_, err = t.s.multi(ctx,
 		&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
-		&zk.CreateRequest{Path: t.presencePath(p), Data: t.s.owner(""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
+		&zk.CreateRequest{Path: t.presencePath(p), Data: ownerData(t.s, ""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
 	switch {
 	case err == nil:
 		t.setJoined(p)
