@@ -269,7 +269,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 				// there.
 				pre := e.readAck(ctx)
 				pre.woke = e.s.tel.now()
-				e.s.pipe.handOffs.Add(1)
+				handOffsOf(e.s).Add(1)
 				return &pre, nil
 			}
 		case <-ctx.Done():

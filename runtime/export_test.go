@@ -19,7 +19,7 @@ func ListBeforeCreate(s *Session, on bool) { s.pipe.listFirst.Store(on) }
 
 // HandOffs returns how many lock waiters of s took the lock over without
 // a listing (lock.go, the hand-off).
-func HandOffs(s *Session) int64 { return s.pipe.handOffs.Load() }
+func HandOffs(s *Session) int64 { return handOffsOf(s).Load() }
 
 // AnsweredAgo returns how long ago the latest request the server answered
 // was sent (the session clock consulted by Held, see liveness.go).

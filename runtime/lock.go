@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -348,6 +349,14 @@ func (l *Lock) mine(node string) bool {
 // exactly the handle's gets notes (specChecks.exact); peers ignore the
 // record.
 
+type handOffsKey struct{}
+
+// handOffsOf counts the session's lock waiters (and election candidates)
+// that took over without a listing (see takeOver).
+func handOffsOf(s *Session) *atomic.Int64 {
+	return sessionShared(s, handOffsKey{}, func() *atomic.Int64 { return new(atomic.Int64) })
+}
+
 // handsOff reports whether a woken waiter of this lock may take over
 // without a listing: its blocker was the first of the nodes that block it,
 // or (an exclusive lock) the directory carries hand-off notes.
@@ -360,7 +369,7 @@ func (l *Lock) handsOff(first bool) bool {
 // it still do, so its release says nothing about who is first) on a
 // directory whose record is exactly the handle's.
 func (l *Lock) notes() bool {
-	return (l.fam == curatorMutex || l.fam == kazooMutex) && l.s.specs.exact(l.dir)
+	return (l.fam == curatorMutex || l.fam == kazooMutex) && specsOf(l.s).exact(l.dir)
 }
 
 // takeOver is the wake-up of a waiter whose blocker pred was deleted (see
@@ -403,7 +412,7 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 		return nil, abandonNode(l.s, node, err)
 	}
 	h.note = l.notes() // who waits behind us listed before we held
-	l.s.pipe.handOffs.Add(1)
+	handOffsOf(l.s).Add(1)
 	return h, nil
 }
 

@@ -245,13 +245,11 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 		changed: make(chan struct{}), leave: make(chan struct{}), closeReq: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
 		tokens: map[int]int64{}, guards: map[int]int{}, guarded: make(chan struct{}),
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
-	remove := p.s.closing.add(a.done)
-	unregister := p.s.giveBacks.add(a.handOverForClose)
+	remove := p.s.OnClose(a.handOverForClose, a.done)
 	p.cur.Store(a)
 	go func() {
 		a.run()
 		p.cur.CompareAndSwap(a, nil)
-		unregister()
 		remove()
 	}()
 	return a, nil
@@ -684,57 +682,6 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 		}
 	}
 	return out, nil
-}
-
-// closeWaits are the ends Session.Close waits for before it closes the
-// session on the server: partitioner members reporting their partitions
-// released.
-type closeWaits struct {
-	mu    sync.Mutex
-	waits map[*struct{}]<-chan struct{}
-}
-
-// closeWaitBound bounds Close's wait (a hook that does not return, or a
-// Close called from a hook).
-const closeWaitBound = 5 * time.Second
-
-// add registers done, closed once the member has reported everything
-// released; remove unregisters it.
-func (c *closeWaits) add(done <-chan struct{}) (remove func()) {
-	key := new(struct{})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.waits == nil {
-		c.waits = map[*struct{}]<-chan struct{}{}
-	}
-	c.waits[key] = done
-	return func() {
-		c.mu.Lock()
-		delete(c.waits, key)
-		c.mu.Unlock()
-	}
-}
-
-// wait waits for every registered end, up to closeWaitBound in all.
-func (c *closeWaits) wait() {
-	c.mu.Lock()
-	var chans []<-chan struct{}
-	for _, ch := range c.waits {
-		chans = append(chans, ch)
-	}
-	c.mu.Unlock()
-	if len(chans) == 0 {
-		return
-	}
-	t := time.NewTimer(closeWaitBound)
-	defer t.Stop()
-	for _, ch := range chans {
-		select {
-		case <-ch:
-		case <-t.C:
-			return
-		}
-	}
 }
 
 type partitionStayer[T any] struct{ *Assignment[T] }

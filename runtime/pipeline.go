@@ -147,6 +147,5 @@ func (w *sentWaits) wrote(p []byte) {
 // (hits) and listings dropped for a read of their own (fallbacks).
 type pipeStats struct {
 	hits, fallbacks atomic.Int64
-	handOffs        atomic.Int64 // lock waiters that took over without a listing (lock.go)
-	listFirst       atomic.Bool  // tests: send the create once the listing is answered
+	listFirst       atomic.Bool // tests: send the create once the listing is answered
 }

@@ -158,7 +158,7 @@ func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], er
 	}
 	b.items = append(b.items, ds[n:]...)
 	if b.unregister == nil {
-		b.unregister = q.s.giveBacks.add(func(ctx context.Context) error { q.giveBack(ctx); return nil })
+		b.unregister = q.s.OnClose(func(ctx context.Context) error { q.giveBack(ctx); return nil }, nil)
 	}
 	return ds[:n:n], err
 }
@@ -455,47 +455,4 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 		return nil
 	}
 	return err
-}
-
-// giveBacks are what Session.Close runs before it closes the session:
-// queue handles giving their prefetched items back, partitioner members
-// handing their partitions over (partitioner.go).
-type giveBacks struct {
-	mu  sync.Mutex
-	fns map[*struct{}]func(context.Context) error
-}
-
-// add registers fn; remove unregisters it.
-func (g *giveBacks) add(fn func(context.Context) error) (remove func()) {
-	key := new(struct{})
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.fns == nil {
-		g.fns = map[*struct{}]func(context.Context) error{}
-	}
-	g.fns[key] = fn
-	return func() {
-		g.mu.Lock()
-		delete(g.fns, key)
-		g.mu.Unlock()
-	}
-}
-
-// run runs every registered function, concurrently, bounded by
-// closeWaitBound in all, and returns what they reported.
-func (g *giveBacks) run() error {
-	g.mu.Lock()
-	fns := make([]func(context.Context) error, 0, len(g.fns))
-	for _, fn := range g.fns {
-		fns = append(fns, fn)
-	}
-	g.mu.Unlock()
-	if len(fns) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeWaitBound)
-	defer cancel()
-	errs := make([]error, len(fns))
-	parallel(len(fns), len(fns), func(i int) { errs[i] = fns[i](ctx) })
-	return errors.Join(errs...)
 }

@@ -40,7 +40,7 @@ const kazooLockSuffix = "-__lock__"
 // directory that holds another number or something else.
 func (m *Semaphore) guardKazoo(ctx context.Context) error {
 	key := "kazoo semaphore " + m.dir // not a path: not the key of another guard on this session
-	if _, ok := m.s.specs.ok.Load(key); ok {
+	if _, ok := specsOf(m.s).ok.Load(key); ok {
 		return nil
 	}
 	want := []byte(strconv.Itoa(m.leases))
@@ -79,7 +79,7 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 			return fmt.Errorf("semaphore %s: %w: the directory records kazoo's max_leases %d, this handle has %d leases",
 				m.dir, ErrSpecMismatch, n, m.leases)
 		}
-		m.s.specs.ok.Store(key, struct{}{})
+		specsOf(m.s).ok.Store(key, struct{}{})
 		return nil
 	}
 }

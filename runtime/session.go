@@ -44,9 +44,8 @@ type Session struct {
 	lastZxid atomic.Int64 // greatest zxid seen in a reply
 
 	// Supervise (supervise.go)
-	tenures sync.WaitGroup     // live tenures (holds) of the session
-	holds   map[*hold]struct{} // tenures without a monitor, ended by end; under mu
-	gaveUp  atomic.Bool        // ended by the session's own clock, not by the server
+	tenures sync.WaitGroup // live tenures (Track)
+	gaveUp  atomic.Bool    // ended by the session's own clock, not by the server
 
 	onSupervised func(SessionEvent) // WithSessionEvents
 	readOnly     bool               // WithReadOnly
@@ -54,11 +53,8 @@ type Session struct {
 	telCfg telConfig  // WithMeterProvider, WithTracerProvider
 	tel    *telemetry // nil: no telemetry (telemetry.go)
 
-	specs specChecks // directories whose spec record fits (specguard.go)
-
-	closing   closeWaits // what Close waits for before it closes (partitioner.go)
-	giveBacks giveBacks  // run by Close while the session is alive (queue_prefetch.go)
-	shared    sync.Map   // what handles of one resource share (sessionShared)
+	hooks  hooks    // what handles registered for the session's close and end (hooks.go)
+	shared sync.Map // what handles of one resource share (sessionShared)
 
 	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
 	answeredAt atomic.Int64 // monoNow when the latest request answered was sent (liveness.go)
@@ -216,16 +212,12 @@ func (s *Session) end(err error) bool {
 			s.expiryTimer.Stop()
 			s.expiryTimer = nil
 		}
-		holds := s.holds
-		s.holds = nil
 		s.mu.Unlock()
 		if errors.Is(err, ErrSessionExpired) {
 			s.tel.expired(s.gaveUp.Load())
 		}
 		close(s.done)
-		for h := range holds {
-			h.end(true) // as its monitor would have, on seeing done
-		}
+		s.hooks.runEnd()
 	})
 	return first
 }
@@ -247,11 +239,12 @@ func (s *Session) end(err error) bool {
 // Close is idempotent; it returns nil when nothing was left undone.
 func (s *Session) Close() error {
 	var err error
+	deadline := time.Now().Add(closeWaitBound)
 	if s.check() == nil {
-		err = s.giveBacks.run()
+		err = s.hooks.runClose(deadline)
 	}
 	if s.end(ErrClosed) {
-		s.closing.wait()
+		s.hooks.waitClose(deadline)
 		s.conn.Close()
 	}
 	if err != nil {

@@ -75,6 +75,13 @@ func (want specRecord) mismatch(have specRecord) (field, had, wants string, bad 
 // (specChecks.exact).
 type specChecks struct{ ok sync.Map }
 
+type specChecksKey struct{}
+
+// specsOf returns the session's spec checks.
+func specsOf(s *Session) *specChecks {
+	return sessionShared(s, specChecksKey{}, func() *specChecks { return &specChecks{} })
+}
+
 // exact reports whether dir was found holding exactly the record its
 // handle wants (its Released aside), or was created by this session with
 // it: such a record may be written again with another Released (lock.go,
@@ -100,7 +107,7 @@ func checkSpec(ctx context.Context, s *Session, dir string, want specRecord) err
 }
 
 func guardDir(ctx context.Context, s *Session, dir string, acl []zk.ACL, want specRecord, create bool) error {
-	if _, ok := s.specs.ok.Load(dir); ok {
+	if _, ok := specsOf(s).ok.Load(dir); ok {
 		return nil
 	}
 	want.Zkgen = 1
@@ -117,7 +124,7 @@ func guardDir(ctx context.Context, s *Session, dir string, acl []zk.ACL, want sp
 			if !created {
 				continue // created meanwhile by another process: read its record
 			}
-			s.specs.ok.Store(dir, true)
+			specsOf(s).ok.Store(dir, true)
 			return nil
 		}
 		if err != nil {
@@ -136,7 +143,7 @@ func guardDir(ctx context.Context, s *Session, dir string, acl []zk.ACL, want sp
 			return fmt.Errorf("%s: %w: the directory records kazoo's max_leases %d: a semaphore of layout kazoo, this handle has layout curator",
 				dir, ErrSpecMismatch, n)
 		}
-		s.specs.ok.Store(dir, exact)
+		specsOf(s).ok.Store(dir, exact)
 		return nil
 	}
 }

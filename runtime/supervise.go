@@ -241,28 +241,6 @@ func overBy(s *Session) time.Time {
 	return last.Add(timeout + timeout/2 + 100*time.Millisecond)
 }
 
-// trackHold registers a tenure starting on the session; false means the session
-// has ended (the tenure is lost at once). Supervise waits for every tracked
-// tenure to end before it cancels the work's context: h counts its end
-// (untrack), set here, under mu, before end can see h. With endDirectly,
-// the session's end ends h itself (h has no monitor to see it).
-func trackHold(s *Session, h *hold, endDirectly bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended.Load() {
-		return false
-	}
-	s.tenures.Add(1)
-	h.untrack = &s.tenures
-	if endDirectly {
-		if s.holds == nil {
-			s.holds = make(map[*hold]struct{})
-		}
-		s.holds[h] = struct{}{}
-	}
-	return true
-}
-
 // sleepCtx waits d, or returns ctx's error when it ends first.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d > 0 && !pause(ctx, d, nil) {

@@ -29,7 +29,8 @@ type hold struct {
 	armOnce   sync.Once
 	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs
 	watches   chan (<-chan zk.Event)    // own-node watches for the monitor
-	untrack   *sync.WaitGroup           // counts the tenure's end (see trackHold)
+	untrack   func()                    // counts the tenure's end (see trackHold)
+	unEnd     func()                    // takes h off the session's end hooks (see trackHold)
 	tel       atomic.Pointer[tenureTel] // what its end records (telemetry.go)
 
 	// The tenure's context, made on first use (context): most tenures
@@ -124,7 +125,7 @@ func (h *hold) endCause() error {
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		if h.untrack != nil {
-			defer h.untrack.Done()
+			defer h.untrack()
 		}
 		h.wasLost.Store(lost)
 		endTenure(&h.tel, lost)
@@ -214,7 +215,7 @@ func armHold(s *Session, h *hold) {
 	h.armOnce.Do(func() {
 		if !h.monitored {
 			// From now on the monitor sees the session's end too.
-			untrackEnd(s, h)
+			untrackEnd(h)
 			go monitorHold(s, h, nil, false)
 		}
 		go func() {
@@ -285,15 +286,32 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 func stopHold(s *Session, h *hold) {
 	close(h.stop)
 	if !h.monitored {
-		untrackEnd(s, h)
+		untrackEnd(h)
 	}
 }
 
 // untrackEnd takes h off the tenures the session's end ends directly.
-func untrackEnd(s *Session, h *hold) {
-	s.mu.Lock()
-	delete(s.holds, h)
-	s.mu.Unlock()
+func untrackEnd(h *hold) {
+	if h.unEnd != nil {
+		h.unEnd()
+	}
+}
+
+// trackHold registers a tenure starting on the session; false means the
+// session has ended (the tenure is lost at once). Supervise waits for every
+// tracked tenure to end before it cancels the work's context (Track): h
+// counts its end (untrack). With endDirectly, the session's end ends h
+// itself (h has no monitor to see it).
+func trackHold(s *Session, h *hold, endDirectly bool) bool {
+	done, ok := s.Track()
+	if !ok {
+		return false
+	}
+	h.untrack = done
+	if endDirectly {
+		h.unEnd, ok = s.OnEnd(func() { h.end(true) })
+	}
+	return ok
 }
 
 // releaseHold ends the tenure h by deleting its node; see releaseHoldAs.

@@ -269,7 +269,7 @@ func (m *TTLLeases) scan(ctx context.Context) (getResult, error) {
 		if !errors.Is(err, zk.ErrNoNode) {
 			return r, err
 		}
-		m.s.specs.ok.Delete(m.dir)
+		specsOf(m.s).ok.Delete(m.dir)
 		if err := guardSpec(ctx, m.s, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
 			return getResult{}, err
 		}

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// What a handle needs the session to do at its close or end is registered
+// here, through OnClose and OnEnd, rather than kept in the Session's
+// fields: the session does not know the recipes.
+
+// closeWaitBound bounds what Close does for handles (a hook that does not
+// return, or a Close called from a hook).
+const closeWaitBound = 5 * time.Second
+
+// closeHook is one handle's part in Close: run while the session lives,
+// wait once its end is told.
+type closeHook struct {
+	run  func(context.Context) error
+	wait <-chan struct{}
+}
+
+// hooks are the handles' registrations on one session.
+type hooks struct {
+	mu    sync.Mutex
+	close map[*closeHook]struct{}
+	end   map[*func()]struct{}
+	ended bool // end hooks ran: OnEnd refuses
+}
+
+// OnClose registers what Close does for a handle: run is called while the
+// session still lives, concurrently with the other handles' (a queue
+// giving back its prefetched items, a partitioner member handing its
+// partitions over); wait is a channel Close waits for once the session's end
+// is told, before it closes the connection (a partitioner's readers
+// finishing with their partitions). Either may be nil. Close bounds both,
+// all handles together, by 5s. remove unregisters them.
+func (s *Session) OnClose(run func(context.Context) error, wait <-chan struct{}) (remove func()) {
+	h := &closeHook{run: run, wait: wait}
+	s.hooks.mu.Lock()
+	defer s.hooks.mu.Unlock()
+	if s.hooks.close == nil {
+		s.hooks.close = map[*closeHook]struct{}{}
+	}
+	s.hooks.close[h] = struct{}{}
+	return func() {
+		s.hooks.mu.Lock()
+		delete(s.hooks.close, h)
+		s.hooks.mu.Unlock()
+	}
+}
+
+// OnEnd registers fn, called once when the session ends (by Close or
+// expiry), after Done is closed. ok is false, and fn is not registered, when
+// the session has ended already. remove unregisters fn.
+func (s *Session) OnEnd(fn func()) (remove func(), ok bool) {
+	s.hooks.mu.Lock()
+	defer s.hooks.mu.Unlock()
+	if s.hooks.ended || s.Err() != nil {
+		return func() {}, false
+	}
+	if s.hooks.end == nil {
+		s.hooks.end = map[*func()]struct{}{}
+	}
+	key := &fn
+	s.hooks.end[key] = struct{}{}
+	return func() {
+		s.hooks.mu.Lock()
+		delete(s.hooks.end, key)
+		s.hooks.mu.Unlock()
+	}, true
+}
+
+// Track registers a tenure: something a handle holds while the session
+// lives (a lock, a lease, a leadership, a membership) and that must tell
+// its end. Supervise, once the session has ended, waits until every tracked
+// tenure has called done before it cancels the work's context, so that the
+// work sees each loss first. ok is false, and nothing is registered, when
+// the session has ended already. done may be called more than once.
+func (s *Session) Track() (done func(), ok bool) {
+	s.hooks.mu.Lock()
+	defer s.hooks.mu.Unlock()
+	if s.hooks.ended || s.Err() != nil {
+		return func() {}, false
+	}
+	s.tenures.Add(1)
+	return sync.OnceFunc(s.tenures.Done), true
+}
+
+// runEnd runs the end hooks, once the session's end is told.
+func (h *hooks) runEnd() {
+	h.mu.Lock()
+	fns := make([]func(), 0, len(h.end))
+	for fn := range h.end {
+		fns = append(fns, *fn)
+	}
+	h.end, h.ended = nil, true
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// closing returns the registered close hooks.
+func (h *hooks) closing() []*closeHook {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := make([]*closeHook, 0, len(h.close))
+	for c := range h.close {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// runClose runs every registered run function, concurrently, and returns
+// what they reported; deadline bounds them.
+func (h *hooks) runClose(deadline time.Time) error {
+	var runs []func(context.Context) error
+	for _, c := range h.closing() {
+		if c.run != nil {
+			runs = append(runs, c.run)
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	errs := make([]error, len(runs))
+	parallel(len(runs), len(runs), func(i int) { errs[i] = runs[i](ctx) })
+	return errors.Join(errs...)
+}
+
+// waitClose waits for every registered wait channel, until deadline.
+func (h *hooks) waitClose(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for _, c := range h.closing() {
+		if c.wait == nil {
+			continue
+		}
+		select {
+		case <-c.wait:
+		case <-t.C:
+			return
+		}
+	}
+}
