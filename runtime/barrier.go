@@ -35,7 +35,7 @@ func (b *Barrier) Path() string { return b.node }
 // missing parents created as containers). Raising a raised barrier is not an
 // error. The node stays until Lower, whoever calls it.
 func (b *Barrier) Raise(ctx context.Context) (err error) {
-	defer b.s.tel.begin(ctx, opRaise, "barrier", b.name, b.node).end(&err)
+	defer telOf(b.s).begin(ctx, opRaise, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
@@ -61,7 +61,7 @@ func (b *Barrier) Raise(ctx context.Context) (err error) {
 // Lower takes the barrier down by deleting its node, releasing every
 // waiter. Lowering a barrier that is not up is not an error.
 func (b *Barrier) Lower(ctx context.Context) (err error) {
-	defer b.s.tel.begin(ctx, opLower, "barrier", b.name, b.node).end(&err)
+	defer telOf(b.s).begin(ctx, opLower, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
@@ -79,7 +79,7 @@ func (b *Barrier) Lower(ctx context.Context) (err error) {
 // ctx's error; it creates nothing, so nothing is left in ZooKeeper (the
 // server drops the data watch when the node goes or the session ends).
 func (b *Barrier) Wait(ctx context.Context) (err error) {
-	defer b.s.tel.begin(ctx, opBarrierWait, "barrier", b.name, b.node).end(&err)
+	defer telOf(b.s).begin(ctx, opBarrierWait, "barrier", b.name, b.node).end(&err)
 	if b.err != nil {
 		return b.err
 	}
@@ -181,7 +181,7 @@ var curatorParticipants = &family{markers: []string{participantMark}, blockedBy:
 // ctx's error; the exists watch on the ready node stays with the session
 // until the node appears.
 func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
-	defer d.s.tel.begin(ctx, opBarrierEnter, "double_barrier", d.name, d.dir).end(&err)
+	defer telOf(d.s).begin(ctx, opBarrierEnter, "double_barrier", d.name, d.dir).end(&err)
 	if err := d.lock(ctx); err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (d *DoubleBarrier) unlock() { <-d.mu }
 // it only stops waiting for the others), and the handle can Enter a fresh
 // barrier path.
 func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
-	defer d.s.tel.begin(ctx, opBarrierLeave, "double_barrier", d.name, d.dir).end(&err)
+	defer telOf(d.s).begin(ctx, opBarrierLeave, "double_barrier", d.name, d.dir).end(&err)
 	if err := d.lock(ctx); err != nil {
 		return err
 	}

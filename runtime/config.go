@@ -76,7 +76,7 @@ func (c *Config[T]) tel() *telemetry {
 	if c.quiet {
 		return nil
 	}
-	return c.s.tel
+	return telOf(c.s)
 }
 
 // Path returns the config node's path.

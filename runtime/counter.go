@@ -76,7 +76,7 @@ func (k *Counter) Path() string { return k.c.path }
 // Get returns the counter's value (0 when the node does not exist). It does
 // not block beyond the read.
 func (k *Counter) Get(ctx context.Context) (_ int64, err error) {
-	defer k.c.s.tel.begin(ctx, opCounterGet, "counter", k.c.name, k.c.path).end(&err)
+	defer telOf(k.c.s).begin(ctx, opCounterGet, "counter", k.c.name, k.c.path).end(&err)
 	v, _, err := k.c.Get(ctx)
 	if errors.Is(err, ErrNoValue) {
 		return 0, nil
@@ -96,7 +96,7 @@ func (k *Counter) Get(ctx context.Context) (_ int64, err error) {
 // the failed ones; an application that must know reads the counter (or
 // keeps its own record in the value it counts).
 func (k *Counter) Add(ctx context.Context, delta int64) (_ int64, err error) {
-	defer k.c.s.tel.begin(ctx, opCounterAdd, "counter", k.c.name, k.c.path).end(&err)
+	defer telOf(k.c.s).begin(ctx, opCounterAdd, "counter", k.c.name, k.c.path).end(&err)
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err

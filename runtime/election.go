@@ -180,7 +180,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 		return nil, fmt.Errorf("election %s: %w", e.dir, ErrAlreadyHeld)
 	}
 
-	sp := e.s.tel.begin(ctx, opCampaign, "election", e.name, e.dir)
+	sp := telOf(e.s).begin(ctx, opCampaign, "election", e.name, e.dir)
 	h, epoch, err := e.campaign(ctx, data)
 	sp.acquired(h, err)
 	if err != nil {
@@ -211,7 +211,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 			case <-h.lost:
 				err = fmt.Errorf("election %s: %w", node, ErrLeadershipLost)
 			default:
-				e.s.tel.failover(pre.wokeAt(), e.name, e.dir)
+				telOf(e.s).failover(pre.wokeAt(), e.name, e.dir)
 				return h, epoch, nil
 			}
 		}
@@ -268,7 +268,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 				// acknowledgement's multi checks that our node is still
 				// there.
 				pre := e.readAck(ctx)
-				pre.woke = e.s.tel.now()
+				pre.woke = telOf(e.s).now()
 				handOffsOf(e.s).Add(1)
 				return &pre, nil
 			}
@@ -296,7 +296,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 			kids, err = e.s.children(ctx, e.dir)
 		} else {
 			*pre = e.readAck(ctx)
-			pre.woke = e.s.tel.now()
+			pre.woke = telOf(e.s).now()
 		}
 	})
 	return kids, pre, err
@@ -556,7 +556,7 @@ func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 	if l.zero() {
 		return errZeroValue
 	}
-	defer l.e.s.tel.begin(ctx, opResign, "election", l.e.name, l.e.dir).end(&err)
+	defer telOf(l.e.s).begin(ctx, opResign, "election", l.e.name, l.e.dir).end(&err)
 	if !l.giveUp() {
 		return fmt.Errorf("election %s: %w", l.e.dir, ErrNotLeader)
 	}

@@ -91,7 +91,7 @@ func (g *Group[T]) Path() string { return g.dir }
 // first it returns ctx's error and removes the node if the create went
 // through after all. The node stays until Leave or the end of the session.
 func (g *Group[T]) Join(ctx context.Context, member T) (_ *Membership[T], err error) {
-	defer g.s.tel.begin(ctx, opGroupJoin, "group", g.name, g.dir).end(&err)
+	defer telOf(g.s).begin(ctx, opGroupJoin, "group", g.name, g.dir).end(&err)
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -118,7 +118,7 @@ func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership
 	if err != nil {
 		return nil, abandonNode(g.s, node, err)
 	}
-	g.s.tel.tenureOf(h, "group", g.name, g.dir)
+	telOf(g.s).tenureOf(h, "group", g.name, g.dir)
 	return &Membership[T]{tenure: tenure{s: g.s, h: h}, g: g, member: member}, nil
 }
 
@@ -135,7 +135,7 @@ func (m *Membership[T]) Leave(ctx context.Context) (err error) {
 	if m.zero() {
 		return errZeroValue
 	}
-	defer m.g.s.tel.begin(ctx, opGroupLeave, "group", m.g.name, m.g.dir).end(&err)
+	defer telOf(m.g.s).begin(ctx, opGroupLeave, "group", m.g.name, m.g.dir).end(&err)
 	if !m.giveUp() {
 		return fmt.Errorf("group %s: %w", m.g.dir, ErrNotMember)
 	}

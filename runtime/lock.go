@@ -203,7 +203,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 	purpose := l.purpose
 	l.mu.Unlock()
 
-	sp := l.s.tel.lockOp(ctx, opLockAcquire, l)
+	sp := telOf(l.s).lockOp(ctx, opLockAcquire, l)
 	h, err := l.contend(ctx, wait, purpose)
 	sp.acquired(h, err)
 
@@ -442,7 +442,7 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 // session would block the waiters behind it. Either way the handle can be
 // locked again.
 func (l *Lock) Unlock(ctx context.Context) (err error) {
-	defer l.s.tel.lockOp(ctx, opLockRelease, l).end(&err)
+	defer telOf(l.s).lockOp(ctx, opLockRelease, l).end(&err)
 	if l.err != nil {
 		return l.err
 	}

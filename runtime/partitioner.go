@@ -204,7 +204,7 @@ func (p *Partitioner[T]) record() specRecord {
 // returns ErrAlreadyHeld; a directory recording another partition count,
 // ErrSpecMismatch.
 func (p *Partitioner[T]) Join(ctx context.Context, member T, opts ...JoinOption) (_ *Assignment[T], err error) {
-	defer p.s.tel.begin(ctx, opPartitionerJoin, "partitioner", p.name, p.dir).end(&err)
+	defer telOf(p.s).begin(ctx, opPartitionerJoin, "partitioner", p.name, p.dir).end(&err)
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -240,7 +240,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	if err != nil {
 		return nil, abandonNode(p.s, node, err)
 	}
-	p.s.tel.tenureOf(h, "partitioner", p.name, p.dir)
+	telOf(p.s).tenureOf(h, "partitioner", p.name, p.dir)
 	a := &Assignment[T]{tenure: tenure{s: p.s, h: h}, p: p, member: member, name: baseName(node), cfg: cfg,
 		changed: make(chan struct{}), leave: make(chan struct{}), closeReq: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
 		tokens: map[int]int64{}, guards: map[int]int{}, guarded: make(chan struct{}),
@@ -555,7 +555,7 @@ func (a *Assignment[T]) Leave(ctx context.Context) (err error) {
 	if a.zero() {
 		return errZeroValue
 	}
-	defer a.s.tel.begin(ctx, opPartitionerLeave, "partitioner", a.p.name, a.p.dir).end(&err)
+	defer telOf(a.s).begin(ctx, opPartitionerLeave, "partitioner", a.p.name, a.p.dir).end(&err)
 	if !a.giveUp() {
 		return fmt.Errorf("partitioner %s: %w", a.p.dir, ErrNotMember)
 	}

@@ -449,7 +449,7 @@ func (f *follower[T]) acquired(is []int, tokens []int64) {
 	}
 	f.a.setOwned(is, true, tokens)
 	for _, i := range is {
-		f.s.tel.partitionAcquired(f.p.name, f.p.dir)
+		telOf(f.s).partitionAcquired(f.p.name, f.p.dir)
 		if f.a.cfg.acquired != nil {
 			f.a.cfg.acquired(i)
 		}

@@ -149,7 +149,7 @@ func (q *queue[T]) telOp(ctx context.Context, o op, own bool) span {
 		return span{}
 	}
 	kind, path := q.telKind()
-	return q.s.tel.begin(ctx, o, kind, q.name, path)
+	return telOf(q.s).begin(ctx, o, kind, q.name, path)
 }
 
 // telKind is the kind and path the queue's telemetry records: a priority

@@ -122,7 +122,7 @@ func (q *queue[T]) reasonPath(dead string) string {
 func (q *queue[T]) deadLettered(path string) {
 	q.s.log.Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
 	kind, dir := q.telKind()
-	q.s.tel.deadLettered(kind, q.name, dir)
+	telOf(q.s).deadLettered(kind, q.name, dir)
 }
 
 // DeadLetter is an item of an at-least-once queue that was delivered too

@@ -195,7 +195,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 // telOp begins the span (and timing) of one operation on the priority
 // queue as a whole; its levels record none of their own.
 func (pq *prioQueue[T]) telOp(ctx context.Context, o op) span {
-	return pq.s.tel.begin(ctx, o, pq.cfg.kindName(), pq.cfg.name, pq.dir)
+	return telOf(pq.s).begin(ctx, o, pq.cfg.kindName(), pq.cfg.name, pq.dir)
 }
 
 // put puts items at level prio, on a machine of the session's pool.

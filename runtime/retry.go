@@ -59,7 +59,7 @@ func (s *Session) retry(ctx context.Context, op func() error) error {
 			return exhausted(n, err)
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
-		s.tel.retried(Recoverable)
+		s.metrics.retried(Recoverable)
 		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
 			return werr
 		}
@@ -149,7 +149,7 @@ func (s *Session) retryUncertain(ctx context.Context, w uncertainWrite) error {
 		case outcomeKnown:
 			return err
 		case outcomeResend:
-			s.tel.retried(Normal)
+			s.metrics.retried(Normal)
 			continue
 		}
 		last := n >= s.policy.attempts()
@@ -163,7 +163,7 @@ func (s *Session) retryUncertain(ctx context.Context, w uncertainWrite) error {
 			return werr
 		}
 		if w.settle == nil {
-			s.tel.retried(Recoverable)
+			s.metrics.retried(Recoverable)
 			continue
 		}
 		if o, serr := w.settle(); o == outcomeKnown {
@@ -172,7 +172,7 @@ func (s *Session) retryUncertain(ctx context.Context, w uncertainWrite) error {
 		if last {
 			return w.giveUp(n, err)
 		}
-		s.tel.retried(Recoverable)
+		s.metrics.retried(Recoverable)
 	}
 }
 

@@ -119,7 +119,7 @@ func (m *Semaphore) tryAcquire(ctx context.Context, wait bool) (*Lease, bool, er
 	purpose := m.purpose
 	m.mu.Unlock()
 
-	sp := m.s.tel.begin(ctx, opSemAcquire, "semaphore", m.name, m.dir)
+	sp := telOf(m.s).begin(ctx, opSemAcquire, "semaphore", m.name, m.dir)
 	h, err := m.acquire(ctx, purpose, wait)
 	sp.acquired(h, err)
 
@@ -267,7 +267,7 @@ func (le *Lease) Release(ctx context.Context) (err error) {
 		return errZeroValue
 	}
 	m := le.sem
-	defer m.s.tel.begin(ctx, opSemRelease, "semaphore", m.name, m.dir).end(&err)
+	defer telOf(m.s).begin(ctx, opSemRelease, "semaphore", m.name, m.dir).end(&err)
 	m.mu.Lock()
 	if m.lease != le {
 		m.mu.Unlock()

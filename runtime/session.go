@@ -50,8 +50,8 @@ type Session struct {
 	onSupervised func(SessionEvent) // WithSessionEvents
 	readOnly     bool               // WithReadOnly
 
-	telCfg telConfig  // WithMeterProvider, WithTracerProvider
-	tel    *telemetry // nil: no telemetry (telemetry.go)
+	telCfg  TelemetryConfig // WithMeterProvider, WithTracerProvider
+	metrics *sessionMetrics // nil: no meter provider (session_telemetry.go)
 
 	hooks  hooks    // what handles registered for the session's close and end (hooks.go)
 	shared sync.Map // what handles of one resource share (sessionShared)
@@ -87,7 +87,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		o(s)
 	}
 	var terr error
-	if s.tel, terr = newTelemetry(s.telCfg); terr != nil {
+	if s.metrics, terr = newSessionMetrics(s.telCfg); terr != nil {
 		s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", terr)
 	}
 	conn, _, err := zk.Connect(servers, s.timeout,
@@ -167,7 +167,7 @@ func (s *Session) onEvent(ev zk.Event) {
 		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
 			d := s.giveUpIn()
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
-			s.tel.connectionLost()
+			s.metrics.connectionLost()
 			s.expiryTimer = time.AfterFunc(d, func() {
 				s.log.Warn("zookeeper unreachable for over a third of the session timeout: session treated as expired")
 				s.gaveUp.Store(true)
@@ -214,7 +214,7 @@ func (s *Session) end(err error) bool {
 		}
 		s.mu.Unlock()
 		if errors.Is(err, ErrSessionExpired) {
-			s.tel.expired(s.gaveUp.Load())
+			s.metrics.expired(s.gaveUp.Load())
 		}
 		close(s.done)
 		s.hooks.runEnd()

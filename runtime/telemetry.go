@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -15,47 +15,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// --- Telemetry
+// --- Recipe telemetry
 //
-// Metrics and traces through the OpenTelemetry API, opt-in per session:
-// WithMeterProvider, WithTracerProvider, WithGlobalTelemetry. A session
-// given none has a nil *telemetry, every hook below is a method that
-// returns at once on a nil receiver, and nothing is recorded, timed or
-// allocated. Recipes call the hooks in one line each; the machinery is
-// here. The instruments and their attributes are listed in
+// The recipes' spans and instruments, built from the session's providers
+// (WithMeterProvider, WithTracerProvider, WithGlobalTelemetry) on first
+// use. A session given none has a nil *telemetry, every hook below is a
+// method that returns at once on a nil receiver, and nothing is recorded,
+// timed or allocated. Recipes call the hooks in one line each; the
+// machinery is here. The instruments and their attributes are listed in
 // docs/telemetry.md.
-
-// instrumentationName is the instrumentation scope of the meter and tracer.
-const instrumentationName = "github.com/zkgen/zkgen/runtime"
-
-// WithMeterProvider records the session's metrics (wait, hold and latency
-// histograms, retry, connection-loss, expiry, lost-tenure and partition
-// acquisition counters; see docs/telemetry.md) with mp. Default: none,
-// nothing recorded.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(s *Session) { s.telCfg.mp = mp }
-}
-
-// WithTracerProvider records a span per recipe operation (lock acquire,
-// queue put, campaign, ...) with tp, with the resource's name, kind and
-// znode path as attributes and its error recorded. Default: none.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(s *Session) { s.telCfg.tp = tp }
-}
-
-// WithGlobalTelemetry records metrics and spans with OpenTelemetry's global
-// providers (otel.GetMeterProvider, otel.GetTracerProvider) as they are
-// when Connect runs. Set them first (otel.SetMeterProvider,
-// otel.SetTracerProvider): the API forwards what was created before only
-// to the first providers it is given, and until then its no-op ones record
-// nothing but still cost the hooks their calls. WithMeterProvider and
-// WithTracerProvider given after it replace one of them.
-func WithGlobalTelemetry() Option {
-	return func(s *Session) {
-		s.telCfg.mp = otel.GetMeterProvider()
-		s.telCfg.tp = otel.GetTracerProvider()
-	}
-}
 
 // WithResourceName names the spec resource a handle stands for: it is the
 // zkgen.resource.name attribute of the handle's metrics and spans (without
@@ -75,19 +43,11 @@ func (o ResourceName) applyQueue(c *queueConfig) { o.applyHandle(&c.handleConfig
 
 func (o ResourceName) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }
 
-// telConfig is what the telemetry options set.
-type telConfig struct {
-	mp metric.MeterProvider
-	tp trace.TracerProvider
-}
-
 // Attribute keys.
 const (
 	attrName   = attribute.Key("zkgen.resource.name")
 	attrKind   = attribute.Key("zkgen.resource.kind")
 	attrPath   = attribute.Key("zkgen.znode.path")
-	attrClass  = attribute.Key("zkgen.error.class")
-	attrOrigin = attribute.Key("zkgen.session.expiry.origin")
 	attrMode   = attribute.Key("zkgen.lock.mode")
 	attrPhase  = attribute.Key("zkgen.barrier.phase")
 	attrStatus = attribute.Key("zkgen.outcome")
@@ -224,9 +184,6 @@ var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 type telemetry struct {
 	tracer      trace.Tracer // nil: no tracer provider
 	hists       [numHists]metric.Float64Histogram
-	retries     metric.Int64Counter
-	connLosses  metric.Int64Counter
-	expiries    metric.Int64Counter
 	tenuresLost metric.Int64Counter
 	partitions  metric.Int64Counter
 	deadLetters metric.Int64Counter
@@ -235,19 +192,15 @@ type telemetry struct {
 // newTelemetry builds the instruments of c; nil when c sets no provider.
 // The provider's errors are returned (Connect logs them); an instrument it
 // does not give is replaced by a no-op one.
-func newTelemetry(c telConfig) (*telemetry, error) {
-	if c.mp == nil && c.tp == nil {
+func newTelemetry(c TelemetryConfig) (*telemetry, error) {
+	if c.Meter == nil && c.Tracer == nil {
 		return nil, nil
 	}
 	t := &telemetry{}
-	if c.tp != nil {
-		t.tracer = c.tp.Tracer(instrumentationName)
+	if c.Tracer != nil {
+		t.tracer = c.Tracer.Tracer(instrumentationName)
 	}
-	mp := c.mp
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	m := mp.Meter(instrumentationName)
+	m := c.meter()
 	noop := metricnoop.Meter{}
 	var errs []error
 	for i, h := range histInfo {
@@ -259,20 +212,9 @@ func newTelemetry(c telConfig) (*telemetry, error) {
 		}
 		errs = append(errs, err)
 	}
-	counter := func(dst *metric.Int64Counter, name, unit, desc string) {
-		var err error
-		*dst, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		if *dst == nil {
-			*dst, _ = noop.Int64Counter(name)
-		}
-		errs = append(errs, err)
-	}
-	counter(&t.retries, "zkgen.retries", "{retry}", "Operations sent again after a recoverable error (zkgen.error.class recoverable) or a race that called for sending again (normal).")
-	counter(&t.connLosses, "zkgen.connection.losses", "{loss}", "Connections to ZooKeeper lost while the session lived on (one per outage, not per reconnect attempt).")
-	counter(&t.expiries, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock.")
-	counter(&t.tenuresLost, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
-	counter(&t.partitions, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
-	counter(&t.deadLetters, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
+	t.tenuresLost = int64Counter(m, &errs, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
+	t.partitions = int64Counter(m, &errs, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
+	t.deadLetters = int64Counter(m, &errs, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
 	return t, errors.Join(errs...)
 }
 
@@ -295,7 +237,7 @@ type span struct {
 }
 
 // begin starts the operation o on the resource (kind, name, path). Use it
-// as `defer s.tel.begin(ctx, ...).end(&err)` on a named error result, or
+// as `defer telOf(s).begin(ctx, ...).end(&err)` on a named error result, or
 // end it with acquired.
 func (t *telemetry) begin(ctx context.Context, o op, kind, name, path string) span {
 	if t == nil {
@@ -510,9 +452,9 @@ type telLocker interface {
 	telResource() (*telemetry, string)
 }
 
-func (l *Lock) telResource() (*telemetry, string) { return sessionTel(l.s), orPath(l.cfg.name, l.dir) }
+func (l *Lock) telResource() (*telemetry, string) { return telOf(l.s), orPath(l.cfg.name, l.dir) }
 
-func (m *Semaphore) telResource() (*telemetry, string) { return sessionTel(m.s), orPath(m.name, m.dir) }
+func (m *Semaphore) telResource() (*telemetry, string) { return telOf(m.s), orPath(m.name, m.dir) }
 
 // orPath is a resource's name, or its path when it has none.
 func orPath(name, path string) string {
@@ -522,11 +464,28 @@ func orPath(name, path string) string {
 	return name
 }
 
-func sessionTel(s *Session) *telemetry {
+type telKey struct{}
+
+// telHolder builds a session's recipe telemetry once.
+type telHolder struct {
+	once sync.Once
+	t    *telemetry
+}
+
+// telOf returns the session's recipe telemetry, nil when it has no
+// provider (or s is nil), building it on first use.
+func telOf(s *Session) *telemetry {
 	if s == nil {
 		return nil
 	}
-	return s.tel
+	h := sessionShared(s, telKey{}, func() *telHolder { return &telHolder{} })
+	h.once.Do(func() {
+		var err error
+		if h.t, err = newTelemetry(s.telCfg); err != nil {
+			s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", err)
+		}
+	})
+	return h.t
 }
 
 // lockAll starts the span of a LockAll of ms (in the order they are
@@ -582,33 +541,4 @@ func (t *telemetry) failover(woke time.Time, name, path string) {
 	}
 	t.hists[histFailover].Record(context.Background(), time.Since(woke).Seconds(),
 		metric.WithAttributes(resAttrs("election", name, path)...))
-}
-
-// retried counts one operation sent again after an error of class c.
-func (t *telemetry) retried(c Class) {
-	if t == nil {
-		return
-	}
-	t.retries.Add(context.Background(), 1, metric.WithAttributes(attrClass.String(c.String())))
-}
-
-// connectionLost counts a connection loss.
-func (t *telemetry) connectionLost() {
-	if t == nil {
-		return
-	}
-	t.connLosses.Add(context.Background(), 1)
-}
-
-// expired counts a session expiry; byClient: given up by the client's
-// clock rather than told by the server.
-func (t *telemetry) expired(byClient bool) {
-	if t == nil {
-		return
-	}
-	origin := "server"
-	if byClient {
-		origin = "client"
-	}
-	t.expiries.Add(context.Background(), 1, metric.WithAttributes(attrOrigin.String(origin)))
 }

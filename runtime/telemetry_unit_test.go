@@ -13,9 +13,13 @@ import (
 // With no provider a session's telemetry is nil, and every hook the
 // recipes call returns at once: no allocation, nothing recorded.
 func TestTelemetryOffAllocatesNothing(t *testing.T) {
-	tel, err := newTelemetry(telConfig{})
+	tel, err := newTelemetry(TelemetryConfig{})
 	if tel != nil || err != nil {
 		t.Fatalf("newTelemetry without providers = %v, %v; want nil, nil", tel, err)
+	}
+	sm, err := newSessionMetrics(TelemetryConfig{})
+	if sm != nil || err != nil {
+		t.Fatalf("newSessionMetrics without providers = %v, %v; want nil, nil", sm, err)
 	}
 	ctx := context.Background()
 	l := NewLock(nil, At("/a/b"), WithResourceName("orders"))
@@ -36,9 +40,9 @@ func TestTelemetryOffAllocatesNothing(t *testing.T) {
 		lsp.end(&err)
 		tel.failover(tel.now(), "e", "/a/b")
 		tel.failover(time.Now(), "e", "/a/b")
-		tel.retried(Recoverable)
-		tel.connectionLost()
-		tel.expired(true)
+		sm.retried(Recoverable)
+		sm.connectionLost()
+		sm.expired(true)
 	})
 	if allocs != 0 {
 		t.Errorf("hooks without telemetry allocate %v times per run, want 0", allocs)
@@ -70,16 +74,16 @@ func BenchmarkTelemetryLockHooks(b *testing.B) {
 		tel    bool
 	}{{"none", false, false}, {"sdk-metrics", false, true}, {"sdk-metrics+traces", true, true}} {
 		b.Run("tel="+v.name, func(b *testing.B) {
-			var cfg telConfig
+			var cfg TelemetryConfig
 			if v.tel {
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 				b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-				cfg.mp = mp
+				cfg.Meter = mp
 			}
 			if v.traces {
 				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-				cfg.tp = tp
+				cfg.Tracer = tp
 			}
 			tel, err := newTelemetry(cfg)
 			if err != nil {

@@ -206,7 +206,7 @@ func containsString(ss []string, s string) bool {
 // server removes it after its TTL. On ctx's end no node of this call is
 // left. holder must not be empty and must be unique among the holders.
 func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, err error) {
-	defer m.s.tel.begin(ctx, opLeaseAcquire, "lease", m.name, m.dir).end(&err)
+	defer telOf(m.s).begin(ctx, opLeaseAcquire, "lease", m.name, m.dir).end(&err)
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -487,7 +487,7 @@ func (l *TTLLease) Renew(ctx context.Context) (err error) {
 	if l.m == nil {
 		return errZeroValue
 	}
-	defer l.m.s.tel.begin(ctx, opLeaseRenew, "lease", l.m.name, l.m.dir).end(&err)
+	defer telOf(l.m.s).begin(ctx, opLeaseRenew, "lease", l.m.name, l.m.dir).end(&err)
 	defer l.countLoss(&err)
 	return l.renew(ctx, true)
 }
@@ -496,7 +496,7 @@ func (l *TTLLease) Renew(ctx context.Context) (err error) {
 // expired (Renew, Release): it ended by loss, not release.
 func (l *TTLLease) countLoss(err *error) {
 	if errors.Is(*err, ErrLeaseExpired) && l.lossCounted.CompareAndSwap(false, true) {
-		l.m.s.tel.tenureLost("lease", l.m.name, l.m.dir)
+		telOf(l.m.s).tenureLost("lease", l.m.name, l.m.dir)
 	}
 }
 
@@ -639,7 +639,7 @@ func (l *TTLLease) Release(ctx context.Context) (err error) {
 	if l.m == nil {
 		return errZeroValue
 	}
-	defer l.m.s.tel.begin(ctx, opLeaseRelease, "lease", l.m.name, l.m.dir).end(&err)
+	defer telOf(l.m.s).begin(ctx, opLeaseRelease, "lease", l.m.name, l.m.dir).end(&err)
 	defer l.countLoss(&err)
 	l.mu.Lock()
 	if l.released {

@@ -247,7 +247,7 @@ func (t *TwoPhaseCommit[T]) ProposeWith(ctx context.Context, payload T) error {
 }
 
 func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error) {
-	defer t.s.tel.begin(ctx, opPropose, "two_phase_commit", t.name, t.dir).end(&err)
+	defer telOf(t.s).begin(ctx, opPropose, "two_phase_commit", t.name, t.dir).end(&err)
 	if t.err != nil {
 		return t.err
 	}
@@ -353,7 +353,7 @@ func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult
 // on, if this session ends before p votes, the transaction aborts. It
 // returns ErrAlreadyJoined if p has joined or voted already.
 func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error) {
-	defer t.s.tel.begin(ctx, opJoin, "two_phase_commit", t.name, t.dir).end(&err)
+	defer telOf(t.s).begin(ctx, opJoin, "two_phase_commit", t.name, t.dir).end(&err)
 	if err := t.check(p); err != nil {
 		return err
 	}
@@ -410,7 +410,7 @@ func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
 // returns ErrAlreadyJoined. Vote blocks until the transaction is proposed,
 // or ctx ends.
 func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision) (err error) {
-	defer t.s.tel.begin(ctx, opVote, "two_phase_commit", t.name, t.dir).end(&err)
+	defer telOf(t.s).begin(ctx, opVote, "two_phase_commit", t.name, t.dir).end(&err)
 	if err := t.check(p); err != nil {
 		return err
 	}
@@ -505,7 +505,7 @@ func (t *TwoPhaseCommit[T]) waitDecision(ctx context.Context) (Decision, error) 
 // until then, or until ctx ends. Use it to take over from a coordinator
 // that crashed.
 func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err error) {
-	defer t.s.tel.begin(ctx, opCoordinate, "two_phase_commit", t.name, t.dir).end(&err)
+	defer telOf(t.s).begin(ctx, opCoordinate, "two_phase_commit", t.name, t.dir).end(&err)
 	if t.err != nil {
 		return 0, t.err
 	}
