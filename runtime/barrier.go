@@ -41,15 +41,15 @@ func (b *Barrier) Raise(ctx context.Context) (err error) {
 	}
 	parent := b.node[:strings.LastIndexByte(b.node, '/')]
 	for {
-		err := b.s.retry(ctx, func() error {
-			_, err := await(ctx, b.s, func() (string, error) { return b.s.create(b.node, nil, 0, b.acl) })
+		err := b.s.Ops().Retry(ctx, func() error {
+			_, err := await(ctx, b.s, func() (string, error) { return b.s.Ops().Create(b.node, nil, 0, b.acl) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) && parent != "" {
-			if err := b.s.ensurePath(ctx, b.acl, parent); err != nil {
+			if err := b.s.Ops().EnsurePath(ctx, b.acl, parent); err != nil {
 				return err
 			}
 			continue
@@ -65,7 +65,7 @@ func (b *Barrier) Lower(ctx context.Context) (err error) {
 	if b.err != nil {
 		return b.err
 	}
-	err = b.s.delete(ctx, b.node, -1)
+	err = b.s.Ops().Delete(ctx, b.node, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -84,7 +84,7 @@ func (b *Barrier) Wait(ctx context.Context) (err error) {
 		return b.err
 	}
 	for {
-		r, err := b.s.getW(ctx, b.node)
+		r, err := b.s.Ops().GetW(ctx, b.node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -95,7 +95,7 @@ func (b *Barrier) Wait(ctx context.Context) (err error) {
 		case <-r.watch:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-b.s.done:
+		case <-b.s.Done():
 			return b.s.Err()
 		}
 	}
@@ -193,11 +193,11 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 		return err
 	}
 	// Watch for ready before registering, so its creation cannot be missed.
-	up, _, ready, err := d.s.existsW(ctx, d.readyPath())
+	up, _, ready, err := d.s.Ops().ExistsW(ctx, d.readyPath())
 	if err != nil {
 		return err
 	}
-	node, err := d.s.createProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(0), ownerData(d.s, ""))
+	node, err := d.s.Ops().CreateProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(0), ownerData(d.s, ""))
 	if err != nil {
 		return err
 	}
@@ -207,8 +207,8 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 			return abandonNode(d.s, node, err)
 		}
 		if lowest != nil { // for Leave: see leaveFast
-			err := d.s.retry(ctx, func() error {
-				_, err := await(ctx, d.s, func() (string, error) { return d.s.create(d.readyPath(), lowest, 0, d.acl) })
+			err := d.s.Ops().Retry(ctx, func() error {
+				_, err := await(ctx, d.s, func() (string, error) { return d.s.Ops().Create(d.readyPath(), lowest, 0, d.acl) })
 				if errors.Is(err, zk.ErrNodeExists) {
 					return nil
 				}
@@ -222,7 +222,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 			case <-ready:
 			case <-ctx.Done():
 				return abandonNode(d.s, node, ctx.Err())
-			case <-d.s.done:
+			case <-d.s.Done():
 				return d.s.Err()
 			}
 		}
@@ -238,14 +238,14 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 // it is never below the participants, and only the last arrivals list n
 // names instead of every participant.
 func (d *DoubleBarrier) complete(ctx context.Context) ([]byte, error) {
-	_, st, err := d.s.get(ctx, d.dir)
+	_, st, err := d.s.Ops().Get(ctx, d.dir)
 	if err != nil {
 		return nil, err
 	}
 	if int(st.NumChildren) < d.size {
 		return nil, nil
 	}
-	kids, err := d.s.children(ctx, d.dir)
+	kids, err := d.s.Ops().Children(ctx, d.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 		return err
 	}
 	for {
-		kids, err := d.s.children(ctx, d.dir)
+		kids, err := d.s.Ops().Children(ctx, d.dir)
 		if err != nil {
 			if ctx.Err() != nil {
 				return abandonNode(d.s, node, ctx.Err())
@@ -305,7 +305,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 		}
 		me := indexOf(ps, name)
 		if me >= 0 && len(ps) == 1 {
-			if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := d.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 			return d.dropReady(ctx)
@@ -314,7 +314,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		w, err := d.s.getW(ctx, joinPath(d.dir, wait))
+		w, err := d.s.Ops().GetW(ctx, joinPath(d.dir, wait))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -328,7 +328,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 		case <-w.watch:
 		case <-ctx.Done():
 			return abandonNode(d.s, node, ctx.Err())
-		case <-d.s.done:
+		case <-d.s.Done():
 			return d.s.Err()
 		}
 	}
@@ -343,15 +343,15 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 // version) or this participant is the lowest; Leave's loop then settles
 // the rest as before, listing an almost empty directory.
 func (d *DoubleBarrier) leaveFast(ctx context.Context, node, name string) error {
-	data, _, err := d.s.get(ctx, d.readyPath())
+	data, _, err := d.s.Ops().Get(ctx, d.readyPath())
 	lowest := string(data)
 	if err != nil || lowest == "" || lowest == name || checkSegment(lowest) != "" {
 		return nil // the loop lists and decides
 	}
-	if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := d.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	w, err := d.s.getW(ctx, joinPath(d.dir, lowest))
+	w, err := d.s.Ops().GetW(ctx, joinPath(d.dir, lowest))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -363,7 +363,7 @@ func (d *DoubleBarrier) leaveFast(ctx context.Context, node, name string) error 
 		return nil
 	case <-ctx.Done():
 		return ctx.Err() // our node is deleted already
-	case <-d.s.done:
+	case <-d.s.Done():
 		return d.s.Err()
 	}
 }
@@ -377,7 +377,7 @@ func (d *DoubleBarrier) leaveTurn(ctx context.Context, node string, ps []contend
 		return ps[len(ps)-1].name, nil // lowest: wait for the highest
 	}
 	if me > 0 {
-		if err := d.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := d.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return "", err
 		}
 	}
@@ -387,7 +387,7 @@ func (d *DoubleBarrier) leaveTurn(ctx context.Context, node string, ps []contend
 // dropReady deletes the ready node once everyone has left, so the
 // directory (a container) goes away.
 func (d *DoubleBarrier) dropReady(ctx context.Context) error {
-	err := d.s.delete(ctx, d.readyPath(), -1)
+	err := d.s.Ops().Delete(ctx, d.readyPath(), -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

@@ -90,7 +90,7 @@ func (c *Config[T]) Get(ctx context.Context) (_ T, _ Version, err error) {
 	if c.err != nil {
 		return zero, NoVersion, c.err
 	}
-	data, st, err := c.s.get(ctx, c.path)
+	data, st, err := c.s.Ops().Get(ctx, c.path)
 	if isNoNode(err) {
 		return zero, NoVersion, fmt.Errorf("config %s: %w", c.path, ErrNoValue)
 	}
@@ -125,7 +125,7 @@ func (c *Config[T]) Set(ctx context.Context, v T) (_ Version, err error) {
 	}
 	for {
 		ver := NoVersion
-		_, st, err := c.s.get(ctx, c.path)
+		_, st, err := c.s.Ops().Get(ctx, c.path)
 		switch {
 		case err == nil:
 			ver = Version(st.Version)
@@ -171,7 +171,7 @@ func (c *Config[T]) CompareAndSet(ctx context.Context, v T, ver Version) (_ Vers
 }
 
 // write compare-and-sets data at version ver (NoVersion: creates the node,
-// and its parents), in retryUncertain. After a connection loss it syncs and
+// and its parents), in RetryUncertain. After a connection loss it syncs and
 // reads the node: unchanged means the write did not happen, and it is sent
 // again; for a blind write (Set), the node holding data at the version the
 // write makes means it did. Anything else is ErrOutcomeUnknown.
@@ -182,7 +182,7 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 	}
 	got := NoVersion
 	var unknown error // the write's outcome cannot be learnt
-	err := c.s.retryUncertain(ctx, uncertainWrite{op: op, path: c.path,
+	err := c.s.Ops().RetryUncertain(ctx, uncertainWrite{op: op, path: c.path,
 		attempt: func(int) (outcome, error) {
 			var o outcome
 			var err error
@@ -210,21 +210,21 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Version) (Version, outcome, error) {
 	var err error
 	if ver == NoVersion {
-		_, err = await(ctx, c.s, func() (string, error) { return c.s.create(c.path, data, 0, c.acl) })
+		_, err = await(ctx, c.s, func() (string, error) { return c.s.Ops().Create(c.path, data, 0, c.acl) })
 		switch {
 		case err == nil:
 			return 0, outcomeKnown, nil
 		case errors.Is(err, zk.ErrNodeExists):
 			return NoVersion, outcomeKnown, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
 		case isNoNode(err):
-			if err := c.s.ensurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
+			if err := c.s.Ops().EnsurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
 				return NoVersion, outcomeKnown, err
 			}
 			return NoVersion, outcomeResend, nil
 		}
 	} else {
 		var st *zk.Stat
-		st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.conn.Set(c.path, data, int32(ver)) })
+		st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.Conn().Set(c.path, data, int32(ver)) })
 		switch {
 		case err == nil:
 			return Version(st.Version), outcomeKnown, nil
@@ -240,10 +240,10 @@ func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Versio
 // version ver happened: it syncs and reads the node (see write). unknown is
 // the error when it cannot tell.
 func (c *Config[T]) settle(ctx context.Context, data []byte, ver Version, blind bool, unknown error) (Version, outcome, error) {
-	if err := c.s.sync(ctx, c.path); err != nil {
+	if err := c.s.Ops().Sync(ctx, c.path); err != nil {
 		return NoVersion, outcomeKnown, err
 	}
-	now, st, gerr := c.s.get(ctx, c.path)
+	now, st, gerr := c.s.Ops().Get(ctx, c.path)
 	switch {
 	case isNoNode(gerr) && ver == NoVersion:
 		return NoVersion, outcomeResend, nil // not created: send again
@@ -266,7 +266,7 @@ func (c *Config[T]) Delete(ctx context.Context) (err error) {
 	if c.err != nil {
 		return c.err
 	}
-	if err := c.s.delete(ctx, c.path, -1); err != nil && !isNoNode(err) {
+	if err := c.s.Ops().Delete(ctx, c.path, -1); err != nil && !isNoNode(err) {
 		return err
 	}
 	return nil
@@ -291,7 +291,7 @@ func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 		return failedStream(ctx, Versioned[T]{Version: NoVersion, Err: c.err})
 	}
 	return stream(ctx, c.s, "config "+c.path, func(ctx context.Context) (snapshot[Versioned[T]], error) {
-		r, ok, err := c.s.getOrExistsW(ctx, c.path)
+		r, ok, err := c.s.Ops().GetOrExistsW(ctx, c.path)
 		if err != nil {
 			return snapshot[Versioned[T]]{}, err
 		}
@@ -300,7 +300,7 @@ func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 		}
 		out := Versioned[T]{Version: Version(r.stat.Version), Exists: true}
 		if out.Value, err = c.codec.Decode(r.data); err != nil {
-			c.s.log.Warn("config: undecodable value", "path", c.path, "err", err)
+			c.s.Ops().Log().Warn("config: undecodable value", "path", c.path, "err", err)
 			out.Err = fmt.Errorf("config %s: %w", c.path, err)
 		}
 		return snapshot[Versioned[T]]{v: out, key: fmt.Sprint(r.stat.Mzxid), watch: r.watch}, nil

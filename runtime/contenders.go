@@ -229,7 +229,7 @@ type Holder struct {
 // listHolders lists the contenders of dir in queue order; those that no earlier
 // node blocks hold.
 func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Holder, error) {
-	kids, err := s.children(ctx, dir)
+	kids, err := s.Ops().Children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -248,7 +248,7 @@ func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Ho
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			p := joinPath(dir, c.name)
-			data, st, err := s.get(ctx, p)
+			data, st, err := s.Ops().Get(ctx, p)
 			if errors.Is(err, zk.ErrNoNode) {
 				return
 			}
@@ -292,14 +292,14 @@ func reapListed(ctx context.Context, s *Session, dir string, hs []Holder, olderT
 		if !h.Created.Before(cutoff) {
 			continue
 		}
-		err := s.delete(ctx, h.Node, -1)
+		err := s.Ops().Delete(ctx, h.Node, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return removed, fmt.Errorf("reap %s: %w", dir, err)
 		}
-		s.log.Info("reaped lock node", "path", h.Node, "owner", h.Owner.Host, "created", h.Created)
+		s.Ops().Log().Info("reaped lock node", "path", h.Node, "owner", h.Owner.Host, "created", h.Created)
 		removed = append(removed, h)
 	}
 	return removed, nil

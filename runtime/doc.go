@@ -148,7 +148,7 @@ package runtime
 //	options.go         session options, handle options (WithNodeACL), ACLs
 //	ops.go             every ZooKeeper call: reads, writes, multis, GUID-protected
 //	                   creates, the public Children/Exists/CreatePersistent, parallel
-//	retry.go           RetryPolicy; retry (idempotent calls) and retryUncertain
+//	retry.go           RetryPolicy; Ops.Retry (idempotent calls) and Ops.RetryUncertain
 //	                   (writes whose outcome a lost reply hides)
 //	tenure.go          a tenure of a node: hold, its monitor and release; tenure,
 //	                   embedded by Leadership, Membership and Lease

@@ -192,7 +192,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
 	// The first children read goes out with the create (pipeline.go).
-	node, first, err := e.s.createListed(ctx, e.acl, e.dir, e.fam.prefix(0), data, false)
+	node, first, err := e.s.Ops().CreateListed(ctx, e.acl, e.dir, e.fam.prefix(0), data, false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -206,7 +206,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 	}
 	epoch, err := e.acknowledge(ctx, h, data, pre)
 	if err == nil {
-		if err = e.s.check(); err == nil {
+		if err = e.s.Err(); err == nil {
 			select {
 			case <-h.lost:
 				err = fmt.Errorf("election %s: %w", node, ErrLeadershipLost)
@@ -226,7 +226,7 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 // without listing again. It returns the
 // acknowledgement reads made with the children read that found it first,
 // if it had to wait: they serve acknowledge's first attempt. first, if not
-// nil, is a children read taken after the node was created (createListed):
+// nil, is a children read taken after the node was created (CreateListed):
 // it serves as the first read.
 func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResult) (*ackReads, error) {
 	name := baseName(node)
@@ -242,7 +242,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 		p := e.fam.place(kids, name)
 		before, found := p.blocker, p.found
 		if !found {
-			if err := e.s.check(); err != nil {
+			if err := e.s.Err(); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("election %s: candidate node deleted while waiting: %w", node, ErrLeadershipLost)
@@ -252,7 +252,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 		}
 		// Watch only the candidate just before ours. If it is already
 		// gone, read the children again (no lost wake-up).
-		pred, err := e.s.getW(ctx, joinPath(e.dir, before))
+		pred, err := e.s.Ops().GetW(ctx, joinPath(e.dir, before))
 		if isNoNode(err) {
 			continue
 		}
@@ -274,7 +274,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 			}
 		case <-ctx.Done():
 			return nil, abandonNode(e.s, node, ctx.Err())
-		case <-e.s.done:
+		case <-e.s.Done():
 			return nil, e.s.Err()
 		}
 	}
@@ -285,7 +285,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 // and the epoch, in the same round trip (pipelined).
 func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, *ackReads, error) {
 	if !woke {
-		kids, err := e.s.children(ctx, e.dir)
+		kids, err := e.s.Ops().Children(ctx, e.dir)
 		return kids, nil, err
 	}
 	var kids []string
@@ -293,7 +293,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 	pre := &ackReads{}
 	parallel(2, 2, func(i int) {
 		if i == 0 {
-			kids, err = e.s.children(ctx, e.dir)
+			kids, err = e.s.Ops().Children(ctx, e.dir)
 		} else {
 			*pre = e.readAck(ctx)
 			pre.woke = telOf(e.s).now()
@@ -306,25 +306,25 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 // and removes its node (and acknowledgement, if written).
 func (e *Election[T]) withdraw(h *hold) {
 	h.dismiss()
-	if e.s.check() != nil {
+	if e.s.Err() != nil {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	if rerr := e.retire(cctx, h.node); rerr != nil && !isNoNode(rerr) {
-		e.s.log.Warn("could not withdraw candidate", "path", h.node, "err", rerr)
+		e.s.Ops().Log().Warn("could not withdraw candidate", "path", h.node, "err", rerr)
 	}
 }
 
 // acknowledge writes the leader acknowledgement of the candidate holding h
-// and returns its epoch, in retryUncertain: after a connection loss the
+// and returns its epoch, in RetryUncertain: after a connection loss the
 // next attempt's reads tell whether the lost multi went through. See
 // Election for the layout.
 // pre, if not nil, holds reads made after the children read that found the
 // candidate first; they serve the first attempt.
 func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, pre *ackReads) (int64, error) {
 	var epoch int64
-	err := e.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: e.ackPath(),
+	err := e.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: e.ackPath(),
 		attempt: func(int) (outcome, error) {
 			r := pre
 			if r == nil {
@@ -387,8 +387,8 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 		return 0, outcomeKnown, err
 	}
 	hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
-	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.nodeACL(e.acl), Flags: zk.FlagEphemeral})
-	res, err := e.s.multi(ctx, ops...)
+	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.Ops().NodeACL(e.acl), Flags: zk.FlagEphemeral})
+	res, err := e.s.Ops().Multi(ctx, ops...)
 	if err == nil {
 		return next, outcomeKnown, nil
 	}
@@ -408,7 +408,7 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 // still there, it is on its way out: previousGone waits for it and reports
 // false, to read again.
 func (e *Election[T]) previousGone(ctx context.Context, candidate string) (bool, error) {
-	prev, err := e.s.getW(ctx, joinPath(e.dir, candidate))
+	prev, err := e.s.Ops().GetW(ctx, joinPath(e.dir, candidate))
 	if isNoNode(err) {
 		return true, nil
 	}
@@ -420,7 +420,7 @@ func (e *Election[T]) previousGone(ctx context.Context, candidate string) (bool,
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
-	case <-e.s.done:
+	case <-e.s.Done():
 		return false, e.s.Err()
 	}
 }
@@ -438,7 +438,7 @@ func (e *Election[T]) nextEpoch(r *ackReads) (int64, any, error) {
 		next := cur + 1
 		return next, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version}, nil
 	case isNoNode(err):
-		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.nodeACL(e.acl)}, nil
+		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.Ops().NodeACL(e.acl)}, nil
 	default:
 		return 0, nil, err
 	}
@@ -457,21 +457,21 @@ func (e *Election[T]) readAck(ctx context.Context) ackReads {
 	var r ackReads
 	parallel(2, 2, func(i int) {
 		if i == 0 {
-			r.ack, r.ackStat, r.ackErr = e.s.get(ctx, e.ackPath())
+			r.ack, r.ackStat, r.ackErr = e.s.Ops().Get(ctx, e.ackPath())
 		} else {
-			r.epoch, r.epochStat, r.epochErr = e.s.get(ctx, e.epochPath())
+			r.epoch, r.epochStat, r.epochErr = e.s.Ops().Get(ctx, e.epochPath())
 		}
 	})
 	return r
 }
 
 // retire deletes candidate node and, atomically with it, its
-// acknowledgement if it has one, in retryUncertain. A node found gone after
+// acknowledgement if it has one, in RetryUncertain. A node found gone after
 // a connection loss counts as deleted (the lost attempt did it); found gone
 // otherwise it returns ErrNoNode.
 func (e *Election[T]) retire(ctx context.Context, node string) error {
 	retried := false
-	return e.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: node,
+	return e.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: node,
 		attempt: func(int) (outcome, error) {
 			o, err := e.retireOnce(ctx, node, retried)
 			if o == outcomeHidden {
@@ -485,19 +485,19 @@ func (e *Election[T]) retire(ctx context.Context, node string) error {
 // retireOnce is one attempt of retire; retried tells that an earlier one
 // lost its reply.
 func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool) (outcome, error) {
-	data, st, err := e.s.get(ctx, e.ackPath())
+	data, st, err := e.s.Ops().Get(ctx, e.ackPath())
 	if err != nil && !isNoNode(err) {
 		return outcomeKnown, err
 	}
 	hd, _, derr := decodeAck(data)
 	if err != nil || derr != nil || hd.Candidate != baseName(node) {
-		err := e.s.delete(ctx, node, -1)
+		err := e.s.Ops().Delete(ctx, node, -1)
 		if isNoNode(err) && retried {
 			return outcomeKnown, nil
 		}
 		return outcomeKnown, err
 	}
-	res, err := e.s.multi(ctx,
+	res, err := e.s.Ops().Multi(ctx,
 		&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
 		&zk.DeleteRequest{Path: node, Version: -1})
 	if err == nil {
@@ -508,7 +508,7 @@ func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool)
 	case i == 1 && isNoNode(opErr):
 		// The candidate was deleted under us (an operator, Reap) but the
 		// acknowledgement naming it is this session's: it goes too.
-		if derr := e.s.delete(ctx, e.ackPath(), st.Version); derr != nil && !isNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
+		if derr := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); derr != nil && !isNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
 			return outcomeKnown, derr
 		}
 		if retried {
@@ -562,7 +562,7 @@ func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 	}
 	e := l.e
 	defer e.busy.free()
-	if l.h.wasLost.Load() && e.s.check() == nil {
+	if l.h.wasLost.Load() && e.s.Err() == nil {
 		e.dropAck(ctx, l.h.node)
 	}
 	return releaseHoldAs(ctx, e.s, l.h, "election", func(ctx context.Context) error { return e.retire(ctx, l.h.node) })
@@ -575,20 +575,20 @@ func (l *Leadership[T]) Resign(ctx context.Context) (err error) {
 // connection loss, a short deadline), it carries on in the background,
 // bounded, while the session lives — as a release does.
 func (e *Election[T]) dropAck(ctx context.Context, node string) {
-	if e.dropAckOnce(ctx, node) == nil || e.s.check() != nil {
+	if e.dropAckOnce(ctx, node) == nil || e.s.Err() != nil {
 		return
 	}
 	go func() {
 		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := e.dropAckOnce(cctx, node); err != nil && e.s.check() == nil {
-			e.s.log.Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
+		if err := e.dropAckOnce(cctx, node); err != nil && e.s.Err() == nil {
+			e.s.Ops().Log().Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
 		}
 	}()
 }
 
 func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
-	data, st, err := e.s.get(ctx, e.ackPath())
+	data, st, err := e.s.Ops().Get(ctx, e.ackPath())
 	switch {
 	case isNoNode(err):
 		return nil
@@ -598,7 +598,7 @@ func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
 	if hd, _, derr := decodeAck(data); derr != nil || hd.Candidate != baseName(node) || st.EphemeralOwner != e.s.ID() {
 		return nil // another's, or nobody's to take away
 	}
-	if err := e.s.delete(ctx, e.ackPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+	if err := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
 		return err
 	}
 	return nil
@@ -611,7 +611,7 @@ func (e *Election[T]) State(ctx context.Context) (LeaderState[T], error) {
 	if e.err != nil {
 		return LeaderState[T]{}, e.err
 	}
-	data, _, err := e.s.get(ctx, e.ackPath())
+	data, _, err := e.s.Ops().Get(ctx, e.ackPath())
 	if isNoNode(err) {
 		return LeaderState[T]{}, nil
 	}
@@ -626,7 +626,7 @@ func (e *Election[T]) state(ctx context.Context, data []byte) (LeaderState[T], e
 	if err != nil {
 		return LeaderState[T]{}, fmt.Errorf("election %s: %w", e.ackPath(), err)
 	}
-	if _, _, err := e.s.get(ctx, joinPath(e.dir, hd.Candidate)); isNoNode(err) {
+	if _, _, err := e.s.Ops().Get(ctx, joinPath(e.dir, hd.Candidate)); isNoNode(err) {
 		return LeaderState[T]{}, nil
 	} else if err != nil {
 		return LeaderState[T]{}, err
@@ -665,7 +665,7 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 		return failedStream(ctx, LeaderState[T]{Err: e.err})
 	}
 	return stream(ctx, e.s, "election "+e.dir, func(ctx context.Context) (snapshot[LeaderState[T]], error) {
-		r, ok, err := e.s.getOrExistsW(ctx, e.ackPath())
+		r, ok, err := e.s.Ops().GetOrExistsW(ctx, e.ackPath())
 		if err != nil {
 			return snapshot[LeaderState[T]]{}, err
 		}
@@ -678,7 +678,7 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 			return snapshot[LeaderState[T]]{}, err
 		}
 		if err != nil {
-			e.s.log.Warn("election: undecodable leader acknowledgement", "path", e.ackPath(), "err", err)
+			e.s.Ops().Log().Warn("election: undecodable leader acknowledgement", "path", e.ackPath(), "err", err)
 			st.Err = err
 		}
 		snap.v = st
@@ -707,7 +707,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	kids, err := e.s.children(ctx, e.dir)
+	kids, err := e.s.Ops().Children(ctx, e.dir)
 	if isNoNode(err) {
 		return nil, nil
 	}
@@ -717,7 +717,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 	var out []Candidate[T]
 	for _, c := range e.fam.sortContenders(kids) {
 		p := joinPath(e.dir, c.name)
-		data, st, err := e.s.get(ctx, p)
+		data, st, err := e.s.Ops().Get(ctx, p)
 		if isNoNode(err) {
 			continue
 		}
@@ -760,8 +760,8 @@ func (e *Election[T]) Run(ctx context.Context, payload T, fn func(ctx context.Co
 		rerr := l.Resign(rctx)
 		rcancel()
 		switch {
-		case e.s.check() != nil:
-			return e.s.check()
+		case e.s.Err() != nil:
+			return e.s.Err()
 		case ctx.Err() != nil:
 			return nil
 		case ferr != nil && !lost:

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// PipeStats returns how many pipelined listings (createListed) of s were
+// PipeStats returns how many pipelined listings (CreateListed) of s were
 // used and how many were dropped for a read of their own.
 func PipeStats(s *Session) (hits, fallbacks int64) {
 	return s.pipe.hits.Load(), s.pipe.fallbacks.Load()

@@ -110,7 +110,7 @@ func (g *Group[T]) Join(ctx context.Context, member T) (_ *Membership[T], err er
 }
 
 func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership[T], error) {
-	node, err := g.s.createProtected(ctx, g.acl, g.dir, g.fam.prefix(0), data)
+	node, err := g.s.Ops().CreateProtected(ctx, g.acl, g.dir, g.fam.prefix(0), data)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (g *Group[T]) Members(ctx context.Context) ([]T, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	kids, err := g.s.children(ctx, g.dir)
+	kids, err := g.s.Ops().Children(ctx, g.dir)
 	if isNoNode(err) {
 		return nil, nil
 	}
@@ -191,7 +191,7 @@ func (g *Group[T]) readMembers(ctx context.Context, kids []string, strict bool) 
 			continue // kazoo's Party counts only its own names
 		}
 		p := joinPath(g.dir, name)
-		data, st, err := g.s.get(ctx, p)
+		data, st, err := g.s.Ops().Get(ctx, p)
 		if isNoNode(err) {
 			continue // left meanwhile
 		}
@@ -203,7 +203,7 @@ func (g *Group[T]) readMembers(ctx context.Context, kids []string, strict bool) 
 			return nil, nil, nil, fmt.Errorf("group %s: member %s: %w", g.dir, name, err)
 		}
 		if err != nil {
-			g.s.log.Warn("group: undecodable member", "path", p, "err", err)
+			g.s.Ops().Log().Warn("group: undecodable member", "path", p, "err", err)
 			if ours {
 				bad = append(bad, fmt.Errorf("group member %s: %w", p, err))
 				badNames = append(badNames, "!"+name)
@@ -263,14 +263,14 @@ func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot
 	var r getResult
 	for {
 		var err error
-		r, err = g.s.childrenW(ctx, g.dir)
+		r, err = g.s.Ops().ChildrenW(ctx, g.dir)
 		if err == nil {
 			break
 		}
 		if !isNoNode(err) {
 			return snapshot[MemberList[T]]{}, err
 		}
-		ok, _, w, err := g.s.existsW(ctx, g.dir)
+		ok, _, w, err := g.s.Ops().ExistsW(ctx, g.dir)
 		if err != nil {
 			return snapshot[MemberList[T]]{}, err
 		}

@@ -96,7 +96,7 @@ func (c *liveConn) firstReply(p []byte, err error) error {
 	host := c.s.hosts.serverName(c.addr)
 	if c.s.tlsConf != nil {
 		if err != nil && tlsRefusal(err) {
-			return c.s.tlsFailed(c.addr, host, err)
+			return tlsFailed(c.s, c.addr, host, err)
 		}
 		return nil
 	}
@@ -104,16 +104,16 @@ func (c *liveConn) firstReply(p []byte, err error) error {
 	k := copy(got[:], c.first[:c.firstN])
 	copy(got[k:], p)
 	if c.firstN+len(p) >= len(got) && got == tlsAlertPrefix {
-		return c.s.tlsFailed(c.addr, host, errors.New("the server answered with a TLS alert: its port speaks TLS (see WithTLS)"))
+		return tlsFailed(c.s, c.addr, host, errors.New("the server answered with a TLS alert: its port speaks TLS (see WithTLS)"))
 	}
-	if c.firstN+len(p) == 0 && err != nil && !c.s.isEstablished() && c.s.speaksTLS(c.addr) {
-		return c.s.tlsFailed(c.addr, host, fmt.Errorf("the server closed the connection without a reply (%w), and its port answers a TLS handshake: it speaks TLS (see WithTLS)", err))
+	if c.firstN+len(p) == 0 && err != nil && !isEstablished(c.s) && speaksTLS(c.s, c.addr) {
+		return tlsFailed(c.s, c.addr, host, fmt.Errorf("the server closed the connection without a reply (%w), and its port answers a TLS handshake: it speaks TLS (see WithTLS)", err))
 	}
 	return nil
 }
 
-// sessionTimeout returns the timeout the server granted, or the one asked.
-func (s *Session) sessionTimeout() time.Duration {
+// Timeout returns the timeout the server granted, or the one asked.
+func (s *Ops) Timeout() time.Duration {
 	if d := time.Duration(s.negotiated.Load()); d > 0 {
 		return d
 	}
@@ -122,12 +122,12 @@ func (s *Session) sessionTimeout() time.Duration {
 
 // giveUpIn returns how long a session that just lost its connection may keep
 // reconnecting before it must be treated as expired.
-func (s *Session) giveUpIn() time.Duration {
+func giveUpIn(s *Session) time.Duration {
 	last := s.lastRecv.Load()
 	if last == 0 {
 		last = time.Now().UnixNano()
 	}
-	deadline := time.Unix(0, last).Add(time.Duration(float64(s.sessionTimeout()) * lostFraction))
+	deadline := time.Unix(0, last).Add(time.Duration(float64(s.Ops().Timeout()) * lostFraction))
 	return max(time.Until(deadline), 0)
 }
 
@@ -187,7 +187,7 @@ func (c *replyClock) connected() {
 	c.connectSent = 0
 	c.mu.Unlock()
 	if at != 0 {
-		c.s.noteAnswered(at)
+		noteAnswered(c.s, at)
 	}
 }
 
@@ -207,13 +207,13 @@ func (c *replyClock) replied(xid int32) {
 	}
 	c.mu.Unlock()
 	if at != 0 {
-		c.s.noteAnswered(at)
+		noteAnswered(c.s, at)
 	}
 }
 
 // noteAnswered records that the server answered a request sent at at
 // (monoNow).
-func (s *Session) noteAnswered(at int64) {
+func noteAnswered(s *Session, at int64) {
 	for {
 		cur := s.answeredAt.Load()
 		if at <= cur || s.answeredAt.CompareAndSwap(cur, at) {
@@ -236,8 +236,8 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 // once, see lostFraction), or, while disconnected, the give-up moment
 // passed. A healthy session is answered a ping every third of the timeout,
 // so it never reads as ended.
-func (s *Session) clockEnded() bool {
-	if s.check() != nil {
+func clockEnded(s *Session) bool {
+	if s.Err() != nil {
 		return true
 	}
 	at := s.answeredAt.Load()
@@ -245,7 +245,7 @@ func (s *Session) clockEnded() bool {
 		return false
 	}
 	age := time.Duration(monoNow() - at)
-	timeout := s.sessionTimeout()
+	timeout := s.Ops().Timeout()
 	if age >= timeout*2/3 {
 		return true
 	}
@@ -258,18 +258,18 @@ func (s *Session) clockEnded() bool {
 	return disconnected
 }
 
-// checkClock ends the session, as its expiry timer would, when clockEnded
+// CheckClock ends the session, as its expiry timer would, when clockEnded
 // says it is over by its clock; it reports whether the session has ended.
-func (s *Session) checkClock() bool {
-	if !s.clockEnded() {
+func (s *Ops) CheckClock() bool {
+	if !clockEnded(s.session()) {
 		return false
 	}
-	if s.check() == nil {
+	if s.session().Err() == nil {
 		age := time.Duration(monoNow() - s.answeredAt.Load())
 		s.log.Warn("nothing answered from zookeeper for too long (was the process paused?): session treated as expired",
-			"since_last_answer", age, "session_timeout", s.sessionTimeout())
+			"since_last_answer", age, "session_timeout", s.Timeout())
 		s.gaveUp.Store(true)
-		s.expire()
+		s.session().expire()
 	}
 	return true
 }

@@ -239,7 +239,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	prefix := l.fam.prefix(l.kind)
 	l.setPending(prefix) // RequestRevoke never targets it, even before it holds
 	defer l.setPending("")
-	node, first, err := l.s.createListed(ctx, l.cfg.acl, l.dir, prefix, ownerData(l.s, purpose), false)
+	node, first, err := l.s.Ops().CreateListed(ctx, l.cfg.acl, l.dir, prefix, ownerData(l.s, purpose), false)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		var r getResult
 		if first != nil {
 			r, first = *first, nil
-		} else if r, err = l.s.childrenStat(ctx, l.dir); err != nil {
+		} else if r, err = l.s.Ops().ChildrenStat(ctx, l.dir); err != nil {
 			return nil, abandonNode(l.s, node, err)
 		}
 		p := l.fam.place(r.kids, name)
@@ -272,8 +272,8 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		// gone, it left between our children read and now: read again
 		// rather than wait for an event that will never come (the lost
 		// wake-up).
-		dials := l.s.dials.Load() // the wake-up and the reads on one connection, if still this
-		w, err := l.s.getW(ctx, joinPath(l.dir, p.blocker))
+		dials := l.s.Ops().Dials() // the wake-up and the reads on one connection, if still this
+		w, err := l.s.Ops().GetW(ctx, joinPath(l.dir, p.blocker))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -299,7 +299,7 @@ func (l *Lock) wake(ctx context.Context, node string, w getResult) (zk.Event, er
 		return ev, nil
 	case <-ctx.Done():
 		return zk.Event{}, abandonNode(l.s, node, ctx.Err())
-	case <-l.s.done:
+	case <-l.s.Done():
 		return zk.Event{}, l.s.Err()
 	}
 }
@@ -390,9 +390,9 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		_, _, ownErr = l.s.get(ctx, node)
+		_, _, ownErr = l.s.Ops().Get(ctx, node)
 	}()
-	data, st, err := l.s.get(ctx, l.dir)
+	data, st, err := l.s.Ops().Get(ctx, l.dir)
 	<-read
 	switch {
 	case isNoNode(ownErr):
@@ -404,7 +404,7 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 	}
 	var rec specRecord
 	noted := json.Unmarshal(data, &rec) == nil && rec.Released == pred
-	if !noted && (!first || l.s.dials.Load() != dials) {
+	if !noted && (!first || l.s.Ops().Dials() != dials) {
 		return nil, nil
 	}
 	h, err := startHold(ctx, l.s, node, st.Pzxid, l.cfg.revocable)
@@ -429,7 +429,7 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 		return releaseHold(ctx, l.s, h)
 	}
 	return releaseHoldAs(ctx, l.s, h, "", func(ctx context.Context) error {
-		return l.s.deleteNoted(ctx, h.node, l.dir, note)
+		return l.s.Ops().DeleteNoted(ctx, h.node, l.dir, note)
 	})
 }
 
@@ -600,7 +600,7 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 	forced := false
 	for _, node := range targets {
 		for !forced {
-			r, err := l.s.getW(ctx, node)
+			r, err := l.s.Ops().GetW(ctx, node)
 			if errors.Is(err, zk.ErrNoNode) {
 				break // released
 			}
@@ -614,15 +614,15 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 				forced = true
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-l.s.done:
+			case <-l.s.Done():
 				return l.s.Err()
 			}
 		}
 		if forced {
-			if err := l.s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := l.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
-			l.s.log.Warn("revocation forced: deleted holder's lock node", "path", node, "after", l.cfg.forceAfter)
+			l.s.Ops().Log().Warn("revocation forced: deleted holder's lock node", "path", node, "after", l.cfg.forceAfter)
 		}
 	}
 	return nil
@@ -632,7 +632,7 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 // owner metadata (compare-and-set on the node's version).
 func markRevoke(ctx context.Context, s *Session, node string) error {
 	for {
-		data, st, err := s.get(ctx, node)
+		data, st, err := s.Ops().Get(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil // released meanwhile
 		}
@@ -650,8 +650,8 @@ func markRevoke(ctx context.Context, s *Session, node string) error {
 			o.RevokeRequestedAt = time.Now().UTC().Truncate(time.Millisecond)
 			data, _ = json.Marshal(o)
 		}
-		err = s.retry(ctx, func() error {
-			_, err := await(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(node, data, st.Version) })
+		err = s.Ops().Retry(ctx, func() error {
+			_, err := await(ctx, s, func() (*zk.Stat, error) { return s.Conn().Set(node, data, st.Version) })
 			return err
 		})
 		switch {

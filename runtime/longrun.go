@@ -80,7 +80,7 @@ func stay(ctx context.Context, s *Session, what string, join func(context.Contex
 		case <-ctx.Done():
 		case <-m.ended():
 		}
-		if err := s.check(); err != nil {
+		if err := s.Err(); err != nil {
 			<-m.ended()
 			return err // the session's end comes first, even when ctx ended too
 		}
@@ -91,10 +91,10 @@ func stay(ctx context.Context, s *Session, what string, join func(context.Contex
 			return ignoreLost(err, ErrMembershipLost)
 		}
 		_ = m.leave(ctx) // only frees the handle: the membership is lost already
-		if err := s.check(); err != nil {
+		if err := s.Err(); err != nil {
 			return err
 		}
-		s.log.Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
+		s.Ops().Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
 		if err := sleepCtx(ctx, rejoinPause()); err != nil {
 			return nil
 		}

@@ -24,7 +24,7 @@ type result[T any] struct {
 // await runs fn and waits for it, ctx or the session's end.
 func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
 	var zero T
-	if err := s.check(); err != nil {
+	if err := s.Err(); err != nil {
 		return zero, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -36,8 +36,8 @@ func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, err
 		// session ends. Calling inline saves two goroutine hand-offs per
 		// request.
 		v, err := fn()
-		if err != nil && s.check() != nil && errors.Is(err, zk.ErrConnectionClosed) {
-			return zero, s.check()
+		if err != nil && s.Err() != nil && errors.Is(err, zk.ErrConnectionClosed) {
+			return zero, s.Err()
 		}
 		return v, err
 	}
@@ -48,9 +48,9 @@ func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, err
 	}()
 	select {
 	case r := <-ch:
-		if r.err != nil && s.check() != nil && errors.Is(r.err, zk.ErrConnectionClosed) {
+		if r.err != nil && s.Err() != nil && errors.Is(r.err, zk.ErrConnectionClosed) {
 			// The session ended under the request: report why.
-			return zero, s.check()
+			return zero, s.Err()
 		}
 		return r.v, r.err
 	case <-ctx.Done():
@@ -62,24 +62,24 @@ func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, err
 
 type getResult struct {
 	data  []byte
-	kids  []string // childrenW only
+	kids  []string // ChildrenW only
 	stat  *zk.Stat
 	watch <-chan zk.Event
 }
 
-// children lists path's children, retrying recoverable errors.
-func (s *Session) children(ctx context.Context, path string) ([]string, error) {
-	r, err := s.childrenStat(ctx, path)
+// Children lists path's children, retrying recoverable errors.
+func (s *Ops) Children(ctx context.Context, path string) ([]string, error) {
+	r, err := s.ChildrenStat(ctx, path)
 	return r.kids, err
 }
 
-// childrenStat lists path's children and returns path's stat with them,
+// ChildrenStat lists path's children and returns path's stat with them,
 // retrying recoverable errors.
-func (s *Session) childrenStat(ctx context.Context, path string) (getResult, error) {
+func (s *Ops) ChildrenStat(ctx context.Context, path string) (getResult, error) {
 	var r getResult
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s, func() (getResult, error) {
+		r, err = await(ctx, s.session(), func() (getResult, error) {
 			kids, st, err := s.conn.Children(path)
 			return getResult{kids: kids, stat: st}, err
 		})
@@ -88,12 +88,12 @@ func (s *Session) childrenStat(ctx context.Context, path string) (getResult, err
 	return r, opError("children", path, err)
 }
 
-// get reads path's data and stat, retrying recoverable errors.
-func (s *Session) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+// Get reads path's data and stat, retrying recoverable errors.
+func (s *Ops) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	var r getResult
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s, func() (getResult, error) {
+		r, err = await(ctx, s.session(), func() (getResult, error) {
 			d, st, err := s.conn.Get(path)
 			return getResult{data: d, stat: st}, err
 		})
@@ -102,14 +102,14 @@ func (s *Session) get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 	return r.data, r.stat, opError("get", path, err)
 }
 
-// getW reads path and leaves a data watch on it. A data watch, unlike an
+// GetW reads path and leaves a data watch on it. A data watch, unlike an
 // exists watch, is not registered when the node is missing (ErrNoNode), so it
 // cannot leak.
-func (s *Session) getW(ctx context.Context, path string) (getResult, error) {
+func (s *Ops) GetW(ctx context.Context, path string) (getResult, error) {
 	var r getResult
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s, func() (getResult, error) {
+		r, err = await(ctx, s.session(), func() (getResult, error) {
 			d, st, w, err := s.conn.GetW(path)
 			return getResult{data: d, stat: st, watch: w}, err
 		})
@@ -118,14 +118,14 @@ func (s *Session) getW(ctx context.Context, path string) (getResult, error) {
 	return r, opError("get", path, err)
 }
 
-// childrenW lists path's children and leaves a child watch on it, which
+// ChildrenW lists path's children and leaves a child watch on it, which
 // fires when a child changes or path itself is deleted. Like a data watch it
 // is not registered when path is missing.
-func (s *Session) childrenW(ctx context.Context, path string) (getResult, error) {
+func (s *Ops) ChildrenW(ctx context.Context, path string) (getResult, error) {
 	var r getResult
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s, func() (getResult, error) {
+		r, err = await(ctx, s.session(), func() (getResult, error) {
 			kids, st, w, err := s.conn.ChildrenW(path)
 			return getResult{kids: kids, stat: st, watch: w}, err
 		})
@@ -134,20 +134,20 @@ func (s *Session) childrenW(ctx context.Context, path string) (getResult, error)
 	return r, opError("children", path, err)
 }
 
-// existsW reports whether path exists and leaves an exists watch on it,
+// ExistsW reports whether path exists and leaves an exists watch on it,
 // which fires when it is created, changed or deleted. Unlike a data watch,
 // an exists watch on a missing node stays registered on the server until it
 // fires or the session ends: use it only to wait for a creation.
-func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+func (s *Ops) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	type r struct {
 		ok bool
 		st *zk.Stat
 		w  <-chan zk.Event
 	}
 	var got r
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		var err error
-		got, err = await(ctx, s, func() (r, error) {
+		got, err = await(ctx, s.session(), func() (r, error) {
 			ok, st, w, err := s.conn.ExistsW(path)
 			return r{ok, st, w}, err
 		})
@@ -156,19 +156,19 @@ func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-c
 	return got.ok, got.st, got.w, opError("exists", path, err)
 }
 
-// getOrExistsW reads path with a data watch or, when it is missing, leaves
+// GetOrExistsW reads path with a data watch or, when it is missing, leaves
 // an exists watch that fires on its creation. Either way the returned watch
 // fires on the next change of path. exists is false when path is missing.
-func (s *Session) getOrExistsW(ctx context.Context, path string) (r getResult, exists bool, err error) {
+func (s *Ops) GetOrExistsW(ctx context.Context, path string) (r getResult, exists bool, err error) {
 	for {
-		r, err = s.getW(ctx, path)
+		r, err = s.GetW(ctx, path)
 		if err == nil {
 			return r, true, nil
 		}
 		if !isNoNode(err) {
 			return r, false, err
 		}
-		ok, _, w, err := s.existsW(ctx, path)
+		ok, _, w, err := s.ExistsW(ctx, path)
 		if err != nil {
 			return getResult{}, false, err
 		}
@@ -181,9 +181,9 @@ func (s *Session) getOrExistsW(ctx context.Context, path string) (r getResult, e
 	}
 }
 
-// nodeACL returns the ACL for nodes created with handle ACL acl: acl
+// NodeACL returns the ACL for nodes created with handle ACL acl: acl
 // itself, or the session's default when empty.
-func (s *Session) nodeACL(acl []zk.ACL) []zk.ACL {
+func (s *Ops) NodeACL(acl []zk.ACL) []zk.ACL {
 	if len(acl) == 0 {
 		return s.acl
 	}
@@ -197,9 +197,9 @@ func (s *Session) nodeACL(acl []zk.ACL) []zk.ACL {
 // it is reported as ErrNoAuth.
 var errNoCredentials = fmt.Errorf("%w: the ACL grants the authenticated creator and this session has no credentials (see WithAuth)", zk.ErrNoAuth)
 
-// creatable reports errNoCredentials if ZooKeeper would refuse a node with
+// Creatable reports errNoCredentials if ZooKeeper would refuse a node with
 // acl because the session has no credentials.
-func (s *Session) creatable(acl []zk.ACL) error {
+func (s *Ops) Creatable(acl []zk.ACL) error {
 	if len(s.auth) > 0 {
 		return nil
 	}
@@ -211,10 +211,10 @@ func (s *Session) creatable(acl []zk.ACL) error {
 	return nil
 }
 
-// create creates one node with the handle ACL acl (see nodeACL).
-func (s *Session) create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	acl = s.nodeACL(acl)
-	if err := s.creatable(acl); err != nil {
+// Create creates one node with the handle ACL acl (see NodeACL).
+func (s *Ops) Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	acl = s.NodeACL(acl)
+	if err := s.Creatable(acl); err != nil {
 		return "", err
 	}
 	if s.readOnly {
@@ -223,15 +223,15 @@ func (s *Session) create(path string, data []byte, flags int32, acl []zk.ACL) (s
 	return s.conn.Create(path, data, flags, acl)
 }
 
-// connMulti sends ops as one multi, unless one of its creates could not
+// ConnMulti sends ops as one multi, unless one of its creates could not
 // succeed for want of credentials.
-func (s *Session) connMulti(ops ...any) ([]zk.MultiResponse, error) {
+func (s *Ops) ConnMulti(ops ...any) ([]zk.MultiResponse, error) {
 	if s.readOnly {
 		return nil, ErrReadOnly
 	}
 	for _, op := range ops {
 		if c, ok := op.(*zk.CreateRequest); ok {
-			if err := s.creatable(c.Acl); err != nil {
+			if err := s.Creatable(c.Acl); err != nil {
 				return nil, err
 			}
 		}
@@ -239,20 +239,20 @@ func (s *Session) connMulti(ops ...any) ([]zk.MultiResponse, error) {
 	return s.conn.Multi(ops...)
 }
 
-// multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
+// Multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
 // session's end. A multi is not idempotent, so it is not retried here.
-func (s *Session) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
+func (s *Ops) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
 }
 
-// multiRetried sends ops as one multi, retrying recoverable errors.
+// MultiRetried sends ops as one multi, retrying recoverable errors.
 // retried reports whether an attempt's reply was lost: a later attempt's
 // failure (a node it creates found existing, one it checks found gone)
 // may then be that attempt's doing, which the caller settles.
-func (s *Session) multiRetried(ctx context.Context, ops ...any) (res []zk.MultiResponse, retried bool, err error) {
-	err = s.retry(ctx, func() error {
+func (s *Ops) MultiRetried(ctx context.Context, ops ...any) (res []zk.MultiResponse, retried bool, err error) {
+	err = s.Retry(ctx, func() error {
 		var err error
-		res, err = await(ctx, s, func() ([]zk.MultiResponse, error) { return s.connMulti(ops...) })
+		res, err = await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
 		if IsRecoverable(err) {
 			retried = true
 		}
@@ -274,17 +274,17 @@ func failedOp(res []zk.MultiResponse) (int, error) {
 	return -1, nil
 }
 
-// deleteNoted deletes node and writes note as dir's data in one multi (a
+// DeleteNoted deletes node and writes note as dir's data in one multi (a
 // lock's release with its hand-off note, lock.go), retrying recoverable
 // errors: ErrNoNode for node on a retry counts as success (the lost attempt
 // did it). A multi refused for another reason (dir not writable under its
 // ACL) falls back to deleting node alone.
-func (s *Session) deleteNoted(ctx context.Context, node, dir string, note []byte) error {
+func (s *Ops) DeleteNoted(ctx context.Context, node, dir string, note []byte) error {
 	retried := false
 	var refused error
-	err := s.retry(ctx, func() error {
-		res, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.connMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.SetDataRequest{Path: dir, Data: note, Version: -1})
+	err := s.Retry(ctx, func() error {
+		res, err := await(ctx, s.session(), func() ([]zk.MultiResponse, error) {
+			return s.ConnMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.SetDataRequest{Path: dir, Data: note, Version: -1})
 		})
 		switch i, _ := failedOp(res); {
 		case err == nil:
@@ -305,18 +305,18 @@ func (s *Session) deleteNoted(ctx context.Context, node, dir string, note []byte
 	})
 	if err == nil && refused != nil {
 		s.log.Debug("lock released without its hand-off note", "path", node, "err", refused)
-		return s.delete(ctx, node, -1)
+		return s.Delete(ctx, node, -1)
 	}
 	return opError("delete", node, err)
 }
 
-// delete removes path at version (-1 for any), retrying recoverable errors.
+// Delete removes path at version (-1 for any), retrying recoverable errors.
 // ErrNoNode on a retry counts as success: the lost attempt did the work.
-func (s *Session) delete(ctx context.Context, path string, version int32) error {
-	return s.deleteRetried(ctx, path, version, false)
+func (s *Ops) Delete(ctx context.Context, path string, version int32) error {
+	return s.DeleteRetried(ctx, path, version, false)
 }
 
-// deleteOwned removes path, an ephemeral node of this session whose name
+// DeleteOwned removes path, an ephemeral node of this session whose name
 // another session may create again once it is gone (a queue claim). A plain
 // retried delete could remove that other session's node: the lost attempt
 // deleted ours, another session created the name again, and the retry
@@ -325,22 +325,22 @@ func (s *Session) delete(ctx context.Context, path string, version int32) error 
 // it; a node that is gone, or owned by another session, was deleted by the
 // lost attempt. It returns ErrNoNode only when the node was missing at the
 // first attempt.
-func (s *Session) deleteOwned(ctx context.Context, path string) error {
-	return s.deleteRetried(ctx, path, -1, true)
+func (s *Ops) DeleteOwned(ctx context.Context, path string) error {
+	return s.DeleteRetried(ctx, path, -1, true)
 }
 
-func (s *Session) deleteRetried(ctx context.Context, path string, version int32, owned bool) error {
+func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, owned bool) error {
 	retried := false
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		if retried && owned {
 			// The read that decides must see the lost attempt's delete: a
 			// reconnect may have landed on a follower that has not applied
 			// it, and still shows our node where another session's now is.
 			// A sync first makes that server catch up.
-			if _, err := await(ctx, s, func() (string, error) { return s.conn.Sync(path) }); err != nil && !isNoNode(err) {
+			if _, err := await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) }); err != nil && !isNoNode(err) {
 				return err
 			}
-			r, err := await(ctx, s, func() (getResult, error) {
+			r, err := await(ctx, s.session(), func() (getResult, error) {
 				ok, st, err := s.conn.Exists(path)
 				if !ok {
 					st = nil
@@ -350,14 +350,14 @@ func (s *Session) deleteRetried(ctx context.Context, path string, version int32,
 			switch {
 			case err != nil:
 				return err
-			case r.stat == nil || r.stat.EphemeralOwner != s.ID():
+			case r.stat == nil || r.stat.EphemeralOwner != s.session().ID():
 				return nil
 			}
 		}
 		if s.readOnly {
 			return ErrReadOnly
 		}
-		_, err := await(ctx, s, func() (struct{}, error) {
+		_, err := await(ctx, s.session(), func() (struct{}, error) {
 			return struct{}{}, s.conn.Delete(path, version)
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
@@ -371,13 +371,13 @@ func (s *Session) deleteRetried(ctx context.Context, path string, version int32,
 	return opError("delete", path, err)
 }
 
-// sync makes the server this session talks to catch up with the leader, so
+// Sync makes the server this session talks to catch up with the leader, so
 // that the reads that follow see every write the session made before,
 // through any server and on any connection (a write whose reply was lost
 // included). A missing path is fine. Recoverable errors are retried.
-func (s *Session) sync(ctx context.Context, path string) error {
-	err := s.retry(ctx, func() error {
-		_, err := await(ctx, s, func() (string, error) { return s.conn.Sync(path) })
+func (s *Ops) Sync(ctx context.Context, path string) error {
+	err := s.Retry(ctx, func() error {
+		_, err := await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -386,20 +386,20 @@ func (s *Session) sync(ctx context.Context, path string) error {
 	return opError("sync", path, err)
 }
 
-// ensurePath creates path and its missing ancestors as container nodes, which
+// EnsurePath creates path and its missing ancestors as container nodes, which
 // the server removes once they are empty again, so recipes leave no
 // persistent litter behind. Missing nodes are created with acl (the
 // session's default when empty); existing nodes are left as they are.
-func (s *Session) ensurePath(ctx context.Context, acl []zk.ACL, path string) error {
-	acl = s.nodeACL(acl)
-	if err := s.creatable(acl); err != nil {
+func (s *Ops) EnsurePath(ctx context.Context, acl []zk.ACL, path string) error {
+	acl = s.NodeACL(acl)
+	if err := s.Creatable(acl); err != nil {
 		return opError("create", path, err)
 	}
-	_, err := s.ensureContainer(ctx, acl, path, nil)
+	_, err := s.EnsureContainer(ctx, acl, path, nil)
 	return err
 }
 
-// ensureContainer creates p as a container with data unless it exists. It
+// EnsureContainer creates p as a container with data unless it exists. It
 // tries p first, and only when that create reports a missing parent
 // (ErrNoNode) creates the ancestors, top-down, and tries again: when the
 // parent exists, as it does for every participant after the first, that is
@@ -407,16 +407,16 @@ func (s *Session) ensurePath(ctx context.Context, acl []zk.ACL, path string) err
 // more than creating top-down from the start. A parent reaped (an empty
 // container) between the creates is created again, a bounded number of
 // times. It reports whether p was created here.
-func (s *Session) ensureContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
+func (s *Ops) EnsureContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		created, err := s.createContainer(ctx, acl, p, data)
+		created, err := s.CreateContainer(ctx, acl, p, data)
 		parent := p[:strings.LastIndexByte(p, '/')]
 		if errors.Is(err, zk.ErrNoNode) && parent != "" && attempt < ensureAttempts {
 			for i := 1; i <= len(parent); i++ {
 				if i < len(parent) && parent[i] != '/' {
 					continue
 				}
-				if _, err := s.createContainer(ctx, acl, parent[:i], nil); err != nil {
+				if _, err := s.CreateContainer(ctx, acl, parent[:i], nil); err != nil {
 					return false, err
 				}
 			}
@@ -426,12 +426,12 @@ func (s *Session) ensureContainer(ctx context.Context, acl []zk.ACL, p string, d
 	}
 }
 
-// createContainer creates p as a container with data; it reports false
+// CreateContainer creates p as a container with data; it reports false
 // when p exists already.
-func (s *Session) createContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
+func (s *Ops) CreateContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
 	created := true
-	err := s.retry(ctx, func() error {
-		_, err := await(ctx, s, func() (string, error) {
+	err := s.Retry(ctx, func() error {
+		_, err := await(ctx, s.session(), func() (string, error) {
 			return s.conn.CreateContainer(p, data, zk.FlagContainer, acl)
 		})
 		if errors.Is(err, zk.ErrNodeExists) {
@@ -446,7 +446,7 @@ func (s *Session) createContainer(ctx context.Context, acl []zk.ACL, p string, d
 	return created, nil
 }
 
-// ensureAttempts bounds ensureContainer's creates of one node whose parent
+// ensureAttempts bounds EnsureContainer's creates of one node whose parent
 // keeps vanishing.
 const ensureAttempts = 5
 
@@ -482,7 +482,7 @@ func appendGUID(b []byte, dashes bool) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// createProtected creates an ephemeral sequential node dir/<prefix><seq>
+// CreateProtected creates an ephemeral sequential node dir/<prefix><seq>
 // with data and returns its full path; prefix carries a fresh GUID (see
 // family.prefix). The node and its missing parents are created with acl
 // (the session's default when empty).
@@ -493,18 +493,18 @@ const hexDigits = "0123456789abcdef"
 // this session); only if it is absent is the create sent again. So a
 // connection loss never leaves an orphan and never makes two nodes.
 //
-// If ctx ends first, createProtected returns ctx's error and, in the
+// If ctx ends first, CreateProtected returns ctx's error and, in the
 // background, removes the node if the create went through after all.
-func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
+func (s *Ops) CreateProtected(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
 	if ctx.Done() == nil {
 		// ctx can never be cancelled: no need for a detached goroutine.
-		return s.createByGUID(ctx, acl, dir, prefix, data)
+		return s.CreateByGUID(ctx, acl, dir, prefix, data)
 	}
 	ch := make(chan result[string], 1)
 	go func() {
 		// Detached from ctx so the outcome is always known and can be
 		// cleaned up; bounded by the session's life and the retry policy.
-		p, err := s.createByGUID(context.WithoutCancel(ctx), acl, dir, prefix, data)
+		p, err := s.CreateByGUID(context.WithoutCancel(ctx), acl, dir, prefix, data)
 		ch <- result[string]{p, err}
 	}()
 	select {
@@ -518,7 +518,7 @@ func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix
 			}
 			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			defer cancel()
-			if err := s.delete(cctx, r.v, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && s.check() == nil {
+			if err := s.Delete(cctx, r.v, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && s.session().Err() == nil {
 				s.log.Warn("could not remove node of a cancelled request", "path", r.v, "err", err)
 			}
 		}()
@@ -526,16 +526,16 @@ func (s *Session) createProtected(ctx context.Context, acl []zk.ACL, dir, prefix
 	}
 }
 
-// createByGUID is createProtected's create, in retryUncertain: after a
-// connection loss, findByPrefix settles whether it happened. The first
+// CreateByGUID is CreateProtected's create, in RetryUncertain: after a
+// connection loss, FindByPrefix settles whether it happened. The first
 // attempt is made before the retry machinery is built, which only a failed
 // attempt needs (the plain create costs no closures).
-func (s *Session) createByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
-	acl = s.nodeACL(acl)
-	if err := s.creatable(acl); err != nil {
+func (s *Ops) CreateByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
+	acl = s.NodeACL(acl)
+	if err := s.Creatable(acl); err != nil {
 		return "", opError("create", joinPath(dir, prefix), err)
 	}
-	g := guidCreate{s: s, ctx: ctx, acl: acl, dir: dir, prefix: prefix, path: joinPath(dir, prefix), data: data}
+	g := guidCreate{s: s.session(), ctx: ctx, acl: acl, dir: dir, prefix: prefix, path: joinPath(dir, prefix), data: data}
 	o, err := g.attempt()
 	if o != outcomeKnown {
 		return g.retry(o, err)
@@ -546,7 +546,7 @@ func (s *Session) createByGUID(ctx context.Context, acl []zk.ACL, dir, prefix st
 	return g.created, nil
 }
 
-// guidCreate is one createByGUID.
+// guidCreate is one CreateByGUID.
 type guidCreate struct {
 	s           *Session
 	ctx         context.Context
@@ -560,7 +560,7 @@ type guidCreate struct {
 // attempt sends the create once.
 func (g *guidCreate) attempt() (outcome, error) {
 	s := g.s
-	if err := s.check(); err != nil {
+	if err := s.Err(); err != nil {
 		return outcomeKnown, err
 	}
 	var err error
@@ -569,12 +569,12 @@ func (g *guidCreate) attempt() (outcome, error) {
 	case err == nil:
 		return outcomeKnown, nil
 	case errors.Is(err, zk.ErrNoNode):
-		if err := s.ensurePath(g.ctx, g.acl, g.dir); err != nil {
+		if err := s.Ops().EnsurePath(g.ctx, g.acl, g.dir); err != nil {
 			return outcomeKnown, err
 		}
 		return outcomeResend, nil
 	case !IsRecoverable(err):
-		if err := s.check(); err != nil {
+		if err := s.Err(); err != nil {
 			return outcomeKnown, err
 		}
 		return outcomeKnown, opError("create", g.path, err)
@@ -585,7 +585,7 @@ func (g *guidCreate) attempt() (outcome, error) {
 
 // settle looks for the node of an attempt whose outcome was hidden.
 func (g *guidCreate) settle() (outcome, error) {
-	found, err := g.s.findByPrefix(g.ctx, g.dir, g.prefix)
+	found, err := g.s.Ops().FindByPrefix(g.ctx, g.dir, g.prefix)
 	if err != nil || found != "" {
 		g.created = found
 		return outcomeKnown, err
@@ -593,11 +593,11 @@ func (g *guidCreate) settle() (outcome, error) {
 	return outcomeResend, nil
 }
 
-// retry carries on in retryUncertain after a first attempt whose outcome
+// retry carries on in RetryUncertain after a first attempt whose outcome
 // was first (with its error firstErr). g is a copy: only this path puts
 // it on the heap.
 func (g guidCreate) retry(first outcome, firstErr error) (string, error) {
-	err := g.s.retryUncertain(g.ctx, uncertainWrite{op: "create", path: g.path,
+	err := g.s.Ops().RetryUncertain(g.ctx, uncertainWrite{op: "create", path: g.path,
 		attempt: func(n int) (outcome, error) {
 			if n == 1 {
 				return first, firstErr
@@ -612,15 +612,15 @@ func (g guidCreate) retry(first outcome, firstErr error) (string, error) {
 	return g.created, nil
 }
 
-// findByPrefix returns the child of dir whose name starts with prefix and
+// FindByPrefix returns the child of dir whose name starts with prefix and
 // whose ephemeral owner is this session, or "" when there is none. A sync
 // first makes sure the server we talk to has seen every write the session
 // made through any server before.
-func (s *Session) findByPrefix(ctx context.Context, dir, prefix string) (string, error) {
-	if err := s.sync(ctx, dir); err != nil {
+func (s *Ops) FindByPrefix(ctx context.Context, dir, prefix string) (string, error) {
+	if err := s.Sync(ctx, dir); err != nil {
 		return "", err
 	}
-	kids, err := s.children(ctx, dir)
+	kids, err := s.Children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}
@@ -632,14 +632,14 @@ func (s *Session) findByPrefix(ctx context.Context, dir, prefix string) (string,
 			continue
 		}
 		p := joinPath(dir, k)
-		_, st, err := s.get(ctx, p)
+		_, st, err := s.Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		if st.EphemeralOwner == s.ID() {
+		if st.EphemeralOwner == s.session().ID() {
 			return p, nil
 		}
 	}
@@ -648,9 +648,9 @@ func (s *Session) findByPrefix(ctx context.Context, dir, prefix string) (string,
 
 // addAuth sends the WithAuth credentials; Connect calls it once the session
 // is established.
-func (s *Session) addAuth(ctx context.Context) error {
+func (s *Ops) addAuth(ctx context.Context) error {
 	for _, a := range s.auth {
-		_, err := await(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.AddAuth(a.scheme, a.auth) })
+		_, err := await(ctx, s.session(), func() (struct{}, error) { return struct{}{}, s.conn.AddAuth(a.scheme, a.auth) })
 		if err != nil {
 			return opError("addAuth", a.scheme, err)
 		}
@@ -663,13 +663,13 @@ func (s *Session) addAuth(ctx context.Context) error {
 // zk.ErrNoNode. It is a plain read for tools (zkgen inspect, provision):
 // recipes use their own handles.
 func (s *Session) Children(ctx context.Context, path string) ([]string, error) {
-	return s.children(ctx, path)
+	return s.Ops().Children(ctx, path)
 }
 
 // Exists reports whether path exists, retrying recoverable errors. It sets
 // no watch.
 func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
-	_, _, err := s.get(ctx, path)
+	_, _, err := s.Ops().Get(ctx, path)
 	if isNoNode(err) {
 		return false, nil
 	}
@@ -682,7 +682,7 @@ func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
 // zk.ErrNoNode; missing on a retry after a connection loss, it counts as
 // deleted by the lost attempt.
 func (s *Session) Delete(ctx context.Context, path string) error {
-	return s.delete(ctx, path, -1)
+	return s.Ops().Delete(ctx, path, -1)
 }
 
 // CreatePersistent creates path and its missing ancestors as persistent
@@ -705,7 +705,7 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 		}
 		p := path[:i]
 		made := false
-		err := s.retry(ctx, func() error {
+		err := s.Ops().Retry(ctx, func() error {
 			_, err := await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, acl) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil

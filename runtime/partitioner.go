@@ -232,7 +232,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	if err := guardSpec(ctx, p.s, p.dir, p.acl, p.record()); err != nil {
 		return nil, err
 	}
-	node, err := p.s.createProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(0), data)
+	node, err := p.s.Ops().CreateProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(0), data)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +539,7 @@ func (a *Assignment[T]) waitHandedOver(i int) {
 		case <-a.h.lost:
 			return
 		case <-timeout:
-			a.s.log.Warn("partitioner: an Owned stream was not read; no longer waiting for it", "path", a.h.node, "partition", i)
+			a.s.Ops().Log().Warn("partitioner: an Owned stream was not read; no longer waiting for it", "path", a.h.node, "partition", i)
 			a.abandonStreams(i)
 			return
 		}
@@ -582,7 +582,7 @@ func (a *Assignment[T]) handOverForClose(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	left := a.notHandedOver()
-	a.s.log.Warn("partitioner: Close did not wait longer for the member to hand its partitions over; closing the session anyway",
+	a.s.Ops().Log().Warn("partitioner: Close did not wait longer for the member to hand its partitions over; closing the session anyway",
 		"path", a.h.node, "partitions", left, "bound", closeWaitBound)
 	return fmt.Errorf("partitioner %s: partitions %v not reported released within %v (a releasing hook or an Owned reader was still busy); the session was closed anyway, so the next owner may overlap their work",
 		a.h.node, left, closeWaitBound)
@@ -616,16 +616,16 @@ func (a *Assignment[T]) notHandedOver() []int {
 // the directories (containers) go too. A member joining meanwhile writes a
 // new plan: the conditional delete then fails, which is fine.
 func (p *Partitioner[T]) cleanUp(ctx context.Context) {
-	kids, err := p.s.children(ctx, p.membersDir())
+	kids, err := p.s.Ops().Children(ctx, p.membersDir())
 	if err != nil || len(groupMembers.sortContenders(kids)) > 0 {
 		return
 	}
-	_, st, err := p.s.get(ctx, p.planPath())
+	_, st, err := p.s.Ops().Get(ctx, p.planPath())
 	if err != nil {
 		return
 	}
-	if err := p.s.delete(ctx, p.planPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
-		p.s.log.Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
+	if err := p.s.Ops().Delete(ctx, p.planPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+		p.s.Ops().Log().Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
 	}
 }
 
@@ -649,13 +649,13 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 	for i := range out.Owner {
 		out.Owner[i] = -1
 	}
-	kids, err := p.s.children(ctx, p.membersDir())
+	kids, err := p.s.Ops().Children(ctx, p.membersDir())
 	if err != nil && !isNoNode(err) {
 		return out, err
 	}
 	index := map[string]int{}
 	for _, c := range groupMembers.sortContenders(kids) {
-		data, _, err := p.s.get(ctx, joinPath(p.membersDir(), c.name))
+		data, _, err := p.s.Ops().Get(ctx, joinPath(p.membersDir(), c.name))
 		if isNoNode(err) {
 			continue
 		}
@@ -670,7 +670,7 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 		out.Members = append(out.Members, v)
 	}
 	for i := range out.Owner {
-		data, _, err := p.s.get(ctx, p.ownerNode(i))
+		data, _, err := p.s.Ops().Get(ctx, p.ownerNode(i))
 		if isNoNode(err) {
 			continue
 		}

@@ -105,7 +105,7 @@ func (f *follower[T]) closeHandOver() {
 // told, and while the session lives (the member node was deleted by
 // someone else) the owner nodes are deleted too.
 func (f *follower[T]) lose(ctx context.Context) {
-	if f.s.check() == nil {
+	if f.s.Err() == nil {
 		if err := f.releaseAll(ctx); err == nil {
 			return
 		}
@@ -130,7 +130,7 @@ func (f *follower[T]) releaseAll(ctx context.Context) error {
 // any handle, for the rest of the session.
 func (f *follower[T]) settleMaybe(ctx context.Context) error {
 	for i := range f.maybe {
-		_, st, err := f.s.get(ctx, f.p.ownerNode(i))
+		_, st, err := f.s.Ops().Get(ctx, f.p.ownerNode(i))
 		switch {
 		case isNoNode(err):
 		case err != nil:
@@ -153,13 +153,13 @@ func (f *follower[T]) loop() error {
 		switch {
 		case err == nil:
 			failures = 0
-		case ctx.Err() != nil || f.s.check() != nil:
+		case ctx.Err() != nil || f.s.Err() != nil:
 			return ErrMembershipLost
 		default:
 			failures++
-			f.s.log.Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
+			f.s.Ops().Log().Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
 			f.needMembers, f.needPlan = true, true
-			if f.s.sleep(ctx, f.s.policy.delay(min(failures, 10))) != nil {
+			if f.s.Ops().Sleep(ctx, f.s.Ops().Policy().delay(min(failures, 10))) != nil {
 				return ErrMembershipLost
 			}
 			continue
@@ -255,7 +255,7 @@ const inFlight = 64
 // read re-reads the members and the plan, when their watches fired.
 func (f *follower[T]) read(ctx context.Context) error {
 	if f.needMembers {
-		r, err := f.s.childrenW(ctx, f.p.membersDir())
+		r, err := f.s.Ops().ChildrenW(ctx, f.p.membersDir())
 		if err != nil {
 			return err
 		}
@@ -270,7 +270,7 @@ func (f *follower[T]) read(ctx context.Context) error {
 		}
 	}
 	if f.needPlan {
-		r, exists, err := f.s.getOrExistsW(ctx, f.p.planPath())
+		r, exists, err := f.s.Ops().GetOrExistsW(ctx, f.p.planPath())
 		if err != nil {
 			return err
 		}
@@ -306,14 +306,14 @@ func (f *follower[T]) lead(ctx context.Context) error {
 	data := want.encode()
 	var err error
 	if f.planExists {
-		err = f.s.retry(ctx, func() error {
-			_, err := await(ctx, f.s, func() (*zk.Stat, error) { return f.s.conn.Set(f.p.planPath(), data, f.planVer) })
+		err = f.s.Ops().Retry(ctx, func() error {
+			_, err := await(ctx, f.s, func() (*zk.Stat, error) { return f.s.Conn().Set(f.p.planPath(), data, f.planVer) })
 			return err
 		})
 	} else {
-		acl := f.s.nodeACL(f.p.acl)
-		err = f.s.retry(ctx, func() error {
-			_, err := await(ctx, f.s, func() (string, error) { return f.s.conn.Create(f.p.planPath(), data, 0, acl) })
+		acl := f.s.Ops().NodeACL(f.p.acl)
+		err = f.s.Ops().Retry(ctx, func() error {
+			_, err := await(ctx, f.s, func() (string, error) { return f.s.Conn().Create(f.p.planPath(), data, 0, acl) })
 			return err
 		})
 	}
@@ -356,8 +356,8 @@ func (f *follower[T]) acquire(ctx context.Context, is []int) error {
 	if len(is) == 0 {
 		return nil
 	}
-	acl := f.s.nodeACL(f.p.acl)
-	if err := f.s.creatable(acl); err != nil {
+	acl := f.s.Ops().NodeACL(f.p.acl)
+	if err := f.s.Ops().Creatable(acl); err != nil {
 		return opError("create", f.p.ownerNode(is[0]), err)
 	}
 	res := make([]acquireResult, len(is))
@@ -394,9 +394,9 @@ func (f *follower[T]) acquire(ctx context.Context, is []int) error {
 func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acquireResult {
 	node := f.p.ownerNode(i)
 	for {
-		err := f.s.retry(ctx, func() error {
+		err := f.s.Ops().Retry(ctx, func() error {
 			_, err := await(ctx, f.s, func() (string, error) {
-				return f.s.conn.Create(node, []byte(f.a.name), zk.FlagEphemeral, acl)
+				return f.s.Conn().Create(node, []byte(f.a.name), zk.FlagEphemeral, acl)
 			})
 			return err
 		})
@@ -407,7 +407,7 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			}
 			// Ours: read its creation zxid, the partition's fencing token
 			// (the create's reply carries no stat).
-			_, st, gerr := f.s.get(ctx, node)
+			_, st, gerr := f.s.Ops().Get(ctx, node)
 			switch {
 			case isNoNode(gerr):
 				continue // deleted by someone else already
@@ -418,14 +418,14 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			}
 			return acquireResult{token: st.Czxid}
 		case errors.Is(err, zk.ErrNoNode):
-			if err := f.s.ensurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
+			if err := f.s.Ops().EnsurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
 				return acquireResult{err: err}
 			}
 			continue
 		case !errors.Is(err, zk.ErrNodeExists):
 			return acquireResult{err: opError("create", node, err)}
 		}
-		r, err := f.s.getW(ctx, node)
+		r, err := f.s.Ops().GetW(ctx, node)
 		if isNoNode(err) {
 			continue // released meanwhile: try again
 		}
@@ -496,7 +496,7 @@ func (f *follower[T]) deletePending(ctx context.Context) error {
 	slices.Sort(is)
 	errs := make([]error, len(is))
 	parallel(len(is), inFlight, func(k int) {
-		if err := f.s.deleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !isNoNode(err) {
+		if err := f.s.Ops().DeleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !isNoNode(err) {
 			errs[k] = err
 		}
 	})

@@ -30,7 +30,7 @@ import (
 // settled after a connection loss), it is dropped and the recipe lists
 // again, as it would have anyway: correct, one round trip more.
 //
-// The create itself is createProtected's, unchanged: a lost reply is
+// The create itself is CreateProtected's, unchanged: a lost reply is
 // settled by the GUID, a cancelled caller's node is removed.
 
 // listing is a pipelined children read: its reply, once done is closed.
@@ -43,9 +43,9 @@ type listing struct {
 	sent chan struct{} // closed once the create's frame is written, or the create is over
 }
 
-// createListed creates dir/<prefix><seq> as createProtected does and lists
+// CreateListed creates dir/<prefix><seq> as CreateProtected does and lists
 // dir at the same time; with watch, the listing leaves a child watch on dir
-// (childrenW). It returns the node's path and, when the listing was taken
+// (ChildrenW). It returns the node's path and, when the listing was taken
 // after the create (it contains the node), that listing; otherwise a nil
 // listing, and the caller lists dir itself. An error is the create's.
 //
@@ -53,7 +53,7 @@ type listing struct {
 // server (the session's connection sees it go, see sentWaits), so it
 // normally follows the create on the wire and holds the node; it is sent
 // in any case once the create is over.
-func (s *Session) createListed(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte, watch bool) (string, *getResult, error) {
+func (s *Ops) CreateListed(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte, watch bool) (string, *getResult, error) {
 	l := &listing{done: make(chan struct{}), mark: prefix, sent: make(chan struct{})}
 	if s.pipe.listFirst.Load() {
 		close(l.sent) // tests: the listing is answered before the create is sent
@@ -63,7 +63,7 @@ func (s *Session) createListed(ctx context.Context, acl []zk.ACL, dir, prefix st
 		s.sends.add(l)
 		go l.list(s.conn, dir, watch)
 	}
-	node, err := s.createProtected(ctx, acl, dir, prefix, data)
+	node, err := s.CreateProtected(ctx, acl, dir, prefix, data)
 	s.sends.remove(l)
 	if err != nil {
 		return "", nil, err
@@ -143,7 +143,7 @@ func (w *sentWaits) wrote(p []byte) {
 	w.mu.Unlock()
 }
 
-// pipeStats counts createListed's outcomes on a session: listings used
+// pipeStats counts CreateListed's outcomes on a session: listings used
 // (hits) and listings dropped for a read of their own (fallbacks).
 type pipeStats struct {
 	hits, fallbacks atomic.Int64

@@ -402,7 +402,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	}
 	var oldest []string // candidate item paths, oldest first
 	for _, b := range bs {
-		kids, err := q.s.children(ctx, q.bucketPath(b))
+		kids, err := q.s.Ops().Children(ctx, q.bucketPath(b))
 		if isNoNode(err) {
 			continue
 		}
@@ -417,7 +417,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 		}
 	}
 	for _, p := range oldest {
-		_, s, err := q.s.get(ctx, p)
+		_, s, err := q.s.Ops().Get(ctx, p)
 		if isNoNode(err) {
 			continue // taken meanwhile: the next one is the oldest
 		}
@@ -428,7 +428,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 		break
 	}
 	if q.ack {
-		kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+		kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
 		if err != nil && !isNoNode(err) {
 			return st, err
 		}

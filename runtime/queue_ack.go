@@ -56,13 +56,13 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 	s := d.q.s
 	retried := false
 	sent := false // an attempt may have reached the server
-	err = s.retry(ctx, func() error {
-		if err := s.check(); err != nil {
+	err = s.Ops().Retry(ctx, func() error {
+		if err := s.Err(); err != nil {
 			return err
 		}
 		sent = true
 		_, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.conn.Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1},
+			return s.Conn().Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1},
 				&zk.DeleteRequest{Path: d.q.attemptsPath(d.claim), Version: -1})
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
@@ -120,7 +120,7 @@ func (d *Delivery[T]) release(ctx context.Context, reason string) (err error) {
 	if n := d.q.deadAfter; n > 0 && d.Attempt >= n {
 		return d.q.moveDead(ctx, d.node, d.claim, d.data, reason)
 	}
-	err = d.q.s.deleteOwned(ctx, d.claim)
+	err = d.q.s.Ops().DeleteOwned(ctx, d.claim)
 	switch {
 	case err == nil:
 		d.q.cons.released.Store(true)
@@ -160,7 +160,7 @@ func (o *settleOnce) undo() {
 // refreshBusy forgets the items whose claims by other consumers vanished; if
 // one did, the walk restarts from the lowest bucket to pick it up.
 func (q *queue[T]) refreshBusy(ctx context.Context) error {
-	kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+	kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
@@ -176,7 +176,7 @@ func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bo
 	if len(q.cons.busy) == 0 && q.cons.spread.skipped == 0 {
 		return nil, false, nil
 	}
-	c, err := q.s.childrenW(ctx, joinPath(q.dir, claimsDir))
+	c, err := q.s.Ops().ChildrenW(ctx, joinPath(q.dir, claimsDir))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, false, err
 	}
@@ -331,14 +331,14 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 	for {
 		ops := []any{
 			&zk.CheckVersionRequest{Path: item, Version: -1},
-			&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)},
+			&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)},
 		}
 		if first {
-			ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.nodeACL(q.acl)})
+			ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.Ops().NodeACL(q.acl)})
 		} else {
 			ops = append(ops, &zk.SetDataRequest{Path: att, Version: -1})
 		}
-		res, hidden, err := q.s.multiRetried(ctx, ops...)
+		res, hidden, err := q.s.Ops().MultiRetried(ctx, ops...)
 		retried = retried || hidden
 		if err == nil {
 			if first {
@@ -352,7 +352,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 		case i == -1 && errors.Is(err, zk.ErrNoNode):
 			return false, 0, errItemGone // see above
 		case i == 0 && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, cdir); err != nil {
+			if err := q.s.Ops().EnsurePath(ctx, q.acl, cdir); err != nil {
 				return false, 0, err
 			}
 		case i == 0 && errors.Is(err, zk.ErrNodeExists):
@@ -363,7 +363,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 				return ok, attempt, err
 			}
 		case i == 1 && first && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, attemptsDir)); err != nil {
+			if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, attemptsDir)); err != nil {
 				return false, 0, err
 			}
 		case i == 1 && first && errors.Is(err, zk.ErrNodeExists):
@@ -387,7 +387,7 @@ var errClaimGone = errors.New("queue: claim gone")
 // the claim node: it is this session's (the lost multi went through, and
 // the count is read back) or another's.
 func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error) {
-	_, st, err := q.s.get(ctx, claim)
+	_, st, err := q.s.Ops().Get(ctx, claim)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return false, 0, errClaimGone
@@ -397,7 +397,7 @@ func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error
 		return false, 0, nil
 	}
 	att := q.attemptsPath(claim)
-	_, ast, err := q.s.get(ctx, att)
+	_, ast, err := q.s.Ops().Get(ctx, att)
 	if err != nil {
 		return false, 0, opError("get", att, err)
 	}
@@ -415,22 +415,22 @@ func (q *queue[T]) unclaimGone(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	att := q.attemptsPath(claim)
-	err := q.s.retry(ctx, func() error {
+	err := q.s.Ops().Retry(ctx, func() error {
 		_, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) {
-			return q.s.connMulti(&zk.DeleteRequest{Path: claim, Version: -1}, &zk.DeleteRequest{Path: att, Version: -1})
+			return q.s.Ops().ConnMulti(&zk.DeleteRequest{Path: claim, Version: -1}, &zk.DeleteRequest{Path: att, Version: -1})
 		})
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		// A retry after the lost attempt did it, or only one is left.
 		q.unclaim(claim)
-		if err := q.s.delete(ctx, att, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
-			q.s.log.Warn("could not remove attempts node", "path", att, "err", err)
+		if err := q.s.Ops().Delete(ctx, att, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
+			q.s.Ops().Log().Warn("could not remove attempts node", "path", att, "err", err)
 		}
 		return
 	}
-	if err != nil && q.s.check() == nil {
-		q.s.log.Warn("could not release claim", "path", claim, "err", err)
+	if err != nil && q.s.Err() == nil {
+		q.s.Ops().Log().Warn("could not release claim", "path", claim, "err", err)
 	}
 }
 
@@ -438,7 +438,7 @@ func (q *queue[T]) unclaimGone(claim string) {
 func (q *queue[T]) unclaim(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := q.s.deleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
-		q.s.log.Warn("could not release claim", "path", claim, "err", err)
+	if err := q.s.Ops().DeleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
+		q.s.Ops().Log().Warn("could not release claim", "path", claim, "err", err)
 	}
 }

@@ -30,7 +30,7 @@ func TestClaimOfGoneItemCreatesNothing(t *testing.T) {
 	if err := q.Put(ctx, "job"); err != nil {
 		t.Fatal(err)
 	}
-	buckets, _, err := s.conn.Children("/q")
+	buckets, _, err := s.Conn().Children("/q")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestClaimOfGoneItemCreatesNothing(t *testing.T) {
 		if !strings.HasPrefix(b, bucketPrefix) {
 			continue // marks, claims, attempts: not a bucket
 		}
-		if kids, _, err := s.conn.Children("/q/" + b); err == nil && len(kids) == 1 {
+		if kids, _, err := s.Conn().Children("/q/" + b); err == nil && len(kids) == 1 {
 			item = "/q/" + b + "/" + kids[0]
 		}
 	}
@@ -60,7 +60,7 @@ func TestClaimOfGoneItemCreatesNothing(t *testing.T) {
 		t.Fatalf("claim of a gone item = %v, %v; want false, errItemGone", ok, err)
 	}
 	for _, p := range []string{claim, q.q.attemptsPath(claim)} {
-		if _, _, err := s.conn.Get(p); !errors.Is(err, zk.ErrNoNode) {
+		if _, _, err := s.Conn().Get(p); !errors.Is(err, zk.ErrNoNode) {
 			t.Errorf("%s after claiming a gone item: %v, want no node", p, err)
 		}
 	}

@@ -42,8 +42,8 @@ func consume[T any](ctx context.Context, s *Session, take func(context.Context) 
 	defer cancel(nil)
 	go func() {
 		select {
-		case <-s.done: // the claims are gone: stop the work on them
-			cancel(s.check())
+		case <-s.Done(): // the claims are gone: stop the work on them
+			cancel(s.Err())
 		case <-sctx.Done():
 		}
 	}()
@@ -67,7 +67,7 @@ func consume[T any](ctx context.Context, s *Session, take func(context.Context) 
 		}()
 	}
 	wg.Wait()
-	if err := s.check(); err != nil {
+	if err := s.Err(); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -84,7 +84,7 @@ func consumeLoop[T any](ctx context.Context, s *Session, take func(context.Conte
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, ErrDecode) && d == nil:
-			s.log.Warn("queue item skipped", "err", err)
+			s.Ops().Log().Warn("queue item skipped", "err", err)
 			continue
 		case err != nil:
 			return err
@@ -94,11 +94,11 @@ func consumeLoop[T any](ctx context.Context, s *Session, take func(context.Conte
 		if ferr == nil {
 			err = d.Ack(rctx)
 		} else {
-			s.log.Debug("queue item released after a failure", "node", d.Node(), "err", ferr)
+			s.Ops().Log().Debug("queue item released after a failure", "node", d.Node(), "err", ferr)
 			err = d.Nack(rctx, ferr)
 		}
 		rcancel()
-		if err != nil && !errors.Is(err, ErrClaimLost) && s.check() == nil {
+		if err != nil && !errors.Is(err, ErrClaimLost) && s.Err() == nil {
 			return err
 		}
 	}

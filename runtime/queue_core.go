@@ -164,7 +164,7 @@ func (q *queue[T]) telKind() (kind, path string) {
 // buckets lists the bucket names in order (none when the queue directory
 // does not exist).
 func (q *queue[T]) buckets(ctx context.Context) ([]string, error) {
-	kids, err := q.s.children(ctx, q.dir)
+	kids, err := q.s.Ops().Children(ctx, q.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -182,8 +182,8 @@ func nextBucket(b string) string {
 
 // createNode creates a persistent node, treating "exists" as success.
 func (q *queue[T]) createNode(ctx context.Context, path string, data []byte) error {
-	err := q.s.retry(ctx, func() error {
-		_, err := await(ctx, q.s, func() (string, error) { return q.s.create(path, data, 0, q.acl) })
+	err := q.s.Ops().Retry(ctx, func() error {
+		_, err := await(ctx, q.s, func() (string, error) { return q.s.Ops().Create(path, data, 0, q.acl) })
 		if errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}
@@ -203,7 +203,7 @@ func (q *queue[T]) length(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, b := range bs {
-		_, st, err := q.s.get(ctx, q.bucketPath(b))
+		_, st, err := q.s.Ops().Get(ctx, q.bucketPath(b))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -226,7 +226,7 @@ func (q *queue[T]) lock(ctx context.Context, sd *side) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-q.s.done:
+	case <-q.s.Done():
 		return q.s.Err()
 	}
 }
@@ -279,8 +279,8 @@ func (q *queue[T]) dropMarker(marker string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := q.s.delete(ctx, marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.check() == nil {
-			q.s.log.Debug("could not remove put marker", "path", marker, "err", err)
+		if err := q.s.Ops().Delete(ctx, marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
+			q.s.Ops().Log().Debug("could not remove put marker", "path", marker, "err", err)
 		}
 	}()
 }
@@ -315,7 +315,7 @@ func (q *queue[T]) flushWhileWaiting() (stop func()) {
 func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir), newGUID()) }
 
 // markedMulti runs a queue multi that creates marker — a put's or a take's,
-// m being the pending marker of that side — in retryUncertain. After a
+// m being the pending marker of that side — in RetryUncertain. After a
 // connection loss the marker settles whether the multi happened: it did if
 // the marker exists, and m is then the marker (the multi deleted the
 // previous one); it did not if the marker is missing, and it is sent again.
@@ -323,7 +323,7 @@ func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir
 // session ends meanwhile, the error wraps uncertain (ErrPutUncertain or
 // ErrTakeUncertain).
 func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering, uncertain error, attempt func() (outcome, error)) error {
-	return q.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: q.dir,
+	return q.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: q.dir,
 		attempt: func(int) (outcome, error) { return attempt() },
 		settle: func() (outcome, error) {
 			found, err := q.findMarker(ctx, marker)
@@ -344,22 +344,22 @@ func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering,
 // seen every write of the session). It fails when the session has ended.
 func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) {
 	var found bool
-	err := q.s.retry(ctx, func() error {
-		if _, err := await(ctx, q.s, func() (string, error) { return q.s.conn.Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	err := q.s.Ops().Retry(ctx, func() error {
+		if _, err := await(ctx, q.s, func() (string, error) { return q.s.Conn().Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		ok, err := await(ctx, q.s, func() (bool, error) {
-			ok, _, err := q.s.conn.Exists(marker)
+			ok, _, err := q.s.Conn().Exists(marker)
 			return ok, err
 		})
 		found = ok
 		return err
 	})
-	if err != nil || q.s.check() != nil {
-		return false, errors.Join(err, q.s.check())
+	if err != nil || q.s.Err() != nil {
+		return false, errors.Join(err, q.s.Err())
 	}
 	if found {
-		q.s.log.Debug("queue multi found by its marker after a connection loss", "marker", marker)
+		q.s.Ops().Log().Debug("queue multi found by its marker after a connection loss", "marker", marker)
 	}
 	return found, nil
 }

@@ -62,20 +62,20 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 		&zk.DeleteRequest{Path: path, Version: -1},
 		&zk.DeleteRequest{Path: claim, Version: -1},
 		&zk.DeleteRequest{Path: q.attemptsPath(claim), Version: -1},
-		&zk.CreateRequest{Path: dead, Data: data, Acl: q.s.nodeACL(q.acl)},
+		&zk.CreateRequest{Path: dead, Data: data, Acl: q.s.Ops().NodeACL(q.acl)},
 	}
 	if reason != "" {
-		ops = append(ops, &zk.CreateRequest{Path: q.reasonPath(dead), Data: []byte(reason), Acl: q.s.nodeACL(q.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: q.reasonPath(dead), Data: []byte(reason), Acl: q.s.Ops().NodeACL(q.acl)})
 	}
 	retried := false
 	for {
 		var res []zk.MultiResponse
-		err := q.s.retry(ctx, func() error {
-			if err := q.s.check(); err != nil {
+		err := q.s.Ops().Retry(ctx, func() error {
+			if err := q.s.Err(); err != nil {
 				return err
 			}
 			var err error
-			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 			if IsRecoverable(err) {
 				retried = true
 			}
@@ -97,7 +97,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 			if i == 4 {
 				parent = joinPath(q.dir, deadReasonsDir)
 			}
-			if err := q.s.ensurePath(ctx, q.acl, parent); err != nil {
+			if err := q.s.Ops().EnsurePath(ctx, q.acl, parent); err != nil {
 				return err
 			}
 			continue
@@ -120,7 +120,7 @@ func (q *queue[T]) reasonPath(dead string) string {
 // deadLettered is called once per item this handle moved to the dead
 // letters: it logs it and counts it (zkgen.queue.dead_lettered).
 func (q *queue[T]) deadLettered(path string) {
-	q.s.log.Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
+	q.s.Ops().Log().Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
 	kind, dir := q.telKind()
 	telOf(q.s).deadLettered(kind, q.name, dir)
 }
@@ -216,7 +216,7 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 	if d.reason != "" {
 		err = d.q.discardWithReason(ctx, d.node, d.reason)
 	} else {
-		err = d.q.s.delete(ctx, d.node, -1)
+		err = d.q.s.Ops().Delete(ctx, d.node, -1)
 	}
 	switch {
 	case err == nil:
@@ -234,9 +234,9 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 // it is ErrNoNode.
 func (q *queue[T]) discardWithReason(ctx context.Context, node, reason string) error {
 	retried := false
-	return q.s.retry(ctx, func() error {
+	return q.s.Ops().Retry(ctx, func() error {
 		_, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) {
-			return q.s.connMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.DeleteRequest{Path: reason, Version: -1})
+			return q.s.Ops().ConnMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.DeleteRequest{Path: reason, Version: -1})
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
 			return nil
@@ -262,12 +262,12 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	// created together, so a reason listed then whose dead letter is not in
 	// the listing that follows belongs to a dead letter removed since (by
 	// a zkgen that keeps no reasons), and is removed too.
-	reasons, err := q.s.children(ctx, joinPath(q.dir, deadReasonsDir))
+	reasons, err := q.s.Ops().Children(ctx, joinPath(q.dir, deadReasonsDir))
 	if err != nil && !isNoNode(err) {
 		return nil, err
 	}
 	dir := joinPath(q.dir, deadDir)
-	kids, err := q.s.children(ctx, dir)
+	kids, err := q.s.Ops().Children(ctx, dir)
 	if isNoNode(err) {
 		kids, err = nil, nil
 	}
@@ -279,7 +279,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	errs := make([]error, len(kids))
 	parallel(len(kids), 32, func(i int) {
 		p := joinPath(dir, kids[i])
-		data, st, err := q.s.get(ctx, p)
+		data, st, err := q.s.Ops().Get(ctx, p)
 		if err != nil {
 			if !isNoNode(err) { // gone meanwhile: not listed
 				errs[i] = err
@@ -293,7 +293,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 			d.Err = fmt.Errorf("queue dead letter %s: %w", p, err)
 		}
 		if slices.Contains(reasons, kids[i]) {
-			why, _, err := q.s.get(ctx, q.reasonPath(p))
+			why, _, err := q.s.Ops().Get(ctx, q.reasonPath(p))
 			switch {
 			case err == nil:
 				d.Reason, d.reason = string(why), q.reasonPath(p)
@@ -317,7 +317,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 // dropStrayReasons deletes the reason nodes whose dead letter is gone
 // (best effort: another listing does it again).
 func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string) {
-	if q.s.readOnly {
+	if q.s.Ops().ReadOnly() {
 		return
 	}
 	for _, r := range reasons {
@@ -325,8 +325,8 @@ func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string)
 			continue
 		}
 		p := joinPath(joinPath(q.dir, deadReasonsDir), r)
-		if err := q.s.delete(ctx, p, -1); err != nil && !isNoNode(err) {
-			q.s.log.Warn("could not remove the reason of a removed dead letter", "path", p, "err", err)
+		if err := q.s.Ops().Delete(ctx, p, -1); err != nil && !isNoNode(err) {
+			q.s.Ops().Log().Warn("could not remove the reason of a removed dead letter", "path", p, "err", err)
 		}
 	}
 }

@@ -25,7 +25,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	}
 	claimed := map[string]bool{}
 	if q.ack {
-		kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+		kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
 		if err != nil && !isNoNode(err) {
 			return v, false, err
 		}
@@ -39,7 +39,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	}
 	for _, b := range bs {
 		bp := q.bucketPath(b)
-		kids, err := q.s.children(ctx, bp)
+		kids, err := q.s.Ops().Children(ctx, bp)
 		if isNoNode(err) {
 			continue // drained and dropped meanwhile
 		}
@@ -53,7 +53,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 			}
 			data := it.inline
 			if !it.hasIn {
-				d, _, err := q.s.get(ctx, p)
+				d, _, err := q.s.Ops().Get(ctx, p)
 				if isNoNode(err) {
 					continue // taken meanwhile: the next one is the head
 				}

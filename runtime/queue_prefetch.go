@@ -169,7 +169,7 @@ func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], er
 // logged).
 func (q *queue[T]) giveBack(ctx context.Context) {
 	if err := q.lock(ctx, &q.cons.side); err != nil {
-		q.s.log.Warn("could not give prefetched queue items back", "queue", q.dir, "err", err)
+		q.s.Ops().Log().Warn("could not give prefetched queue items back", "queue", q.dir, "err", err)
 		return
 	}
 	defer q.unlock(&q.cons.side)
@@ -197,10 +197,10 @@ func (q *queue[T]) giveBack(ctx context.Context) {
 		}
 	}
 	if err != nil {
-		q.s.log.Warn("could not give prefetched queue items back", "queue", q.dir, "items", len(ds), "err", err)
+		q.s.Ops().Log().Warn("could not give prefetched queue items back", "queue", q.dir, "items", len(ds), "err", err)
 		return
 	}
-	q.s.log.Debug("gave prefetched queue items back", "queue", q.dir, "items", len(ds), "at_tail", len(tail))
+	q.s.Ops().Log().Debug("gave prefetched queue items back", "queue", q.dir, "items", len(ds), "at_tail", len(tail))
 }
 
 // recreate creates the items ds again under their own names, in one multi
@@ -236,10 +236,10 @@ var errBucketGone = errors.New("queue: bucket gone")
 // under its name. It returns the index of an item whose bucket is gone
 // with errBucketGone.
 func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delivery[T]) (outcome, int, error) {
-	if err := q.s.check(); err != nil {
+	if err := q.s.Err(); err != nil {
 		return outcomeKnown, 0, err
 	}
-	ops := []any{&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)}}
+	ops := []any{&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)}}
 	old := q.cons.mark.path
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
@@ -250,9 +250,9 @@ func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delive
 		if it, ok := parseItem(d.node[strings.LastIndexByte(d.node, '/')+1:]); ok && it.hasIn {
 			data = nil // the name carries it
 		}
-		ops = append(ops, &zk.CreateRequest{Path: d.node, Data: data, Acl: q.s.nodeACL(q.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: d.node, Data: data, Acl: q.s.Ops().NodeACL(q.acl)})
 	}
-	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 	if err == nil {
 		q.cons.mark.path = marker
 		return outcomeKnown, 0, nil
@@ -262,7 +262,7 @@ func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delive
 	}
 	switch i, _ := failedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
-		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return outcomeKnown, 0, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
@@ -376,9 +376,9 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 	for _, it := range cands {
 		ops = append(ops, &zk.CheckVersionRequest{Path: joinPath(bp, it.name), Version: -1})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
 	for {
-		res, hidden, err := q.s.multiRetried(ctx, ops...)
+		res, hidden, err := q.s.Ops().MultiRetried(ctx, ops...)
 		retried = retried || hidden
 		if err == nil {
 			return chunkHeld, nil
@@ -388,14 +388,14 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 		case i < len(cands) && errors.Is(err, zk.ErrNoNode):
 			return chunkGone, nil
 		case i == len(cands) && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, claimsDir)); err != nil {
+			if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, claimsDir)); err != nil {
 				return chunkGone, err
 			}
 		case i == len(cands) && errors.Is(err, zk.ErrNodeExists):
 			if !retried {
 				return chunkBusy, nil
 			}
-			_, st, err := q.s.get(ctx, claim)
+			_, st, err := q.s.Ops().Get(ctx, claim)
 			switch {
 			case isNoNode(err):
 				// gone meanwhile: try again
@@ -420,16 +420,16 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 // name (made after this one was deleted) is left alone.
 func (q *queue[T]) releaseClaim(claim string) {
 	go func() {
-		for q.s.check() == nil {
+		for q.s.Err() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			err := q.deleteIfOwned(ctx, claim)
 			cancel()
-			if err == nil || q.s.check() != nil {
+			if err == nil || q.s.Err() != nil {
 				return
 			}
-			q.s.log.Debug("could not release a queue chunk claim yet", "path", claim, "err", err)
+			q.s.Ops().Log().Debug("could not release a queue chunk claim yet", "path", claim, "err", err)
 			select {
-			case <-q.s.done:
+			case <-q.s.Done():
 				return
 			case <-time.After(time.Second):
 			}
@@ -441,7 +441,7 @@ func (q *queue[T]) releaseClaim(claim string) {
 // version read, so a node of the same name made since by another session
 // stays).
 func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
-	_, st, err := q.s.get(ctx, path)
+	_, st, err := q.s.Ops().Get(ctx, path)
 	switch {
 	case isNoNode(err):
 		return nil
@@ -450,7 +450,7 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 	case st.EphemeralOwner != q.s.ID():
 		return nil
 	}
-	err = q.s.delete(ctx, path, st.Version)
+	err = q.s.Ops().Delete(ctx, path, st.Version)
 	if isNoNode(err) || errors.Is(err, zk.ErrBadVersion) {
 		return nil
 	}

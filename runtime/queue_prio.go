@@ -141,7 +141,7 @@ func (pq *prioQueue[T]) guard(ctx context.Context, create bool) error {
 // drained by the earlier version first. It reports false for a record that
 // is not of the earlier layout (the mismatch is another one).
 func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
-	data, st, err := pq.s.get(ctx, pq.dir)
+	data, st, err := pq.s.Ops().Get(ctx, pq.dir)
 	if err != nil {
 		return false, err
 	}
@@ -149,7 +149,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	if json.Unmarshal(data, &have) != nil || have.Kind != "priority_queue" || have.Layout != "" {
 		return false, nil
 	}
-	kids, err := pq.s.children(ctx, pq.dir)
+	kids, err := pq.s.Ops().Children(ctx, pq.dir)
 	if err != nil {
 		return false, err
 	}
@@ -161,7 +161,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	var ops []any
 	items := 0
 	for _, b := range sortBuckets(kids) {
-		_, bst, err := pq.s.get(ctx, joinPath(pq.dir, b))
+		_, bst, err := pq.s.Ops().Get(ctx, joinPath(pq.dir, b))
 		if isNoNode(err) {
 			continue
 		}
@@ -176,13 +176,13 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 			"drain them with that version and stop its processes before a handle of this version uses the queue", pq.dir, ErrSpecMismatch, items)
 	}
 	ops = append(ops, &zk.SetDataRequest{Path: pq.dir, Data: rec, Version: st.Version})
-	err = pq.s.retry(ctx, func() error {
-		_, err := await(ctx, pq.s, func() ([]zk.MultiResponse, error) { return pq.s.connMulti(ops...) })
+	err = pq.s.Ops().Retry(ctx, func() error {
+		_, err := await(ctx, pq.s, func() ([]zk.MultiResponse, error) { return pq.s.Ops().ConnMulti(ops...) })
 		return err
 	})
 	switch {
 	case err == nil:
-		pq.s.log.Info("priority queue directory taken over from the single-directory layout", "path", pq.dir)
+		pq.s.Ops().Log().Info("priority queue directory taken over from the single-directory layout", "path", pq.dir)
 	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNotEmpty):
 		// Changed meanwhile (taken over by another handle, or an item put
 		// by an earlier producer): look again.
@@ -314,7 +314,7 @@ func (pq *prioQueue[T]) fired(i int, w <-chan zk.Event) {
 func (pq *prioQueue[T]) wait(ctx context.Context) error {
 	cases := []reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pq.s.done)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pq.s.Done())},
 	}
 	level := []int{-1, -1}
 	var chans []<-chan zk.Event
@@ -345,7 +345,7 @@ func (pq *prioQueue[T]) lock(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-pq.s.done:
+	case <-pq.s.Done():
 		return pq.s.Err()
 	}
 }

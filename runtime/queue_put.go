@@ -79,13 +79,13 @@ func (q *queue[T]) openBucket(ctx context.Context) (string, error) {
 	}
 	var b string
 	if len(bs) == 0 {
-		if err := q.s.ensurePath(ctx, q.acl, q.dir); err != nil {
+		if err := q.s.Ops().EnsurePath(ctx, q.acl, q.dir); err != nil {
 			return "", err
 		}
 		b = bucketName(0)
 	} else {
 		b = bs[len(bs)-1]
-		_, st, err := q.s.get(ctx, q.bucketPath(b))
+		_, st, err := q.s.Ops().Get(ctx, q.bucketPath(b))
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return "", errRetryPut
@@ -135,7 +135,7 @@ var errExtraFailed = errors.New("queue: extra op of a put failed")
 // putOnce is one attempt of putChunk: the multi sent on dctx into the open
 // bucket, found with ctx.
 func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, datas [][]byte, extra []any) (outcome, error) {
-	if err := q.s.check(); err != nil {
+	if err := q.s.Err(); err != nil {
 		return outcomeKnown, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -151,7 +151,7 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 	bp := q.bucketPath(b)
 	old := q.prod.mark.path
 	ops := append(q.putOps(bp, marker, old, prio, datas), extra...)
-	res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+	res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 	switch {
 	case err == nil:
 		q.prod.mark.path = marker
@@ -159,14 +159,14 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 		return outcomeKnown, nil
 	case IsRecoverable(err):
 		return outcomeHidden, err
-	case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed), errors.Is(err, zk.ErrSessionExpired), q.s.check() != nil:
+	case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed), errors.Is(err, zk.ErrSessionExpired), q.s.Err() != nil:
 		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, err)
 	}
 	switch failed, _ := failedOp(res); {
 	case failed == 0: // bucket sealed or deleted: find the open one
 		q.prod.bucket = ""
 	case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
-		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return outcomeKnown, err
 		}
 	case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
@@ -186,7 +186,7 @@ func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []an
 	ops := make([]any, 0, len(datas)+3)
 	ops = append(ops,
 		&zk.CheckVersionRequest{Path: bp, Version: 0},
-		&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+		&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
 	}
@@ -200,7 +200,7 @@ func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []an
 		if q.delay {
 			name = joinPath(bp, delayItemPrefix(int64(prio)))
 		}
-		ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.nodeACL(q.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.Ops().NodeACL(q.acl)})
 	}
 	return ops
 }
@@ -220,7 +220,7 @@ func (q *queue[T]) afterPut(ctx context.Context, b, last string) {
 		return
 	}
 	q.prod.bucket = ""
-	_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.conn.Set(q.bucketPath(b), []byte(sealedData), 0) })
+	_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.Conn().Set(q.bucketPath(b), []byte(sealedData), 0) })
 	if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 		return // the next put finds the bucket open and tries again
 	}

@@ -283,7 +283,7 @@ func (q *queue[T]) chunkBusy(it qitem) bool {
 func (q *queue[T]) listClaims(ctx context.Context) error {
 	c := &q.cons
 	sp := &c.spread
-	kids, err := q.s.children(ctx, joinPath(q.dir, claimsDir))
+	kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
 	if err != nil && !isNoNode(err) {
 		return err
 	}
@@ -353,8 +353,8 @@ func (q *queue[T]) dropOwn(claim string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := q.s.delete(ctx, claim, -1); err != nil && !isNoNode(err) && q.s.check() == nil {
-			q.s.log.Debug("could not release a queue chunk claim", "path", claim, "err", err)
+		if err := q.s.Ops().Delete(ctx, claim, -1); err != nil && !isNoNode(err) && q.s.Err() == nil {
+			q.s.Ops().Log().Debug("could not release a queue chunk claim", "path", claim, "err", err)
 		}
 	}()
 }

@@ -92,7 +92,7 @@ func (q *queue[T]) standBack(ctx context.Context, began time.Time) error {
 		return nil
 	}
 	if d := time.Since(began); d > 0 {
-		return q.s.sleep(ctx, time.Duration(rand.Int64N(int64(d))))
+		return q.s.Ops().Sleep(ctx, time.Duration(rand.Int64N(int64(d))))
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (q *queue[T]) dueItems(ctx context.Context) (int, error) {
 		}
 	case <-ctx.Done():
 		return 0, ctx.Err()
-	case <-q.s.done:
+	case <-q.s.Done():
 		return 0, q.s.Err()
 	}
 	return 0, nil
@@ -239,7 +239,7 @@ func (q *queue[T]) dropBucket(ctx context.Context, b string) (bool, error) {
 			return false, err
 		}
 	}
-	err = q.s.delete(ctx, q.bucketPath(b), -1)
+	err = q.s.Ops().Delete(ctx, q.bucketPath(b), -1)
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return true, nil
@@ -269,11 +269,11 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		c.bucket = bs[0]
 	}
 	bp := q.bucketPath(c.bucket)
-	list := q.s.childrenW
+	list := q.s.Ops().ChildrenW
 	if c.noWait && c.plain {
 		// A priority queue's level that had items: its listing's watch
 		// would only cost a notification at the next put or take.
-		list = q.s.childrenStat
+		list = q.s.Ops().ChildrenStat
 	}
 	r, err := list(ctx, bp)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -375,7 +375,7 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		default:
 		}
 	} else {
-		d, err := q.s.getW(ctx, bp)
+		d, err := q.s.Ops().GetW(ctx, bp)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -409,7 +409,7 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		q.unspread()
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-q.s.done:
+	case <-q.s.Done():
 		return q.s.Err()
 	}
 	return nil
@@ -433,11 +433,11 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 	}
 	if bs[len(bs)-1] != q.cons.bucket {
 		bp := q.bucketPath(q.cons.bucket)
-		_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.conn.Set(bp, []byte(sealedData), ver) })
+		_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.Conn().Set(bp, []byte(sealedData), ver) })
 		if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 			return false, opError("seal", bp, err)
 		}
-		q.s.log.Debug("sealed a stale open queue bucket", "path", bp)
+		q.s.Ops().Log().Debug("sealed a stale open queue bucket", "path", bp)
 		return true, nil
 	}
 	if key := strings.Join(bs, ","); bs[0] < q.cons.bucket && key != q.cons.walked {
@@ -451,11 +451,11 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 
 // waitDir waits for the queue directory to get its first bucket.
 func (q *queue[T]) waitDir(ctx context.Context) error {
-	r, err := q.s.childrenW(ctx, q.dir)
+	r, err := q.s.Ops().ChildrenW(ctx, q.dir)
 	var w <-chan zk.Event
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		ok, _, ch, err := q.s.existsW(ctx, q.dir)
+		ok, _, ch, err := q.s.Ops().ExistsW(ctx, q.dir)
 		if err != nil {
 			return err
 		}
@@ -479,7 +479,7 @@ func (q *queue[T]) waitDir(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-q.s.done:
+	case <-q.s.Done():
 		return q.s.Err()
 	}
 }
@@ -542,7 +542,7 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 	}
 	parallel(len(reads), 32, func(k int) {
 		i := reads[k]
-		d, st, err := q.s.get(ctx, paths[i])
+		d, st, err := q.s.Ops().Get(ctx, paths[i])
 		if items[i].hasIn {
 			d = items[i].inline
 		}
@@ -579,7 +579,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem, 
 			return q.deleteOnce(ctx, bp, marker, b)
 		})
 	}
-	if chunk != "" && (err != nil || len(b.items) == 0) && q.s.check() == nil {
+	if chunk != "" && (err != nil || len(b.items) == 0) && q.s.Err() == nil {
 		q.releaseClaim(chunk)
 	}
 	if err != nil {
@@ -646,7 +646,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 		return outcomeKnown, nil
 	}
 	ops := make([]any, 0, len(b.items)+2)
-	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.nodeACL(q.acl)})
+	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
 	old := q.cons.mark.path
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
@@ -658,7 +658,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	for _, f := range b.items {
 		ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
 	}
-	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.connMulti(ops...) })
+	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 	if err == nil {
 		q.cons.mark.path = marker
 		return outcomeKnown, nil
@@ -677,7 +677,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	}
 	switch i, _ := failedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
-		if err := q.s.ensurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return outcomeKnown, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):

@@ -44,11 +44,11 @@ func (p RetryPolicy) attempts() int {
 	return p.Attempts
 }
 
-// retry runs op until it succeeds, fails with a non-recoverable error, the
+// Retry runs op until it succeeds, fails with a non-recoverable error, the
 // policy gives up, the session ends or ctx ends. Only for idempotent ops.
-func (s *Session) retry(ctx context.Context, op func() error) error {
+func (s *Ops) Retry(ctx context.Context, op func() error) error {
 	for n := 1; ; n++ {
-		if err := s.check(); err != nil {
+		if err := s.session().Err(); err != nil {
 			return err
 		}
 		err := op()
@@ -60,19 +60,19 @@ func (s *Session) retry(ctx context.Context, op func() error) error {
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
 		s.metrics.retried(Recoverable)
-		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.policy.delay(n)); werr != nil {
 			return werr
 		}
 	}
 }
 
-// sleep waits d, or returns early with ctx's error or the session's end.
-func (s *Session) sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or returns early with ctx's error or the session's end.
+func (s *Ops) Sleep(ctx context.Context, d time.Duration) error {
 	if !pause(ctx, d, s.done) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return s.Err()
+		return s.session().Err()
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func pause(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 // A write that is not idempotent (a sequential create, a multi, a
 // compare-and-set) cannot be sent again blindly when its reply is lost to a
 // connection loss: it may have taken effect. Every such write of the
-// runtime runs in retryUncertain, one loop of one shape. Each attempt sends
+// runtime runs in RetryUncertain, one loop of one shape. Each attempt sends
 // the write and says what it learnt (an outcome):
 //
 //   - outcomeKnown: the result, success or a definite failure, is final;
@@ -113,7 +113,7 @@ func pause(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 // hid the outcome) once its attempts are used up and the outcome is still
 // not known: a write with a settle step always settles first.
 
-// outcome is what one attempt of a write tells retryUncertain.
+// outcome is what one attempt of a write tells RetryUncertain.
 type outcome int
 
 const (
@@ -122,7 +122,7 @@ const (
 	outcomeHidden                // a connection loss hid the result
 )
 
-// uncertainWrite is a write for retryUncertain.
+// uncertainWrite is a write for RetryUncertain.
 type uncertainWrite struct {
 	// op and path name the write in the error returned when the policy
 	// gives up.
@@ -140,9 +140,9 @@ type uncertainWrite struct {
 	interrupted func(error) error
 }
 
-// retryUncertain runs w until its outcome is known, or the retry policy
+// RetryUncertain runs w until its outcome is known, or the retry policy
 // gives up (see above).
-func (s *Session) retryUncertain(ctx context.Context, w uncertainWrite) error {
+func (s *Ops) RetryUncertain(ctx context.Context, w uncertainWrite) error {
 	for n := 1; ; n++ {
 		o, err := w.attempt(n)
 		switch o {
@@ -156,7 +156,7 @@ func (s *Session) retryUncertain(ctx context.Context, w uncertainWrite) error {
 		if last && w.settle == nil {
 			return w.giveUp(n, err)
 		}
-		if werr := s.sleep(ctx, s.policy.delay(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.policy.delay(n)); werr != nil {
 			if w.interrupted != nil {
 				return w.interrupted(werr)
 			}

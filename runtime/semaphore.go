@@ -149,7 +149,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	dir := m.leasesDir()
 	// The first watched children read goes out with the create
 	// (pipeline.go).
-	node, first, err := m.s.createListed(ctx, m.acl, dir, curatorLeases.prefix(0), ownerData(m.s, purpose), true)
+	node, first, err := m.s.Ops().CreateListed(ctx, m.acl, dir, curatorLeases.prefix(0), ownerData(m.s, purpose), true)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 		var r getResult
 		if first != nil {
 			r, first = *first, nil
-		} else if r, err = m.s.childrenW(ctx, dir); err != nil {
+		} else if r, err = m.s.Ops().ChildrenW(ctx, dir); err != nil {
 			return nil, abandonNode(m.s, node, err)
 		}
 		cs := curatorLeases.sortContenders(r.kids)
@@ -177,7 +177,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 		case <-r.watch:
 		case <-ctx.Done():
 			return nil, abandonNode(m.s, node, ctx.Err())
-		case <-m.s.done:
+		case <-m.s.Done():
 			return nil, m.s.Err()
 		case <-m.mutex.Lost():
 			// Our internal lock was lost (reaped): others may add leases

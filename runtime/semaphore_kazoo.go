@@ -45,15 +45,15 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 	}
 	want := []byte(strconv.Itoa(m.leases))
 	for {
-		data, st, err := m.s.get(ctx, m.dir)
+		data, st, err := m.s.Ops().Get(ctx, m.dir)
 		switch {
 		case isNoNode(err):
 			if parent := parentPath(m.dir); parent != "/" {
-				if err := m.s.ensurePath(ctx, m.acl, parent); err != nil {
+				if err := m.s.Ops().EnsurePath(ctx, m.acl, parent); err != nil {
 					return err
 				}
 			}
-			_, err := await(ctx, m.s, func() (string, error) { return m.s.create(m.dir, want, 0, m.acl) })
+			_, err := await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(m.dir, want, 0, m.acl) })
 			if errors.Is(err, zk.ErrNodeExists) || isNoNode(err) {
 				continue // created meanwhile, or the parent vanished: look again
 			}
@@ -64,7 +64,7 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 		case err != nil:
 			return err
 		case len(data) == 0:
-			_, err := await(ctx, m.s, func() (*zk.Stat, error) { return m.s.conn.Set(m.dir, want, st.Version) })
+			_, err := await(ctx, m.s, func() (*zk.Stat, error) { return m.s.Conn().Set(m.dir, want, st.Version) })
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) && !IsRecoverable(err) {
 				return opError("set", m.dir, err)
 			}
@@ -96,7 +96,7 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 	node := joinPath(m.dir, strings.ReplaceAll(newGUID(), "-", ""))
 	var token int64
 	for {
-		r, err := m.s.childrenW(ctx, m.dir)
+		r, err := m.s.Ops().ChildrenW(ctx, m.dir)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +121,7 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 		case <-r.watch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-m.s.done:
+		case <-m.s.Done():
 			return nil, m.s.Err()
 		case <-m.mutex.Lost():
 			return nil, fmt.Errorf("semaphore %s: internal lock lost while waiting: %w", m.dir, ErrLockLost)
@@ -149,7 +149,7 @@ func (m *Semaphore) unlockInternal() {
 	uctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	if err := m.mutex.Unlock(uctx); err != nil {
-		m.s.log.Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
+		m.s.Ops().Log().Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
 	}
 }
 
@@ -157,10 +157,10 @@ func (m *Semaphore) unlockInternal() {
 // this attempt: after a connection loss the create is sent again, and a
 // node found existing is ours if this session owns it.
 func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) error {
-	return m.s.retry(ctx, func() error {
-		_, err := await(ctx, m.s, func() (string, error) { return m.s.create(node, data, zk.FlagEphemeral, m.acl) })
+	return m.s.Ops().Retry(ctx, func() error {
+		_, err := await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(node, data, zk.FlagEphemeral, m.acl) })
 		if errors.Is(err, zk.ErrNodeExists) {
-			_, st, gerr := m.s.get(ctx, node)
+			_, st, gerr := m.s.Ops().Get(ctx, node)
 			if gerr == nil && st.EphemeralOwner == m.s.ID() {
 				return nil
 			}
@@ -175,7 +175,7 @@ func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) e
 // holdersKazoo lists the lease holders (every child of the directory, in
 // creation order) with their metadata.
 func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
-	kids, err := m.s.children(ctx, m.dir)
+	kids, err := m.s.Ops().Children(ctx, m.dir)
 	if isNoNode(err) {
 		return nil, nil
 	}
@@ -185,7 +185,7 @@ func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
 	var out []Holder
 	for _, k := range kids {
 		p := joinPath(m.dir, k)
-		data, st, err := m.s.get(ctx, p)
+		data, st, err := m.s.Ops().Get(ctx, p)
 		if isNoNode(err) {
 			continue
 		}

@@ -110,7 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		id := s.id
 		s.mu.Unlock()
 		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
-		if err := s.addAuth(ctx); err != nil {
+		if err := s.Ops().addAuth(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("runtime: Connect: %w", err)
 		}
@@ -137,7 +137,7 @@ func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, e
 		// otherwise silently open a new session.
 		return nil, errors.New("runtime: session ended")
 	}
-	c, err := s.dialConn(network, addr, timeout)
+	c, err := dialConn(s, network, addr, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (s *Session) onEvent(ev zk.Event) {
 	case zk.StateDisconnected:
 		s.mu.Lock()
 		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
-			d := s.giveUpIn()
+			d := giveUpIn(s)
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
 			s.metrics.connectionLost()
 			s.expiryTimer = time.AfterFunc(d, func() {
@@ -240,7 +240,7 @@ func (s *Session) end(err error) bool {
 func (s *Session) Close() error {
 	var err error
 	deadline := time.Now().Add(closeWaitBound)
-	if s.check() == nil {
+	if s.Err() == nil {
 		err = s.hooks.runClose(deadline)
 	}
 	if s.end(ErrClosed) {
@@ -275,9 +275,6 @@ func (s *Session) ID() int64 {
 // Conn returns the underlying go-zookeeper connection, for operations the
 // runtime does not wrap. Do not close it; close the Session.
 func (s *Session) Conn() *zk.Conn { return s.conn }
-
-// check returns the session's end reason, or nil while it is alive.
-func (s *Session) check() error { return s.Err() }
 
 // zkLogger adapts go-zookeeper's Printf logger to slog at debug level: the
 // client library logs every reconnect attempt, which is noise at info level.

@@ -112,7 +112,7 @@ func guardDir(ctx context.Context, s *Session, dir string, acl []zk.ACL, want sp
 	}
 	want.Zkgen = 1
 	for {
-		data, _, err := s.get(ctx, dir)
+		data, _, err := s.Ops().Get(ctx, dir)
 		if errors.Is(err, zk.ErrNoNode) && !create {
 			return nil
 		}
@@ -163,10 +163,10 @@ func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, r
 	if err != nil {
 		return false, err
 	}
-	acl = s.nodeACL(acl)
-	if err := s.creatable(acl); err != nil {
+	acl = s.Ops().NodeACL(acl)
+	if err := s.Ops().Creatable(acl); err != nil {
 		return false, opError("create", dir, err)
 	}
-	// Bottom-up: one create when the parent exists (see ensureContainer).
-	return s.ensureContainer(ctx, acl, dir, data)
+	// Bottom-up: one create when the parent exists (see EnsureContainer).
+	return s.Ops().EnsureContainer(ctx, acl, dir, data)
 }

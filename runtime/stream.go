@@ -47,13 +47,13 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 				if ctx.Err() != nil {
 					return
 				}
-				if s.check() != nil {
+				if s.Err() != nil {
 					finish()
 					return
 				}
 				failures++
-				s.log.Warn("watch: read failed; retrying", "what", what, "err", err)
-				if s.sleep(ctx, s.policy.delay(min(failures, 10))) != nil {
+				s.Ops().Log().Warn("watch: read failed; retrying", "what", what, "err", err)
+				if s.Ops().Sleep(ctx, s.Ops().Policy().delay(min(failures, 10))) != nil {
 					finish() // the session ended, or ctx: then nothing is sent
 					return
 				}
@@ -75,7 +75,7 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 					fired = true
 				case <-ctx.Done():
 					return
-				case <-s.done:
+				case <-s.Done():
 					finish()
 					return
 				}

@@ -481,8 +481,8 @@ func telOf(s *Session) *telemetry {
 	h := sessionShared(s, telKey{}, func() *telHolder { return &telHolder{} })
 	h.once.Do(func() {
 		var err error
-		if h.t, err = newTelemetry(s.telCfg); err != nil {
-			s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", err)
+		if h.t, err = newTelemetry(s.Ops().Telemetry()); err != nil {
+			s.Ops().Log().Warn("some telemetry instruments could not be created; they record nothing", "err", err)
 		}
 	})
 	return h.t

@@ -65,7 +65,7 @@ func askClock(s *Session, h *hold) bool {
 	if h.isEnded() {
 		return false
 	}
-	if s.checkClock() {
+	if s.Ops().CheckClock() {
 		h.end(true) // as its monitor, or the session's end, will
 		return false
 	}
@@ -179,7 +179,7 @@ func startHoldAs(ctx context.Context, s *Session, node string, token int64, revo
 	}
 	var w <-chan zk.Event
 	if revocable {
-		own, err := s.getW(ctx, node)
+		own, err := s.Ops().GetW(ctx, node)
 		if err != nil {
 			if errors.Is(err, zk.ErrNoNode) && lostErr != nil {
 				return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
@@ -224,7 +224,7 @@ func armHold(s *Session, h *hold) {
 			case err == nil:
 				h.watches <- r.watch
 			case errors.Is(err, zk.ErrNoNode) && !h.released.Load():
-				s.log.Warn("lost: node deleted", "path", h.node)
+				s.Ops().Log().Warn("lost: node deleted", "path", h.node)
 				h.end(true)
 			}
 			// Other errors mean the session ended: the monitor sees that.
@@ -235,9 +235,9 @@ func armHold(s *Session, h *hold) {
 // watchOwn reads the holder's own node and watches it (see startHold).
 func watchOwn(ctx context.Context, s *Session, node string, revocable bool) (getResult, error) {
 	if revocable {
-		return s.getW(ctx, node)
+		return s.Ops().GetW(ctx, node)
 	}
-	return s.childrenW(ctx, node)
+	return s.Ops().ChildrenW(ctx, node)
 }
 
 // monitorHold ends the hold when it is lost — our node deleted by someone else,
@@ -251,7 +251,7 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				if !h.released.Load() {
-					s.log.Warn("lost: node deleted", "path", h.node)
+					s.Ops().Log().Warn("lost: node deleted", "path", h.node)
 					h.end(true)
 				}
 				return
@@ -264,7 +264,7 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 			r, err := watchOwn(context.Background(), s, h.node, revocable)
 			if err != nil {
 				if !h.released.Load() {
-					s.log.Warn("lost", "path", h.node, "err", err)
+					s.Ops().Log().Warn("lost", "path", h.node, "err", err)
 					h.end(true)
 				}
 				return
@@ -273,7 +273,7 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 				h.revoke()
 			}
 			w = r.watch
-		case <-s.done:
+		case <-s.Done():
 			h.end(true)
 			return
 		case <-h.stop:
@@ -316,7 +316,7 @@ func trackHold(s *Session, h *hold, endDirectly bool) bool {
 
 // releaseHold ends the tenure h by deleting its node; see releaseHoldAs.
 func releaseHold(ctx context.Context, s *Session, h *hold) error {
-	return releaseHoldAs(ctx, s, h, "", func(ctx context.Context) error { return s.delete(ctx, h.node, -1) })
+	return releaseHoldAs(ctx, s, h, "", func(ctx context.Context) error { return s.Ops().Delete(ctx, h.node, -1) })
 }
 
 // releaseHoldAs ends the tenure h with remove, which deletes its node (and
@@ -343,12 +343,12 @@ func releaseHoldAs(ctx context.Context, s *Session, h *hold, label string, remov
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
 		h.end(true)
 		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
-	case s.check() == nil:
+	case s.Err() == nil:
 		go func() {
 			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			defer cancel()
-			if err := remove(cctx); err != nil && !errors.Is(err, zk.ErrNoNode) && s.check() == nil {
-				s.log.Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
+			if err := remove(cctx); err != nil && !errors.Is(err, zk.ErrNoNode) && s.Err() == nil {
+				s.Ops().Log().Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
 			}
 		}()
 	}
@@ -369,16 +369,16 @@ func (h *hold) dismiss() {
 // cause. The node is ephemeral, so if the session is gone there is nothing to
 // remove.
 func abandonNode(s *Session, node string, cause error) error {
-	if s.check() != nil {
+	if s.Err() != nil {
 		if cause == nil {
-			return s.check()
+			return s.Err()
 		}
 		return cause
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := s.delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		s.log.Warn("could not remove contender node", "path", node, "err", err)
+	if err := s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		s.Ops().Log().Warn("could not remove contender node", "path", node, "err", err)
 		return errors.Join(cause, err)
 	}
 	return cause
@@ -550,7 +550,7 @@ type fence struct {
 // A multi is not idempotent, so nothing is retried here.
 func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.MultiResponse, error) {
 	if !f.on() {
-		return nil, f.lost("guarded write not sent", s.check())
+		return nil, f.lost("guarded write not sent", s.Err())
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -561,7 +561,7 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	// ends).
 	var rawp atomic.Pointer[error]
 	res, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
-		r, e := s.conn.Multi(all...)
+		r, e := s.Conn().Multi(all...)
 		rawp.Store(&e)
 		return r, e
 	})

@@ -63,10 +63,10 @@ func WithTLS(cfg *tls.Config) Option {
 
 // dialConn opens one connection to addr (resolved by hostList), over the
 // session's dialer, with TLS when configured.
-func (s *Session) dialConn(network, addr string, timeout time.Duration) (net.Conn, error) {
+func dialConn(s *Session, network, addr string, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, err := s.rawDial(ctx, network, addr)
+	c, err := rawDial(ctx, s, network, addr)
 	if err != nil || s.tlsConf == nil {
 		return c, err
 	}
@@ -81,11 +81,11 @@ func (s *Session) dialConn(network, addr string, timeout time.Duration) (net.Con
 	if err := tc.HandshakeContext(hctx); err != nil {
 		c.Close()
 		if !transient(err) {
-			return nil, s.tlsFailed(addr, host, err)
+			return nil, tlsFailed(s, addr, host, err)
 		}
 		var ne net.Error
-		if !(errors.As(err, &ne) && ne.Timeout()) && !s.isEstablished() && s.speaksPlain(addr) {
-			return nil, s.tlsFailed(addr, host, fmt.Errorf("the server closed the connection during the handshake (%w), and its port answers in plain text: it does not speak TLS (ZooKeeper serves TLS on its secureClientPort)", err))
+		if !(errors.As(err, &ne) && ne.Timeout()) && !isEstablished(s) && speaksPlain(s, addr) {
+			return nil, tlsFailed(s, addr, host, fmt.Errorf("the server closed the connection during the handshake (%w), and its port answers in plain text: it does not speak TLS (ZooKeeper serves TLS on its secureClientPort)", err))
 		}
 		return nil, err // a slow or closing server, not a disagreement
 	}
@@ -94,7 +94,7 @@ func (s *Session) dialConn(network, addr string, timeout time.Duration) (net.Con
 
 // rawDial opens a network connection with WithDialer's dialer or a
 // net.Dialer.
-func (s *Session) rawDial(ctx context.Context, network, addr string) (net.Conn, error) {
+func rawDial(ctx context.Context, s *Session, network, addr string) (net.Conn, error) {
 	if s.dialer != nil {
 		return s.dialer(ctx, network, addr)
 	}
@@ -110,10 +110,10 @@ const probeTimeout = 2 * time.Second
 // session is established: a TLS port drops a plain client without a word.
 // The probe checks no certificate and carries no data; a server that
 // answers with a handshake, or with an alert, speaks TLS.
-func (s *Session) speaksTLS(addr string) bool {
+func speaksTLS(s *Session, addr string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	c, err := s.rawDial(ctx, "tcp", addr)
+	c, err := rawDial(ctx, s, "tcp", addr)
 	if err != nil {
 		return false
 	}
@@ -129,10 +129,10 @@ func (s *Session) speaksTLS(addr string) bool {
 // text): a TLS client that a server drops during the handshake asks it,
 // before the session is established. A TLS port drops the word unanswered
 // (or answers with a TLS alert).
-func (s *Session) speaksPlain(addr string) bool {
+func speaksPlain(s *Session, addr string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	c, err := s.rawDial(ctx, "tcp", addr)
+	c, err := rawDial(ctx, s, "tcp", addr)
 	if err != nil {
 		return false
 	}
@@ -153,9 +153,9 @@ func (s *Session) speaksPlain(addr string) bool {
 // tlsFailed reports a connection that failed over TLS: before the session
 // is established it ends the attempt (Connect returns the error), after it
 // the connection attempt just fails.
-func (s *Session) tlsFailed(addr, host string, cause error) error {
+func tlsFailed(s *Session, addr, host string, cause error) error {
 	err := fmt.Errorf("%w with %s (%s): %w", ErrTLSHandshake, addr, host, cause)
-	if s.isEstablished() {
+	if isEstablished(s) {
 		s.log.Warn("zookeeper connection refused over TLS", "server", addr, "err", cause)
 	} else {
 		s.end(err)
@@ -164,7 +164,7 @@ func (s *Session) tlsFailed(addr, host string, cause error) error {
 }
 
 // isEstablished reports whether the session has been established.
-func (s *Session) isEstablished() bool {
+func isEstablished(s *Session) bool {
 	select {
 	case <-s.established:
 		return true

@@ -162,7 +162,7 @@ func (m *TTLLeases) Holders(ctx context.Context) ([]LeaseHolder, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	kids, err := m.s.children(ctx, m.dir)
+	kids, err := m.s.Ops().Children(ctx, m.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -174,7 +174,7 @@ func (m *TTLLeases) Holders(ctx context.Context) ([]LeaseHolder, error) {
 		if !containsString(kids, "slot-"+strconv.Itoa(i)) {
 			continue
 		}
-		data, st, err := m.s.get(ctx, m.slot(i))
+		data, st, err := m.s.Ops().Get(ctx, m.slot(i))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -255,7 +255,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 		case <-r.watch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-m.s.done:
+		case <-m.s.Done():
 			return nil, m.s.Err()
 		}
 	}
@@ -265,7 +265,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 // the directory again if the server removed it (a container, once empty).
 func (m *TTLLeases) scan(ctx context.Context) (getResult, error) {
 	for {
-		r, err := m.s.childrenW(ctx, m.dir)
+		r, err := m.s.Ops().ChildrenW(ctx, m.dir)
 		if !errors.Is(err, zk.ErrNoNode) {
 			return r, err
 		}
@@ -289,7 +289,7 @@ func allTrue(bs []bool) bool {
 // slot is another holder's (or gone).
 func (m *TTLLeases) reattach(ctx context.Context, i int, holder string) (*TTLLease, error) {
 	node := m.slot(i)
-	data, st, err := m.s.get(ctx, node)
+	data, st, err := m.s.Ops().Get(ctx, node)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -322,16 +322,16 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 	node := m.slot(i)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	acl := m.s.nodeACL(m.acl)
-	if err := m.s.creatable(acl); err != nil {
+	acl := m.s.Ops().NodeACL(m.acl)
+	if err := m.s.Ops().Creatable(acl); err != nil {
 		return nil, opError("create", node, err)
 	}
 	start := time.Now()
 	var uncertain, exists, gone bool
-	err := m.s.retryUncertain(wctx, uncertainWrite{op: "create", path: node,
+	err := m.s.Ops().RetryUncertain(wctx, uncertainWrite{op: "create", path: node,
 		attempt: func(int) (outcome, error) {
 			_, err := await(wctx, m.s, func() (string, error) {
-				return m.s.conn.CreateTTL(node, data, zk.FlagTTL, acl, m.ttl)
+				return m.s.Conn().CreateTTL(node, data, zk.FlagTTL, acl, m.ttl)
 			})
 			switch {
 			case err == nil:
@@ -361,7 +361,7 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 		return nil, nil
 	}
 	// Created: read its identity (the create's reply carries no stat).
-	_, st, err := m.s.get(wctx, node)
+	_, st, err := m.s.Ops().Get(wctx, node)
 	if err != nil {
 		return nil, opError("get", node, err)
 	}
@@ -528,7 +528,7 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 	}
 	m := l.m
 	if st.Czxid != l.czxid {
-		m.s.log.Warn("lease: renewal wrote a node that is not ours", "path", l.node)
+		m.s.Ops().Log().Warn("lease: renewal wrote a node that is not ours", "path", l.node)
 		return fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
 	}
 	if gap := time.Duration(st.Mtime-l.mtime) * time.Millisecond; gap > m.ttl-m.ttl/10 {
@@ -551,14 +551,14 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 // node at our version, which a renewal would overwrite (see Release).
 func (l *TTLLease) set(ctx context.Context, until time.Time) (st *zk.Stat, err error) {
 	s := l.m.s
-	err = s.retryUncertain(ctx, uncertainWrite{op: "set", path: l.node,
+	err = s.Ops().RetryUncertain(ctx, uncertainWrite{op: "set", path: l.node,
 		attempt: func(int) (outcome, error) {
 			var err error
 			st, err = await(ctx, s, func() (*zk.Stat, error) {
 				if !until.IsZero() && !time.Now().Before(until) {
 					return nil, errPastDeadline
 				}
-				return s.conn.Set(l.node, l.data, l.version)
+				return s.Conn().Set(l.node, l.data, l.version)
 			})
 			switch {
 			case err == nil, errors.Is(err, errPastDeadline):
@@ -614,7 +614,7 @@ func (l *TTLLease) settle(ctx context.Context) error {
 // look reads the node's stat; ErrLeaseExpired when it is gone or is
 // another holder's.
 func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
-	_, cur, err := l.m.s.get(ctx, l.node)
+	_, cur, err := l.m.s.Ops().Get(ctx, l.node)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, fmt.Errorf("lease %s: %w (node gone)", l.node, ErrLeaseExpired)
@@ -699,13 +699,13 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 		return err
 	}
 	version := l.version
-	return s.retryUncertain(ctx, uncertainWrite{op: "delete", path: l.node,
+	return s.Ops().RetryUncertain(ctx, uncertainWrite{op: "delete", path: l.node,
 		attempt: func(n int) (outcome, error) {
 			_, err := await(ctx, s, func() (struct{}, error) {
 				if !until.IsZero() && !time.Now().Before(until) {
 					return struct{}{}, errPastDeadline
 				}
-				return struct{}{}, s.conn.Delete(l.node, version)
+				return struct{}{}, s.Conn().Delete(l.node, version)
 			})
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNoNode):
@@ -722,7 +722,7 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 			return outcomeHidden, err
 		},
 		settle: func() (outcome, error) {
-			_, cur, err := s.get(ctx, l.node)
+			_, cur, err := s.Ops().Get(ctx, l.node)
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
 				return outcomeKnown, nil // the lost delete applied

@@ -251,15 +251,15 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 	if t.err != nil {
 		return t.err
 	}
-	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: t.s.nodeACL(t.acl)}}
+	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: t.s.Ops().NodeACL(t.acl)}}
 	for _, p := range t.parts {
-		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.nodeACL(t.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.Ops().NodeACL(t.acl)})
 	}
 	marker := joinPath(t.dir, txCoordinator)
-	ops = append(ops, &zk.CreateRequest{Path: marker, Data: ownerData(t.s, ""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
-	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.dir,
+	ops = append(ops, &zk.CreateRequest{Path: marker, Data: ownerData(t.s, ""), Acl: t.s.Ops().NodeACL(t.acl), Flags: zk.FlagEphemeral})
+	return t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: t.dir,
 		attempt: func(int) (outcome, error) {
-			res, err := t.s.multi(ctx, ops...)
+			res, err := t.s.Ops().Multi(ctx, ops...)
 			i, opErr := failedOp(res)
 			switch {
 			case err == nil:
@@ -268,7 +268,7 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 			case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
 				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
 			case i == 0 && isNoNode(opErr):
-				if err := t.s.ensurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
+				if err := t.s.Ops().EnsurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
 					return outcomeKnown, err
 				}
 				return outcomeResend, nil
@@ -283,10 +283,10 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 // through. The multi is all or nothing: our marker, owned by our (living)
 // session, says it did; a transaction without it is someone else's.
 func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) (outcome, error) {
-	if err := t.s.sync(ctx, t.dir); err != nil {
+	if err := t.s.Ops().Sync(ctx, t.dir); err != nil {
 		return outcomeKnown, err
 	}
-	_, st, gerr := t.s.get(ctx, marker)
+	_, st, gerr := t.s.Ops().Get(ctx, marker)
 	switch {
 	case gerr == nil && st.EphemeralOwner == t.s.ID():
 		t.setProposed()
@@ -294,7 +294,7 @@ func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) 
 	case gerr != nil && !isNoNode(gerr):
 		return outcomeKnown, gerr
 	}
-	if _, _, gerr := t.s.get(ctx, t.dir); gerr == nil {
+	if _, _, gerr := t.s.Ops().Get(ctx, t.dir); gerr == nil {
 		return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
 	} else if !isNoNode(gerr) {
 		return outcomeKnown, gerr
@@ -316,7 +316,7 @@ func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
 	if t.err != nil {
 		return zero, t.err
 	}
-	data, _, err := t.s.get(ctx, t.dir)
+	data, _, err := t.s.Ops().Get(ctx, t.dir)
 	if isNoNode(err) {
 		return zero, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
 	}
@@ -333,7 +333,7 @@ func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
 // waitExists blocks until path exists, ctx ends or the session ends.
 func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult, error) {
 	for {
-		r, ok, err := t.s.getOrExistsW(ctx, p)
+		r, ok, err := t.s.Ops().GetOrExistsW(ctx, p)
 		if err != nil || ok {
 			return r, err
 		}
@@ -341,7 +341,7 @@ func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult
 		case <-r.watch:
 		case <-ctx.Done():
 			return r, ctx.Err()
-		case <-t.s.done:
+		case <-t.s.Done():
 			return r, t.s.Err()
 		}
 	}
@@ -357,11 +357,11 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error)
 	if err := t.check(p); err != nil {
 		return err
 	}
-	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
+	return t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
 		attempt: func(int) (outcome, error) { return t.joinOnce(ctx, p) },
 		settle: func() (outcome, error) {
 			// Did it go through? Our presence node says so.
-			if _, st, gerr := t.s.get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
+			if _, st, gerr := t.s.Ops().Get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
 				t.setJoined(p)
 				return outcomeKnown, nil
 			}
@@ -379,9 +379,9 @@ func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (outcom
 	if r.stat.Version != 0 {
 		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
 	}
-	_, err = t.s.multi(ctx,
+	_, err = t.s.Ops().Multi(ctx,
 		&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
-		&zk.CreateRequest{Path: t.presencePath(p), Data: ownerData(t.s, ""), Acl: t.s.nodeACL(t.acl), Flags: zk.FlagEphemeral})
+		&zk.CreateRequest{Path: t.presencePath(p), Data: ownerData(t.s, ""), Acl: t.s.Ops().NodeACL(t.acl), Flags: zk.FlagEphemeral})
 	switch {
 	case err == nil:
 		t.setJoined(p)
@@ -422,7 +422,7 @@ func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision)
 	t.mu.Unlock()
 	// After a connection loss, the next attempt's read tells whether the
 	// vote is in.
-	return t.s.retryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
+	return t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
 		attempt: func(int) (outcome, error) { return t.voteOnce(ctx, p, d, presence) },
 	})
 }
@@ -451,7 +451,7 @@ func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decis
 	default:
 		ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
 	}
-	res, err := t.s.multi(ctx, ops...)
+	res, err := t.s.Ops().Multi(ctx, ops...)
 	i, opErr := failedOp(res)
 	switch {
 	case err == nil:
@@ -523,7 +523,7 @@ func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err err
 		case <-w.wake:
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-t.s.done:
+		case <-t.s.Done():
 			return 0, t.s.Err()
 		}
 	}
@@ -592,7 +592,7 @@ func (x *txWatches) isSettled(p Participant) bool {
 // pipelined, so reading n votes takes about one round trip instead of n;
 // settled commit votes (see txWatches) are not read again.
 func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, w *txWatches) (d Decision, decided bool, err error) {
-	r, ok, err := t.s.getOrExistsW(ctx, t.decisionPath())
+	r, ok, err := t.s.Ops().GetOrExistsW(ctx, t.decisionPath())
 	if err != nil {
 		return 0, false, err
 	}
@@ -651,7 +651,7 @@ type voteState struct {
 // has not voted), leaving watches handed to w; a commit vote is settled
 // before its watch is forwarded, so that the watch firing unsettles it.
 func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWatches) voteState {
-	r, ok, err := t.s.getOrExistsW(ctx, t.votePath(p))
+	r, ok, err := t.s.Ops().GetOrExistsW(ctx, t.votePath(p))
 	if err != nil {
 		return voteState{err: err}
 	}
@@ -681,7 +681,7 @@ func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWa
 // its presence, and it cannot join twice). An abort vote read then counts
 // the same.
 func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, forward func(<-chan zk.Event)) (bool, error) {
-	pr, err := t.s.getW(ctx, t.presencePath(p))
+	pr, err := t.s.Ops().GetW(ctx, t.presencePath(p))
 	if err == nil {
 		forward(pr.watch)
 		return false, nil
@@ -689,7 +689,7 @@ func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, for
 	if !isNoNode(err) {
 		return false, err
 	}
-	again, _, err := t.s.get(ctx, t.votePath(p))
+	again, _, err := t.s.Ops().Get(ctx, t.votePath(p))
 	if err != nil && !isNoNode(err) {
 		return false, err
 	}
@@ -709,10 +709,10 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 		got, o, err = t.standingDecision(ctx)
 		return o, err
 	}
-	err := t.s.retryUncertain(ctx, uncertainWrite{op: "create", path: t.decisionPath(),
+	err := t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "create", path: t.decisionPath(),
 		attempt: func(int) (outcome, error) {
 			_, err := await(ctx, t.s, func() (string, error) {
-				return t.s.create(t.decisionPath(), []byte(d.String()), 0, t.acl)
+				return t.s.Ops().Create(t.decisionPath(), []byte(d.String()), 0, t.acl)
 			})
 			switch {
 			case err == nil:
@@ -736,7 +736,7 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 // standingDecision reads the decision node: outcomeResend when it is
 // missing.
 func (t *TwoPhaseCommit[T]) standingDecision(ctx context.Context) (Decision, outcome, error) {
-	data, _, err := t.s.get(ctx, t.decisionPath())
+	data, _, err := t.s.Ops().Get(ctx, t.decisionPath())
 	if isNoNode(err) {
 		return 0, outcomeResend, nil
 	}
@@ -768,24 +768,24 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 	if t.err != nil {
 		return t.err
 	}
-	if _, _, err := t.s.get(ctx, t.decisionPath()); isNoNode(err) {
-		if _, _, err := t.s.get(ctx, t.dir); isNoNode(err) {
+	if _, _, err := t.s.Ops().Get(ctx, t.decisionPath()); isNoNode(err) {
+		if _, _, err := t.s.Ops().Get(ctx, t.dir); isNoNode(err) {
 			return nil
 		}
 		return fmt.Errorf("twopc %s: undecided: not removed", t.dir)
 	} else if err != nil {
 		return err
 	}
-	kids, err := t.s.children(ctx, t.dir)
+	kids, err := t.s.Ops().Children(ctx, t.dir)
 	if err != nil && !isNoNode(err) {
 		return err
 	}
 	for _, k := range kids {
-		if err := t.s.delete(ctx, joinPath(t.dir, k), -1); err != nil && !isNoNode(err) {
+		if err := t.s.Ops().Delete(ctx, joinPath(t.dir, k), -1); err != nil && !isNoNode(err) {
 			return err
 		}
 	}
-	if err := t.s.delete(ctx, t.dir, -1); err != nil && !isNoNode(err) {
+	if err := t.s.Ops().Delete(ctx, t.dir, -1); err != nil && !isNoNode(err) {
 		return err
 	}
 	return nil
@@ -821,7 +821,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 	st.Proposed = true
 	for _, p := range t.parts {
 		v := VoteStatus{Participant: p}
-		data, _, err := t.s.get(ctx, t.votePath(p))
+		data, _, err := t.s.Ops().Get(ctx, t.votePath(p))
 		switch {
 		case isNoNode(err):
 		case err != nil:
@@ -836,7 +836,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 		}
 		st.Votes = append(st.Votes, v)
 	}
-	data, _, err := t.s.get(ctx, t.decisionPath())
+	data, _, err := t.s.Ops().Get(ctx, t.decisionPath())
 	switch {
 	case isNoNode(err):
 	case err != nil:

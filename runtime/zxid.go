@@ -78,13 +78,13 @@ func (g *zxidGuard) Connected(timeout time.Duration) {
 // request (not of a notification or a ping), and its answer.
 func (g *zxidGuard) Reply(xid int32, zxid int64) {
 	if xid >= 0 && zxid > 0 {
-		g.s.noteZxid(zxid)
+		noteZxid(g.s, zxid)
 	}
 	g.clock.replied(xid)
 }
 
 // noteZxid records a zxid seen in a reply.
-func (s *Session) noteZxid(z int64) {
+func noteZxid(s *Session, z int64) {
 	for {
 		cur := s.lastZxid.Load()
 		if z <= cur || s.lastZxid.CompareAndSwap(cur, z) {

@@ -1,0 +1,35 @@
+package runtime
+
+import (
+	"log/slog"
+)
+
+// Ops is a session's view for the recipes: its operations, each bound to
+// a context and retried or resolved as the session's policy says (ops.go,
+// retry.go, pipeline.go), and what a recipe reads of the session's
+// settings. It is the same session (Session.Ops); it holds nothing of its
+// own.
+type Ops Session
+
+// Ops returns the session's operations and settings, for recipes.
+func (s *Session) Ops() *Ops { return (*Ops)(s) }
+
+// Log returns the session's logger (WithLogger).
+func (o *Ops) Log() *slog.Logger { return o.log }
+
+// Policy returns the session's retry policy (WithRetry).
+func (o *Ops) Policy() RetryPolicy { return o.policy }
+
+// ReadOnly reports whether the session may connect to a read-only server
+// (WithReadOnly).
+func (o *Ops) ReadOnly() bool { return o.readOnly }
+
+// Dials counts the connections the session has dialled: a change between
+// two reads means another server may have answered the later one.
+func (o *Ops) Dials() int64 { return o.dials.Load() }
+
+// Telemetry returns the providers the session's telemetry options set.
+func (o *Ops) Telemetry() TelemetryConfig { return o.telCfg }
+
+// session returns o as the Session it is.
+func (o *Ops) session() *Session { return (*Session)(o) }
