@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Barrier is the ZooKeeper guide's barrier: it is up while its node exists.
@@ -42,7 +44,7 @@ func (b *Barrier) Raise(ctx context.Context) (err error) {
 	parent := b.node[:strings.LastIndexByte(b.node, '/')]
 	for {
 		err := b.s.Ops().Retry(ctx, func() error {
-			_, err := await(ctx, b.s, func() (string, error) { return b.s.Ops().Create(b.node, nil, 0, b.acl) })
+			_, err := client.Await(ctx, b.s, func() (string, error) { return b.s.Ops().Create(b.node, nil, 0, b.acl) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
@@ -54,7 +56,7 @@ func (b *Barrier) Raise(ctx context.Context) (err error) {
 			}
 			continue
 		}
-		return opError("create", b.node, err)
+		return client.OpError("create", b.node, err)
 	}
 }
 
@@ -92,7 +94,7 @@ func (b *Barrier) Wait(ctx context.Context) (err error) {
 			return err
 		}
 		select {
-		case <-r.watch:
+		case <-r.Watch:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-b.s.Done():
@@ -208,14 +210,14 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 		}
 		if lowest != nil { // for Leave: see leaveFast
 			err := d.s.Ops().Retry(ctx, func() error {
-				_, err := await(ctx, d.s, func() (string, error) { return d.s.Ops().Create(d.readyPath(), lowest, 0, d.acl) })
+				_, err := client.Await(ctx, d.s, func() (string, error) { return d.s.Ops().Create(d.readyPath(), lowest, 0, d.acl) })
 				if errors.Is(err, zk.ErrNodeExists) {
 					return nil
 				}
 				return err
 			})
 			if err != nil {
-				return abandonNode(d.s, node, opError("create", d.readyPath(), err))
+				return abandonNode(d.s, node, client.OpError("create", d.readyPath(), err))
 			}
 		} else {
 			select {
@@ -325,7 +327,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
 			return err
 		}
 		select {
-		case <-w.watch:
+		case <-w.Watch:
 		case <-ctx.Done():
 			return abandonNode(d.s, node, ctx.Err())
 		case <-d.s.Done():
@@ -359,7 +361,7 @@ func (d *DoubleBarrier) leaveFast(ctx context.Context, node, name string) error 
 		return err
 	}
 	select {
-	case <-w.watch:
+	case <-w.Watch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err() // our node is deleted already

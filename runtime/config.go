@@ -8,6 +8,8 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the config nodes, tested with errors.Is.
@@ -91,7 +93,7 @@ func (c *Config[T]) Get(ctx context.Context) (_ T, _ Version, err error) {
 		return zero, NoVersion, c.err
 	}
 	data, st, err := c.s.Ops().Get(ctx, c.path)
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return zero, NoVersion, fmt.Errorf("config %s: %w", c.path, ErrNoValue)
 	}
 	if err != nil {
@@ -129,7 +131,7 @@ func (c *Config[T]) Set(ctx context.Context, v T) (_ Version, err error) {
 		switch {
 		case err == nil:
 			ver = Version(st.Version)
-		case !isNoNode(err):
+		case !client.IsNoNode(err):
 			return NoVersion, err
 		}
 		got, err := c.write(ctx, data, ver, true)
@@ -182,19 +184,19 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 	}
 	got := NoVersion
 	var unknown error // the write's outcome cannot be learnt
-	err := c.s.Ops().RetryUncertain(ctx, uncertainWrite{op: op, path: c.path,
-		attempt: func(int) (outcome, error) {
-			var o outcome
+	err := c.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: op, Path: c.path,
+		Attempt: func(int) (client.Outcome, error) {
+			var o client.Outcome
 			var err error
 			got, o, err = c.send(ctx, op, data, ver)
-			if o == outcomeHidden {
+			if o == client.OutcomeHidden {
 				err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-				unknown = opError(op, c.path, err)
+				unknown = client.OpError(op, c.path, err)
 			}
 			return o, err
 		},
-		settle: func() (outcome, error) {
-			var o outcome
+		Settle: func() (client.Outcome, error) {
+			var o client.Outcome
 			var err error
 			got, o, err = c.settle(ctx, data, ver, blind, unknown)
 			return o, err
@@ -207,56 +209,56 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 }
 
 // send sends the write once and returns the version it wrote.
-func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Version) (Version, outcome, error) {
+func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Version) (Version, client.Outcome, error) {
 	var err error
 	if ver == NoVersion {
-		_, err = await(ctx, c.s, func() (string, error) { return c.s.Ops().Create(c.path, data, 0, c.acl) })
+		_, err = client.Await(ctx, c.s, func() (string, error) { return c.s.Ops().Create(c.path, data, 0, c.acl) })
 		switch {
 		case err == nil:
-			return 0, outcomeKnown, nil
+			return 0, client.OutcomeKnown, nil
 		case errors.Is(err, zk.ErrNodeExists):
-			return NoVersion, outcomeKnown, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
-		case isNoNode(err):
+			return NoVersion, client.OutcomeKnown, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
+		case client.IsNoNode(err):
 			if err := c.s.Ops().EnsurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
-				return NoVersion, outcomeKnown, err
+				return NoVersion, client.OutcomeKnown, err
 			}
-			return NoVersion, outcomeResend, nil
+			return NoVersion, client.OutcomeResend, nil
 		}
 	} else {
 		var st *zk.Stat
-		st, err = await(ctx, c.s, func() (*zk.Stat, error) { return c.s.Conn().Set(c.path, data, int32(ver)) })
+		st, err = client.Await(ctx, c.s, func() (*zk.Stat, error) { return c.s.Conn().Set(c.path, data, int32(ver)) })
 		switch {
 		case err == nil:
-			return Version(st.Version), outcomeKnown, nil
-		case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
-			return NoVersion, outcomeKnown, fmt.Errorf("config %s: version %d: %w", c.path, ver, ErrVersionConflict)
+			return Version(st.Version), client.OutcomeKnown, nil
+		case errors.Is(err, zk.ErrBadVersion), client.IsNoNode(err):
+			return NoVersion, client.OutcomeKnown, fmt.Errorf("config %s: version %d: %w", c.path, ver, ErrVersionConflict)
 		}
 	}
-	o, err := afterSend(op, c.path, err)
+	o, err := client.AfterSend(op, c.path, err)
 	return NoVersion, o, err
 }
 
 // settle learns, after a connection loss, whether the write of data at
 // version ver happened: it syncs and reads the node (see write). unknown is
 // the error when it cannot tell.
-func (c *Config[T]) settle(ctx context.Context, data []byte, ver Version, blind bool, unknown error) (Version, outcome, error) {
+func (c *Config[T]) settle(ctx context.Context, data []byte, ver Version, blind bool, unknown error) (Version, client.Outcome, error) {
 	if err := c.s.Ops().Sync(ctx, c.path); err != nil {
-		return NoVersion, outcomeKnown, err
+		return NoVersion, client.OutcomeKnown, err
 	}
 	now, st, gerr := c.s.Ops().Get(ctx, c.path)
 	switch {
-	case isNoNode(gerr) && ver == NoVersion:
-		return NoVersion, outcomeResend, nil // not created: send again
-	case isNoNode(gerr):
-		return NoVersion, outcomeKnown, unknown
+	case client.IsNoNode(gerr) && ver == NoVersion:
+		return NoVersion, client.OutcomeResend, nil // not created: send again
+	case client.IsNoNode(gerr):
+		return NoVersion, client.OutcomeKnown, unknown
 	case gerr != nil:
-		return NoVersion, outcomeKnown, gerr
+		return NoVersion, client.OutcomeKnown, gerr
 	case ver != NoVersion && Version(st.Version) == ver:
-		return NoVersion, outcomeResend, nil // not applied: send again
+		return NoVersion, client.OutcomeResend, nil // not applied: send again
 	case blind && Version(st.Version) == ver+1 && bytes.Equal(now, data):
-		return ver + 1, outcomeKnown, nil // applied (NoVersion+1 is 0, a new node's version)
+		return ver + 1, client.OutcomeKnown, nil // applied (NoVersion+1 is 0, a new node's version)
 	}
-	return NoVersion, outcomeKnown, unknown
+	return NoVersion, client.OutcomeKnown, unknown
 }
 
 // Delete removes the node. Deleting a missing node is not an error. Parents
@@ -266,7 +268,7 @@ func (c *Config[T]) Delete(ctx context.Context) (err error) {
 	if c.err != nil {
 		return c.err
 	}
-	if err := c.s.Ops().Delete(ctx, c.path, -1); err != nil && !isNoNode(err) {
+	if err := c.s.Ops().Delete(ctx, c.path, -1); err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	return nil
@@ -296,14 +298,14 @@ func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 			return snapshot[Versioned[T]]{}, err
 		}
 		if !ok {
-			return snapshot[Versioned[T]]{v: Versioned[T]{Version: NoVersion}, key: "absent", watch: r.watch}, nil
+			return snapshot[Versioned[T]]{v: Versioned[T]{Version: NoVersion}, key: "absent", watch: r.Watch}, nil
 		}
-		out := Versioned[T]{Version: Version(r.stat.Version), Exists: true}
-		if out.Value, err = c.codec.Decode(r.data); err != nil {
+		out := Versioned[T]{Version: Version(r.Stat.Version), Exists: true}
+		if out.Value, err = c.codec.Decode(r.Data); err != nil {
 			c.s.Ops().Log().Warn("config: undecodable value", "path", c.path, "err", err)
 			out.Err = fmt.Errorf("config %s: %w", c.path, err)
 		}
-		return snapshot[Versioned[T]]{v: out, key: fmt.Sprint(r.stat.Mzxid), watch: r.watch}, nil
+		return snapshot[Versioned[T]]{v: out, key: fmt.Sprint(r.Stat.Mzxid), watch: r.Watch}, nil
 	}, func(last Versioned[T], err error) Versioned[T] {
 		if !last.Exists {
 			last.Version = NoVersion

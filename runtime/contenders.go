@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // family describes the contender nodes that share one lock directory: the
@@ -34,12 +36,12 @@ type contender struct {
 func (f *family) prefix(k int) string {
 	var g [36]byte
 	var b strings.Builder // one allocation: the name itself
-	b.Grow(len(protectedPrefix) + len(g) + 1 + len(f.markers[k]))
+	b.Grow(len(client.ProtectedPrefix) + len(g) + 1 + len(f.markers[k]))
 	if f.kazoo {
-		b.Write(appendGUID(g[:0], false))
+		b.Write(client.AppendGUID(g[:0], false))
 	} else {
-		b.WriteString(protectedPrefix)
-		b.Write(appendGUID(g[:0], true))
+		b.WriteString(client.ProtectedPrefix)
+		b.Write(client.AppendGUID(g[:0], true))
 		b.WriteByte('-')
 	}
 	b.WriteString(f.markers[k])
@@ -329,14 +331,17 @@ var hostname = sync.OnceValue(func() string {
 // ownerData returns the owner metadata of a node created now, as JSON: what
 // json.Marshal makes of an Owner, built by hand as it is written on every
 // acquisition (one allocation instead of several).
-func ownerData(s *Session, purpose string) []byte {
+func ownerData(s *Session, purpose string) []byte { return ownerOf(s.ID(), purpose) }
+
+// ownerOf is ownerData for the session whose id is id.
+func ownerOf(id int64, purpose string) []byte {
 	b := make([]byte, 0, 128+len(purpose))
 	b = append(b, `{"host":`...)
 	b = append(b, hostJSON()...)
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, int64(os.Getpid()), 10)
 	b = append(b, `,"session":"0x`...)
-	b = strconv.AppendInt(b, s.ID(), 16)
+	b = strconv.AppendInt(b, id, 16)
 	b = append(b, `","since":"`...)
 	b = time.Now().UTC().Truncate(time.Millisecond).AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')

@@ -140,22 +140,29 @@ package runtime
 
 // --- Source layout
 //
-// Core:
+// Two layers. The client layer, internal/client, is what go-zookeeper
+// lacks: sessions (Connect, the session's own clock, expiry, Close,
+// Supervise), operations bound to a context with retries and the
+// resolution of uncertain writes (Session.Ops), pipelining, TLS and host
+// resolution, the session's own counters, and the general hooks through
+// which handles register what they need at the session's close and end
+// (OnClose, OnEnd, Track, Shared). Below it, internal/wire reads and
+// rewrites go-zookeeper's frames. The recipes, in this package, use only
+// the client layer's exported API, and it names none of them; session.go
+// here re-exports its public names (Session, Connect, the options, the
+// errors).
 //
-//	session.go         Session: Connect, events, expiry, Close
-//	liveness.go        the session's own clock: give up before the server expires it
-//	zxid.go            the session's last zxid, hidden from go-zookeeper (its reconnect race)
-//	options.go         session options, handle options (WithNodeACL), ACLs
-//	ops.go             every ZooKeeper call: reads, writes, multis, GUID-protected
-//	                   creates, the public Children/Exists/CreatePersistent, parallel
-//	retry.go           RetryPolicy; Ops.Retry (idempotent calls) and Ops.RetryUncertain
-//	                   (writes whose outcome a lost reply hides)
+// Shared by the recipes:
+//
 //	tenure.go          a tenure of a node: hold, its monitor and release; tenure,
 //	                   embedded by Leadership, Membership and Lease
 //	contenders.go      node families, sequence numbers (seqCompare), Holder, Owner
 //	stream.go          watch loops delivering the newest state (Watch, Observe)
-//	errors.go          sentinels and error classes
-//	path.go codec.go handles.go version.go
+//	specguard.go       the spec record a resource's directory keeps
+//	telemetry.go       the recipes' spans and instruments
+//	handle_options.go  handle options (WithNodeACL), ACLs
+//	errors.go          the recipes' general sentinels
+//	path.go codec.go handles.go layout.go duration.go version.go
 //
 // Recipes, each with its read-only view:
 //
@@ -172,7 +179,6 @@ package runtime
 //	queue_take.go      the consumer's walk, at-most-once takes
 //	queue_ack.go       at-least-once takes: claims, Delivery
 //
-// Long-running services:
+// Long-running services (Supervise is the client layer's):
 //
-//	supervise.go       Supervise: a new session after each end
-//	longrun.go         Do, Run, Stay, Consume
+//	longrun.go         what Do, Run, Stay and Consume share

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the election, tested with errors.Is.
@@ -19,7 +21,7 @@ var (
 	ErrNoLeader = errors.New("election: no leader")
 	// ErrLeadershipLost means a leadership ended without Resign: the
 	// candidate node was deleted by someone else or the session ended.
-	ErrLeadershipLost = errors.New("election: leadership lost")
+	ErrLeadershipLost = client.EndError("election: leadership lost")
 	// ErrNotLeader means Resign was called on a leadership already resigned.
 	ErrNotLeader = errors.New("election: not leader")
 )
@@ -228,14 +230,14 @@ func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, 
 // if it had to wait: they serve acknowledge's first attempt. first, if not
 // nil, is a children read taken after the node was created (CreateListed):
 // it serves as the first read.
-func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResult) (*ackReads, error) {
+func (e *Election[T]) waitFirst(ctx context.Context, node string, first *client.Result) (*ackReads, error) {
 	name := baseName(node)
 	for woke := false; ; woke = true {
 		var kids []string
 		var pre *ackReads
 		var err error
 		if first != nil {
-			kids, first = first.kids, nil
+			kids, first = first.Kids, nil
 		} else if kids, pre, err = e.readCandidates(ctx, woke); err != nil {
 			return nil, abandonNode(e.s, node, err)
 		}
@@ -253,14 +255,14 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *getResu
 		// Watch only the candidate just before ours. If it is already
 		// gone, read the children again (no lost wake-up).
 		pred, err := e.s.Ops().GetW(ctx, joinPath(e.dir, before))
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {
 			return nil, abandonNode(e.s, node, err)
 		}
 		select {
-		case ev := <-pred.watch:
+		case ev := <-pred.Watch:
 			if ev.Type == zk.EventNodeDeleted && p.first {
 				// The candidate before ours was the first: nothing comes
 				// before it, ever after, so ours is first now, without a
@@ -291,7 +293,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 	var kids []string
 	var err error
 	pre := &ackReads{}
-	parallel(2, 2, func(i int) {
+	client.Parallel(2, 2, func(i int) {
 		if i == 0 {
 			kids, err = e.s.Ops().Children(ctx, e.dir)
 		} else {
@@ -309,9 +311,9 @@ func (e *Election[T]) withdraw(h *hold) {
 	if e.s.Err() != nil {
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
-	if rerr := e.retire(cctx, h.node); rerr != nil && !isNoNode(rerr) {
+	if rerr := e.retire(cctx, h.node); rerr != nil && !client.IsNoNode(rerr) {
 		e.s.Ops().Log().Warn("could not withdraw candidate", "path", h.node, "err", rerr)
 	}
 }
@@ -324,15 +326,15 @@ func (e *Election[T]) withdraw(h *hold) {
 // candidate first; they serve the first attempt.
 func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, pre *ackReads) (int64, error) {
 	var epoch int64
-	err := e.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: e.ackPath(),
-		attempt: func(int) (outcome, error) {
+	err := e.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: e.ackPath(),
+		Attempt: func(int) (client.Outcome, error) {
 			r := pre
 			if r == nil {
 				rr := e.readAck(ctx)
 				r = &rr
 			}
 			pre = nil
-			var o outcome
+			var o client.Outcome
 			var err error
 			epoch, o, err = e.ackOnce(ctx, h, payload, r)
 			return o, err
@@ -347,7 +349,7 @@ func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, 
 // ackOnce is one attempt of acknowledge, from the reads r: one multi that
 // checks the candidate node, replaces a stale acknowledgement, moves the
 // epoch on and creates the acknowledgement.
-func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *ackReads) (int64, outcome, error) {
+func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *ackReads) (int64, client.Outcome, error) {
 	name := baseName(h.node)
 	ackPath := e.ackPath()
 	ops := []any{&zk.CheckVersionRequest{Path: h.node, Version: -1}}
@@ -362,43 +364,43 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 			// the acknowledgement, proves no successor came since.
 			switch ok, err := e.s.Exists(ctx, h.node); {
 			case err != nil:
-				return 0, outcomeKnown, err
+				return 0, client.OutcomeKnown, err
 			case !ok:
-				return 0, outcomeKnown, fmt.Errorf("election %s: candidate node gone after acknowledgement: %w", h.node, ErrLeadershipLost)
+				return 0, client.OutcomeKnown, fmt.Errorf("election %s: candidate node gone after acknowledgement: %w", h.node, ErrLeadershipLost)
 			}
-			return hd.Epoch, outcomeKnown, nil
+			return hd.Epoch, client.OutcomeKnown, nil
 		}
 		if derr == nil && hd.Candidate != "" {
 			gone, err := e.previousGone(ctx, hd.Candidate)
 			if err != nil {
-				return 0, outcomeKnown, err
+				return 0, client.OutcomeKnown, err
 			}
 			if !gone {
-				return 0, outcomeResend, nil
+				return 0, client.OutcomeResend, nil
 			}
 		}
 		ops = append(ops, &zk.DeleteRequest{Path: ackPath, Version: st.Version})
-	case isNoNode(err):
+	case client.IsNoNode(err):
 	default:
-		return 0, outcomeKnown, err
+		return 0, client.OutcomeKnown, err
 	}
 	next, epochOp, err := e.nextEpoch(r)
 	if err != nil {
-		return 0, outcomeKnown, err
+		return 0, client.OutcomeKnown, err
 	}
 	hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
 	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.Ops().NodeACL(e.acl), Flags: zk.FlagEphemeral})
 	res, err := e.s.Ops().Multi(ctx, ops...)
 	if err == nil {
-		return next, outcomeKnown, nil
+		return next, client.OutcomeKnown, nil
 	}
-	switch i, opErr := failedOp(res); {
-	case i == 0 && isNoNode(opErr):
-		return 0, outcomeKnown, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
-	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), isNoNode(err):
-		return 0, outcomeResend, nil // raced with another writer: read again
+	switch i, opErr := client.FailedOp(res); {
+	case i == 0 && client.IsNoNode(opErr):
+		return 0, client.OutcomeKnown, fmt.Errorf("election %s: candidate node gone before acknowledgement: %w", h.node, ErrLeadershipLost)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), client.IsNoNode(err):
+		return 0, client.OutcomeResend, nil // raced with another writer: read again
 	}
-	o, err := afterSend("multi", ackPath, err)
+	o, err := client.AfterSend("multi", ackPath, err)
 	return 0, o, err
 }
 
@@ -409,14 +411,14 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 // false, to read again.
 func (e *Election[T]) previousGone(ctx context.Context, candidate string) (bool, error) {
 	prev, err := e.s.Ops().GetW(ctx, joinPath(e.dir, candidate))
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	select {
-	case <-prev.watch:
+	case <-prev.Watch:
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
@@ -437,7 +439,7 @@ func (e *Election[T]) nextEpoch(r *ackReads) (int64, any, error) {
 		}
 		next := cur + 1
 		return next, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version}, nil
-	case isNoNode(err):
+	case client.IsNoNode(err):
 		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.Ops().NodeACL(e.acl)}, nil
 	default:
 		return 0, nil, err
@@ -455,7 +457,7 @@ type ackReads struct {
 // readAck reads the acknowledgement and the epoch node concurrently.
 func (e *Election[T]) readAck(ctx context.Context) ackReads {
 	var r ackReads
-	parallel(2, 2, func(i int) {
+	client.Parallel(2, 2, func(i int) {
 		if i == 0 {
 			r.ack, r.ackStat, r.ackErr = e.s.Ops().Get(ctx, e.ackPath())
 		} else {
@@ -471,10 +473,10 @@ func (e *Election[T]) readAck(ctx context.Context) ackReads {
 // otherwise it returns ErrNoNode.
 func (e *Election[T]) retire(ctx context.Context, node string) error {
 	retried := false
-	return e.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: node,
-		attempt: func(int) (outcome, error) {
+	return e.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: node,
+		Attempt: func(int) (client.Outcome, error) {
 			o, err := e.retireOnce(ctx, node, retried)
-			if o == outcomeHidden {
+			if o == client.OutcomeHidden {
 				retried = true
 			}
 			return o, err
@@ -484,43 +486,43 @@ func (e *Election[T]) retire(ctx context.Context, node string) error {
 
 // retireOnce is one attempt of retire; retried tells that an earlier one
 // lost its reply.
-func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool) (outcome, error) {
+func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool) (client.Outcome, error) {
 	data, st, err := e.s.Ops().Get(ctx, e.ackPath())
-	if err != nil && !isNoNode(err) {
-		return outcomeKnown, err
+	if err != nil && !client.IsNoNode(err) {
+		return client.OutcomeKnown, err
 	}
 	hd, _, derr := decodeAck(data)
 	if err != nil || derr != nil || hd.Candidate != baseName(node) {
 		err := e.s.Ops().Delete(ctx, node, -1)
-		if isNoNode(err) && retried {
-			return outcomeKnown, nil
+		if client.IsNoNode(err) && retried {
+			return client.OutcomeKnown, nil
 		}
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
 	res, err := e.s.Ops().Multi(ctx,
 		&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
 		&zk.DeleteRequest{Path: node, Version: -1})
 	if err == nil {
-		return outcomeKnown, nil
+		return client.OutcomeKnown, nil
 	}
-	i, opErr := failedOp(res)
+	i, opErr := client.FailedOp(res)
 	switch {
-	case i == 1 && isNoNode(opErr):
+	case i == 1 && client.IsNoNode(opErr):
 		// The candidate was deleted under us (an operator, Reap) but the
 		// acknowledgement naming it is this session's: it goes too.
-		if derr := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); derr != nil && !isNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
-			return outcomeKnown, derr
+		if derr := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); derr != nil && !client.IsNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
+			return client.OutcomeKnown, derr
 		}
 		if retried {
-			return outcomeKnown, nil
+			return client.OutcomeKnown, nil
 		}
-		return outcomeKnown, opError("delete", node, opErr)
+		return client.OutcomeKnown, client.OpError("delete", node, opErr)
 	case IsRecoverable(err):
-		return outcomeHidden, err
+		return client.OutcomeHidden, err
 	case i == 0:
-		return outcomeResend, nil // the acknowledgement changed under us: read again
+		return client.OutcomeResend, nil // the acknowledgement changed under us: read again
 	}
-	return outcomeKnown, opError("multi", node, err)
+	return client.OutcomeKnown, client.OpError("multi", node, err)
 }
 
 // Epoch returns the leadership's epoch, written in its acknowledgement:
@@ -579,7 +581,7 @@ func (e *Election[T]) dropAck(ctx context.Context, node string) {
 		return
 	}
 	go func() {
-		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
 		if err := e.dropAckOnce(cctx, node); err != nil && e.s.Err() == nil {
 			e.s.Ops().Log().Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
@@ -590,7 +592,7 @@ func (e *Election[T]) dropAck(ctx context.Context, node string) {
 func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
 	data, st, err := e.s.Ops().Get(ctx, e.ackPath())
 	switch {
-	case isNoNode(err):
+	case client.IsNoNode(err):
 		return nil
 	case err != nil:
 		return err
@@ -598,7 +600,7 @@ func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
 	if hd, _, derr := decodeAck(data); derr != nil || hd.Candidate != baseName(node) || st.EphemeralOwner != e.s.ID() {
 		return nil // another's, or nobody's to take away
 	}
-	if err := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+	if err := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); err != nil && !client.IsNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
 		return err
 	}
 	return nil
@@ -612,7 +614,7 @@ func (e *Election[T]) State(ctx context.Context) (LeaderState[T], error) {
 		return LeaderState[T]{}, e.err
 	}
 	data, _, err := e.s.Ops().Get(ctx, e.ackPath())
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return LeaderState[T]{}, nil
 	}
 	if err != nil {
@@ -626,7 +628,7 @@ func (e *Election[T]) state(ctx context.Context, data []byte) (LeaderState[T], e
 	if err != nil {
 		return LeaderState[T]{}, fmt.Errorf("election %s: %w", e.ackPath(), err)
 	}
-	if _, _, err := e.s.Ops().Get(ctx, joinPath(e.dir, hd.Candidate)); isNoNode(err) {
+	if _, _, err := e.s.Ops().Get(ctx, joinPath(e.dir, hd.Candidate)); client.IsNoNode(err) {
 		return LeaderState[T]{}, nil
 	} else if err != nil {
 		return LeaderState[T]{}, err
@@ -669,11 +671,11 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 		if err != nil {
 			return snapshot[LeaderState[T]]{}, err
 		}
-		snap := snapshot[LeaderState[T]]{key: "none", watch: r.watch}
+		snap := snapshot[LeaderState[T]]{key: "none", watch: r.Watch}
 		if !ok {
 			return snap, nil
 		}
-		st, err := e.state(ctx, r.data)
+		st, err := e.state(ctx, r.Data)
 		if err != nil && !errors.Is(err, ErrDecode) {
 			return snapshot[LeaderState[T]]{}, err
 		}
@@ -708,7 +710,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 		return nil, e.err
 	}
 	kids, err := e.s.Ops().Children(ctx, e.dir)
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -718,7 +720,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 	for _, c := range e.fam.sortContenders(kids) {
 		p := joinPath(e.dir, c.name)
 		data, st, err := e.s.Ops().Get(ctx, p)
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {

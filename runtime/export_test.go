@@ -3,29 +3,20 @@ package runtime
 import (
 	"fmt"
 	"strings"
-	"time"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
-// PipeStats returns how many pipelined listings (CreateListed) of s were
-// used and how many were dropped for a read of their own.
-func PipeStats(s *Session) (hits, fallbacks int64) {
-	return s.pipe.hits.Load(), s.pipe.fallbacks.Load()
-}
-
-// ListBeforeCreate makes the pipelined creates of s wait, while on, until
-// their listing is answered before they send the create: the listing never
-// holds the new node, and every acquisition takes the fallback.
-func ListBeforeCreate(s *Session, on bool) { s.pipe.listFirst.Store(on) }
+// The session's hooks (see client/testhooks.go).
+var (
+	PipeStats        = client.PipeStats
+	ListBeforeCreate = client.ListBeforeCreate
+	AnsweredAgo      = client.AnsweredAgo
+)
 
 // HandOffs returns how many lock waiters of s took the lock over without
 // a listing (lock.go, the hand-off).
 func HandOffs(s *Session) int64 { return handOffsOf(s).Load() }
-
-// AnsweredAgo returns how long ago the latest request the server answered
-// was sent (the session clock consulted by Held, see liveness.go).
-func AnsweredAgo(s *Session) time.Duration {
-	return time.Duration(monoNow() - s.answeredAt.Load())
-}
 
 // OnOwnerCreated makes fn run after each partitioner owner node's create
 // applied, before the member reads it back; nil removes it.

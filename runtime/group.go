@@ -9,13 +9,15 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the group membership, tested with errors.Is.
 var (
 	// ErrMembershipLost means a group membership ended without Leave: the
 	// member node was deleted by someone else or the session ended.
-	ErrMembershipLost = errors.New("group: membership lost")
+	ErrMembershipLost = client.EndError("group: membership lost")
 	// ErrNotMember means Leave was called on a membership already left.
 	ErrNotMember = errors.New("group: not a member")
 )
@@ -154,7 +156,7 @@ func (g *Group[T]) Members(ctx context.Context) ([]T, error) {
 		return nil, g.err
 	}
 	kids, err := g.s.Ops().Children(ctx, g.dir)
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -192,7 +194,7 @@ func (g *Group[T]) readMembers(ctx context.Context, kids []string, strict bool) 
 		}
 		p := joinPath(g.dir, name)
 		data, st, err := g.s.Ops().Get(ctx, p)
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue // left meanwhile
 		}
 		if err != nil {
@@ -260,14 +262,14 @@ type groupCache[T any] struct {
 // pass over the names rather than a sort of the whole group. readList keeps
 // cache to the live members.
 func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot[MemberList[T]], error) {
-	var r getResult
+	var r client.Result
 	for {
 		var err error
 		r, err = g.s.Ops().ChildrenW(ctx, g.dir)
 		if err == nil {
 			break
 		}
-		if !isNoNode(err) {
+		if !client.IsNoNode(err) {
 			return snapshot[MemberList[T]]{}, err
 		}
 		ok, _, w, err := g.s.Ops().ExistsW(ctx, g.dir)
@@ -283,7 +285,7 @@ func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot
 	}
 	cache.reads++
 	var fresh []string
-	for _, k := range r.kids {
+	for _, k := range r.Kids {
 		if e, ok := cache.byName[k]; ok {
 			e.seen = cache.reads
 		} else {
@@ -315,7 +317,7 @@ func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot
 		names = append(names, m.name)
 	}
 	names = append(names, badNames...)
-	return snapshot[MemberList[T]]{v: MemberList[T]{Members: list, Err: errors.Join(bad...)}, key: strings.Join(names, "/"), watch: r.watch}, nil
+	return snapshot[MemberList[T]]{v: MemberList[T]{Members: list, Err: errors.Join(bad...)}, key: strings.Join(names, "/"), watch: r.Watch}, nil
 }
 
 // mergeJoined merges a and b, each in join order, into one list in join

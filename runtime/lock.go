@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the locks, tested with errors.Is.
 var (
 	// ErrLockLost means a lock this handle held is no longer held: its node
 	// was deleted by someone else or its session ended.
-	ErrLockLost = errors.New("lock: lost")
+	ErrLockLost = client.EndError("lock: lost")
 	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
 	ErrNotHeld = errors.New("lock: not held")
 	// ErrAlreadyHeld means Lock was called on a handle that already holds the
@@ -245,13 +247,13 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 	}
 	name := baseName(node)
 	for {
-		var r getResult
+		var r client.Result
 		if first != nil {
 			r, first = *first, nil
 		} else if r, err = l.s.Ops().ChildrenStat(ctx, l.dir); err != nil {
 			return nil, abandonNode(l.s, node, err)
 		}
-		p := l.fam.place(r.kids, name)
+		p := l.fam.place(r.Kids, name)
 		if !p.found {
 			return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
 		}
@@ -259,7 +261,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		case p.blocker == "":
 			// The directory's pzxid, read after our node was created and
 			// after every node that blocked us was deleted, is the token.
-			h, err := startHold(ctx, l.s, node, r.stat.Pzxid, l.cfg.revocable)
+			h, err := startHold(ctx, l.s, node, r.Stat.Pzxid, l.cfg.revocable)
 			if err != nil {
 				return nil, abandonNode(l.s, node, err)
 			}
@@ -293,9 +295,9 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 }
 
 // wake waits for the event of the watch w on the node that blocks node.
-func (l *Lock) wake(ctx context.Context, node string, w getResult) (zk.Event, error) {
+func (l *Lock) wake(ctx context.Context, node string, w client.Result) (zk.Event, error) {
 	select {
-	case ev := <-w.watch:
+	case ev := <-w.Watch:
 		return ev, nil
 	case <-ctx.Done():
 		return zk.Event{}, abandonNode(l.s, node, ctx.Err())
@@ -354,7 +356,7 @@ type handOffsKey struct{}
 // handOffsOf counts the session's lock waiters (and election candidates)
 // that took over without a listing (see takeOver).
 func handOffsOf(s *Session) *atomic.Int64 {
-	return sessionShared(s, handOffsKey{}, func() *atomic.Int64 { return new(atomic.Int64) })
+	return client.Shared(s, handOffsKey{}, func() *atomic.Int64 { return new(atomic.Int64) })
 }
 
 // handsOff reports whether a woken waiter of this lock may take over
@@ -395,7 +397,7 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 	data, st, err := l.s.Ops().Get(ctx, l.dir)
 	<-read
 	switch {
-	case isNoNode(ownErr):
+	case client.IsNoNode(ownErr):
 		return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)
 	case ownErr != nil:
 		return nil, abandonNode(l.s, node, ownErr)
@@ -608,7 +610,7 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 				return err
 			}
 			select {
-			case <-r.watch:
+			case <-r.Watch:
 				continue
 			case <-deadline.C:
 				forced = true
@@ -651,7 +653,7 @@ func markRevoke(ctx context.Context, s *Session, node string) error {
 			data, _ = json.Marshal(o)
 		}
 		err = s.Ops().Retry(ctx, func() error {
-			_, err := await(ctx, s, func() (*zk.Stat, error) { return s.Conn().Set(node, data, st.Version) })
+			_, err := client.Await(ctx, s, func() (*zk.Stat, error) { return s.Conn().Set(node, data, st.Version) })
 			return err
 		})
 		switch {
@@ -660,7 +662,7 @@ func markRevoke(ctx context.Context, s *Session, node string) error {
 		case errors.Is(err, zk.ErrBadVersion):
 			continue // changed meanwhile (or our lost reply applied): look again
 		default:
-			return opError("set", node, err)
+			return client.OpError("set", node, err)
 		}
 	}
 }

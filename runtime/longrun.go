@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // What the long-running calls share. Each call lives with its family
@@ -54,7 +56,7 @@ func (c *underTenure) Done() <-chan struct{} {
 
 // releaseCtx bounds a release that must happen even when ctx has ended.
 func releaseCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	return context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 }
 
 // stayer is a membership held by stay: a group's or a partitioner's.
@@ -95,7 +97,7 @@ func stay(ctx context.Context, s *Session, what string, join func(context.Contex
 			return err
 		}
 		s.Ops().Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
-		if err := sleepCtx(ctx, rejoinPause()); err != nil {
+		if err := client.SleepCtx(ctx, rejoinPause()); err != nil {
 			return nil
 		}
 	}
@@ -104,7 +106,7 @@ func stay(ctx context.Context, s *Session, what string, join func(context.Contex
 // rejoinPause is the random pause before a re-join, so that members whose
 // nodes were removed together do not all come back at once.
 func rejoinPause() time.Duration {
-	return superviseBackoff.Initial + time.Duration(rand.Int64N(int64(superviseBackoff.Initial)*5))
+	return client.SuperviseBackoff.Initial + time.Duration(rand.Int64N(int64(client.SuperviseBackoff.Initial)*5))
 }
 
 // ignoreLost drops err when it is only the tenure's loss (sentinel).

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Multi-lock
@@ -104,7 +106,7 @@ func LockAll(ctx context.Context, locks ...Locker) (_ *LockGroup, err error) {
 // unlockAll releases taken members in reverse order with a fresh bounded
 // context; it returns the errors other than a member found lost already.
 func unlockAll(ms []Locker) error {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	var errs []error
 	for i := len(ms) - 1; i >= 0; i-- {

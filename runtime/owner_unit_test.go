@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"regexp"
 	"testing"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // The hand-built owner metadata is what encoding/json makes of the Owner
 // it decodes to, byte for byte.
 func TestOwnerJSON(t *testing.T) {
-	s := &Session{id: 0x1a2b3c4d5e}
 	for _, purpose := range []string{"", "nightly rebuild", `quote " back\slash`, "<tag> & ünïcode\n"} {
-		got := ownerData(s, purpose)
+		got := ownerOf(0x1a2b3c4d5e, purpose)
 		o, ok := parseOwner(got)
 		if !ok {
 			t.Fatalf("purpose %q: owner data %s does not parse", purpose, got)
@@ -40,7 +41,7 @@ func TestFamilyPrefix(t *testing.T) {
 	if k := kazooMutex.prefix(0); !kazoo.MatchString(k) {
 		t.Fatalf("kazoo prefix %q", k)
 	}
-	if g := newGUID(); len(g) != 36 || !curator.MatchString("_c_"+g+"-lock-") {
+	if g := client.NewGUID(); len(g) != 36 || !curator.MatchString("_c_"+g+"-lock-") {
 		t.Fatalf("guid %q", g)
 	}
 }

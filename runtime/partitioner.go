@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the partitioner, tested with errors.Is.
@@ -583,9 +585,9 @@ func (a *Assignment[T]) handOverForClose(ctx context.Context) error {
 	}
 	left := a.notHandedOver()
 	a.s.Ops().Log().Warn("partitioner: Close did not wait longer for the member to hand its partitions over; closing the session anyway",
-		"path", a.h.node, "partitions", left, "bound", closeWaitBound)
+		"path", a.h.node, "partitions", left, "bound", client.CloseBound)
 	return fmt.Errorf("partitioner %s: partitions %v not reported released within %v (a releasing hook or an Owned reader was still busy); the session was closed anyway, so the next owner may overlap their work",
-		a.h.node, left, closeWaitBound)
+		a.h.node, left, client.CloseBound)
 }
 
 // notHandedOver returns the partitions still owned, or still in the
@@ -624,7 +626,7 @@ func (p *Partitioner[T]) cleanUp(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if err := p.s.Ops().Delete(ctx, p.planPath(), st.Version); err != nil && !isNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+	if err := p.s.Ops().Delete(ctx, p.planPath(), st.Version); err != nil && !client.IsNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
 		p.s.Ops().Log().Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
 	}
 }
@@ -650,13 +652,13 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 		out.Owner[i] = -1
 	}
 	kids, err := p.s.Ops().Children(ctx, p.membersDir())
-	if err != nil && !isNoNode(err) {
+	if err != nil && !client.IsNoNode(err) {
 		return out, err
 	}
 	index := map[string]int{}
 	for _, c := range groupMembers.sortContenders(kids) {
 		data, _, err := p.s.Ops().Get(ctx, joinPath(p.membersDir(), c.name))
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {
@@ -671,7 +673,7 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 	}
 	for i := range out.Owner {
 		data, _, err := p.s.Ops().Get(ctx, p.ownerNode(i))
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {

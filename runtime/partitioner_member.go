@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // A partitioner member's loop (see Partitioner): read the members and the
@@ -57,7 +59,7 @@ func (a *Assignment[T]) run() {
 	if f.timer != nil {
 		f.timer.Stop()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if errors.Is(err, errClosing) {
 		f.closeHandOver()
@@ -132,7 +134,7 @@ func (f *follower[T]) settleMaybe(ctx context.Context) error {
 	for i := range f.maybe {
 		_, st, err := f.s.Ops().Get(ctx, f.p.ownerNode(i))
 		switch {
-		case isNoNode(err):
+		case client.IsNoNode(err):
 		case err != nil:
 			return err
 		case st.EphemeralOwner == f.s.ID():
@@ -159,7 +161,7 @@ func (f *follower[T]) loop() error {
 			failures++
 			f.s.Ops().Log().Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
 			f.needMembers, f.needPlan = true, true
-			if f.s.Ops().Sleep(ctx, f.s.Ops().Policy().delay(min(failures, 10))) != nil {
+			if f.s.Ops().Sleep(ctx, f.s.Ops().Policy().Delay(min(failures, 10))) != nil {
 				return ErrMembershipLost
 			}
 			continue
@@ -260,11 +262,11 @@ func (f *follower[T]) read(ctx context.Context) error {
 			return err
 		}
 		f.members = f.members[:0]
-		for _, c := range groupMembers.sortContenders(r.kids) {
+		for _, c := range groupMembers.sortContenders(r.Kids) {
 			f.members = append(f.members, c.name)
 		}
 		f.needMembers = false
-		f.forward(r.watch, func() { kick(f.memCh) })
+		f.forward(r.Watch, func() { kick(f.memCh) })
 		if f.timer != nil {
 			f.timer.Reset(f.a.cfg.delay) // debounce: wait for a quiet moment
 		}
@@ -276,10 +278,10 @@ func (f *follower[T]) read(ctx context.Context) error {
 		}
 		f.plan, f.planExists, f.planVer = partitionPlan{}, exists, 0
 		if exists {
-			f.plan, f.planVer = decodePlan(r.data), r.stat.Version
+			f.plan, f.planVer = decodePlan(r.Data), r.Stat.Version
 		}
 		f.needPlan = false
-		f.forward(r.watch, func() { kick(f.planCh) })
+		f.forward(r.Watch, func() { kick(f.planCh) })
 	}
 	return nil
 }
@@ -307,13 +309,13 @@ func (f *follower[T]) lead(ctx context.Context) error {
 	var err error
 	if f.planExists {
 		err = f.s.Ops().Retry(ctx, func() error {
-			_, err := await(ctx, f.s, func() (*zk.Stat, error) { return f.s.Conn().Set(f.p.planPath(), data, f.planVer) })
+			_, err := client.Await(ctx, f.s, func() (*zk.Stat, error) { return f.s.Conn().Set(f.p.planPath(), data, f.planVer) })
 			return err
 		})
 	} else {
 		acl := f.s.Ops().NodeACL(f.p.acl)
 		err = f.s.Ops().Retry(ctx, func() error {
-			_, err := await(ctx, f.s, func() (string, error) { return f.s.Conn().Create(f.p.planPath(), data, 0, acl) })
+			_, err := client.Await(ctx, f.s, func() (string, error) { return f.s.Conn().Create(f.p.planPath(), data, 0, acl) })
 			return err
 		})
 	}
@@ -358,10 +360,10 @@ func (f *follower[T]) acquire(ctx context.Context, is []int) error {
 	}
 	acl := f.s.Ops().NodeACL(f.p.acl)
 	if err := f.s.Ops().Creatable(acl); err != nil {
-		return opError("create", f.p.ownerNode(is[0]), err)
+		return client.OpError("create", f.p.ownerNode(is[0]), err)
 	}
 	res := make([]acquireResult, len(is))
-	parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
+	client.Parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
 	var owned []int
 	var tokens []int64
 	var first error
@@ -395,7 +397,7 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 	node := f.p.ownerNode(i)
 	for {
 		err := f.s.Ops().Retry(ctx, func() error {
-			_, err := await(ctx, f.s, func() (string, error) {
+			_, err := client.Await(ctx, f.s, func() (string, error) {
 				return f.s.Conn().Create(node, []byte(f.a.name), zk.FlagEphemeral, acl)
 			})
 			return err
@@ -409,7 +411,7 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			// (the create's reply carries no stat).
 			_, st, gerr := f.s.Ops().Get(ctx, node)
 			switch {
-			case isNoNode(gerr):
+			case client.IsNoNode(gerr):
 				continue // deleted by someone else already
 			case gerr != nil:
 				return acquireResult{err: gerr} // the next step finds the node ours
@@ -423,21 +425,21 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			}
 			continue
 		case !errors.Is(err, zk.ErrNodeExists):
-			return acquireResult{err: opError("create", node, err)}
+			return acquireResult{err: client.OpError("create", node, err)}
 		}
 		r, err := f.s.Ops().GetW(ctx, node)
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue // released meanwhile: try again
 		}
 		if err != nil {
 			return acquireResult{err: err}
 		}
-		if r.stat.EphemeralOwner == f.s.ID() {
+		if r.Stat.EphemeralOwner == f.s.ID() {
 			// Ours: the reply of a create that went through was lost. The
 			// data watch fires once, when we release it.
-			return acquireResult{token: r.stat.Czxid}
+			return acquireResult{token: r.Stat.Czxid}
 		}
-		return acquireResult{watch: r.watch}
+		return acquireResult{watch: r.Watch}
 	}
 }
 
@@ -495,8 +497,8 @@ func (f *follower[T]) deletePending(ctx context.Context) error {
 	}
 	slices.Sort(is)
 	errs := make([]error, len(is))
-	parallel(len(is), inFlight, func(k int) {
-		if err := f.s.Ops().DeleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !isNoNode(err) {
+	client.Parallel(len(is), inFlight, func(k int) {
+		if err := f.s.Ops().DeleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !client.IsNoNode(err) {
 			errs[k] = err
 		}
 	})

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 func TestPathBuild(t *testing.T) {
@@ -47,21 +49,21 @@ func TestPathRejectsHostileParams(t *testing.T) {
 func TestRetryDelay(t *testing.T) {
 	p := RetryPolicy{Initial: 100, Max: 1000, Attempts: 5}
 	for n := 1; n <= 10; n++ {
-		if d := p.delay(n); d > 1000 || d < 75 {
+		if d := p.Delay(n); d > 1000 || d < 75 {
 			t.Fatalf("delay(%d) = %d out of [75, 1000]", n, d)
 		}
 	}
-	if d := p.delay(10); d < 750 {
+	if d := p.Delay(10); d < 750 {
 		t.Fatalf("delay(10) = %d, want capped near 1000", d)
 	}
 }
 
 func TestGUID(t *testing.T) {
-	g := newGUID()
+	g := client.NewGUID()
 	if len(g) != 36 || g[8] != '-' || g[13] != '-' || g[14] != '4' || g[18] != '-' || g[23] != '-' {
 		t.Fatalf("bad guid %q", g)
 	}
-	if newGUID() == g {
+	if client.NewGUID() == g {
 		t.Fatal("guid repeated")
 	}
 }
@@ -72,21 +74,21 @@ func TestClassify(t *testing.T) {
 		want Class
 	}{
 		{nil, Normal},
-		{opError("get", "/x", zk.ErrNoNode), Normal},
-		{opError("create", "/x", zk.ErrNodeExists), Normal},
-		{opError("set", "/x", zk.ErrBadVersion), Normal},
-		{opError("get", "/x", zk.ErrConnectionClosed), Recoverable},
+		{client.OpError("get", "/x", zk.ErrNoNode), Normal},
+		{client.OpError("create", "/x", zk.ErrNodeExists), Normal},
+		{client.OpError("set", "/x", zk.ErrBadVersion), Normal},
+		{client.OpError("get", "/x", zk.ErrConnectionClosed), Recoverable},
 		{zk.ErrSessionMoved, Recoverable},
 		// go-zookeeper hands a failed write's error to the request (seen
 		// in TestSoak, seed 1795397397152837622: "write: broken pipe").
-		{opError("get", "/x", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}), Recoverable},
+		{client.OpError("get", "/x", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}), Recoverable},
 		{&net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}, Recoverable},
 		// The same over an in-memory connection (net.Pipe, as the
 		// simulator's Dial gives): a leadership's Resign failed on it and
 		// left its candidate node on a live session, which stalled the
 		// election (TestSimSearchTenures/election, seeds 37 and 80).
-		{opError("get", "/x", io.ErrClosedPipe), Recoverable},
-		{opError("get", "/x", zk.ErrSessionExpired), Fatal},
+		{client.OpError("get", "/x", io.ErrClosedPipe), Recoverable},
+		{client.OpError("get", "/x", zk.ErrSessionExpired), Fatal},
 		{zk.ErrAuthFailed, Fatal},
 		{zk.ErrNoAuth, Fatal},
 		{ErrClosed, Fatal},
@@ -95,7 +97,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
-	if !errors.Is(opError("get", "/x", zk.ErrSessionExpired), ErrSessionExpired) {
+	if !errors.Is(client.OpError("get", "/x", zk.ErrSessionExpired), ErrSessionExpired) {
 		t.Error("session expiry must match ErrSessionExpired")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the queues, tested with errors.Is.
@@ -15,15 +17,15 @@ var (
 	// marker that would tell was ephemeral). Nothing else is uncertain: a
 	// put that returns nil happened exactly once, and one that returns
 	// another error did not happen.
-	ErrPutUncertain = errors.New("queue: put outcome unknown (session ended)")
+	ErrPutUncertain = client.EndError("queue: put outcome unknown (session ended)")
 	// ErrTakeUncertain means the session ended while an at-most-once take
 	// was in flight: the items it was removing may have been removed without
 	// being delivered (at-most-once allows that loss; it never duplicates).
-	ErrTakeUncertain = errors.New("queue: take outcome unknown (session ended)")
+	ErrTakeUncertain = client.EndError("queue: take outcome unknown (session ended)")
 	// ErrClaimLost means an at-least-once delivery's claim is gone (its
 	// session ended): Ack or Release changed nothing and the item will be
 	// delivered again.
-	ErrClaimLost = errors.New("queue: claim lost")
+	ErrClaimLost = client.EndError("queue: claim lost")
 	// ErrPriorityRange means a priority outside the queue's priorities was
 	// given. Nothing was sent to ZooKeeper.
 	ErrPriorityRange = errors.New("queue: priority out of range")
@@ -403,7 +405,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	var oldest []string // candidate item paths, oldest first
 	for _, b := range bs {
 		kids, err := q.s.Ops().Children(ctx, q.bucketPath(b))
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {
@@ -418,7 +420,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	}
 	for _, p := range oldest {
 		_, s, err := q.s.Ops().Get(ctx, p)
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue // taken meanwhile: the next one is the oldest
 		}
 		if err != nil {
@@ -429,7 +431,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	}
 	if q.ack {
 		kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
-		if err != nil && !isNoNode(err) {
+		if err != nil && !client.IsNoNode(err) {
 			return st, err
 		}
 		for _, k := range kids {

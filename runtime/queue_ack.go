@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Delivery is one item handed out by an at-least-once queue: the item stays
@@ -61,7 +63,7 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 			return err
 		}
 		sent = true
-		_, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
+		_, err := client.Await(ctx, s, func() ([]zk.MultiResponse, error) {
 			return s.Conn().Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1},
 				&zk.DeleteRequest{Path: d.q.attemptsPath(d.claim), Version: -1})
 		})
@@ -87,7 +89,7 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
 	}
-	return opError("ack", d.node, err)
+	return client.OpError("ack", d.node, err)
 }
 
 // Release gives the item back without consuming it: its claim is deleted
@@ -180,10 +182,10 @@ func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bo
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, false, err
 	}
-	if q.dropReleased(c.kids) {
+	if q.dropReleased(c.Kids) {
 		return nil, true, nil
 	}
-	return c.watch, false, nil
+	return c.Watch, false, nil
 }
 
 // dropReleased removes from busy the items not among claims and reports
@@ -225,12 +227,12 @@ func (q *queue[T]) claimName(item string) string {
 // Like deleteAll it runs detached from the caller's ctx, so that no claim
 // is left behind unknown.
 func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) ([]*Delivery[T], error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 	defer cancel()
 	bp := q.bucketPath(bucket)
 	cdir := joinPath(q.dir, claimsDir)
 	cs := make([]claimed, len(cands))
-	parallel(len(cands), 32, func(i int) {
+	client.Parallel(len(cands), 32, func(i int) {
 		p := joinPath(bp, cands[i].name)
 		c := joinPath(cdir, q.claimName(p))
 		ok, attempt, err := q.createClaim(ctx, cdir, c, p)
@@ -346,7 +348,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 			}
 			return true, int(res[2].Stat.Version) + 1, nil
 		}
-		i, _ := failedOp(res)
+		i, _ := client.FailedOp(res)
 		i-- // the claim's create is op 0 below, the attempts node's op 1
 		switch {
 		case i == -1 && errors.Is(err, zk.ErrNoNode):
@@ -371,7 +373,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 		case i == 1 && !first && errors.Is(err, zk.ErrNoNode):
 			first = true // the count went with its item meanwhile
 		default:
-			return false, 0, opError("claim", claim, err)
+			return false, 0, client.OpError("claim", claim, err)
 		}
 	}
 }
@@ -399,7 +401,7 @@ func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error
 	att := q.attemptsPath(claim)
 	_, ast, err := q.s.Ops().Get(ctx, att)
 	if err != nil {
-		return false, 0, opError("get", att, err)
+		return false, 0, client.OpError("get", att, err)
 	}
 	return true, int(ast.Version) + 1, nil
 }
@@ -412,11 +414,11 @@ func (q *queue[T]) attemptsPath(claim string) string {
 // unclaimGone deletes a claim and the attempts node created with it, for an
 // item that was gone when claimed (acked or moved by another meanwhile).
 func (q *queue[T]) unclaimGone(claim string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	att := q.attemptsPath(claim)
 	err := q.s.Ops().Retry(ctx, func() error {
-		_, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) {
+		_, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) {
 			return q.s.Ops().ConnMulti(&zk.DeleteRequest{Path: claim, Version: -1}, &zk.DeleteRequest{Path: att, Version: -1})
 		})
 		return err
@@ -436,7 +438,7 @@ func (q *queue[T]) unclaimGone(claim string) {
 
 // unclaim deletes a claim with a fresh, bounded context.
 func (q *queue[T]) unclaim(claim string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if err := q.s.Ops().DeleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
 		q.s.Ops().Log().Warn("could not release claim", "path", claim, "err", err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Queue protocol
@@ -183,13 +185,13 @@ func nextBucket(b string) string {
 // createNode creates a persistent node, treating "exists" as success.
 func (q *queue[T]) createNode(ctx context.Context, path string, data []byte) error {
 	err := q.s.Ops().Retry(ctx, func() error {
-		_, err := await(ctx, q.s, func() (string, error) { return q.s.Ops().Create(path, data, 0, q.acl) })
+		_, err := client.Await(ctx, q.s, func() (string, error) { return q.s.Ops().Create(path, data, 0, q.acl) })
 		if errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}
 		return err
 	})
-	return opError("create", path, err)
+	return client.OpError("create", path, err)
 }
 
 // length sums the children of every bucket (one stat read per bucket).
@@ -277,7 +279,7 @@ func (q *queue[T]) flushMarker(sd *side) {
 // this fails, the session's end removes it).
 func (q *queue[T]) dropMarker(marker string) {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
 		if err := q.s.Ops().Delete(ctx, marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
 			q.s.Ops().Log().Debug("could not remove put marker", "path", marker, "err", err)
@@ -312,7 +314,7 @@ func (q *queue[T]) flushWhileWaiting() (stop func()) {
 }
 
 // newMarker returns the path of a fresh marker node.
-func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir), newGUID()) }
+func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir), client.NewGUID()) }
 
 // markedMulti runs a queue multi that creates marker — a put's or a take's,
 // m being the pending marker of that side — in RetryUncertain. After a
@@ -322,21 +324,21 @@ func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir
 // When that cannot be known, because the marker cannot be read or the
 // session ends meanwhile, the error wraps uncertain (ErrPutUncertain or
 // ErrTakeUncertain).
-func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering, uncertain error, attempt func() (outcome, error)) error {
-	return q.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: q.dir,
-		attempt: func(int) (outcome, error) { return attempt() },
-		settle: func() (outcome, error) {
+func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering, uncertain error, attempt func() (client.Outcome, error)) error {
+	return q.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: q.dir,
+		Attempt: func(int) (client.Outcome, error) { return attempt() },
+		Settle: func() (client.Outcome, error) {
 			found, err := q.findMarker(ctx, marker)
 			switch {
 			case err != nil:
-				return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err)
+				return client.OutcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err)
 			case found:
 				m.path = marker // the multi deleted the old one
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			}
-			return outcomeResend, nil
+			return client.OutcomeResend, nil
 		},
-		interrupted: func(err error) error { return fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err) },
+		Interrupted: func(err error) error { return fmt.Errorf("queue %s: %w: %w", q.dir, uncertain, err) },
 	})
 }
 
@@ -345,10 +347,10 @@ func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering,
 func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) {
 	var found bool
 	err := q.s.Ops().Retry(ctx, func() error {
-		if _, err := await(ctx, q.s, func() (string, error) { return q.s.Conn().Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if _, err := client.Await(ctx, q.s, func() (string, error) { return q.s.Conn().Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
-		ok, err := await(ctx, q.s, func() (bool, error) {
+		ok, err := client.Await(ctx, q.s, func() (bool, error) {
 			ok, _, err := q.s.Conn().Exists(marker)
 			return ok, err
 		})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Dead letters of at-least-once queues:
@@ -55,7 +57,7 @@ func WithDeadLetterAfter(n int) QueueOption {
 // creates <dir>/dead/<bucket>.<item> (and its reason node, if reason is
 // not empty). It runs detached from ctx, like the claim it ends.
 func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte, reason string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 	defer cancel()
 	dead := joinPath(joinPath(q.dir, deadDir), baseName(claim))
 	ops := []any{
@@ -75,7 +77,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 				return err
 			}
 			var err error
-			res, err = await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+			res, err = client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 			if IsRecoverable(err) {
 				retried = true
 			}
@@ -85,7 +87,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 			q.deadLettered(path)
 			return nil
 		}
-		i, _ := failedOp(res)
+		i, _ := client.FailedOp(res)
 		switch {
 		case retried && i >= 0 && i < 3 && errors.Is(err, zk.ErrNoNode):
 			// Only the claim's holder moves a claimed item: the lost
@@ -108,7 +110,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 			// still queued and moved by the next consumer that claims it.
 			return fmt.Errorf("queue %s: move to the dead letters outcome unknown: %w", path, err)
 		}
-		return opError("dead-letter", path, err)
+		return client.OpError("dead-letter", path, err)
 	}
 }
 
@@ -235,7 +237,7 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 func (q *queue[T]) discardWithReason(ctx context.Context, node, reason string) error {
 	retried := false
 	return q.s.Ops().Retry(ctx, func() error {
-		_, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) {
+		_, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) {
 			return q.s.Ops().ConnMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.DeleteRequest{Path: reason, Version: -1})
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
@@ -263,12 +265,12 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	// the listing that follows belongs to a dead letter removed since (by
 	// a zkgen that keeps no reasons), and is removed too.
 	reasons, err := q.s.Ops().Children(ctx, joinPath(q.dir, deadReasonsDir))
-	if err != nil && !isNoNode(err) {
+	if err != nil && !client.IsNoNode(err) {
 		return nil, err
 	}
 	dir := joinPath(q.dir, deadDir)
 	kids, err := q.s.Ops().Children(ctx, dir)
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		kids, err = nil, nil
 	}
 	if err != nil {
@@ -277,11 +279,11 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	q.dropStrayReasons(ctx, reasons, kids)
 	out := make([]*DeadLetter[T], len(kids))
 	errs := make([]error, len(kids))
-	parallel(len(kids), 32, func(i int) {
+	client.Parallel(len(kids), 32, func(i int) {
 		p := joinPath(dir, kids[i])
 		data, st, err := q.s.Ops().Get(ctx, p)
 		if err != nil {
-			if !isNoNode(err) { // gone meanwhile: not listed
+			if !client.IsNoNode(err) { // gone meanwhile: not listed
 				errs[i] = err
 			}
 			return
@@ -297,7 +299,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 			switch {
 			case err == nil:
 				d.Reason, d.reason = string(why), q.reasonPath(p)
-			case !isNoNode(err):
+			case !client.IsNoNode(err):
 				errs[i] = err
 				return
 			}
@@ -325,7 +327,7 @@ func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string)
 			continue
 		}
 		p := joinPath(joinPath(q.dir, deadReasonsDir), r)
-		if err := q.s.Ops().Delete(ctx, p, -1); err != nil && !isNoNode(err) {
+		if err := q.s.Ops().Delete(ctx, p, -1); err != nil && !client.IsNoNode(err) {
 			q.s.Ops().Log().Warn("could not remove the reason of a removed dead letter", "path", p, "err", err)
 		}
 	}

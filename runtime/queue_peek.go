@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // peek returns the oldest item (at least once: the oldest unclaimed one),
@@ -26,7 +28,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	claimed := map[string]bool{}
 	if q.ack {
 		kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
-		if err != nil && !isNoNode(err) {
+		if err != nil && !client.IsNoNode(err) {
 			return v, false, err
 		}
 		for _, k := range kids {
@@ -40,7 +42,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	for _, b := range bs {
 		bp := q.bucketPath(b)
 		kids, err := q.s.Ops().Children(ctx, bp)
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue // drained and dropped meanwhile
 		}
 		if err != nil {
@@ -54,7 +56,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 			data := it.inline
 			if !it.hasIn {
 				d, _, err := q.s.Ops().Get(ctx, p)
-				if isNoNode(err) {
+				if client.IsNoNode(err) {
 					continue // taken meanwhile: the next one is the head
 				}
 				if err != nil {

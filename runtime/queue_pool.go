@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Queue machines shared on a session
@@ -75,7 +77,7 @@ type poolKey struct {
 // and that machine (with mk) on first use: the machine a handle is.
 func pooled[M any, T any](s *Session, dir string, codec Codec[T], cfg queueConfig, mk func(*machinePool[M]) M) M {
 	key := poolKey{dir: dir, typ: reflect.TypeFor[T](), codec: reflect.TypeOf(codec), cfg: fmt.Sprintf("%+v", cfg)}
-	return sessionShared(s, key, func() *machinePool[M] {
+	return client.Shared(s, key, func() *machinePool[M] {
 		p := &machinePool[M]{}
 		p.mk = func() M { return mk(p) }
 		p.first = p.mk()

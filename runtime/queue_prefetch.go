@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Prefetch (WithPrefetch)
@@ -77,7 +79,7 @@ type bufKey struct {
 // sharedBuf returns the session's buffer of the queue at dir for items of
 // type T, creating it on first use.
 func sharedBuf[T any](s *Session, dir string) *prefetchBuf[T] {
-	return sessionShared(s, bufKey{dir: dir, typ: reflect.TypeFor[T]()}, func() *prefetchBuf[T] { return &prefetchBuf[T]{} })
+	return client.Shared(s, bufKey{dir: dir, typ: reflect.TypeFor[T]()}, func() *prefetchBuf[T] { return &prefetchBuf[T]{} })
 }
 
 // takeBuffered returns up to n buffered items without waiting for ctx or
@@ -210,7 +212,7 @@ func (q *queue[T]) recreate(ctx context.Context, ds []*Delivery[T]) (tail []*Del
 	for len(ds) > 0 {
 		marker := q.newMarker()
 		var failed int
-		err := q.markedMulti(ctx, marker, &q.cons.mark, ErrPutUncertain, func() (outcome, error) {
+		err := q.markedMulti(ctx, marker, &q.cons.mark, ErrPutUncertain, func() (client.Outcome, error) {
 			out, i, err := q.recreateOnce(ctx, marker, ds)
 			failed = i
 			return out, err
@@ -235,9 +237,9 @@ var errBucketGone = errors.New("queue: bucket gone")
 // deletes the consumer's previous marker and creates every item of ds
 // under its name. It returns the index of an item whose bucket is gone
 // with errBucketGone.
-func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delivery[T]) (outcome, int, error) {
+func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delivery[T]) (client.Outcome, int, error) {
 	if err := q.s.Err(); err != nil {
-		return outcomeKnown, 0, err
+		return client.OutcomeKnown, 0, err
 	}
 	ops := []any{&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)}}
 	old := q.cons.mark.path
@@ -252,27 +254,27 @@ func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delive
 		}
 		ops = append(ops, &zk.CreateRequest{Path: d.node, Data: data, Acl: q.s.Ops().NodeACL(q.acl)})
 	}
-	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 	if err == nil {
 		q.cons.mark.path = marker
-		return outcomeKnown, 0, nil
+		return client.OutcomeKnown, 0, nil
 	}
 	if IsRecoverable(err) {
-		return outcomeHidden, 0, err
+		return client.OutcomeHidden, 0, err
 	}
-	switch i, _ := failedOp(res); {
+	switch i, _ := client.FailedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
 		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
-			return outcomeKnown, 0, err
+			return client.OutcomeKnown, 0, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
 		q.cons.mark.path = ""
 	case i >= first && errors.Is(err, zk.ErrNoNode):
-		return outcomeKnown, i - first, errBucketGone
+		return client.OutcomeKnown, i - first, errBucketGone
 	default:
-		return outcomeKnown, 0, opError("multi", q.dir, err)
+		return client.OutcomeKnown, 0, client.OpError("multi", q.dir, err)
 	}
-	return outcomeResend, 0, nil
+	return client.OutcomeResend, 0, nil
 }
 
 // putGivenBack puts datas at the tail of the queue (items given back whose
@@ -383,7 +385,7 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 		if err == nil {
 			return chunkHeld, nil
 		}
-		i, _ := failedOp(res)
+		i, _ := client.FailedOp(res)
 		switch {
 		case i < len(cands) && errors.Is(err, zk.ErrNoNode):
 			return chunkGone, nil
@@ -397,7 +399,7 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 			}
 			_, st, err := q.s.Ops().Get(ctx, claim)
 			switch {
-			case isNoNode(err):
+			case client.IsNoNode(err):
 				// gone meanwhile: try again
 			case err != nil:
 				return chunkGone, err
@@ -407,7 +409,7 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 				return chunkBusy, nil
 			}
 		default:
-			return chunkGone, opError("claim", claim, err)
+			return chunkGone, client.OpError("claim", claim, err)
 		}
 	}
 }
@@ -421,7 +423,7 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 func (q *queue[T]) releaseClaim(claim string) {
 	go func() {
 		for q.s.Err() == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 			err := q.deleteIfOwned(ctx, claim)
 			cancel()
 			if err == nil || q.s.Err() != nil {
@@ -443,7 +445,7 @@ func (q *queue[T]) releaseClaim(claim string) {
 func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 	_, st, err := q.s.Ops().Get(ctx, path)
 	switch {
-	case isNoNode(err):
+	case client.IsNoNode(err):
 		return nil
 	case err != nil:
 		return err
@@ -451,7 +453,7 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 		return nil
 	}
 	err = q.s.Ops().Delete(ctx, path, st.Version)
-	if isNoNode(err) || errors.Is(err, zk.ErrBadVersion) {
+	if client.IsNoNode(err) || errors.Is(err, zk.ErrBadVersion) {
 		return nil
 	}
 	return err

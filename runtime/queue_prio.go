@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Priority queue protocol
@@ -162,7 +164,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	items := 0
 	for _, b := range sortBuckets(kids) {
 		_, bst, err := pq.s.Ops().Get(ctx, joinPath(pq.dir, b))
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {
@@ -177,7 +179,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	}
 	ops = append(ops, &zk.SetDataRequest{Path: pq.dir, Data: rec, Version: st.Version})
 	err = pq.s.Ops().Retry(ctx, func() error {
-		_, err := await(ctx, pq.s, func() ([]zk.MultiResponse, error) { return pq.s.Ops().ConnMulti(ops...) })
+		_, err := client.Await(ctx, pq.s, func() ([]zk.MultiResponse, error) { return pq.s.Ops().ConnMulti(ops...) })
 		return err
 	})
 	switch {
@@ -187,7 +189,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 		// Changed meanwhile (taken over by another handle, or an item put
 		// by an earlier producer): look again.
 	default:
-		return false, opError("multi", pq.dir, err)
+		return false, client.OpError("multi", pq.dir, err)
 	}
 	return true, nil
 }

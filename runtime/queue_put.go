@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // put puts items, on a machine of the session's pool (see putOn).
@@ -124,7 +126,7 @@ func (q *queue[T]) putChunk(ctx context.Context, prio int, datas [][]byte, extra
 	// the recovery run detached from ctx (bounded by the retry policy and
 	// the session); ctx is checked before each attempt.
 	dctx := context.WithoutCancel(ctx)
-	return q.markedMulti(dctx, marker, &q.prod.mark, ErrPutUncertain, func() (outcome, error) {
+	return q.markedMulti(dctx, marker, &q.prod.mark, ErrPutUncertain, func() (client.Outcome, error) {
 		return q.putOnce(ctx, dctx, marker, prio, datas, extra)
 	})
 }
@@ -134,49 +136,49 @@ var errExtraFailed = errors.New("queue: extra op of a put failed")
 
 // putOnce is one attempt of putChunk: the multi sent on dctx into the open
 // bucket, found with ctx.
-func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, datas [][]byte, extra []any) (outcome, error) {
+func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, datas [][]byte, extra []any) (client.Outcome, error) {
 	if err := q.s.Err(); err != nil {
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
 	if err := ctx.Err(); err != nil {
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
 	b, err := q.openBucket(ctx)
 	if errors.Is(err, errRetryPut) {
-		return outcomeResend, nil
+		return client.OutcomeResend, nil
 	}
 	if err != nil {
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
 	bp := q.bucketPath(b)
 	old := q.prod.mark.path
 	ops := append(q.putOps(bp, marker, old, prio, datas), extra...)
-	res, err := await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 	switch {
 	case err == nil:
 		q.prod.mark.path = marker
 		q.afterPut(dctx, b, res[len(res)-1-len(extra)].String)
-		return outcomeKnown, nil
+		return client.OutcomeKnown, nil
 	case IsRecoverable(err):
-		return outcomeHidden, err
+		return client.OutcomeHidden, err
 	case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed), errors.Is(err, zk.ErrSessionExpired), q.s.Err() != nil:
-		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, err)
+		return client.OutcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrPutUncertain, err)
 	}
-	switch failed, _ := failedOp(res); {
+	switch failed, _ := client.FailedOp(res); {
 	case failed == 0: // bucket sealed or deleted: find the open one
 		q.prod.bucket = ""
 	case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
 		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
-			return outcomeKnown, err
+			return client.OutcomeKnown, err
 		}
 	case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
 		q.prod.mark.path = "" // the old marker is gone already (reaped)
 	case failed >= len(ops)-len(extra):
-		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, errExtraFailed, err)
+		return client.OutcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, errExtraFailed, err)
 	default:
-		return outcomeKnown, opError("multi", bp, err)
+		return client.OutcomeKnown, client.OpError("multi", bp, err)
 	}
-	return outcomeResend, nil
+	return client.OutcomeResend, nil
 }
 
 // putOps are the ops of one put multi into bucket bp: check that the bucket
@@ -220,7 +222,7 @@ func (q *queue[T]) afterPut(ctx context.Context, b, last string) {
 		return
 	}
 	q.prod.bucket = ""
-	_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.Conn().Set(q.bucketPath(b), []byte(sealedData), 0) })
+	_, err := client.Await(ctx, q.s, func() (*zk.Stat, error) { return q.s.Conn().Set(q.bucketPath(b), []byte(sealedData), 0) })
 	if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 		return // the next put finds the bucket open and tries again
 	}

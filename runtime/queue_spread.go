@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Spread consumers (FIFO queues and priority levels, without prefetch)
@@ -284,7 +286,7 @@ func (q *queue[T]) listClaims(ctx context.Context) error {
 	c := &q.cons
 	sp := &c.spread
 	kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
-	if err != nil && !isNoNode(err) {
+	if err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	sp.listed, sp.top = true, -1
@@ -351,9 +353,9 @@ func (q *queue[T]) releaseOwn() {
 // may not have made). If that fails, the session's end removes it.
 func (q *queue[T]) dropOwn(claim string) {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
-		if err := q.s.Ops().Delete(ctx, claim, -1); err != nil && !isNoNode(err) && q.s.Err() == nil {
+		if err := q.s.Ops().Delete(ctx, claim, -1); err != nil && !client.IsNoNode(err) && q.s.Err() == nil {
 			q.s.Ops().Log().Debug("could not release a queue chunk claim", "path", claim, "err", err)
 		}
 	}()

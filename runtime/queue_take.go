@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // take returns between 1 and n items, blocking until there is one, on a
@@ -282,23 +284,23 @@ func (q *queue[T]) refill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.sealed = r.stat.Version > 0
-	items := q.servable(bp, r.kids, c.sealed)
+	c.sealed = r.Stat.Version > 0
+	items := q.servable(bp, r.Kids, c.sealed)
 	c.plain = len(items) > 0
 	if len(items) > 0 {
-		c.cache, c.watch = items, r.watch
+		c.cache, c.watch = items, r.Watch
 		return nil
 	}
 	if c.sealed {
-		return q.passSealed(ctx, len(r.kids))
+		return q.passSealed(ctx, len(r.Kids))
 	}
-	if r.watch == nil {
+	if r.Watch == nil {
 		return nil // list again, with a watch to wait on
 	}
-	if again, err := q.healBuckets(ctx, r.stat.Version); again || err != nil {
+	if again, err := q.healBuckets(ctx, r.Stat.Version); again || err != nil {
 		return err
 	}
-	return q.waitOpen(ctx, bp, r.watch)
+	return q.waitOpen(ctx, bp, r.Watch)
 }
 
 // retryClaimed looks again at what an at-least-once consumer skipped: items
@@ -382,10 +384,10 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		if err != nil {
 			return err
 		}
-		if d.stat.Version > 0 {
+		if d.Stat.Version > 0 {
 			return nil
 		}
-		c.dwBucket, c.dw = c.bucket, d.watch
+		c.dwBucket, c.dw = c.bucket, d.Watch
 	}
 	claimsW, again, err := q.claimsWatch(ctx)
 	if again || err != nil {
@@ -433,9 +435,9 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 	}
 	if bs[len(bs)-1] != q.cons.bucket {
 		bp := q.bucketPath(q.cons.bucket)
-		_, err := await(ctx, q.s, func() (*zk.Stat, error) { return q.s.Conn().Set(bp, []byte(sealedData), ver) })
+		_, err := client.Await(ctx, q.s, func() (*zk.Stat, error) { return q.s.Conn().Set(bp, []byte(sealedData), ver) })
 		if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
-			return false, opError("seal", bp, err)
+			return false, client.OpError("seal", bp, err)
 		}
 		q.s.Ops().Log().Debug("sealed a stale open queue bucket", "path", bp)
 		return true, nil
@@ -465,10 +467,10 @@ func (q *queue[T]) waitDir(ctx context.Context) error {
 		w = ch
 	case err != nil:
 		return err
-	case len(sortBuckets(r.kids)) > 0:
+	case len(sortBuckets(r.Kids)) > 0:
 		return nil
 	default:
-		w = r.watch
+		w = r.Watch
 	}
 	if q.cons.noWait {
 		return q.noWait(w)
@@ -540,7 +542,7 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 	if len(reads) == 0 {
 		return out
 	}
-	parallel(len(reads), 32, func(k int) {
+	client.Parallel(len(reads), 32, func(k int) {
 		i := reads[k]
 		d, st, err := q.s.Ops().Get(ctx, paths[i])
 		if items[i].hasIn {
@@ -568,14 +570,14 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 // candidates' chunk (prefetch, queue_prefetch.go): the multi deletes it with
 // the items, or it is deleted alone when nothing is taken.
 func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem, chunk string) ([]*Delivery[T], error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 	defer cancel()
 	bp := q.bucketPath(bucket)
 	b, errs, err := q.readBatch(ctx, bp, cands)
 	if err == nil {
 		b.chunk = chunk
 		marker := q.newMarker()
-		err = q.markedMulti(ctx, marker, &q.cons.mark, ErrTakeUncertain, func() (outcome, error) {
+		err = q.markedMulti(ctx, marker, &q.cons.mark, ErrTakeUncertain, func() (client.Outcome, error) {
 			return q.deleteOnce(ctx, bp, marker, b)
 		})
 	}
@@ -641,9 +643,9 @@ func (q *queue[T]) readBatch(ctx context.Context, bp string, cands []qitem) (b *
 // deletes the previous take's marker (if any) and deletes the items of b.
 // An item lost to another consumer is dropped from b, and the rest sent
 // again.
-func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T]) (outcome, error) {
+func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T]) (client.Outcome, error) {
 	if len(b.items) == 0 {
-		return outcomeKnown, nil
+		return client.OutcomeKnown, nil
 	}
 	ops := make([]any, 0, len(b.items)+2)
 	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
@@ -658,13 +660,13 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	for _, f := range b.items {
 		ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
 	}
-	res, err := await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
 	if err == nil {
 		q.cons.mark.path = marker
-		return outcomeKnown, nil
+		return client.OutcomeKnown, nil
 	}
 	if IsRecoverable(err) && ctx.Err() == nil {
-		return outcomeHidden, err
+		return client.OutcomeHidden, err
 	}
 	if res == nil && (errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) || errors.Is(err, zk.ErrSessionExpired)) {
 		// The session ended under the multi (await reports the session's
@@ -673,12 +675,12 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 		// would be lost without a word (TestSoak, seed
 		// 1795424341818267186: a take cut after its multi reached the
 		// server, the session ended meanwhile).
-		return outcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrTakeUncertain, err)
+		return client.OutcomeKnown, fmt.Errorf("queue %s: %w: %w", q.dir, ErrTakeUncertain, err)
 	}
-	switch i, _ := failedOp(res); {
+	switch i, _ := client.FailedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
 		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
-			return outcomeKnown, err
+			return client.OutcomeKnown, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
 		q.cons.mark.path = "" // the old marker is gone already (reaped)
@@ -688,11 +690,11 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 		q.raced()
 		b.drop(i - first) // lost the race for this one
 	case ctx.Err() != nil:
-		return outcomeKnown, fmt.Errorf("queue %s: take timed out, %d items may have been removed undelivered: %w", q.dir, len(b.items), ctx.Err())
+		return client.OutcomeKnown, fmt.Errorf("queue %s: take timed out, %d items may have been removed undelivered: %w", q.dir, len(b.items), ctx.Err())
 	default:
-		return outcomeKnown, opError("multi", bp, err)
+		return client.OutcomeKnown, client.OpError("multi", bp, err)
 	}
-	return outcomeResend, nil
+	return client.OutcomeResend, nil
 }
 
 // raced records a race lost to another consumer: an item of the listing

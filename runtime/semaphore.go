@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Semaphore protocol
@@ -156,25 +158,25 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	name := baseName(node)
 	var token int64
 	for {
-		var r getResult
+		var r client.Result
 		if first != nil {
 			r, first = *first, nil
 		} else if r, err = m.s.Ops().ChildrenW(ctx, dir); err != nil {
 			return nil, abandonNode(m.s, node, err)
 		}
-		cs := curatorLeases.sortContenders(r.kids)
+		cs := curatorLeases.sortContenders(r.Kids)
 		if indexOf(cs, name) < 0 {
 			return nil, fmt.Errorf("semaphore %s: lease node deleted while waiting: %w", node, ErrLockLost)
 		}
 		if len(cs) <= m.leases {
-			token = r.stat.Pzxid
+			token = r.Stat.Pzxid
 			break
 		}
 		if !wait {
 			return nil, abandonNode(m.s, node, nil)
 		}
 		select {
-		case <-r.watch:
+		case <-r.Watch:
 		case <-ctx.Done():
 			return nil, abandonNode(m.s, node, ctx.Err())
 		case <-m.s.Done():

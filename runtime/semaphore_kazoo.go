@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Semaphore protocol, kazoo's layout (WithLayout(LayoutKazoo))
@@ -47,26 +49,26 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 	for {
 		data, st, err := m.s.Ops().Get(ctx, m.dir)
 		switch {
-		case isNoNode(err):
+		case client.IsNoNode(err):
 			if parent := parentPath(m.dir); parent != "/" {
 				if err := m.s.Ops().EnsurePath(ctx, m.acl, parent); err != nil {
 					return err
 				}
 			}
-			_, err := await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(m.dir, want, 0, m.acl) })
-			if errors.Is(err, zk.ErrNodeExists) || isNoNode(err) {
+			_, err := client.Await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(m.dir, want, 0, m.acl) })
+			if errors.Is(err, zk.ErrNodeExists) || client.IsNoNode(err) {
 				continue // created meanwhile, or the parent vanished: look again
 			}
 			if err != nil && !IsRecoverable(err) {
-				return opError("create", m.dir, err)
+				return client.OpError("create", m.dir, err)
 			}
 			continue // read what is there now
 		case err != nil:
 			return err
 		case len(data) == 0:
-			_, err := await(ctx, m.s, func() (*zk.Stat, error) { return m.s.Conn().Set(m.dir, want, st.Version) })
+			_, err := client.Await(ctx, m.s, func() (*zk.Stat, error) { return m.s.Conn().Set(m.dir, want, st.Version) })
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) && !IsRecoverable(err) {
-				return opError("set", m.dir, err)
+				return client.OpError("set", m.dir, err)
 			}
 			continue
 		}
@@ -93,14 +95,14 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 		return nil, err
 	}
 	defer m.unlockInternal()
-	node := joinPath(m.dir, strings.ReplaceAll(newGUID(), "-", ""))
+	node := joinPath(m.dir, strings.ReplaceAll(client.NewGUID(), "-", ""))
 	var token int64
 	for {
 		r, err := m.s.Ops().ChildrenW(ctx, m.dir)
 		if err != nil {
 			return nil, err
 		}
-		if len(r.kids) < m.leases {
+		if len(r.Kids) < m.leases {
 			// Detached from ctx (bounded by the retry policy and the
 			// session), so its outcome is known and a cancelled acquire
 			// leaves no lease behind.
@@ -111,14 +113,14 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 			if err != nil {
 				return nil, abandonNode(m.s, node, err)
 			}
-			token = r.stat.Pzxid
+			token = r.Stat.Pzxid
 			break
 		}
 		if !wait {
 			return nil, nil // every lease held now: TryAcquire's false
 		}
 		select {
-		case <-r.watch:
+		case <-r.Watch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-m.s.Done():
@@ -146,7 +148,7 @@ func (m *Semaphore) lockInternal(ctx context.Context, wait bool) (bool, error) {
 // unlockInternal releases the internal lock (bounded, detached from the
 // caller's context).
 func (m *Semaphore) unlockInternal() {
-	uctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	uctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if err := m.mutex.Unlock(uctx); err != nil {
 		m.s.Ops().Log().Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
@@ -158,7 +160,7 @@ func (m *Semaphore) unlockInternal() {
 // node found existing is ours if this session owns it.
 func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) error {
 	return m.s.Ops().Retry(ctx, func() error {
-		_, err := await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(node, data, zk.FlagEphemeral, m.acl) })
+		_, err := client.Await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(node, data, zk.FlagEphemeral, m.acl) })
 		if errors.Is(err, zk.ErrNodeExists) {
 			_, st, gerr := m.s.Ops().Get(ctx, node)
 			if gerr == nil && st.EphemeralOwner == m.s.ID() {
@@ -166,7 +168,7 @@ func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) e
 			}
 		}
 		if err != nil && !IsRecoverable(err) {
-			return opError("create", node, err)
+			return client.OpError("create", node, err)
 		}
 		return err
 	})
@@ -176,7 +178,7 @@ func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) e
 // creation order) with their metadata.
 func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
 	kids, err := m.s.Ops().Children(ctx, m.dir)
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -186,7 +188,7 @@ func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
 	for _, k := range kids {
 		p := joinPath(m.dir, k)
 		data, st, err := m.s.Ops().Get(ctx, p)
-		if isNoNode(err) {
+		if client.IsNoNode(err) {
 			continue
 		}
 		if err != nil {

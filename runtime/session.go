@@ -1,17 +1,21 @@
 package runtime
 
+// The client layer (sessions, options, retries, errors, supervision) lives
+// in runtime/internal/client; these are its public names, kept here so
+// that code written against package runtime (generated code included)
+// compiles unchanged. Each type is an alias, each variable the same value,
+// each function a call of the client's.
+
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Session is one ZooKeeper session. Every handle is built from a session and
@@ -20,269 +24,197 @@ import (
 // expiry the application connects again.
 //
 // A Session is safe for concurrent use.
-type Session struct {
-	conn    *zk.Conn
-	log     *slog.Logger
-	policy  RetryPolicy
-	timeout time.Duration
-	acl     []zk.ACL
-	auth    []authInfo  // WithAuth credentials
-	dialer  DialFunc    // WithDialer; nil: net.Dialer
-	tlsConf *tls.Config // WithTLS; nil: plain
-	hosts   *hostList   // go-zookeeper's host provider
+type Session = client.Session
 
-	done     chan struct{}
-	doneOnce sync.Once
-	dials    atomic.Int64          // connections dialled: a change means another server may answer
-	err      atomic.Pointer[error] // why done is closed
-	ended    atomic.Bool           // set before done closes; checked by the dialer
+// Ops is a session's operations (Session.Ops): each bound to a context and
+// retried, or its outcome resolved, as the session's policy says; the
+// layer the recipes are built on.
+type Ops = client.Ops
 
-	pipe  pipeStats // pipelined create-and-list outcomes (pipeline.go)
-	sends sentWaits // listings waiting for their create to be written (pipeline.go)
+// Option configures Connect.
+type Option = client.Option
 
-	// go-zookeeper's reconnect race (zxid.go)
-	lastZxid atomic.Int64 // greatest zxid seen in a reply
+// RetryPolicy is exponential backoff with a cap for recoverable errors of
+// idempotent operations. Non-idempotent operations (sequential creates) are
+// never blindly retried: they are recovered by GUID instead.
+type RetryPolicy = client.RetryPolicy
 
-	// Supervise (supervise.go)
-	tenures sync.WaitGroup // live tenures (Track)
-	gaveUp  atomic.Bool    // ended by the session's own clock, not by the server
+// Class is the error class of the HBase ZooKeeper wrapper write-up.
+type Class = client.Class
 
-	onSupervised func(SessionEvent) // WithSessionEvents
-	readOnly     bool               // WithReadOnly
+// DialFunc opens a network connection to a ZooKeeper server, as
+// net.Dialer.DialContext does. address is "ip:port": the client resolves the
+// configured host names itself. ctx bounds the dial.
+type DialFunc = client.DialFunc
 
-	telCfg  TelemetryConfig // WithMeterProvider, WithTracerProvider
-	metrics *sessionMetrics // nil: no meter provider (session_telemetry.go)
+// SessionEvent describes a session opened by Supervise.
+type SessionEvent = client.SessionEvent
 
-	hooks  hooks    // what handles registered for the session's close and end (hooks.go)
-	shared sync.Map // what handles of one resource share (sessionShared)
+// The error classes (see Classify).
+const (
+	Normal      = client.Normal
+	Recoverable = client.Recoverable
+	Fatal       = client.Fatal
+)
 
-	lastRecv   atomic.Int64 // unix nanos of the last bytes from the server
-	answeredAt atomic.Int64 // monoNow when the latest request answered was sent (liveness.go)
-	negotiated atomic.Int64 // session timeout granted by the server
+// Sentinel errors of the session and the client, tested with errors.Is;
+// each recipe family declares its own beside its code.
+var (
 
-	mu          sync.Mutex
-	id          int64       // session id once established
-	expiryTimer *time.Timer // runs while disconnected
-	established chan struct{}
-	estOnce     sync.Once
-}
+	// ErrSessionExpired means ZooKeeper expired the session (or the client
+	// was cut off for over a third of the session timeout and gave it up before the
+	// server could expire it, see WithSessionTimeout). It is fatal: every
+	// ephemeral node of the session is gone, every handle built on the session
+	// reports lost, and the session is not reopened behind your back.
+	ErrSessionExpired = client.ErrSessionExpired
+
+	// ErrClosed means the session was closed with Session.Close.
+	ErrClosed = client.ErrClosed
+
+	// ErrReadOnly is the error of a create, delete or multi on a session
+	// opened WithReadOnly.
+	ErrReadOnly = client.ErrReadOnly
+
+	// ErrRetriesExhausted means a recoverable error (connection loss) kept
+	// recurring until the retry policy gave up. It wraps the last error.
+	ErrRetriesExhausted = client.ErrRetriesExhausted
+
+	// ErrOutcomeUnknown means a write that is not idempotent (a config's
+	// compare-and-set or create, a counter's Add) lost its reply
+	// to a connection loss and what the runtime read afterwards cannot tell
+	// whether it took effect. It took effect at most once; read and decide.
+	// It always wraps the connection error, so IsRecoverable holds.
+	ErrOutcomeUnknown = client.ErrOutcomeUnknown
+
+	// ErrTLSHandshake means a connection to a ZooKeeper server failed its TLS
+	// handshake, or the server's first answer showed that the two sides do not
+	// agree on TLS: the server's certificate is not trusted or does not name the
+	// host, the server refused the client's certificate (or its absence), a TLS
+	// client met a plain port, or a plain client met a TLS port. Retrying does not
+	// help: Connect fails with it as soon as it is seen, and Supervise returns it.
+	// It is Fatal; the error wraps the cause (a *tls.CertificateVerificationError,
+	// a remote alert, ...).
+	//
+	// A session that is already established treats such a failure on a
+	// reconnection as a failed connection attempt: it tries the other servers
+	// and gives up when WithSessionTimeout says.
+	ErrTLSHandshake = client.ErrTLSHandshake
+
+	// DefaultRetry is the policy used when WithRetry is not given.
+	DefaultRetry = client.DefaultRetry
+)
 
 // Connect opens a ZooKeeper session to one of servers ("host:port") and
 // blocks until the session is established or ctx ends (then it gives up and
 // returns ctx's error; nothing is left behind).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
-	if len(servers) == 0 {
-		return nil, errors.New("runtime: Connect: no servers given")
-	}
-	s := &Session{
-		log:         slog.Default(),
-		policy:      DefaultRetry,
-		timeout:     10 * time.Second,
-		acl:         zk.WorldACL(zk.PermAll),
-		done:        make(chan struct{}),
-		established: make(chan struct{}),
-		hosts:       &hostList{},
-	}
-	for _, o := range opts {
-		o(s)
-	}
-	var terr error
-	if s.metrics, terr = newSessionMetrics(s.telCfg); terr != nil {
-		s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", terr)
-	}
-	conn, _, err := zk.Connect(servers, s.timeout,
-		zk.WithLogger(zkLogger{s.log}),
-		zk.WithEventCallback(s.onEvent),
-		zk.WithHostProvider(s.hosts),
-		zk.WithDialer(s.dial),
-		zk.WithLogInfo(false),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: Connect: %w", err)
-	}
-	s.mu.Lock()
-	s.conn = conn
-	s.mu.Unlock()
-	select {
-	case <-s.established:
-		s.mu.Lock()
-		s.id = conn.SessionID()
-		id := s.id
-		s.mu.Unlock()
-		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
-		if err := s.Ops().addAuth(ctx); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("runtime: Connect: %w", err)
-		}
-		return s, nil
-	case <-s.done:
-		conn.Close()
-		return nil, fmt.Errorf("runtime: Connect: %w", s.Err())
-	case <-ctx.Done():
-		// go-zookeeper's Close waits out its reconnect back-off; do it in
-		// the background so Connect returns when ctx says. The dialer
-		// refuses to connect once the session has ended.
-		s.end(ErrClosed)
-		go conn.Close()
-		return nil, fmt.Errorf("runtime: Connect to %v: %w", servers, ctx.Err())
-	}
+	return client.Connect(ctx, servers, opts...)
 }
 
-// dial is go-zookeeper's dialer: it connects to a server (over WithDialer's
-// dialer and WithTLS's TLS, see dialConn), through a liveConn that sees the
-// plaintext, for as long as the session is not over.
-func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	if s.ended.Load() {
-		// Never reconnect once the session is over: go-zookeeper would
-		// otherwise silently open a new session.
-		return nil, errors.New("runtime: session ended")
-	}
-	c, err := dialConn(s, network, addr, timeout)
-	if err != nil {
-		return nil, err
-	}
-	s.dials.Add(1)
-	return &liveConn{Conn: c, s: s, addr: addr, zxid: newZxidGuard(s)}, nil
-}
-
-// onEvent runs on go-zookeeper's event loop; it must not block.
-func (s *Session) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	switch ev.State {
-	case zk.StateHasSession:
-		s.mu.Lock()
-		if s.conn != nil {
-			s.id = s.conn.SessionID()
-		}
-		if s.expiryTimer != nil {
-			s.expiryTimer.Stop()
-			s.expiryTimer = nil
-		}
-		s.mu.Unlock()
-		s.estOnce.Do(func() { close(s.established) })
-	case zk.StateDisconnected:
-		s.mu.Lock()
-		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
-			d := giveUpIn(s)
-			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
-			s.metrics.connectionLost()
-			s.expiryTimer = time.AfterFunc(d, func() {
-				s.log.Warn("zookeeper unreachable for over a third of the session timeout: session treated as expired")
-				s.gaveUp.Store(true)
-				s.expire()
-			})
-		}
-		s.mu.Unlock()
-	case zk.StateExpired:
-		s.log.Warn("zookeeper session expired")
-		s.expire()
-	case zk.StateAuthFailed:
-		s.log.Error("zookeeper authentication failed")
-		s.expire()
-	}
-}
-
-func (s *Session) expire() {
-	if s.end(ErrSessionExpired) {
-		// Close on another goroutine: we may be on go-zookeeper's loop, and
-		// Close waits for it. The dialer refuses to reconnect meanwhile.
-		// (Before Connect has the conn, Connect closes it itself.)
-		s.mu.Lock()
-		conn := s.conn
-		s.mu.Unlock()
-		if conn != nil {
-			go conn.Close()
-		}
-	}
-}
-
-// end marks the session over with reason err; it reports whether this call
-// ended it. An expiry is counted before Done is closed, so that whoever
-// saw Done sees the count.
-func (s *Session) end(err error) bool {
-	first := false
-	s.doneOnce.Do(func() {
-		first = true
-		s.err.Store(&err)
-		s.mu.Lock()
-		s.ended.Store(true) // under mu: see trackHold
-		if s.expiryTimer != nil {
-			s.expiryTimer.Stop()
-			s.expiryTimer = nil
-		}
-		s.mu.Unlock()
-		if errors.Is(err, ErrSessionExpired) {
-			s.metrics.expired(s.gaveUp.Load())
-		}
-		close(s.done)
-		s.hooks.runEnd()
-	})
-	return first
-}
-
-// Close ends the session: ZooKeeper deletes its ephemeral nodes at once, and
-// every handle built on it reports lost.
+// Supervise runs fn on a ZooKeeper session for as long as ctx lasts. It
+// connects to servers (retrying with capped, jittered backoff while they are
+// unreachable) and calls fn with the session and a context that is
+// cancelled, with cause ErrSessionExpired or ErrClosed, when the session
+// ends. Once fn has returned, it opens a new session and calls fn again.
 //
-// First, while the session is alive, a partitioner member reports its
-// partitions released before the session is closed on the server, so the
-// next owner cannot overlap it: it calls its releasing hook for each
-// (WithPartitionHooks) and waits until every Owned stream has handed its
-// reader a set without them, as Leave does. Queue handles with a prefetch
-// give their buffered items back (WithPrefetch). Both are bounded: 5s in
-// all. If the bound runs out first (a hook that does not return, a reader
-// still busy), Close closes the session all the same and returns an error
-// saying which partitions were not handed over: their readers may still be
-// working when the next owner starts.
+// It returns nil when ctx ends (after cancelling fn's context and waiting
+// for fn) or when fn returns nil while its session lives: the work is done.
+// It returns fn's error when fn fails for another reason than the end of its
+// session — an error a session's end makes recipes report (ErrLockLost,
+// context.Canceled, ...) counts as the session's end once the session is
+// seen to end within 2/3 of its timeout, since a tenure's loss can be told
+// before the end of the session it comes from — and an ErrTLSHandshake error when a connection fails over TLS
+// (WithTLS) before a session is established: a certificate problem that
+// retrying does not mend. opts are Connect's (WithTLS, WithDialer, ...),
+// plus WithSessionEvents.
 //
-// Close is idempotent; it returns nil when nothing was left undone.
-func (s *Session) Close() error {
-	var err error
-	deadline := time.Now().Add(closeWaitBound)
-	if s.Err() == nil {
-		err = s.hooks.runClose(deadline)
-	}
-	if s.end(ErrClosed) {
-		s.hooks.waitClose(deadline)
-		s.conn.Close()
-	}
-	if err != nil {
-		return fmt.Errorf("runtime: Close: %w", err)
-	}
-	return nil
+// Each new session is logged (at info) and reported to WithSessionEvents.
+// See the guarantees above.
+func Supervise(ctx context.Context, servers []string, fn func(ctx context.Context, s *Session) error, opts ...Option) error {
+	return client.Supervise(ctx, servers, fn, opts...)
 }
 
-// Done returns a channel closed when the session ends, by Close or expiry.
-func (s *Session) Done() <-chan struct{} { return s.done }
+// Classify reports the class of err. A nil error is Normal.
+func Classify(err error) Class { return client.Classify(err) }
 
-// Err returns nil while the session is alive, then ErrClosed or
-// ErrSessionExpired.
-func (s *Session) Err() error {
-	if p := s.err.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+// IsRecoverable reports whether err is a recoverable ZooKeeper error.
+func IsRecoverable(err error) bool { return client.IsRecoverable(err) }
 
-// ID returns the ZooKeeper session id.
-func (s *Session) ID() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.id
-}
+// WithSessionTimeout sets the session timeout asked of the server (which
+// clamps it to its own min/max). Default 10s. It also bounds how long the
+// client tolerates being disconnected: once 35% of the granted timeout has
+// passed since it last heard from the server, the session is treated as
+// expired locally, before the server can expire it and grant another client
+// what this one held (see liveness.go for why 35%: a client on a follower
+// may be known to the ensemble's leader only up to a ping interval and half
+// a tick before its last reply). Choose the timeout for the longest
+// disconnection to ride out: about three times it.
+func WithSessionTimeout(d time.Duration) Option { return client.WithSessionTimeout(d) }
 
-// Conn returns the underlying go-zookeeper connection, for operations the
-// runtime does not wrap. Do not close it; close the Session.
-func (s *Session) Conn() *zk.Conn { return s.conn }
+// WithReadOnly makes the session a looker's, as zkgen inspect and zkgen
+// serve open: the reads of the recipes' handles skip the housekeeping
+// writes they otherwise make (a dead letter's reason left behind by a
+// zkgen that kept none is left for a writer to remove), and creates,
+// deletes and multis fail with ErrReadOnly before anything is sent.
+func WithReadOnly() Option { return client.WithReadOnly() }
 
-// zkLogger adapts go-zookeeper's Printf logger to slog at debug level: the
-// client library logs every reconnect attempt, which is noise at info level.
-// The session logs the state changes that matter itself.
-type zkLogger struct{ l *slog.Logger }
+// WithRetry sets the retry policy for recoverable errors of idempotent
+// operations. Default DefaultRetry.
+func WithRetry(p RetryPolicy) Option { return client.WithRetry(p) }
 
-func (z zkLogger) Printf(format string, args ...any) {
-	if z.l.Enabled(context.Background(), slog.LevelDebug) {
-		z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
-	}
-}
+// WithLogger sets the logger. Default slog.Default(). Session state changes
+// are logged at info/warn, the client library's own chatter at debug.
+func WithLogger(l *slog.Logger) Option { return client.WithLogger(l) }
+
+// WithAuth adds credentials to the session once it is established, as
+// ZooKeeper's addAuth does (scheme "digest", auth "user:password" for digest
+// ACLs). go-zookeeper sends them again after every reconnection. Connect
+// fails if the server refuses them. Default: no credentials. May be given
+// more than once.
+func WithAuth(scheme string, auth []byte) Option { return client.WithAuth(scheme, auth) }
+
+// WithDialer makes the session open its connections with dial, for a proxy,
+// a tunnel or a custom transport; TLS (WithTLS) runs over the connections it
+// returns. Default: a net.Dialer. Each connection attempt is bounded by
+// go-zookeeper's connect timeout (one second), through ctx.
+func WithDialer(dial DialFunc) Option { return client.WithDialer(dial) }
+
+// WithTLS makes the session speak TLS to the servers' TLS client port
+// (ZooKeeper's secureClientPort) with cfg: RootCAs to trust the servers'
+// CA, Certificates to present a client certificate (which, with the x509
+// authentication provider, makes the session's identity the certificate's
+// subject for x509 ACLs). When cfg.ServerName is empty, each connection
+// verifies the server's certificate against the host name given to Connect
+// for that server (not the IP address it resolved to). cfg is cloned; a nil
+// cfg means no TLS.
+//
+// A handshake that fails, a server that refuses the client's certificate,
+// or a port that does not speak TLS makes Connect fail at once with
+// ErrTLSHandshake instead of retrying until its context ends. The handshake is bounded by the session
+// timeout. Runtime bookkeeping (liveness, zxids) sees the plaintext.
+func WithTLS(cfg *tls.Config) Option { return client.WithTLS(cfg) }
+
+// WithSessionEvents makes Supervise call fn each time it has opened a
+// session, before it runs the work on it. fn must not block. Connect
+// ignores it.
+func WithSessionEvents(fn func(SessionEvent)) Option { return client.WithSessionEvents(fn) }
+
+// WithMeterProvider records the session's metrics (wait, hold and latency
+// histograms, retry, connection-loss, expiry, lost-tenure and partition
+// acquisition counters; see docs/telemetry.md) with mp. Default: none,
+// nothing recorded.
+func WithMeterProvider(mp metric.MeterProvider) Option { return client.WithMeterProvider(mp) }
+
+// WithTracerProvider records a span per recipe operation (lock acquire,
+// queue put, campaign, ...) with tp, with the resource's name, kind and
+// znode path as attributes and its error recorded. Default: none.
+func WithTracerProvider(tp trace.TracerProvider) Option { return client.WithTracerProvider(tp) }
+
+// WithGlobalTelemetry records metrics and spans with OpenTelemetry's global
+// providers (otel.GetMeterProvider, otel.GetTracerProvider) as they are
+// when Connect runs. Set them first (otel.SetMeterProvider,
+// otel.SetTracerProvider): the API forwards what was created before only
+// to the first providers it is given, and until then its no-op ones record
+// nothing but still cost the hooks their calls. WithMeterProvider and
+// WithTracerProvider given after it replace one of them.
+func WithGlobalTelemetry() Option { return client.WithGlobalTelemetry() }

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // A recipe whose protocol depends on parameters of the spec — a semaphore's
@@ -79,7 +81,7 @@ type specChecksKey struct{}
 
 // specsOf returns the session's spec checks.
 func specsOf(s *Session) *specChecks {
-	return sessionShared(s, specChecksKey{}, func() *specChecks { return &specChecks{} })
+	return client.Shared(s, specChecksKey{}, func() *specChecks { return &specChecks{} })
 }
 
 // exact reports whether dir was found holding exactly the record its
@@ -165,7 +167,7 @@ func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, r
 	}
 	acl = s.Ops().NodeACL(acl)
 	if err := s.Ops().Creatable(acl); err != nil {
-		return false, opError("create", dir, err)
+		return false, client.OpError("create", dir, err)
 	}
 	// Bottom-up: one create when the parent exists (see EnsureContainer).
 	return s.Ops().EnsureContainer(ctx, acl, dir, data)

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Recipe telemetry
@@ -192,15 +194,15 @@ type telemetry struct {
 // newTelemetry builds the instruments of c; nil when c sets no provider.
 // The provider's errors are returned (Connect logs them); an instrument it
 // does not give is replaced by a no-op one.
-func newTelemetry(c TelemetryConfig) (*telemetry, error) {
+func newTelemetry(c client.TelemetryConfig) (*telemetry, error) {
 	if c.Meter == nil && c.Tracer == nil {
 		return nil, nil
 	}
 	t := &telemetry{}
 	if c.Tracer != nil {
-		t.tracer = c.Tracer.Tracer(instrumentationName)
+		t.tracer = c.Tracer.Tracer(client.InstrumentationName)
 	}
-	m := c.meter()
+	m := c.ScopeMeter()
 	noop := metricnoop.Meter{}
 	var errs []error
 	for i, h := range histInfo {
@@ -212,9 +214,9 @@ func newTelemetry(c TelemetryConfig) (*telemetry, error) {
 		}
 		errs = append(errs, err)
 	}
-	t.tenuresLost = int64Counter(m, &errs, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
-	t.partitions = int64Counter(m, &errs, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
-	t.deadLetters = int64Counter(m, &errs, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
+	t.tenuresLost = client.Int64Counter(m, &errs, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
+	t.partitions = client.Int64Counter(m, &errs, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
+	t.deadLetters = client.Int64Counter(m, &errs, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
 	return t, errors.Join(errs...)
 }
 
@@ -478,7 +480,7 @@ func telOf(s *Session) *telemetry {
 	if s == nil {
 		return nil
 	}
-	h := sessionShared(s, telKey{}, func() *telHolder { return &telHolder{} })
+	h := client.Shared(s, telKey{}, func() *telHolder { return &telHolder{} })
 	h.once.Do(func() {
 		var err error
 		if h.t, err = newTelemetry(s.Ops().Telemetry()); err != nil {

@@ -8,18 +8,16 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // With no provider a session's telemetry is nil, and every hook the
 // recipes call returns at once: no allocation, nothing recorded.
 func TestTelemetryOffAllocatesNothing(t *testing.T) {
-	tel, err := newTelemetry(TelemetryConfig{})
+	tel, err := newTelemetry(client.TelemetryConfig{})
 	if tel != nil || err != nil {
 		t.Fatalf("newTelemetry without providers = %v, %v; want nil, nil", tel, err)
-	}
-	sm, err := newSessionMetrics(TelemetryConfig{})
-	if sm != nil || err != nil {
-		t.Fatalf("newSessionMetrics without providers = %v, %v; want nil, nil", sm, err)
 	}
 	ctx := context.Background()
 	l := NewLock(nil, At("/a/b"), WithResourceName("orders"))
@@ -40,9 +38,6 @@ func TestTelemetryOffAllocatesNothing(t *testing.T) {
 		lsp.end(&err)
 		tel.failover(tel.now(), "e", "/a/b")
 		tel.failover(time.Now(), "e", "/a/b")
-		sm.retried(Recoverable)
-		sm.connectionLost()
-		sm.expired(true)
 	})
 	if allocs != 0 {
 		t.Errorf("hooks without telemetry allocate %v times per run, want 0", allocs)
@@ -74,7 +69,7 @@ func BenchmarkTelemetryLockHooks(b *testing.B) {
 		tel    bool
 	}{{"none", false, false}, {"sdk-metrics", false, true}, {"sdk-metrics+traces", true, true}} {
 		b.Run("tel="+v.name, func(b *testing.B) {
-			var cfg TelemetryConfig
+			var cfg client.TelemetryConfig
 			if v.tel {
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 				b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })

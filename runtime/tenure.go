@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // hold is the state of one tenure — a lock held, a semaphore lease, a
@@ -186,10 +188,10 @@ func startHoldAs(ctx context.Context, s *Session, node string, token int64, revo
 			}
 			return nil, lostIfNoNode(err, node)
 		}
-		if revokeRequested(own.data) {
+		if revokeRequested(own.Data) {
 			h.revoke()
 		}
-		w = own.watch
+		w = own.Watch
 		h.armOnce.Do(func() {})
 	}
 	// A tenure that watches its node from the start has a monitor from the
@@ -222,7 +224,7 @@ func armHold(s *Session, h *hold) {
 			r, err := watchOwn(context.Background(), s, h.node, false)
 			switch {
 			case err == nil:
-				h.watches <- r.watch
+				h.watches <- r.Watch
 			case errors.Is(err, zk.ErrNoNode) && !h.released.Load():
 				s.Ops().Log().Warn("lost: node deleted", "path", h.node)
 				h.end(true)
@@ -233,7 +235,7 @@ func armHold(s *Session, h *hold) {
 }
 
 // watchOwn reads the holder's own node and watches it (see startHold).
-func watchOwn(ctx context.Context, s *Session, node string, revocable bool) (getResult, error) {
+func watchOwn(ctx context.Context, s *Session, node string, revocable bool) (client.Result, error) {
 	if revocable {
 		return s.Ops().GetW(ctx, node)
 	}
@@ -269,10 +271,10 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 				}
 				return
 			}
-			if revocable && revokeRequested(r.data) {
+			if revocable && revokeRequested(r.Data) {
 				h.revoke()
 			}
-			w = r.watch
+			w = r.Watch
 		case <-s.Done():
 			h.end(true)
 			return
@@ -345,7 +347,7 @@ func releaseHoldAs(ctx context.Context, s *Session, h *hold, label string, remov
 		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
 	case s.Err() == nil:
 		go func() {
-			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 			defer cancel()
 			if err := remove(cctx); err != nil && !errors.Is(err, zk.ErrNoNode) && s.Err() == nil {
 				s.Ops().Log().Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
@@ -375,7 +377,7 @@ func abandonNode(s *Session, node string, cause error) error {
 		}
 		return cause
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if err := s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		s.Ops().Log().Warn("could not remove contender node", "path", node, "err", err)
@@ -560,7 +562,7 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	// request is on its way (await returns early when ctx or the session
 	// ends).
 	var rawp atomic.Pointer[error]
-	res, err := await(ctx, s, func() ([]zk.MultiResponse, error) {
+	res, err := client.Await(ctx, s, func() ([]zk.MultiResponse, error) {
 		r, e := s.Conn().Multi(all...)
 		rawp.Store(&e)
 		return r, e
@@ -581,7 +583,7 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	}
 	if len(res) > 0 {
 		// The server applied nothing: an op of the caller's failed.
-		return res[len(f.checks):], opError("multi", f.label, err)
+		return res[len(f.checks):], client.OpError("multi", f.label, err)
 	}
 	p := rawp.Load()
 	if p == nil || *p == nil {
@@ -591,12 +593,12 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	}
 	raw := *p
 	notApplied := errors.Is(raw, zk.ErrNoServer) || errors.Is(raw, zk.ErrSessionExpired) ||
-		(isConnError(raw) && !errors.Is(raw, zk.ErrConnectionClosed))
+		(client.IsConnError(raw) && !errors.Is(raw, zk.ErrConnectionClosed))
 	switch {
 	case notApplied && !f.on():
 		return nil, f.lost("guarded write not applied", raw)
 	case notApplied:
-		return nil, opError("multi", f.label, fmt.Errorf("guarded write not applied: %w", raw))
+		return nil, client.OpError("multi", f.label, fmt.Errorf("guarded write not applied: %w", raw))
 	case errors.Is(raw, zk.ErrConnectionClosed), errors.Is(raw, zk.ErrClosing):
 		state := "still held"
 		if !f.on() {
@@ -604,7 +606,7 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 		}
 		return nil, fmt.Errorf("%s: guarded write: %w; the tenure is %s (%w)", f.label, ErrOutcomeUnknown, state, raw)
 	}
-	return nil, opError("multi", f.label, err)
+	return nil, client.OpError("multi", f.label, err)
 }
 
 // guardedMulti runs ops while the tenure h holds: its own node exists, and so

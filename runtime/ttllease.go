@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // --- Lease protocol (kind: lease)
@@ -224,7 +226,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 			return nil, err
 		}
 		taken := make([]bool, m.leases)
-		for _, k := range r.kids {
+		for _, k := range r.Kids {
 			if i := m.slotIndex(k); i >= 0 {
 				taken[i] = true
 			}
@@ -252,7 +254,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 			continue // a free slot was taken meanwhile: look again
 		}
 		select {
-		case <-r.watch:
+		case <-r.Watch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-m.s.Done():
@@ -263,7 +265,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 
 // scan lists the slots with a children watch on the directory, creating
 // the directory again if the server removed it (a container, once empty).
-func (m *TTLLeases) scan(ctx context.Context) (getResult, error) {
+func (m *TTLLeases) scan(ctx context.Context) (client.Result, error) {
 	for {
 		r, err := m.s.Ops().ChildrenW(ctx, m.dir)
 		if !errors.Is(err, zk.ErrNoNode) {
@@ -271,7 +273,7 @@ func (m *TTLLeases) scan(ctx context.Context) (getResult, error) {
 		}
 		specsOf(m.s).ok.Delete(m.dir)
 		if err := guardSpec(ctx, m.s, m.dir, m.acl, specRecord{Kind: "lease", Leases: m.leases}); err != nil {
-			return getResult{}, err
+			return client.Result{}, err
 		}
 	}
 }
@@ -301,7 +303,7 @@ func (m *TTLLeases) reattach(ctx context.Context, i int, holder string) (*TTLLea
 		return nil, nil
 	}
 	le := &TTLLease{m: m, node: node, holder: holder, data: data, czxid: st.Czxid, version: st.Version, mtime: st.Mtime}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 	defer cancel()
 	if err := le.renew(wctx, false); err != nil {
 		if errors.Is(err, ErrLeaseExpired) {
@@ -320,35 +322,35 @@ func (m *TTLLeases) reattach(ctx context.Context, i int, holder string) (*TTLLea
 // is always known; a slot taken as ctx ended is given back.
 func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byte) (*TTLLease, error) {
 	node := m.slot(i)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 	defer cancel()
 	acl := m.s.Ops().NodeACL(m.acl)
 	if err := m.s.Ops().Creatable(acl); err != nil {
-		return nil, opError("create", node, err)
+		return nil, client.OpError("create", node, err)
 	}
 	start := time.Now()
 	var uncertain, exists, gone bool
-	err := m.s.Ops().RetryUncertain(wctx, uncertainWrite{op: "create", path: node,
-		attempt: func(int) (outcome, error) {
-			_, err := await(wctx, m.s, func() (string, error) {
+	err := m.s.Ops().RetryUncertain(wctx, client.UncertainWrite{Op: "create", Path: node,
+		Attempt: func(int) (client.Outcome, error) {
+			_, err := client.Await(wctx, m.s, func() (string, error) {
 				return m.s.Conn().CreateTTL(node, data, zk.FlagTTL, acl, m.ttl)
 			})
 			switch {
 			case err == nil:
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			case isUnimplemented(err):
-				return outcomeKnown, fmt.Errorf("lease %s: %w (%v)", node, ErrTTLDisabled, err)
+				return client.OutcomeKnown, fmt.Errorf("lease %s: %w (%v)", node, ErrTTLDisabled, err)
 			case errors.Is(err, zk.ErrNodeExists):
 				exists = true
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			case errors.Is(err, zk.ErrNoNode):
 				gone = true // the directory went (emptied): the caller looks again
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			case IsRecoverable(err):
 				uncertain = true
-				return outcomeHidden, err
+				return client.OutcomeHidden, err
 			}
-			return outcomeKnown, opError("create", node, err)
+			return client.OutcomeKnown, client.OpError("create", node, err)
 		}})
 	switch {
 	case err != nil:
@@ -363,7 +365,7 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 	// Created: read its identity (the create's reply carries no stat).
 	_, st, err := m.s.Ops().Get(wctx, node)
 	if err != nil {
-		return nil, opError("get", node, err)
+		return nil, client.OpError("get", node, err)
 	}
 	le := &TTLLease{m: m, node: node, holder: holder, data: data, czxid: st.Czxid, version: st.Version,
 		mtime: st.Mtime, deadline: m.deadline(start)}
@@ -375,7 +377,7 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 
 // abandon gives back a lease taken as ctx ended, and returns cause.
 func (m *TTLLeases) abandon(le *TTLLease, cause error) error {
-	rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	rctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if err := le.Release(rctx); err != nil && !errors.Is(err, ErrLeaseExpired) {
 		return errors.Join(cause, err)
@@ -551,10 +553,10 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 // node at our version, which a renewal would overwrite (see Release).
 func (l *TTLLease) set(ctx context.Context, until time.Time) (st *zk.Stat, err error) {
 	s := l.m.s
-	err = s.Ops().RetryUncertain(ctx, uncertainWrite{op: "set", path: l.node,
-		attempt: func(int) (outcome, error) {
+	err = s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "set", Path: l.node,
+		Attempt: func(int) (client.Outcome, error) {
 			var err error
-			st, err = await(ctx, s, func() (*zk.Stat, error) {
+			st, err = client.Await(ctx, s, func() (*zk.Stat, error) {
 				if !until.IsZero() && !time.Now().Before(until) {
 					return nil, errPastDeadline
 				}
@@ -562,30 +564,30 @@ func (l *TTLLease) set(ctx context.Context, until time.Time) (st *zk.Stat, err e
 			})
 			switch {
 			case err == nil, errors.Is(err, errPastDeadline):
-				return outcomeKnown, err
+				return client.OutcomeKnown, err
 			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
-				return outcomeKnown, fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
+				return client.OutcomeKnown, fmt.Errorf("lease %s: %w (%v)", l.node, ErrLeaseExpired, err)
 			case !IsRecoverable(err):
 				l.unsure = true // the write may apply after all
-				return outcomeKnown, opError("set", l.node, err)
+				return client.OutcomeKnown, client.OpError("set", l.node, err)
 			}
-			return outcomeHidden, err
+			return client.OutcomeHidden, err
 		},
-		settle: func() (outcome, error) {
+		Settle: func() (client.Outcome, error) {
 			cur, err := l.look(ctx)
 			switch {
 			case err != nil:
 				l.unsure = true
-				return outcomeKnown, err
+				return client.OutcomeKnown, err
 			case cur.Version == l.version+1:
 				st = cur // the lost write applied (sent after start)
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			case cur.Version != l.version:
-				return outcomeKnown, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
+				return client.OutcomeKnown, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
 			}
-			return outcomeResend, nil
+			return client.OutcomeResend, nil
 		},
-		interrupted: func(err error) error {
+		Interrupted: func(err error) error {
 			l.unsure = true // a hidden write, not looked for: settle finds out
 			return err
 		},
@@ -619,7 +621,7 @@ func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, fmt.Errorf("lease %s: %w (node gone)", l.node, ErrLeaseExpired)
 	case err != nil:
-		return nil, opError("get", l.node, err)
+		return nil, client.OpError("get", l.node, err)
 	case cur.Czxid != l.czxid:
 		return nil, fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
 	}
@@ -662,7 +664,7 @@ func (l *TTLLease) Release(ctx context.Context) (err error) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 		defer cancel()
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -699,9 +701,9 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 		return err
 	}
 	version := l.version
-	return s.Ops().RetryUncertain(ctx, uncertainWrite{op: "delete", path: l.node,
-		attempt: func(n int) (outcome, error) {
-			_, err := await(ctx, s, func() (struct{}, error) {
+	return s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "delete", Path: l.node,
+		Attempt: func(n int) (client.Outcome, error) {
+			_, err := client.Await(ctx, s, func() (struct{}, error) {
 				if !until.IsZero() && !time.Now().Before(until) {
 					return struct{}{}, errPastDeadline
 				}
@@ -709,29 +711,29 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 			})
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNoNode):
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			case errors.Is(err, errPastDeadline):
-				return outcomeKnown, err
+				return client.OutcomeKnown, err
 			case errors.Is(err, zk.ErrBadVersion) && n == 1:
-				return outcomeKnown, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
+				return client.OutcomeKnown, fmt.Errorf("lease %s: %w (node written by another)", l.node, ErrLeaseExpired)
 			case errors.Is(err, zk.ErrBadVersion):
-				return outcomeHidden, err // written since our look: look again
+				return client.OutcomeHidden, err // written since our look: look again
 			case !IsRecoverable(err):
-				return outcomeKnown, opError("delete", l.node, err)
+				return client.OutcomeKnown, client.OpError("delete", l.node, err)
 			}
-			return outcomeHidden, err
+			return client.OutcomeHidden, err
 		},
-		settle: func() (outcome, error) {
+		Settle: func() (client.Outcome, error) {
 			_, cur, err := s.Ops().Get(ctx, l.node)
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
-				return outcomeKnown, nil // the lost delete applied
+				return client.OutcomeKnown, nil // the lost delete applied
 			case err != nil:
-				return outcomeKnown, opError("get", l.node, err)
+				return client.OutcomeKnown, client.OpError("get", l.node, err)
 			case cur.Czxid != l.czxid:
-				return outcomeKnown, nil // ours went; this is another holder's
+				return client.OutcomeKnown, nil // ours went; this is another holder's
 			}
 			version = cur.Version
-			return outcomeResend, nil
+			return client.OutcomeResend, nil
 		}})
 }

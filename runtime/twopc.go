@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Sentinel errors of the two-phase commit, tested with errors.Is.
@@ -29,7 +31,7 @@ var (
 	// ErrPresenceLost means a participant's presence node vanished (its
 	// session ended) before it voted: it cannot vote any more, and the
 	// transaction aborts.
-	ErrPresenceLost = errors.New("twopc: presence lost before voting")
+	ErrPresenceLost = client.EndError("twopc: presence lost before voting")
 )
 
 // Participant names one site of a two-phase commit. Generated code declares
@@ -257,49 +259,49 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 	}
 	marker := joinPath(t.dir, txCoordinator)
 	ops = append(ops, &zk.CreateRequest{Path: marker, Data: ownerData(t.s, ""), Acl: t.s.Ops().NodeACL(t.acl), Flags: zk.FlagEphemeral})
-	return t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: t.dir,
-		attempt: func(int) (outcome, error) {
+	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.dir,
+		Attempt: func(int) (client.Outcome, error) {
 			res, err := t.s.Ops().Multi(ctx, ops...)
-			i, opErr := failedOp(res)
+			i, opErr := client.FailedOp(res)
 			switch {
 			case err == nil:
 				t.setProposed()
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
-				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
-			case i == 0 && isNoNode(opErr):
+				return client.OutcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+			case i == 0 && client.IsNoNode(opErr):
 				if err := t.s.Ops().EnsurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
-					return outcomeKnown, err
+					return client.OutcomeKnown, err
 				}
-				return outcomeResend, nil
+				return client.OutcomeResend, nil
 			}
-			return afterSend("multi", t.dir, err)
+			return client.AfterSend("multi", t.dir, err)
 		},
-		settle: func() (outcome, error) { return t.proposalSettled(ctx, marker) },
+		Settle: func() (client.Outcome, error) { return t.proposalSettled(ctx, marker) },
 	})
 }
 
 // proposalSettled learns whether a proposal whose reply was lost went
 // through. The multi is all or nothing: our marker, owned by our (living)
 // session, says it did; a transaction without it is someone else's.
-func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) (outcome, error) {
+func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) (client.Outcome, error) {
 	if err := t.s.Ops().Sync(ctx, t.dir); err != nil {
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
 	_, st, gerr := t.s.Ops().Get(ctx, marker)
 	switch {
 	case gerr == nil && st.EphemeralOwner == t.s.ID():
 		t.setProposed()
-		return outcomeKnown, nil
-	case gerr != nil && !isNoNode(gerr):
-		return outcomeKnown, gerr
+		return client.OutcomeKnown, nil
+	case gerr != nil && !client.IsNoNode(gerr):
+		return client.OutcomeKnown, gerr
 	}
 	if _, _, gerr := t.s.Ops().Get(ctx, t.dir); gerr == nil {
-		return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
-	} else if !isNoNode(gerr) {
-		return outcomeKnown, gerr
+		return client.OutcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
+	} else if !client.IsNoNode(gerr) {
+		return client.OutcomeKnown, gerr
 	}
-	return outcomeResend, nil
+	return client.OutcomeResend, nil
 }
 
 // setProposed records that this handle created the transaction.
@@ -317,7 +319,7 @@ func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
 		return zero, t.err
 	}
 	data, _, err := t.s.Ops().Get(ctx, t.dir)
-	if isNoNode(err) {
+	if client.IsNoNode(err) {
 		return zero, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
 	}
 	if err != nil {
@@ -331,14 +333,14 @@ func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
 }
 
 // waitExists blocks until path exists, ctx ends or the session ends.
-func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (getResult, error) {
+func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (client.Result, error) {
 	for {
 		r, ok, err := t.s.Ops().GetOrExistsW(ctx, p)
 		if err != nil || ok {
 			return r, err
 		}
 		select {
-		case <-r.watch:
+		case <-r.Watch:
 		case <-ctx.Done():
 			return r, ctx.Err()
 		case <-t.s.Done():
@@ -357,27 +359,27 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error)
 	if err := t.check(p); err != nil {
 		return err
 	}
-	return t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
-		attempt: func(int) (outcome, error) { return t.joinOnce(ctx, p) },
-		settle: func() (outcome, error) {
+	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
+		Attempt: func(int) (client.Outcome, error) { return t.joinOnce(ctx, p) },
+		Settle: func() (client.Outcome, error) {
 			// Did it go through? Our presence node says so.
 			if _, st, gerr := t.s.Ops().Get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
 				t.setJoined(p)
-				return outcomeKnown, nil
+				return client.OutcomeKnown, nil
 			}
-			return outcomeResend, nil
+			return client.OutcomeResend, nil
 		},
 	})
 }
 
 // joinOnce is one attempt of Join.
-func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (outcome, error) {
+func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (client.Outcome, error) {
 	r, err := t.waitExists(ctx, t.votePath(p))
 	if err != nil {
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
-	if r.stat.Version != 0 {
-		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+	if r.Stat.Version != 0 {
+		return client.OutcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
 	}
 	_, err = t.s.Ops().Multi(ctx,
 		&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
@@ -385,13 +387,13 @@ func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (outcom
 	switch {
 	case err == nil:
 		t.setJoined(p)
-		return outcomeKnown, nil
+		return client.OutcomeKnown, nil
 	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
-		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
-	case isNoNode(err):
-		return outcomeResend, nil // removed and proposed again meanwhile
+		return client.OutcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
+	case client.IsNoNode(err):
+		return client.OutcomeResend, nil // removed and proposed again meanwhile
 	}
-	return afterSend("multi", t.votePath(p), err)
+	return client.AfterSend("multi", t.votePath(p), err)
 }
 
 // setJoined records that this handle created p's presence node.
@@ -422,46 +424,46 @@ func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision)
 	t.mu.Unlock()
 	// After a connection loss, the next attempt's read tells whether the
 	// vote is in.
-	return t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "multi", path: t.votePath(p),
-		attempt: func(int) (outcome, error) { return t.voteOnce(ctx, p, d, presence) },
+	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
+		Attempt: func(int) (client.Outcome, error) { return t.voteOnce(ctx, p, d, presence) },
 	})
 }
 
 // voteOnce is one attempt of Vote; presence is p's presence node if this
 // handle joined p.
-func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decision, presence string) (outcome, error) {
+func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decision, presence string) (client.Outcome, error) {
 	r, err := t.waitExists(ctx, t.votePath(p))
 	if err != nil {
-		return outcomeKnown, err
+		return client.OutcomeKnown, err
 	}
 	var ops []any
-	switch cur, voted := parseDecision(r.data); {
+	switch cur, voted := parseDecision(r.Data); {
 	case voted && cur == d:
-		return outcomeKnown, nil
+		return client.OutcomeKnown, nil
 	case voted:
-		return outcomeKnown, fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
-	case string(r.data) == txJoined && presence == "":
-		return outcomeKnown, fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
-	case string(r.data) == txJoined:
+		return client.OutcomeKnown, fmt.Errorf("twopc %s: %s voted %v: %w", t.dir, p, cur, ErrAlreadyVoted)
+	case string(r.Data) == txJoined && presence == "":
+		return client.OutcomeKnown, fmt.Errorf("twopc %s: %s: joined by another session: %w", t.dir, p, ErrAlreadyJoined)
+	case string(r.Data) == txJoined:
 		ops = []any{
 			&zk.CheckVersionRequest{Path: presence, Version: -1},
-			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version},
+			&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.Stat.Version},
 			&zk.DeleteRequest{Path: presence, Version: -1},
 		}
 	default:
-		ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.stat.Version}}
+		ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.Stat.Version}}
 	}
 	res, err := t.s.Ops().Multi(ctx, ops...)
-	i, opErr := failedOp(res)
+	i, opErr := client.FailedOp(res)
 	switch {
 	case err == nil:
-		return outcomeKnown, nil
-	case len(ops) == 3 && i == 0 && isNoNode(opErr):
-		return outcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
-	case errors.Is(err, zk.ErrBadVersion), isNoNode(err):
-		return outcomeResend, nil // changed meanwhile: read again
+		return client.OutcomeKnown, nil
+	case len(ops) == 3 && i == 0 && client.IsNoNode(opErr):
+		return client.OutcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrPresenceLost)
+	case errors.Is(err, zk.ErrBadVersion), client.IsNoNode(err):
+		return client.OutcomeResend, nil // changed meanwhile: read again
 	}
-	return afterSend("multi", t.votePath(p), err)
+	return client.AfterSend("multi", t.votePath(p), err)
 }
 
 // Outcome blocks until the transaction is decided and returns the decision:
@@ -491,9 +493,9 @@ func (t *TwoPhaseCommit[T]) waitDecision(ctx context.Context) (Decision, error) 
 	if err != nil {
 		return 0, err
 	}
-	d, ok := parseDecision(r.data)
+	d, ok := parseDecision(r.Data)
 	if !ok {
-		return 0, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), r.data, ErrDecode)
+		return 0, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), r.Data, ErrDecode)
 	}
 	return d, nil
 }
@@ -597,13 +599,13 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, w *txWatches) (d Decis
 		return 0, false, err
 	}
 	if ok {
-		d, ok := parseDecision(r.data)
+		d, ok := parseDecision(r.Data)
 		if !ok {
-			return 0, false, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), r.data, ErrDecode)
+			return 0, false, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), r.Data, ErrDecode)
 		}
 		return d, false, nil
 	}
-	w.forward(r.watch)
+	w.forward(r.Watch)
 	votes := make([]voteState, len(t.parts))
 	var wg sync.WaitGroup
 	gate := make(chan struct{}, evalReads)
@@ -655,17 +657,17 @@ func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWa
 	if err != nil {
 		return voteState{err: err}
 	}
-	defer w.forwardVote(p, r.watch)
+	defer w.forwardVote(p, r.Watch)
 	if !ok { // not proposed yet
 		return voteState{pending: true}
 	}
-	switch v, _ := parseDecision(r.data); {
+	switch v, _ := parseDecision(r.Data); {
 	case v == Abort:
 		return voteState{abort: true}
 	case v == Commit:
 		w.settle(p)
 		return voteState{}
-	case string(r.data) == txJoined:
+	case string(r.Data) == txJoined:
 		lost, err := t.presenceLost(ctx, p, w.forward)
 		return voteState{abort: lost, pending: true, err: err}
 	}
@@ -683,14 +685,14 @@ func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWa
 func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, forward func(<-chan zk.Event)) (bool, error) {
 	pr, err := t.s.Ops().GetW(ctx, t.presencePath(p))
 	if err == nil {
-		forward(pr.watch)
+		forward(pr.Watch)
 		return false, nil
 	}
-	if !isNoNode(err) {
+	if !client.IsNoNode(err) {
 		return false, err
 	}
 	again, _, err := t.s.Ops().Get(ctx, t.votePath(p))
-	if err != nil && !isNoNode(err) {
+	if err != nil && !client.IsNoNode(err) {
 		return false, err
 	}
 	v, _ := parseDecision(again)
@@ -703,29 +705,29 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 	var got Decision
 	// The decision node, once it exists (ours after a lost reply, or
 	// someone else's), stands.
-	standing := func() (outcome, error) {
-		var o outcome
+	standing := func() (client.Outcome, error) {
+		var o client.Outcome
 		var err error
 		got, o, err = t.standingDecision(ctx)
 		return o, err
 	}
-	err := t.s.Ops().RetryUncertain(ctx, uncertainWrite{op: "create", path: t.decisionPath(),
-		attempt: func(int) (outcome, error) {
-			_, err := await(ctx, t.s, func() (string, error) {
+	err := t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "create", Path: t.decisionPath(),
+		Attempt: func(int) (client.Outcome, error) {
+			_, err := client.Await(ctx, t.s, func() (string, error) {
 				return t.s.Ops().Create(t.decisionPath(), []byte(d.String()), 0, t.acl)
 			})
 			switch {
 			case err == nil:
 				got = d
-				return outcomeKnown, nil
-			case isNoNode(err):
-				return outcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
+				return client.OutcomeKnown, nil
+			case client.IsNoNode(err):
+				return client.OutcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
 			case errors.Is(err, zk.ErrNodeExists):
 				return standing()
 			}
-			return afterSend("create", t.decisionPath(), err)
+			return client.AfterSend("create", t.decisionPath(), err)
 		},
-		settle: standing,
+		Settle: standing,
 	})
 	if err != nil {
 		return 0, err
@@ -735,19 +737,19 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 
 // standingDecision reads the decision node: outcomeResend when it is
 // missing.
-func (t *TwoPhaseCommit[T]) standingDecision(ctx context.Context) (Decision, outcome, error) {
+func (t *TwoPhaseCommit[T]) standingDecision(ctx context.Context) (Decision, client.Outcome, error) {
 	data, _, err := t.s.Ops().Get(ctx, t.decisionPath())
-	if isNoNode(err) {
-		return 0, outcomeResend, nil
+	if client.IsNoNode(err) {
+		return 0, client.OutcomeResend, nil
 	}
 	if err != nil {
-		return 0, outcomeKnown, err
+		return 0, client.OutcomeKnown, err
 	}
 	got, ok := parseDecision(data)
 	if !ok {
-		return 0, outcomeKnown, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
+		return 0, client.OutcomeKnown, fmt.Errorf("twopc %s: decision %q: %w", t.decisionPath(), data, ErrDecode)
 	}
-	return got, outcomeKnown, nil
+	return got, client.OutcomeKnown, nil
 }
 
 // ForceAbort decides Abort now unless the transaction is decided already,
@@ -768,8 +770,8 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 	if t.err != nil {
 		return t.err
 	}
-	if _, _, err := t.s.Ops().Get(ctx, t.decisionPath()); isNoNode(err) {
-		if _, _, err := t.s.Ops().Get(ctx, t.dir); isNoNode(err) {
+	if _, _, err := t.s.Ops().Get(ctx, t.decisionPath()); client.IsNoNode(err) {
+		if _, _, err := t.s.Ops().Get(ctx, t.dir); client.IsNoNode(err) {
 			return nil
 		}
 		return fmt.Errorf("twopc %s: undecided: not removed", t.dir)
@@ -777,15 +779,15 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 		return err
 	}
 	kids, err := t.s.Ops().Children(ctx, t.dir)
-	if err != nil && !isNoNode(err) {
+	if err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	for _, k := range kids {
-		if err := t.s.Ops().Delete(ctx, joinPath(t.dir, k), -1); err != nil && !isNoNode(err) {
+		if err := t.s.Ops().Delete(ctx, joinPath(t.dir, k), -1); err != nil && !client.IsNoNode(err) {
 			return err
 		}
 	}
-	if err := t.s.Ops().Delete(ctx, t.dir, -1); err != nil && !isNoNode(err) {
+	if err := t.s.Ops().Delete(ctx, t.dir, -1); err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	return nil
@@ -823,7 +825,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 		v := VoteStatus{Participant: p}
 		data, _, err := t.s.Ops().Get(ctx, t.votePath(p))
 		switch {
-		case isNoNode(err):
+		case client.IsNoNode(err):
 		case err != nil:
 			return st, err
 		case string(data) == txJoined:
@@ -838,7 +840,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 	}
 	data, _, err := t.s.Ops().Get(ctx, t.decisionPath())
 	switch {
-	case isNoNode(err):
+	case client.IsNoNode(err):
 	case err != nil:
 		return st, err
 	default:

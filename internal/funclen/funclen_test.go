@@ -23,6 +23,7 @@ var dirs = []string{
 	"internal/breaking",
 	"internal/inspect",
 	"runtime",
+	"runtime/internal/client",
 	"runtime/internal/wire",
 }
 

@@ -1,4 +1,4 @@
-package runtime
+package client
 
 import (
 	"context"
@@ -19,9 +19,9 @@ type RetryPolicy struct {
 // DefaultRetry is the policy used when WithRetry is not given.
 var DefaultRetry = RetryPolicy{Initial: 50 * time.Millisecond, Max: 2 * time.Second, Attempts: 10}
 
-// delay returns the backoff before attempt n (1-based retry number), with
+// Delay returns the backoff before attempt n (1-based retry number), with
 // up to 25% jitter so contending clients do not retry in lockstep.
-func (p RetryPolicy) delay(n int) time.Duration {
+func (p RetryPolicy) Delay(n int) time.Duration {
 	d := p.Initial
 	if d <= 0 {
 		d = DefaultRetry.Initial
@@ -60,7 +60,7 @@ func (s *Ops) Retry(ctx context.Context, op func() error) error {
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
 		s.metrics.retried(Recoverable)
-		if werr := s.Sleep(ctx, s.policy.delay(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.policy.Delay(n)); werr != nil {
 			return werr
 		}
 	}
@@ -113,60 +113,60 @@ func pause(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 // hid the outcome) once its attempts are used up and the outcome is still
 // not known: a write with a settle step always settles first.
 
-// outcome is what one attempt of a write tells RetryUncertain.
-type outcome int
+// Outcome is what one attempt of a write tells RetryUncertain.
+type Outcome int
 
 const (
-	outcomeKnown  outcome = iota // the attempt's result is final
-	outcomeResend                // send again at once
-	outcomeHidden                // a connection loss hid the result
+	OutcomeKnown  Outcome = iota // the attempt's result is final
+	OutcomeResend                // send again at once
+	OutcomeHidden                // a connection loss hid the result
 )
 
-// uncertainWrite is a write for RetryUncertain.
-type uncertainWrite struct {
-	// op and path name the write in the error returned when the policy
+// UncertainWrite is a write for RetryUncertain.
+type UncertainWrite struct {
+	// Op and Path name the write in the error returned when the policy
 	// gives up.
-	op, path string
-	// attempt sends the write once; n counts attempts from 1. With
+	Op, Path string
+	// Attempt sends the write once; n counts attempts from 1. With
 	// outcomeHidden it returns the recoverable error that hid the result.
-	attempt func(n int) (outcome, error)
-	// settle learns, after the back-off, whether an attempt whose outcome
+	Attempt func(n int) (Outcome, error)
+	// Settle learns, after the back-off, whether an attempt whose outcome
 	// was hidden took effect: outcomeKnown with the result, or
 	// outcomeResend when it did not. nil: the next attempt's own read
 	// tells.
-	settle func() (outcome, error)
-	// interrupted wraps the error that cuts the back-off short (the end of
+	Settle func() (Outcome, error)
+	// Interrupted wraps the error that cuts the back-off short (the end of
 	// ctx or of the session); nil returns it as is.
-	interrupted func(error) error
+	Interrupted func(error) error
 }
 
 // RetryUncertain runs w until its outcome is known, or the retry policy
 // gives up (see above).
-func (s *Ops) RetryUncertain(ctx context.Context, w uncertainWrite) error {
+func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
 	for n := 1; ; n++ {
-		o, err := w.attempt(n)
+		o, err := w.Attempt(n)
 		switch o {
-		case outcomeKnown:
+		case OutcomeKnown:
 			return err
-		case outcomeResend:
+		case OutcomeResend:
 			s.metrics.retried(Normal)
 			continue
 		}
 		last := n >= s.policy.attempts()
-		if last && w.settle == nil {
+		if last && w.Settle == nil {
 			return w.giveUp(n, err)
 		}
-		if werr := s.Sleep(ctx, s.policy.delay(n)); werr != nil {
-			if w.interrupted != nil {
-				return w.interrupted(werr)
+		if werr := s.Sleep(ctx, s.policy.Delay(n)); werr != nil {
+			if w.Interrupted != nil {
+				return w.Interrupted(werr)
 			}
 			return werr
 		}
-		if w.settle == nil {
+		if w.Settle == nil {
 			s.metrics.retried(Recoverable)
 			continue
 		}
-		if o, serr := w.settle(); o == outcomeKnown {
+		if o, serr := w.Settle(); o == OutcomeKnown {
 			return serr
 		}
 		if last {
@@ -178,8 +178,8 @@ func (s *Ops) RetryUncertain(ctx context.Context, w uncertainWrite) error {
 
 // giveUp is the error of a write whose outcome stayed hidden after n
 // attempts; cause is the error that hid it.
-func (w uncertainWrite) giveUp(n int, cause error) error {
-	return opError(w.op, w.path, exhausted(n, cause))
+func (w UncertainWrite) giveUp(n int, cause error) error {
+	return OpError(w.Op, w.Path, exhausted(n, cause))
 }
 
 // exhausted is the error of a retry policy that gave up after n attempts,
@@ -188,12 +188,12 @@ func exhausted(n int, cause error) error {
 	return fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, cause)
 }
 
-// afterSend classifies the error of a write that was sent and failed in a
+// AfterSend classifies the error of a write that was sent and failed in a
 // way the recipe does not handle itself: a recoverable error hid the
 // outcome; any other is final, wrapped with op and path.
-func afterSend(op, path string, err error) (outcome, error) {
+func AfterSend(op, path string, err error) (Outcome, error) {
 	if IsRecoverable(err) {
-		return outcomeHidden, err
+		return OutcomeHidden, err
 	}
-	return outcomeKnown, opError(op, path, err)
+	return OutcomeKnown, OpError(op, path, err)
 }

@@ -1,4 +1,4 @@
-package runtime
+package client
 
 import (
 	"context"
@@ -52,9 +52,9 @@ func WithSessionEvents(fn func(SessionEvent)) Option {
 	return func(s *Session) { s.onSupervised = fn }
 }
 
-// superviseBackoff paces the connection attempts while ZooKeeper is
+// SuperviseBackoff paces the connection attempts while ZooKeeper is
 // unreachable, and the delay before a session replaces another.
-var superviseBackoff = RetryPolicy{Initial: 100 * time.Millisecond, Max: 10 * time.Second}
+var SuperviseBackoff = RetryPolicy{Initial: 100 * time.Millisecond, Max: 10 * time.Second}
 
 // connectAttempt bounds one connection attempt of Supervise.
 const connectAttempt = 5 * time.Second
@@ -187,11 +187,22 @@ func sessionEnd(err error, ended bool) bool {
 		return false
 	}
 	// What the session's end makes recipes and contexts report.
-	return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrLockLost) ||
-		errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrMembershipLost) ||
-		errors.Is(err, ErrClaimLost) || errors.Is(err, ErrPresenceLost) ||
-		errors.Is(err, ErrPutUncertain) || errors.Is(err, ErrTakeUncertain)
+	var ee *endError
+	return err == nil || errors.Is(err, context.Canceled) || errors.As(err, &ee)
 }
+
+// EndError returns a new sentinel error with text, for what a recipe's
+// handles report because their session ended: a tenure lost with it (a
+// lock, a leadership), a write whose outcome its end hid. Supervise counts
+// such an error, returned once the session has ended, as the session's end
+// rather than the work's failure. Each call returns a distinct error, to be
+// tested with errors.Is.
+func EndError(text string) error { return &endError{text} }
+
+// endError is an EndError.
+type endError struct{ text string }
+
+func (e *endError) Error() string { return e.text }
 
 // superviseConnect opens the next session: it waits until the previous one
 // is surely over on the server, then connects, retrying with backoff. It
@@ -200,8 +211,8 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 	if prev != nil {
 		// A short random wait too, so that a fleet whose sessions ended
 		// together (an ensemble outage) does not come back at once.
-		jitter := time.Duration(rand.Int64N(int64(superviseBackoff.Initial) * 5))
-		if err := sleepCtx(ctx, time.Until(overBy(prev))+jitter); err != nil {
+		jitter := time.Duration(rand.Int64N(int64(SuperviseBackoff.Initial) * 5))
+		if err := SleepCtx(ctx, time.Until(overBy(prev))+jitter); err != nil {
 			return nil, err
 		}
 	}
@@ -218,9 +229,9 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		d := superviseBackoff.delay(attempt)
+		d := SuperviseBackoff.Delay(attempt)
 		log.Warn("zookeeper unreachable; retrying", "attempt", attempt, "in", d, "err", err)
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := SleepCtx(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -241,8 +252,8 @@ func overBy(s *Session) time.Time {
 	return last.Add(timeout + timeout/2 + 100*time.Millisecond)
 }
 
-// sleepCtx waits d, or returns ctx's error when it ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx waits d, or returns ctx's error when it ends first.
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	if d > 0 && !pause(ctx, d, nil) {
 		return ctx.Err()
 	}

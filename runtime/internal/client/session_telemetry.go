@@ -1,4 +1,4 @@
-package runtime
+package client
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 // recipes build their instruments from the same providers (TelemetryConfig).
 // The instruments and their attributes are listed in docs/telemetry.md.
 
-// instrumentationName is the instrumentation scope of the meter and tracer.
-const instrumentationName = "github.com/zkgen/zkgen/runtime"
+// InstrumentationName is the instrumentation scope of the meter and tracer.
+const InstrumentationName = "github.com/zkgen/zkgen/runtime"
 
 // WithMeterProvider records the session's metrics (wait, hold and latency
 // histograms, retry, connection-loss, expiry, lost-tenure and partition
@@ -58,19 +58,19 @@ type TelemetryConfig struct {
 	Tracer trace.TracerProvider
 }
 
-// meter returns the meter of the instrumentation scope, from a no-op
+// ScopeMeter returns the meter of the instrumentation scope, from a no-op
 // provider when c has none.
-func (c TelemetryConfig) meter() metric.Meter {
+func (c TelemetryConfig) ScopeMeter() metric.Meter {
 	mp := c.Meter
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	return mp.Meter(instrumentationName)
+	return mp.Meter(InstrumentationName)
 }
 
-// int64Counter makes a counter of m, a no-op one when m gives none; the
+// Int64Counter makes a counter of m, a no-op one when m gives none; the
 // provider's error is appended to errs.
-func int64Counter(m metric.Meter, errs *[]error, name, unit, desc string) metric.Int64Counter {
+func Int64Counter(m metric.Meter, errs *[]error, name, unit, desc string) metric.Int64Counter {
 	c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	if c == nil {
 		c, _ = metricnoop.Meter{}.Int64Counter(name)
@@ -98,11 +98,11 @@ func newSessionMetrics(c TelemetryConfig) (*sessionMetrics, error) {
 	if c.Meter == nil {
 		return nil, nil
 	}
-	m, errs := c.meter(), []error(nil)
+	m, errs := c.ScopeMeter(), []error(nil)
 	return &sessionMetrics{
-		retries:    int64Counter(m, &errs, "zkgen.retries", "{retry}", "Operations sent again after a recoverable error (zkgen.error.class recoverable) or a race that called for sending again (normal)."),
-		connLosses: int64Counter(m, &errs, "zkgen.connection.losses", "{loss}", "Connections to ZooKeeper lost while the session lived on (one per outage, not per reconnect attempt)."),
-		expiries:   int64Counter(m, &errs, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock."),
+		retries:    Int64Counter(m, &errs, "zkgen.retries", "{retry}", "Operations sent again after a recoverable error (zkgen.error.class recoverable) or a race that called for sending again (normal)."),
+		connLosses: Int64Counter(m, &errs, "zkgen.connection.losses", "{loss}", "Connections to ZooKeeper lost while the session lived on (one per outage, not per reconnect attempt)."),
+		expiries:   Int64Counter(m, &errs, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock."),
 	}, errors.Join(errs...)
 }
 

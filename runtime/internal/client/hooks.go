@@ -1,4 +1,4 @@
-package runtime
+package client
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 // here, through OnClose and OnEnd, rather than kept in the Session's
 // fields: the session does not know the recipes.
 
-// closeWaitBound bounds what Close does for handles (a hook that does not
+// CloseBound bounds what Close does for handles (a hook that does not
 // return, or a Close called from a hook).
-const closeWaitBound = 5 * time.Second
+const CloseBound = 5 * time.Second
 
 // closeHook is one handle's part in Close: run while the session lives,
 // wait once its end is told.
@@ -129,7 +129,7 @@ func (h *hooks) runClose(deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	errs := make([]error, len(runs))
-	parallel(len(runs), len(runs), func(i int) { errs[i] = runs[i](ctx) })
+	Parallel(len(runs), len(runs), func(i int) { errs[i] = runs[i](ctx) })
 	return errors.Join(errs...)
 }
 

@@ -1,7 +1,8 @@
-package runtime
+package client
 
 import (
 	"context"
+	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,7 @@ import (
 // listing is a pipelined children read: its reply, once done is closed.
 type listing struct {
 	done chan struct{}
-	r    getResult
+	r    Result
 	err  error
 
 	mark string        // text only the create's frame carries: its GUID-carrying prefix
@@ -53,7 +54,7 @@ type listing struct {
 // server (the session's connection sees it go, see sentWaits), so it
 // normally follows the create on the wire and holds the node; it is sent
 // in any case once the create is over.
-func (s *Ops) CreateListed(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte, watch bool) (string, *getResult, error) {
+func (s *Ops) CreateListed(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte, watch bool) (string, *Result, error) {
 	l := &listing{done: make(chan struct{}), mark: prefix, sent: make(chan struct{})}
 	if s.pipe.listFirst.Load() {
 		close(l.sent) // tests: the listing is answered before the create is sent
@@ -75,7 +76,7 @@ func (s *Ops) CreateListed(ctx context.Context, acl []zk.ACL, dir, prefix string
 	case <-s.done:
 		return node, nil, nil
 	}
-	if l.err != nil || !slices.Contains(l.r.kids, baseName(node)) {
+	if l.err != nil || !slices.Contains(l.r.Kids, path.Base(node)) {
 		s.pipe.fallbacks.Add(1)
 		return node, nil, nil
 	}
@@ -89,9 +90,9 @@ func (s *Ops) CreateListed(ctx context.Context, acl []zk.ACL, dir, prefix string
 func (l *listing) list(conn *zk.Conn, dir string, watch bool) {
 	<-l.sent
 	if watch {
-		l.r.kids, l.r.stat, l.r.watch, l.err = conn.ChildrenW(dir)
+		l.r.Kids, l.r.Stat, l.r.Watch, l.err = conn.ChildrenW(dir)
 	} else {
-		l.r.kids, l.r.stat, l.err = conn.Children(dir)
+		l.r.Kids, l.r.Stat, l.err = conn.Children(dir)
 	}
 	close(l.done)
 }

@@ -1,10 +1,11 @@
-package runtime
+package client
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -21,8 +22,8 @@ type result[T any] struct {
 	err error
 }
 
-// await runs fn and waits for it, ctx or the session's end.
-func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
+// Await runs fn and waits for it, ctx or the session's end.
+func Await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
 	var zero T
 	if err := s.Err(); err != nil {
 		return zero, err
@@ -60,78 +61,80 @@ func await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, err
 	}
 }
 
-type getResult struct {
-	data  []byte
-	kids  []string // ChildrenW only
-	stat  *zk.Stat
-	watch <-chan zk.Event
+// Result is what a read returns: the node's data or children, its stat,
+// and the watch it left, if asked for one.
+type Result struct {
+	Data  []byte
+	Kids  []string // the children reads only
+	Stat  *zk.Stat
+	Watch <-chan zk.Event
 }
 
 // Children lists path's children, retrying recoverable errors.
 func (s *Ops) Children(ctx context.Context, path string) ([]string, error) {
 	r, err := s.ChildrenStat(ctx, path)
-	return r.kids, err
+	return r.Kids, err
 }
 
 // ChildrenStat lists path's children and returns path's stat with them,
 // retrying recoverable errors.
-func (s *Ops) ChildrenStat(ctx context.Context, path string) (getResult, error) {
-	var r getResult
+func (s *Ops) ChildrenStat(ctx context.Context, path string) (Result, error) {
+	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s.session(), func() (getResult, error) {
+		r, err = Await(ctx, s.session(), func() (Result, error) {
 			kids, st, err := s.conn.Children(path)
-			return getResult{kids: kids, stat: st}, err
+			return Result{Kids: kids, Stat: st}, err
 		})
 		return err
 	})
-	return r, opError("children", path, err)
+	return r, OpError("children", path, err)
 }
 
 // Get reads path's data and stat, retrying recoverable errors.
 func (s *Ops) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	var r getResult
+	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s.session(), func() (getResult, error) {
+		r, err = Await(ctx, s.session(), func() (Result, error) {
 			d, st, err := s.conn.Get(path)
-			return getResult{data: d, stat: st}, err
+			return Result{Data: d, Stat: st}, err
 		})
 		return err
 	})
-	return r.data, r.stat, opError("get", path, err)
+	return r.Data, r.Stat, OpError("get", path, err)
 }
 
 // GetW reads path and leaves a data watch on it. A data watch, unlike an
 // exists watch, is not registered when the node is missing (ErrNoNode), so it
 // cannot leak.
-func (s *Ops) GetW(ctx context.Context, path string) (getResult, error) {
-	var r getResult
+func (s *Ops) GetW(ctx context.Context, path string) (Result, error) {
+	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s.session(), func() (getResult, error) {
+		r, err = Await(ctx, s.session(), func() (Result, error) {
 			d, st, w, err := s.conn.GetW(path)
-			return getResult{data: d, stat: st, watch: w}, err
+			return Result{Data: d, Stat: st, Watch: w}, err
 		})
 		return err
 	})
-	return r, opError("get", path, err)
+	return r, OpError("get", path, err)
 }
 
 // ChildrenW lists path's children and leaves a child watch on it, which
 // fires when a child changes or path itself is deleted. Like a data watch it
 // is not registered when path is missing.
-func (s *Ops) ChildrenW(ctx context.Context, path string) (getResult, error) {
-	var r getResult
+func (s *Ops) ChildrenW(ctx context.Context, path string) (Result, error) {
+	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = await(ctx, s.session(), func() (getResult, error) {
+		r, err = Await(ctx, s.session(), func() (Result, error) {
 			kids, st, w, err := s.conn.ChildrenW(path)
-			return getResult{kids: kids, stat: st, watch: w}, err
+			return Result{Kids: kids, Stat: st, Watch: w}, err
 		})
 		return err
 	})
-	return r, opError("children", path, err)
+	return r, OpError("children", path, err)
 }
 
 // ExistsW reports whether path exists and leaves an exists watch on it,
@@ -147,37 +150,37 @@ func (s *Ops) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan 
 	var got r
 	err := s.Retry(ctx, func() error {
 		var err error
-		got, err = await(ctx, s.session(), func() (r, error) {
+		got, err = Await(ctx, s.session(), func() (r, error) {
 			ok, st, w, err := s.conn.ExistsW(path)
 			return r{ok, st, w}, err
 		})
 		return err
 	})
-	return got.ok, got.st, got.w, opError("exists", path, err)
+	return got.ok, got.st, got.w, OpError("exists", path, err)
 }
 
 // GetOrExistsW reads path with a data watch or, when it is missing, leaves
 // an exists watch that fires on its creation. Either way the returned watch
 // fires on the next change of path. exists is false when path is missing.
-func (s *Ops) GetOrExistsW(ctx context.Context, path string) (r getResult, exists bool, err error) {
+func (s *Ops) GetOrExistsW(ctx context.Context, path string) (r Result, exists bool, err error) {
 	for {
 		r, err = s.GetW(ctx, path)
 		if err == nil {
 			return r, true, nil
 		}
-		if !isNoNode(err) {
+		if !IsNoNode(err) {
 			return r, false, err
 		}
 		ok, _, w, err := s.ExistsW(ctx, path)
 		if err != nil {
-			return getResult{}, false, err
+			return Result{}, false, err
 		}
 		if ok {
 			// Created between the two reads: read it again. The exists
 			// watch just set fires on its next change, harmlessly.
 			continue
 		}
-		return getResult{watch: w}, false, nil
+		return Result{Watch: w}, false, nil
 	}
 }
 
@@ -242,7 +245,7 @@ func (s *Ops) ConnMulti(ops ...any) ([]zk.MultiResponse, error) {
 // Multi sends ops as one ZooKeeper multi, waiting for the reply, ctx or the
 // session's end. A multi is not idempotent, so it is not retried here.
 func (s *Ops) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
+	return Await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
 }
 
 // MultiRetried sends ops as one multi, retrying recoverable errors.
@@ -252,7 +255,7 @@ func (s *Ops) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
 func (s *Ops) MultiRetried(ctx context.Context, ops ...any) (res []zk.MultiResponse, retried bool, err error) {
 	err = s.Retry(ctx, func() error {
 		var err error
-		res, err = await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
+		res, err = Await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
 		if IsRecoverable(err) {
 			retried = true
 		}
@@ -261,11 +264,11 @@ func (s *Ops) MultiRetried(ctx context.Context, ops ...any) (res []zk.MultiRespo
 	return res, retried, err
 }
 
-// failedOp returns the index of the op of a failed multi that failed, and
+// FailedOp returns the index of the op of a failed multi that failed, and
 // its error; -1 when none did. The ops before it report no error and the ops
 // after it report "runtime inconsistency" (rolled back), so the first error
 // is the one.
-func failedOp(res []zk.MultiResponse) (int, error) {
+func FailedOp(res []zk.MultiResponse) (int, error) {
 	for i, r := range res {
 		if r.Error != nil {
 			return i, r.Error
@@ -275,7 +278,7 @@ func failedOp(res []zk.MultiResponse) (int, error) {
 }
 
 // DeleteNoted deletes node and writes note as dir's data in one multi (a
-// lock's release with its hand-off note, lock.go), retrying recoverable
+// release that tells the next contender it may go ahead), retrying recoverable
 // errors: ErrNoNode for node on a retry counts as success (the lost attempt
 // did it). A multi refused for another reason (dir not writable under its
 // ACL) falls back to deleting node alone.
@@ -283,10 +286,10 @@ func (s *Ops) DeleteNoted(ctx context.Context, node, dir string, note []byte) er
 	retried := false
 	var refused error
 	err := s.Retry(ctx, func() error {
-		res, err := await(ctx, s.session(), func() ([]zk.MultiResponse, error) {
+		res, err := Await(ctx, s.session(), func() ([]zk.MultiResponse, error) {
 			return s.ConnMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.SetDataRequest{Path: dir, Data: note, Version: -1})
 		})
-		switch i, _ := failedOp(res); {
+		switch i, _ := FailedOp(res); {
 		case err == nil:
 			return nil
 		case IsRecoverable(err):
@@ -304,10 +307,10 @@ func (s *Ops) DeleteNoted(ctx context.Context, node, dir string, note []byte) er
 		return err
 	})
 	if err == nil && refused != nil {
-		s.log.Debug("lock released without its hand-off note", "path", node, "err", refused)
+		s.log.Debug("node deleted without its note", "path", node, "dir", dir, "err", refused)
 		return s.Delete(ctx, node, -1)
 	}
-	return opError("delete", node, err)
+	return OpError("delete", node, err)
 }
 
 // Delete removes path at version (-1 for any), retrying recoverable errors.
@@ -329,6 +332,10 @@ func (s *Ops) DeleteOwned(ctx context.Context, path string) error {
 	return s.DeleteRetried(ctx, path, -1, true)
 }
 
+// DeleteRetried deletes path at version, retrying recoverable errors: on a
+// retry, ErrNoNode counts as success (the lost attempt did it), and with
+// owned so does finding the node owned by another session (see
+// DeleteOwned).
 func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, owned bool) error {
 	retried := false
 	err := s.Retry(ctx, func() error {
@@ -337,27 +344,27 @@ func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, own
 			// reconnect may have landed on a follower that has not applied
 			// it, and still shows our node where another session's now is.
 			// A sync first makes that server catch up.
-			if _, err := await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) }); err != nil && !isNoNode(err) {
+			if _, err := Await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) }); err != nil && !IsNoNode(err) {
 				return err
 			}
-			r, err := await(ctx, s.session(), func() (getResult, error) {
+			r, err := Await(ctx, s.session(), func() (Result, error) {
 				ok, st, err := s.conn.Exists(path)
 				if !ok {
 					st = nil
 				}
-				return getResult{stat: st}, err
+				return Result{Stat: st}, err
 			})
 			switch {
 			case err != nil:
 				return err
-			case r.stat == nil || r.stat.EphemeralOwner != s.session().ID():
+			case r.Stat == nil || r.Stat.EphemeralOwner != s.session().ID():
 				return nil
 			}
 		}
 		if s.readOnly {
 			return ErrReadOnly
 		}
-		_, err := await(ctx, s.session(), func() (struct{}, error) {
+		_, err := Await(ctx, s.session(), func() (struct{}, error) {
 			return struct{}{}, s.conn.Delete(path, version)
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
@@ -368,7 +375,7 @@ func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, own
 		}
 		return err
 	})
-	return opError("delete", path, err)
+	return OpError("delete", path, err)
 }
 
 // Sync makes the server this session talks to catch up with the leader, so
@@ -377,13 +384,13 @@ func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, own
 // included). A missing path is fine. Recoverable errors are retried.
 func (s *Ops) Sync(ctx context.Context, path string) error {
 	err := s.Retry(ctx, func() error {
-		_, err := await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) })
+		_, err := Await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		return err
 	})
-	return opError("sync", path, err)
+	return OpError("sync", path, err)
 }
 
 // EnsurePath creates path and its missing ancestors as container nodes, which
@@ -393,7 +400,7 @@ func (s *Ops) Sync(ctx context.Context, path string) error {
 func (s *Ops) EnsurePath(ctx context.Context, acl []zk.ACL, path string) error {
 	acl = s.NodeACL(acl)
 	if err := s.Creatable(acl); err != nil {
-		return opError("create", path, err)
+		return OpError("create", path, err)
 	}
 	_, err := s.EnsureContainer(ctx, acl, path, nil)
 	return err
@@ -431,7 +438,7 @@ func (s *Ops) EnsureContainer(ctx context.Context, acl []zk.ACL, p string, data 
 func (s *Ops) CreateContainer(ctx context.Context, acl []zk.ACL, p string, data []byte) (bool, error) {
 	created := true
 	err := s.Retry(ctx, func() error {
-		_, err := await(ctx, s.session(), func() (string, error) {
+		_, err := Await(ctx, s.session(), func() (string, error) {
 			return s.conn.CreateContainer(p, data, zk.FlagContainer, acl)
 		})
 		if errors.Is(err, zk.ErrNodeExists) {
@@ -441,7 +448,7 @@ func (s *Ops) CreateContainer(ctx context.Context, acl []zk.ACL, p string, data 
 		return err
 	})
 	if err != nil {
-		return false, opError("create", p, err)
+		return false, OpError("create", p, err)
 	}
 	return created, nil
 }
@@ -450,21 +457,21 @@ func (s *Ops) CreateContainer(ctx context.Context, acl []zk.ACL, p string, data 
 // keeps vanishing.
 const ensureAttempts = 5
 
-// protectedPrefix marks nodes whose name carries a per-attempt GUID, in
+// ProtectedPrefix marks nodes whose name carries a per-attempt GUID, in
 // Curator's layout: _c_<36-char uuid>-<name><sequence>.
-const protectedPrefix = "_c_"
+const ProtectedPrefix = "_c_"
 
-// cleanupTimeout bounds the background removal of a node created for a
+// CleanupTimeout bounds the background removal of a node created for a
 // request that was cancelled.
-const cleanupTimeout = 30 * time.Second
+const CleanupTimeout = 30 * time.Second
 
-// newGUID returns a random (version 4) UUID in its canonical 36-character
+// NewGUID returns a random (version 4) UUID in its canonical 36-character
 // form, the form Curator's protected nodes carry.
-func newGUID() string { return string(appendGUID(nil, true)) }
+func NewGUID() string { return string(AppendGUID(nil, true)) }
 
-// appendGUID appends a fresh random (version 4) UUID to b: in its canonical
+// AppendGUID appends a fresh random (version 4) UUID to b: in its canonical
 // form, or with dashes false as 32 hex digits (kazoo's form).
-func appendGUID(b []byte, dashes bool) []byte {
+func AppendGUID(b []byte, dashes bool) []byte {
 	var u [16]byte
 	if _, err := rand.Read(u[:]); err != nil {
 		panic("runtime: crypto/rand failed: " + err.Error())
@@ -516,7 +523,7 @@ func (s *Ops) CreateProtected(ctx context.Context, acl []zk.ACL, dir, prefix str
 			if r.err != nil {
 				return
 			}
-			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			cctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout)
 			defer cancel()
 			if err := s.Delete(cctx, r.v, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && s.session().Err() == nil {
 				s.log.Warn("could not remove node of a cancelled request", "path", r.v, "err", err)
@@ -533,11 +540,11 @@ func (s *Ops) CreateProtected(ctx context.Context, acl []zk.ACL, dir, prefix str
 func (s *Ops) CreateByGUID(ctx context.Context, acl []zk.ACL, dir, prefix string, data []byte) (string, error) {
 	acl = s.NodeACL(acl)
 	if err := s.Creatable(acl); err != nil {
-		return "", opError("create", joinPath(dir, prefix), err)
+		return "", OpError("create", path.Join(dir, prefix), err)
 	}
-	g := guidCreate{s: s.session(), ctx: ctx, acl: acl, dir: dir, prefix: prefix, path: joinPath(dir, prefix), data: data}
+	g := guidCreate{s: s.session(), ctx: ctx, acl: acl, dir: dir, prefix: prefix, path: path.Join(dir, prefix), data: data}
 	o, err := g.attempt()
-	if o != outcomeKnown {
+	if o != OutcomeKnown {
 		return g.retry(o, err)
 	}
 	if err != nil {
@@ -558,53 +565,53 @@ type guidCreate struct {
 }
 
 // attempt sends the create once.
-func (g *guidCreate) attempt() (outcome, error) {
+func (g *guidCreate) attempt() (Outcome, error) {
 	s := g.s
 	if err := s.Err(); err != nil {
-		return outcomeKnown, err
+		return OutcomeKnown, err
 	}
 	var err error
 	g.created, err = s.conn.Create(g.path, g.data, zk.FlagEphemeral|zk.FlagSequence, g.acl)
 	switch {
 	case err == nil:
-		return outcomeKnown, nil
+		return OutcomeKnown, nil
 	case errors.Is(err, zk.ErrNoNode):
 		if err := s.Ops().EnsurePath(g.ctx, g.acl, g.dir); err != nil {
-			return outcomeKnown, err
+			return OutcomeKnown, err
 		}
-		return outcomeResend, nil
+		return OutcomeResend, nil
 	case !IsRecoverable(err):
 		if err := s.Err(); err != nil {
-			return outcomeKnown, err
+			return OutcomeKnown, err
 		}
-		return outcomeKnown, opError("create", g.path, err)
+		return OutcomeKnown, OpError("create", g.path, err)
 	}
 	s.log.Debug("connection lost during create; looking for the node by GUID", "dir", g.dir, "guid", g.prefix)
-	return outcomeHidden, err
+	return OutcomeHidden, err
 }
 
 // settle looks for the node of an attempt whose outcome was hidden.
-func (g *guidCreate) settle() (outcome, error) {
+func (g *guidCreate) settle() (Outcome, error) {
 	found, err := g.s.Ops().FindByPrefix(g.ctx, g.dir, g.prefix)
 	if err != nil || found != "" {
 		g.created = found
-		return outcomeKnown, err
+		return OutcomeKnown, err
 	}
-	return outcomeResend, nil
+	return OutcomeResend, nil
 }
 
 // retry carries on in RetryUncertain after a first attempt whose outcome
 // was first (with its error firstErr). g is a copy: only this path puts
 // it on the heap.
-func (g guidCreate) retry(first outcome, firstErr error) (string, error) {
-	err := g.s.Ops().RetryUncertain(g.ctx, uncertainWrite{op: "create", path: g.path,
-		attempt: func(n int) (outcome, error) {
+func (g guidCreate) retry(first Outcome, firstErr error) (string, error) {
+	err := g.s.Ops().RetryUncertain(g.ctx, UncertainWrite{Op: "create", Path: g.path,
+		Attempt: func(n int) (Outcome, error) {
 			if n == 1 {
 				return first, firstErr
 			}
 			return g.attempt()
 		},
-		settle: g.settle,
+		Settle: g.settle,
 	})
 	if err != nil {
 		return "", err
@@ -631,7 +638,7 @@ func (s *Ops) FindByPrefix(ctx context.Context, dir, prefix string) (string, err
 		if !strings.HasPrefix(k, prefix) {
 			continue
 		}
-		p := joinPath(dir, k)
+		p := path.Join(dir, k)
 		_, st, err := s.Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -650,9 +657,9 @@ func (s *Ops) FindByPrefix(ctx context.Context, dir, prefix string) (string, err
 // is established.
 func (s *Ops) addAuth(ctx context.Context) error {
 	for _, a := range s.auth {
-		_, err := await(ctx, s.session(), func() (struct{}, error) { return struct{}{}, s.conn.AddAuth(a.scheme, a.auth) })
+		_, err := Await(ctx, s.session(), func() (struct{}, error) { return struct{}{}, s.conn.AddAuth(a.scheme, a.auth) })
 		if err != nil {
-			return opError("addAuth", a.scheme, err)
+			return OpError("addAuth", a.scheme, err)
 		}
 	}
 	return nil
@@ -670,7 +677,7 @@ func (s *Session) Children(ctx context.Context, path string) ([]string, error) {
 // no watch.
 func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
 	_, _, err := s.Ops().Get(ctx, path)
-	if isNoNode(err) {
+	if IsNoNode(err) {
 		return false, nil
 	}
 	return err == nil, err
@@ -693,7 +700,7 @@ func (s *Session) Delete(ctx context.Context, path string) error {
 // reported as already existing.)
 func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.ACL) ([]string, error) {
 	if s.readOnly {
-		return nil, opError("create", path, ErrReadOnly)
+		return nil, OpError("create", path, ErrReadOnly)
 	}
 	if len(acl) == 0 {
 		acl = s.acl
@@ -706,7 +713,7 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 		p := path[:i]
 		made := false
 		err := s.Ops().Retry(ctx, func() error {
-			_, err := await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, acl) })
+			_, err := Await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, acl) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
@@ -714,7 +721,7 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 			return err
 		})
 		if err != nil {
-			return created, opError("create", p, err)
+			return created, OpError("create", p, err)
 		}
 		if made {
 			created = append(created, p)
@@ -723,11 +730,11 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 	return created, nil
 }
 
-// isNoNode reports whether err is ZooKeeper's no-node result.
-func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
+// IsNoNode reports whether err is ZooKeeper's no-node result.
+func IsNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
 
-// parallel runs fn(0..n-1) on up to workers goroutines and waits.
-func parallel(n, workers int, fn func(i int)) {
+// Parallel runs fn(0..n-1) on up to workers goroutines and waits.
+func Parallel(n, workers int, fn func(i int)) {
 	if n == 1 {
 		fn(0)
 		return

@@ -1,4 +1,4 @@
-package runtime
+package client
 
 import (
 	"errors"
@@ -131,7 +131,7 @@ func giveUpIn(s *Session) time.Duration {
 	return max(time.Until(deadline), 0)
 }
 
-// --- The session clock when asked (see Session.clockEnded)
+// --- The session clock when asked (see clockEnded)
 //
 // The expiry timer above acts when its goroutine runs. A process frozen
 // (SIGSTOP, a VM paused, a long stop-the-world) past the session timeout
