@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
@@ -770,4 +771,25 @@ func (e *Election[T]) Run(ctx context.Context, payload T, fn func(ctx context.Co
 			return errors.Join(ferr, ignoreLost(rerr, ErrLeadershipLost))
 		}
 	}
+}
+
+// wokeAt is when the candidate whose acknowledgement reads r are woke and
+// found itself first; zero when it did not wait (r nil) or telemetry is
+// off.
+func (r *ackReads) wokeAt() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return r.woke
+}
+
+// failover records an election's failover: from woke, when the new leader
+// found its candidate first after a wake-up, to now. A zero woke (the
+// candidate never waited) records nothing.
+func (t *telemetry) failover(woke time.Time, name, path string) {
+	if t == nil || woke.IsZero() {
+		return
+	}
+	t.hists[histFailover].Record(context.Background(), time.Since(woke).Seconds(),
+		metric.WithAttributes(resAttrs("election", name, path)...))
 }

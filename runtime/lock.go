@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
@@ -720,3 +721,37 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error
 	defer rcancel()
 	return errors.Join(ferr, l.Unlock(rctx))
 }
+
+// lockOp starts the operation o of the lock handle l (nothing for the
+// internal lock of a semaphore).
+func (t *telemetry) lockOp(ctx context.Context, o op, l *Lock) span {
+	if t == nil || l.cfg.internal {
+		return span{}
+	}
+	kind, mode := l.telMode()
+	return t.beginWith(ctx, o, kind, l.cfg.name, l.dir, mode)
+}
+
+// internalLock marks a semaphore's own lock: it records no telemetry.
+var internalLock = lockOptionFunc(func(c *lockConfig) { c.internal = true })
+
+// telMode is the kind attribute of a lock handle and its zkgen.lock.mode: none for an
+// exclusive lock, read or write for a side of a read/write lock.
+func (l *Lock) telMode() (kind string, mode attribute.KeyValue) {
+	if l.fam == curatorRW || l.fam == kazooRW {
+		if l.kind == kindRead {
+			return "rwlock", attrMode.String("read")
+		}
+		return "rwlock", attrMode.String("write")
+	}
+	return "lock", attribute.KeyValue{}
+}
+
+// telLocker is a LockAll member that records telemetry (*Lock,
+// *Semaphore): its session's telemetry and its resource name (its path
+// when unnamed).
+type telLocker interface {
+	telResource() (*telemetry, string)
+}
+
+func (l *Lock) telResource() (*telemetry, string) { return telOf(l.s), orPath(l.cfg.name, l.dir) }

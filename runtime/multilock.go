@@ -239,3 +239,29 @@ func (g *LockGroup) Unlock(ctx context.Context) error {
 	g.end(fmt.Errorf("multi-lock: %w (released)", ErrNotHeld))
 	return errors.Join(errs...)
 }
+
+// lockAll starts the span of a LockAll of ms (in the order they are
+// taken), with the telemetry of the first member that has some: kind
+// multi_lock, the members' names and paths joined by commas. The returned
+// context parents the members' acquisitions on it.
+func lockAll(ctx context.Context, ms []Locker) (context.Context, span) {
+	var t *telemetry
+	for _, m := range ms {
+		if tl, ok := m.(telLocker); ok && t == nil {
+			t, _ = tl.telResource()
+		}
+	}
+	if t == nil {
+		return ctx, span{}
+	}
+	names := make([]string, len(ms))
+	paths := make([]string, len(ms))
+	for i, m := range ms {
+		paths[i], names[i] = m.Path(), m.Path()
+		if tl, ok := m.(telLocker); ok {
+			_, names[i] = tl.telResource()
+		}
+	}
+	sp := t.begin(ctx, opLockAll, "multi_lock", strings.Join(names, ","), strings.Join(paths, ","))
+	return sp.context(ctx), sp
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
@@ -708,4 +709,13 @@ func (p *Partitioner[T]) Stay(ctx context.Context, member T, opts ...JoinOption)
 		}
 		return partitionStayer[T]{a}, nil
 	})
+}
+
+// partitionAcquired counts a partition a partitioner member became the
+// owner of.
+func (t *telemetry) partitionAcquired(name, path string) {
+	if t == nil {
+		return
+	}
+	t.partitions.Add(context.Background(), 1, metric.WithAttributes(resAttrs("partitioner", name, path)...))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
@@ -351,4 +352,12 @@ func (q *AckPriorityQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T]
 // time: due at once.
 func (q *AckDelayQueue[T]) DeadLetters(ctx context.Context) ([]*DeadLetter[T], error) {
 	return q.q.deadLetters(ctx)
+}
+
+// deadLettered counts an item moved to a queue's dead letters.
+func (t *telemetry) deadLettered(kind, name, path string) {
+	if t == nil {
+		return
+	}
+	t.deadLetters.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
 }

@@ -347,3 +347,5 @@ func (m *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error) 
 	defer rcancel()
 	return errors.Join(ferr, le.Release(rctx))
 }
+
+func (m *Semaphore) telResource() (*telemetry, string) { return telOf(m.s), orPath(m.name, m.dir) }

@@ -3,9 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -21,11 +19,13 @@ import (
 //
 // The recipes' spans and instruments, built from the session's providers
 // (WithMeterProvider, WithTracerProvider, WithGlobalTelemetry) on first
-// use. A session given none has a nil *telemetry, every hook below is a
-// method that returns at once on a nil receiver, and nothing is recorded,
-// timed or allocated. Recipes call the hooks in one line each; the
-// machinery is here. The instruments and their attributes are listed in
-// docs/telemetry.md.
+// use. A session given none has a nil *telemetry, every hook is a method
+// that returns at once on a nil receiver, and nothing is recorded, timed
+// or allocated. The machinery and the table of operations are here; each
+// family's own hooks are beside its code (lockOp in lock.go, tenure's in
+// tenure.go, failover in election.go, partitionAcquired in partitioner.go,
+// deadLettered in queue_dead.go), and recipes call them in one line each.
+// The instruments and their attributes are listed in docs/telemetry.md.
 
 // WithResourceName names the spec resource a handle stands for: it is the
 // zkgen.resource.name attribute of the handle's metrics and spans (without
@@ -255,19 +255,6 @@ func (t *telemetry) begin(ctx context.Context, o op, kind, name, path string) sp
 	return t.beginWith(ctx, o, kind, name, path, extra)
 }
 
-// lockOp starts the operation o of the lock handle l (nothing for the
-// internal lock of a semaphore).
-func (t *telemetry) lockOp(ctx context.Context, o op, l *Lock) span {
-	if t == nil || l.cfg.internal {
-		return span{}
-	}
-	kind, mode := l.telMode()
-	return t.beginWith(ctx, o, kind, l.cfg.name, l.dir, mode)
-}
-
-// internalLock marks a semaphore's own lock: it records no telemetry.
-var internalLock = lockOptionFunc(func(c *lockConfig) { c.internal = true })
-
 // beginWith is begin with one more attribute (ignored when not valid).
 func (t *telemetry) beginWith(ctx context.Context, o op, kind, name, path string, extra attribute.KeyValue) span {
 	if t == nil {
@@ -341,103 +328,6 @@ func outcomeOf(err error) string {
 	}
 }
 
-// telMode is the kind attribute of a lock handle and its zkgen.lock.mode: none for an
-// exclusive lock, read or write for a side of a read/write lock.
-func (l *Lock) telMode() (kind string, mode attribute.KeyValue) {
-	if l.fam == curatorRW || l.fam == kazooRW {
-		if l.kind == kindRead {
-			return "rwlock", attrMode.String("read")
-		}
-		return "rwlock", attrMode.String("write")
-	}
-	return "lock", attribute.KeyValue{}
-}
-
-// tenureTel is what a tenure records when it ends: its hold time (locks
-// and semaphores) and, if lost, the lost-tenure count.
-type tenureTel struct {
-	t     *telemetry
-	hold  hist // histNone: no hold time
-	attrs []attribute.KeyValue
-	start time.Time
-}
-
-// tenure makes the tenure h record its end, for the resource (kind, name,
-// path); extra is one more attribute (if valid). Exactly one of h.end and
-// this records, whichever comes last sees the other's mark.
-func (t *telemetry) tenure(h *hold, kind, name, path string, extra attribute.KeyValue) {
-	if t == nil || h == nil {
-		return
-	}
-	tt := &tenureTel{t: t, hold: histNone, attrs: resAttrs(kind, name, path), start: time.Now()}
-	if extra.Valid() {
-		tt.attrs = append(tt.attrs, extra)
-	}
-	switch kind {
-	case "lock", "rwlock":
-		tt.hold = histLockHold
-	case "semaphore":
-		tt.hold = histSemHold
-	}
-	h.tel.Store(tt)
-	select {
-	case <-h.lost:
-		// Ended before the mark was set: record here unless end saw it.
-		if h.tel.CompareAndSwap(tt, nil) {
-			tt.record(h.wasLost.Load())
-		}
-	default:
-	}
-}
-
-// endTenure is called by hold.end.
-func endTenure(p *atomic.Pointer[tenureTel], lost bool) {
-	if tt := p.Swap(nil); tt != nil {
-		tt.record(lost)
-	}
-}
-
-func (tt *tenureTel) record(lost bool) {
-	ctx := context.Background()
-	if tt.hold != histNone {
-		tt.t.hists[tt.hold].Record(ctx, time.Since(tt.start).Seconds(), metric.WithAttributes(tt.attrs...))
-	}
-	if lost {
-		tt.t.tenuresLost.Add(ctx, 1, metric.WithAttributes(tt.attrs...))
-	}
-}
-
-// tenureOf makes the tenure h of a resource record its loss.
-func (t *telemetry) tenureOf(h *hold, kind, name, path string) {
-	t.tenure(h, kind, name, path, attribute.KeyValue{})
-}
-
-// tenureLost counts the loss of a tenure that has no hold of its own (a
-// TTL lease: it outlives sessions).
-func (t *telemetry) tenureLost(kind, name, path string) {
-	if t == nil {
-		return
-	}
-	t.tenuresLost.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
-}
-
-// partitionAcquired counts a partition a partitioner member became the
-// owner of.
-func (t *telemetry) partitionAcquired(name, path string) {
-	if t == nil {
-		return
-	}
-	t.partitions.Add(context.Background(), 1, metric.WithAttributes(resAttrs("partitioner", name, path)...))
-}
-
-// deadLettered counts an item moved to a queue's dead letters.
-func (t *telemetry) deadLettered(kind, name, path string) {
-	if t == nil {
-		return
-	}
-	t.deadLetters.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
-}
-
 // context returns ctx carrying the span, so that the operations it runs
 // record theirs as its children; ctx itself when no span is recorded.
 func (sp span) context(ctx context.Context) context.Context {
@@ -446,17 +336,6 @@ func (sp span) context(ctx context.Context) context.Context {
 	}
 	return trace.ContextWithSpan(ctx, sp.sp)
 }
-
-// telLocker is a LockAll member that records telemetry (*Lock,
-// *Semaphore): its session's telemetry and its resource name (its path
-// when unnamed).
-type telLocker interface {
-	telResource() (*telemetry, string)
-}
-
-func (l *Lock) telResource() (*telemetry, string) { return telOf(l.s), orPath(l.cfg.name, l.dir) }
-
-func (m *Semaphore) telResource() (*telemetry, string) { return telOf(m.s), orPath(m.name, m.dir) }
 
 // orPath is a resource's name, or its path when it has none.
 func orPath(name, path string) string {
@@ -490,57 +369,10 @@ func telOf(s *Session) *telemetry {
 	return h.t
 }
 
-// lockAll starts the span of a LockAll of ms (in the order they are
-// taken), with the telemetry of the first member that has some: kind
-// multi_lock, the members' names and paths joined by commas. The returned
-// context parents the members' acquisitions on it.
-func lockAll(ctx context.Context, ms []Locker) (context.Context, span) {
-	var t *telemetry
-	for _, m := range ms {
-		if tl, ok := m.(telLocker); ok && t == nil {
-			t, _ = tl.telResource()
-		}
-	}
-	if t == nil {
-		return ctx, span{}
-	}
-	names := make([]string, len(ms))
-	paths := make([]string, len(ms))
-	for i, m := range ms {
-		paths[i], names[i] = m.Path(), m.Path()
-		if tl, ok := m.(telLocker); ok {
-			_, names[i] = tl.telResource()
-		}
-	}
-	sp := t.begin(ctx, opLockAll, "multi_lock", strings.Join(names, ","), strings.Join(paths, ","))
-	return sp.context(ctx), sp
-}
-
-// wokeAt is when the candidate whose acknowledgement reads r are woke and
-// found itself first; zero when it did not wait (r nil) or telemetry is
-// off.
-func (r *ackReads) wokeAt() time.Time {
-	if r == nil {
-		return time.Time{}
-	}
-	return r.woke
-}
-
 // now returns the time when telemetry is on, the zero time otherwise.
 func (t *telemetry) now() time.Time {
 	if t == nil {
 		return time.Time{}
 	}
 	return time.Now()
-}
-
-// failover records an election's failover: from woke, when the new leader
-// found its candidate first after a wake-up, to now. A zero woke (the
-// candidate never waited) records nothing.
-func (t *telemetry) failover(woke time.Time, name, path string) {
-	if t == nil || woke.IsZero() {
-		return
-	}
-	t.hists[histFailover].Record(context.Background(), time.Since(woke).Seconds(),
-		metric.WithAttributes(resAttrs("election", name, path)...))
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
@@ -644,4 +647,72 @@ func guardedMulti(ctx context.Context, s *Session, h *hold, label string, extra 
 // checkNode is the check that node exists, whatever its version.
 func checkNode(node string) *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: node, Version: -1}
+}
+
+// tenureTel is what a tenure records when it ends: its hold time (locks
+// and semaphores) and, if lost, the lost-tenure count.
+type tenureTel struct {
+	t     *telemetry
+	hold  hist // histNone: no hold time
+	attrs []attribute.KeyValue
+	start time.Time
+}
+
+// tenure makes the tenure h record its end, for the resource (kind, name,
+// path); extra is one more attribute (if valid). Exactly one of h.end and
+// this records, whichever comes last sees the other's mark.
+func (t *telemetry) tenure(h *hold, kind, name, path string, extra attribute.KeyValue) {
+	if t == nil || h == nil {
+		return
+	}
+	tt := &tenureTel{t: t, hold: histNone, attrs: resAttrs(kind, name, path), start: time.Now()}
+	if extra.Valid() {
+		tt.attrs = append(tt.attrs, extra)
+	}
+	switch kind {
+	case "lock", "rwlock":
+		tt.hold = histLockHold
+	case "semaphore":
+		tt.hold = histSemHold
+	}
+	h.tel.Store(tt)
+	select {
+	case <-h.lost:
+		// Ended before the mark was set: record here unless end saw it.
+		if h.tel.CompareAndSwap(tt, nil) {
+			tt.record(h.wasLost.Load())
+		}
+	default:
+	}
+}
+
+// endTenure is called by hold.end.
+func endTenure(p *atomic.Pointer[tenureTel], lost bool) {
+	if tt := p.Swap(nil); tt != nil {
+		tt.record(lost)
+	}
+}
+
+func (tt *tenureTel) record(lost bool) {
+	ctx := context.Background()
+	if tt.hold != histNone {
+		tt.t.hists[tt.hold].Record(ctx, time.Since(tt.start).Seconds(), metric.WithAttributes(tt.attrs...))
+	}
+	if lost {
+		tt.t.tenuresLost.Add(ctx, 1, metric.WithAttributes(tt.attrs...))
+	}
+}
+
+// tenureOf makes the tenure h of a resource record its loss.
+func (t *telemetry) tenureOf(h *hold, kind, name, path string) {
+	t.tenure(h, kind, name, path, attribute.KeyValue{})
+}
+
+// tenureLost counts the loss of a tenure that has no hold of its own (a
+// TTL lease: it outlives sessions).
+func (t *telemetry) tenureLost(kind, name, path string) {
+	if t == nil {
+		return
+	}
+	t.tenuresLost.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
 }
