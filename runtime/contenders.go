@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -372,3 +373,25 @@ func parseOwner(data []byte) (o Owner, ok bool) {
 	}
 	return o, true
 }
+
+// The exclusive lock's node families.
+var (
+	// Curator's InterProcessMutex: _c_<uuid>-lock-<seq>.
+	curatorMutex = &family{markers: []string{"lock-"}, blockedBy: [][]bool{{true}}}
+	// kazoo's Lock: <hex>__lock__<seq>.
+	kazooMutex = &family{markers: []string{"__lock__"}, blockedBy: [][]bool{{true}}, kazoo: true}
+)
+
+type handOffsKey struct{}
+
+// handOffsOf counts the session's lock waiters (and election candidates)
+// that took over without a listing (see takeOver).
+func handOffsOf(s *Session) *atomic.Int64 {
+	return client.Shared(s, handOffsKey{}, func() *atomic.Int64 { return new(atomic.Int64) })
+}
+
+// Node kinds of the read/write families.
+const (
+	kindRead  = 0
+	kindWrite = 1
+)

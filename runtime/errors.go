@@ -28,4 +28,9 @@ var (
 	// the spec would run different protocols on one path. The handle took no
 	// part; see `zkgen breaking`.
 	ErrSpecMismatch = errors.New("spec: parameters differ from those recorded by another process")
+	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
+	ErrNotHeld = errors.New("lock: not held")
+	// ErrAlreadyHeld means Lock was called on a handle that already holds the
+	// lock or is acquiring it. Handles are not reentrant.
+	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")
 )

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -382,3 +384,53 @@ type groupStayer[T any] struct{ *Membership[T] }
 
 func (m groupStayer[T]) ended() <-chan struct{}          { return m.Lost() }
 func (m groupStayer[T]) leave(ctx context.Context) error { return m.Leave(ctx) }
+
+// stayer is a membership held by stay: a group's or a partitioner's.
+type stayer interface {
+	Node() string
+	ended() <-chan struct{}          // closed when the membership has ended
+	leave(ctx context.Context) error // Leave
+}
+
+// stay is Stay's loop: join, stay until ctx or the membership ends, leave
+// when ctx ended, return the session's end, join again after a pause when
+// the membership alone was lost.
+func stay(ctx context.Context, s *Session, what string, join func(context.Context) (stayer, error)) error {
+	for {
+		m, err := join(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-m.ended():
+		}
+		if err := s.Err(); err != nil {
+			<-m.ended()
+			return err // the session's end comes first, even when ctx ended too
+		}
+		if ctx.Err() != nil {
+			rctx, rcancel := releaseCtx(ctx)
+			err := m.leave(rctx)
+			rcancel()
+			return ignoreLost(err, ErrMembershipLost)
+		}
+		_ = m.leave(ctx) // only frees the handle: the membership is lost already
+		if err := s.Err(); err != nil {
+			return err
+		}
+		s.Ops().Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
+		if err := client.SleepCtx(ctx, rejoinPause()); err != nil {
+			return nil
+		}
+	}
+}
+
+// rejoinPause is the random pause before a re-join, so that members whose
+// nodes were removed together do not all come back at once.
+func rejoinPause() time.Duration {
+	return client.SuperviseBackoff.Initial + time.Duration(rand.Int64N(int64(client.SuperviseBackoff.Initial)*5))
+}

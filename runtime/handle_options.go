@@ -50,12 +50,6 @@ func WithNodeACL(acl []zk.ACL) NodeACL { return NodeACL{acl: slices.Clone(acl)} 
 
 func (o NodeACL) applyHandle(c *handleConfig) { c.acl = o.acl }
 
-func (o NodeACL) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
-
-func (o NodeACL) applyQueue(c *queueConfig) { o.applyHandle(&c.handleConfig) }
-
-func (o NodeACL) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }
-
 // WorldAllACL is every permission for everyone: ZooKeeper's open ACL and
 // the default for nodes a handle creates.
 func WorldAllACL() []zk.ACL { return zk.WorldACL(zk.PermAll) }
@@ -111,3 +105,26 @@ func Perms(s string) int32 {
 	}
 	return p
 }
+
+const (
+	// LayoutCurator names nodes as Apache Curator does (the default).
+	LayoutCurator Layout = iota
+	// LayoutKazoo names nodes as Python's kazoo does:
+	// <uuid hex>__lock__<seq> and, for read locks, <uuid hex>__rlock__<seq>.
+	LayoutKazoo
+)
+
+// Layout selects the node naming of a lock, for sharing a path with another
+// library.
+type Layout int
+
+// LayoutOption is the option that selects the node naming (and, for a
+// semaphore, the protocol; for a counter, the stored format) of a lock,
+// read/write lock, semaphore, election or counter, for sharing its path with
+// another library's recipe. It is both a LockOption and a HandleOption.
+type LayoutOption struct{ layout Layout }
+
+// WithLayout sets the layout: LayoutCurator (the default) or LayoutKazoo.
+func WithLayout(l Layout) LayoutOption { return LayoutOption{layout: l} }
+
+func (o LayoutOption) applyHandle(c *handleConfig) { c.layout = o.layout }

@@ -15,24 +15,6 @@ import (
 // *Membership, *Assignment, *Delivery, *TTLLease) stay concrete: a fake
 // returns real ones from package runtimetest.
 
-// LockHandle is the method set of *Lock (and of each side of a read/write lock).
-type LockHandle interface {
-	Path() string
-	SetPurpose(purpose string)
-	Lock(ctx context.Context) error
-	TryLock(ctx context.Context) (bool, error)
-	Unlock(ctx context.Context) error
-	Token() int64
-	Lost() <-chan struct{}
-	Context() context.Context
-	Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
-	Revoked() <-chan struct{}
-	RequestRevoke(ctx context.Context) error
-	Holders(ctx context.Context) ([]Holder, error)
-	Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error)
-	Do(ctx context.Context, fn func(ctx context.Context) error) error
-}
-
 // RWLockHandle is the method set of *RWLock.
 type RWLockHandle interface {
 	Path() string

@@ -13,14 +13,11 @@ const (
 	ElectionLeaderNode = electionAck
 	// PartitionerMembersDir and PartitionerOwnersDir hold a partitioner's
 	// member nodes and its owner nodes.
-	PartitionerMembersDir = "members"
-	PartitionerOwnersDir  = "owners"
+	PartitionerMembersDir = partitionerMembers
+	PartitionerOwnersDir  = partitionerOwners
 	// KazooSemaphoreLockSuffix names the sibling directory of kazoo's
 	// semaphore lock: <dir> + KazooSemaphoreLockSuffix.
 	KazooSemaphoreLockSuffix = kazooLockSuffix
-
-	semaphoreLocksDir  = "locks"
-	semaphoreLeasesDir = "leases"
 )
 
 // SemaphoreDirs are the children of a semaphore (Curator's layout) whose

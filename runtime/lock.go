@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,22 +20,9 @@ var (
 	// ErrLockLost means a lock this handle held is no longer held: its node
 	// was deleted by someone else or its session ended.
 	ErrLockLost = client.EndError("lock: lost")
-	// ErrNotHeld means Unlock was called on a handle that does not hold the lock.
-	ErrNotHeld = errors.New("lock: not held")
-	// ErrAlreadyHeld means Lock was called on a handle that already holds the
-	// lock or is acquiring it. Handles are not reentrant.
-	ErrAlreadyHeld = errors.New("lock: already held or being acquired by this handle")
 	// ErrNotRevocable means RequestRevoke was called on a lock declared
 	// without revocation.
 	ErrNotRevocable = errors.New("lock: not revocable")
-)
-
-const (
-	// LayoutCurator names nodes as Apache Curator does (the default).
-	LayoutCurator Layout = iota
-	// LayoutKazoo names nodes as Python's kazoo does:
-	// <uuid hex>__lock__<seq> and, for read locks, <uuid hex>__rlock__<seq>.
-	LayoutKazoo
 )
 
 // --- Lock protocol
@@ -84,10 +70,6 @@ type Lock struct {
 	purpose string
 }
 
-// Layout selects the node naming of a lock, for sharing a path with another
-// library.
-type Layout int
-
 // LockOption configures a lock handle: WithLayout, WithRevocation,
 // WithNodeACL.
 type LockOption interface{ applyLock(*lockConfig) }
@@ -103,17 +85,6 @@ type lockConfig struct {
 	internal   bool // a semaphore's own lock: no telemetry
 }
 
-// LayoutOption is the option that selects the node naming (and, for a
-// semaphore, the protocol; for a counter, the stored format) of a lock,
-// read/write lock, semaphore, election or counter, for sharing its path with
-// another library's recipe. It is both a LockOption and a HandleOption.
-type LayoutOption struct{ layout Layout }
-
-// WithLayout sets the layout: LayoutCurator (the default) or LayoutKazoo.
-func WithLayout(l Layout) LayoutOption { return LayoutOption{layout: l} }
-
-func (o LayoutOption) applyHandle(c *handleConfig) { c.layout = o.layout }
-
 func (o LayoutOption) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
 
 // WithRevocation makes the lock revocable: another contender may call
@@ -127,14 +98,6 @@ func (o LayoutOption) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) 
 func WithRevocation(forceAfter time.Duration) LockOption {
 	return lockOptionFunc(func(c *lockConfig) { c.revocable, c.forceAfter = true, forceAfter })
 }
-
-// The exclusive lock's node families.
-var (
-	// Curator's InterProcessMutex: _c_<uuid>-lock-<seq>.
-	curatorMutex = &family{markers: []string{"lock-"}, blockedBy: [][]bool{{true}}}
-	// kazoo's Lock: <hex>__lock__<seq>.
-	kazooMutex = &family{markers: []string{"__lock__"}, blockedBy: [][]bool{{true}}, kazoo: true}
-)
 
 var (
 	// closedCh is returned by Lost when nothing is held.
@@ -352,12 +315,11 @@ func (l *Lock) mine(node string) bool {
 // exactly the handle's gets notes (specChecks.exact); peers ignore the
 // record.
 
-type handOffsKey struct{}
-
-// handOffsOf counts the session's lock waiters (and election candidates)
-// that took over without a listing (see takeOver).
-func handOffsOf(s *Session) *atomic.Int64 {
-	return client.Shared(s, handOffsKey{}, func() *atomic.Int64 { return new(atomic.Int64) })
+// startHold starts the tenure of a lock's (or a semaphore's lease's) node:
+// a loss wraps ErrLockLost, and the node is watched only once asked about
+// (see startTenure).
+func startHold(ctx context.Context, s *Session, node string, token int64, revocable bool) (*hold, error) {
+	return startTenure(ctx, s, node, token, revocable, ErrLockLost, false)
 }
 
 // handsOff reports whether a woken waiter of this lock may take over
@@ -668,20 +630,6 @@ func markRevoke(ctx context.Context, s *Session, node string) error {
 	}
 }
 
-// curatorRevoke is the data Curator's Revoker writes into a lock node to ask
-// its holder to release; holders here honour it too.
-const curatorRevoke = "__REVOKE__"
-
-// revokeRequested reports whether lock node data carries a revocation
-// request: ours (owner metadata with revoke_requested_at) or Curator's.
-func revokeRequested(data []byte) bool {
-	if string(data) == curatorRevoke {
-		return true
-	}
-	o, ok := parseOwner(data)
-	return ok && !o.RevokeRequestedAt.IsZero()
-}
-
 // Holders returns the lock's holder(s) followed by its waiters, in queue
 // order, with their owner metadata (for a read/write lock, both sides).
 // Nodes that disappear while being read are left out. An absent directory
@@ -755,3 +703,25 @@ type telLocker interface {
 }
 
 func (l *Lock) telResource() (*telemetry, string) { return telOf(l.s), orPath(l.cfg.name, l.dir) }
+
+func (o NodeACL) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
+
+func (o ResourceName) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
+
+// LockHandle is the method set of *Lock (and of each side of a read/write lock).
+type LockHandle interface {
+	Path() string
+	SetPurpose(purpose string)
+	Lock(ctx context.Context) error
+	TryLock(ctx context.Context) (bool, error)
+	Unlock(ctx context.Context) error
+	Token() int64
+	Lost() <-chan struct{}
+	Context() context.Context
+	Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
+	Revoked() <-chan struct{}
+	RequestRevoke(ctx context.Context) error
+	Holders(ctx context.Context) ([]Holder, error)
+	Reap(ctx context.Context, olderThan time.Duration) ([]Holder, error)
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
+}

@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"time"
 
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
@@ -57,56 +55,6 @@ func (c *underTenure) Done() <-chan struct{} {
 // releaseCtx bounds a release that must happen even when ctx has ended.
 func releaseCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
-}
-
-// stayer is a membership held by stay: a group's or a partitioner's.
-type stayer interface {
-	Node() string
-	ended() <-chan struct{}          // closed when the membership has ended
-	leave(ctx context.Context) error // Leave
-}
-
-// stay is Stay's loop: join, stay until ctx or the membership ends, leave
-// when ctx ended, return the session's end, join again after a pause when
-// the membership alone was lost.
-func stay(ctx context.Context, s *Session, what string, join func(context.Context) (stayer, error)) error {
-	for {
-		m, err := join(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		select {
-		case <-ctx.Done():
-		case <-m.ended():
-		}
-		if err := s.Err(); err != nil {
-			<-m.ended()
-			return err // the session's end comes first, even when ctx ended too
-		}
-		if ctx.Err() != nil {
-			rctx, rcancel := releaseCtx(ctx)
-			err := m.leave(rctx)
-			rcancel()
-			return ignoreLost(err, ErrMembershipLost)
-		}
-		_ = m.leave(ctx) // only frees the handle: the membership is lost already
-		if err := s.Err(); err != nil {
-			return err
-		}
-		s.Ops().Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
-		if err := client.SleepCtx(ctx, rejoinPause()); err != nil {
-			return nil
-		}
-	}
-}
-
-// rejoinPause is the random pause before a re-join, so that members whose
-// nodes were removed together do not all come back at once.
-func rejoinPause() time.Duration {
-	return client.SuperviseBackoff.Initial + time.Duration(rand.Int64N(int64(client.SuperviseBackoff.Initial)*5))
 }
 
 // ignoreLost drops err when it is only the tenure's loss (sentinel).

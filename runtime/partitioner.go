@@ -119,8 +119,14 @@ func (p *Partitioner[T]) Name(i int) string {
 	return strconv.Itoa(i)
 }
 
-func (p *Partitioner[T]) membersDir() string { return joinPath(p.dir, PartitionerMembersDir) }
-func (p *Partitioner[T]) ownersDir() string  { return joinPath(p.dir, PartitionerOwnersDir) }
+// The partitioner's directories: its members' nodes and its owner nodes.
+const (
+	partitionerMembers = "members"
+	partitionerOwners  = "owners"
+)
+
+func (p *Partitioner[T]) membersDir() string { return joinPath(p.dir, partitionerMembers) }
+func (p *Partitioner[T]) ownersDir() string  { return joinPath(p.dir, partitionerOwners) }
 func (p *Partitioner[T]) planPath() string   { return joinPath(p.dir, "assignment") }
 func (p *Partitioner[T]) ownerNode(i int) string {
 	return joinPath(p.ownersDir(), "p-"+strconv.Itoa(i))

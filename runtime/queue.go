@@ -444,3 +444,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	}
 	return st, nil
 }
+
+func (o NodeACL) applyQueue(c *queueConfig) { o.applyHandle(&c.handleConfig) }
+
+func (o ResourceName) applyQueue(c *queueConfig) { o.applyHandle(&c.handleConfig) }

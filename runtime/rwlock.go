@@ -47,12 +47,6 @@ func (rw *RWLock) side(kind int) *Lock {
 	return l
 }
 
-// Node kinds of the read/write families.
-const (
-	kindRead  = 0
-	kindWrite = 1
-)
-
 // The read/write lock's node families.
 var (
 	// Curator's InterProcessReadWriteLock: _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>.

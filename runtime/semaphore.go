@@ -89,6 +89,13 @@ func (m *Semaphore) SetPurpose(purpose string) {
 	m.mu.Unlock()
 }
 
+// The children of a semaphore (Curator's layout): its internal lock's and
+// its leases' directories.
+const (
+	semaphoreLocksDir  = "locks"
+	semaphoreLeasesDir = "leases"
+)
+
 func (m *Semaphore) leasesDir() string { return joinPath(m.dir, semaphoreLeasesDir) }
 
 // Acquire blocks until this participant holds a lease, ctx ends, or the

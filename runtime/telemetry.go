@@ -39,12 +39,6 @@ type ResourceName struct{ name string }
 
 func (o ResourceName) applyHandle(c *handleConfig) { c.name = o.name }
 
-func (o ResourceName) applyLock(c *lockConfig) { o.applyHandle(&c.handleConfig) }
-
-func (o ResourceName) applyQueue(c *queueConfig) { o.applyHandle(&c.handleConfig) }
-
-func (o ResourceName) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }
-
 // Attribute keys.
 const (
 	attrName   = attribute.Key("zkgen.resource.name")

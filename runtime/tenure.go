@@ -28,7 +28,7 @@ type hold struct {
 	wasLost  atomic.Bool
 	released atomic.Bool // release started: a deletion is ours
 	stop     chan struct{}
-	lostErr  error // the sentinel a loss wraps; ErrLockLost when nil
+	lostErr  error // the sentinel a loss wraps (ErrLockLost, ErrLeadershipLost, ...)
 	note     bool  // released with a hand-off note (lock.go)
 
 	armOnce   sync.Once
@@ -145,12 +145,7 @@ func (h *hold) end(lost bool) {
 }
 
 // lostSentinel is the error a loss of this tenure wraps.
-func (h *hold) lostSentinel() error {
-	if h.lostErr != nil {
-		return h.lostErr
-	}
-	return ErrLockLost
-}
+func (h *hold) lostSentinel() error { return h.lostErr }
 
 func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 
@@ -168,15 +163,10 @@ func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 // each contender node watched by one session only, the one waiting for it.
 //
 // A revocable holder must see revocation requests (data changes) as soon as
-// they come, so it sets a data watch at once.
-func startHold(ctx context.Context, s *Session, node string, token int64, revocable bool) (*hold, error) {
-	return startHoldAs(ctx, s, node, token, revocable, nil)
-}
-
-// startHoldAs is startHold for a tenure whose loss wraps lostErr (an
-// election's leadership, a group membership) instead of ErrLockLost. Such a
-// tenure watches its node from the start.
-func startHoldAs(ctx context.Context, s *Session, node string, token int64, revocable bool, lostErr error) (*hold, error) {
+// they come, so it sets a data watch at once; with watchNow (an election's
+// leadership, a group membership) the holder watches its node from the
+// start. A loss wraps lostErr.
+func startTenure(ctx context.Context, s *Session, node string, token int64, revocable bool, lostErr error, watchNow bool) (*hold, error) {
 	h := &hold{node: node, token: token, lost: make(chan struct{}),
 		stop: make(chan struct{}), watches: make(chan (<-chan zk.Event), 1), lostErr: lostErr}
 	if revocable {
@@ -186,10 +176,10 @@ func startHoldAs(ctx context.Context, s *Session, node string, token int64, revo
 	if revocable {
 		own, err := s.Ops().GetW(ctx, node)
 		if err != nil {
-			if errors.Is(err, zk.ErrNoNode) && lostErr != nil {
+			if errors.Is(err, zk.ErrNoNode) {
 				return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
 			}
-			return nil, lostIfNoNode(err, node)
+			return nil, err
 		}
 		if revokeRequested(own.Data) {
 			h.revoke()
@@ -201,17 +191,23 @@ func startHoldAs(ctx context.Context, s *Session, node string, token int64, revo
 	// start. Any other is ended by the session's end directly (it is
 	// registered with the session) until arm starts its monitor: the plain
 	// lock cycle runs no goroutine of its own.
-	h.monitored = revocable || lostErr != nil
+	h.monitored = revocable || watchNow
 	if !trackHold(s, h, !h.monitored) {
 		h.end(true) // the session ended meanwhile: told at once
 	}
 	if h.monitored {
 		go monitorHold(s, h, w, revocable)
 	}
-	if lostErr != nil {
+	if watchNow {
 		armHold(s, h)
 	}
 	return h, nil
+}
+
+// startHoldAs starts a tenure whose loss wraps lostErr and that watches its
+// node from the start (see startTenure).
+func startHoldAs(ctx context.Context, s *Session, node string, token int64, revocable bool, lostErr error) (*hold, error) {
+	return startTenure(ctx, s, node, token, revocable, lostErr, true)
 }
 
 // armHold sets the watch on the holder's own node, once, in the background. If
@@ -387,13 +383,6 @@ func abandonNode(s *Session, node string, cause error) error {
 		return errors.Join(cause, err)
 	}
 	return cause
-}
-
-func lostIfNoNode(err error, node string) error {
-	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("%s: node vanished: %w", node, ErrLockLost)
-	}
-	return err
 }
 
 // --- Tenures handed out
@@ -715,4 +704,18 @@ func (t *telemetry) tenureLost(kind, name, path string) {
 		return
 	}
 	t.tenuresLost.Add(context.Background(), 1, metric.WithAttributes(resAttrs(kind, name, path)...))
+}
+
+// curatorRevoke is the data Curator's Revoker writes into a lock node to ask
+// its holder to release; holders here honour it too.
+const curatorRevoke = "__REVOKE__"
+
+// revokeRequested reports whether lock node data carries a revocation
+// request: ours (owner metadata with revoke_requested_at) or Curator's.
+func revokeRequested(data []byte) bool {
+	if string(data) == curatorRevoke {
+		return true
+	}
+	o, ok := parseOwner(data)
+	return ok && !o.RevokeRequestedAt.IsZero()
 }

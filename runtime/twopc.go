@@ -848,3 +848,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 	}
 	return st, nil
 }
+
+func (o NodeACL) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }
+
+func (o ResourceName) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }

@@ -57,8 +57,8 @@ type liveConn struct {
 // and answers it again when its connection loop ends; if the caller stopped
 // waiting in between (the Conn was closed: the session ended), that second
 // answer blocks the loop for ever, a goroutine and a connection leaked per
-// occurrence (seen as a stuck loop under testing/synctest,
-// TestSimSearchQueues). With the write reported done and the connection
+// occurrence (seen as a stuck loop under testing/synctest, in the
+// simulation search of queues). With the write reported done and the connection
 // closed, the loop answers every waiting request once, ErrConnectionClosed:
 // the outcome unknown, as for a reply lost, which the recipes settle.
 func (c *liveConn) Write(p []byte) (int, error) {
