@@ -34,8 +34,8 @@ type hold struct {
 	armOnce   sync.Once
 	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs
 	watches   chan (<-chan zk.Event)    // own-node watches for the monitor
-	untrack   func()                    // counts the tenure's end (see trackHold)
-	unEnd     func()                    // takes h off the session's end hooks (see trackHold)
+	tracked   *Session                  // counts the tenure's end, when set (see trackHold)
+	hooked    *Session                  // ends h at its end, when set (see trackHold)
 	tel       atomic.Pointer[tenureTel] // what its end records (telemetry.go)
 
 	// The tenure's context, made on first use (context): most tenures
@@ -129,8 +129,8 @@ func (h *hold) endCause() error {
 
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
-		if h.untrack != nil {
-			defer h.untrack()
+		if h.tracked != nil {
+			defer h.tracked.Untrack()
 		}
 		h.wasLost.Store(lost)
 		endTenure(&h.tel, lost)
@@ -293,26 +293,32 @@ func stopHold(s *Session, h *hold) {
 
 // untrackEnd takes h off the tenures the session's end ends directly.
 func untrackEnd(h *hold) {
-	if h.unEnd != nil {
-		h.unEnd()
+	if h.hooked != nil {
+		h.hooked.OffEnd(h)
 	}
 }
+
+// SessionEnded ends h when its session ends, as its monitor would have
+// (see trackHold).
+func (h *hold) SessionEnded() { h.end(true) }
 
 // trackHold registers a tenure starting on the session; false means the
 // session has ended (the tenure is lost at once). Supervise waits for every
 // tracked tenure to end before it cancels the work's context (Track): h
-// counts its end (untrack). With endDirectly, the session's end ends h
+// counts its end (Untrack). With endDirectly, the session's end ends h
 // itself (h has no monitor to see it).
 func trackHold(s *Session, h *hold, endDirectly bool) bool {
-	done, ok := s.Track()
-	if !ok {
+	if !s.Track() {
 		return false
 	}
-	h.untrack = done
+	h.tracked = s
 	if endDirectly {
-		h.unEnd, ok = s.OnEnd(func() { h.end(true) })
+		if !s.OnEnd(h) {
+			return false
+		}
+		h.hooked = s
 	}
-	return ok
+	return true
 }
 
 // releaseHold ends the tenure h by deleting its node; see releaseHoldAs.

@@ -26,7 +26,7 @@ type closeHook struct {
 type hooks struct {
 	mu    sync.Mutex
 	close map[*closeHook]struct{}
-	end   map[*func()]struct{}
+	end   map[Ender]struct{}
 	ended bool // end hooks ran: OnEnd refuses
 }
 
@@ -52,54 +52,68 @@ func (s *Session) OnClose(run func(context.Context) error, wait <-chan struct{})
 	}
 }
 
-// OnEnd registers fn, called once when the session ends (by Close or
-// expiry), after Done is closed. ok is false, and fn is not registered, when
-// the session has ended already. remove unregisters fn.
-func (s *Session) OnEnd(fn func()) (remove func(), ok bool) {
+// Ender is what a handle registers to be told of the session's end
+// (OnEnd): a comparable value, a pointer normally.
+type Ender interface {
+	// SessionEnded is called once the session has ended, after Done is
+	// closed. It must not block.
+	SessionEnded()
+}
+
+// OnEnd registers e: the session's end (by Close or expiry) calls
+// e.SessionEnded once. It reports false, and does not register e, when the
+// session has ended already.
+func (s *Session) OnEnd(e Ender) bool {
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()
 	if s.hooks.ended || s.Err() != nil {
-		return func() {}, false
+		return false
 	}
 	if s.hooks.end == nil {
-		s.hooks.end = map[*func()]struct{}{}
+		s.hooks.end = map[Ender]struct{}{}
 	}
-	key := &fn
-	s.hooks.end[key] = struct{}{}
-	return func() {
-		s.hooks.mu.Lock()
-		delete(s.hooks.end, key)
-		s.hooks.mu.Unlock()
-	}, true
+	s.hooks.end[e] = struct{}{}
+	return true
+}
+
+// OffEnd unregisters e (see OnEnd).
+func (s *Session) OffEnd(e Ender) {
+	s.hooks.mu.Lock()
+	delete(s.hooks.end, e)
+	s.hooks.mu.Unlock()
 }
 
 // Track registers a tenure: something a handle holds while the session
 // lives (a lock, a lease, a leadership, a membership) and that must tell
 // its end. Supervise, once the session has ended, waits until every tracked
-// tenure has called done before it cancels the work's context, so that the
-// work sees each loss first. ok is false, and nothing is registered, when
-// the session has ended already. done may be called more than once.
-func (s *Session) Track() (done func(), ok bool) {
+// tenure has called Untrack before it cancels the work's context, so that
+// the work sees each loss first. It reports false, and registers nothing,
+// when the session has ended already.
+func (s *Session) Track() bool {
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()
 	if s.hooks.ended || s.Err() != nil {
-		return func() {}, false
+		return false
 	}
 	s.tenures.Add(1)
-	return sync.OnceFunc(s.tenures.Done), true
+	return true
 }
+
+// Untrack tells that a tenure Track registered has ended; call it once per
+// Track that reported true.
+func (s *Session) Untrack() { s.tenures.Done() }
 
 // runEnd runs the end hooks, once the session's end is told.
 func (h *hooks) runEnd() {
 	h.mu.Lock()
-	fns := make([]func(), 0, len(h.end))
-	for fn := range h.end {
-		fns = append(fns, *fn)
+	es := make([]Ender, 0, len(h.end))
+	for e := range h.end {
+		es = append(es, e)
 	}
 	h.end, h.ended = nil, true
 	h.mu.Unlock()
-	for _, fn := range fns {
-		fn()
+	for _, e := range es {
+		e.SessionEnded()
 	}
 }
 

@@ -94,7 +94,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		zk.WithLogger(zkLogger{s.log}),
 		zk.WithEventCallback(s.onEvent),
 		zk.WithHostProvider(s.hosts),
-		zk.WithDialer(s.dial),
+		zk.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			return dial(s, network, addr, timeout)
+		}),
 		zk.WithLogInfo(false),
 	)
 	if err != nil {
@@ -131,7 +133,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 // dial is go-zookeeper's dialer: it connects to a server (over WithDialer's
 // dialer and WithTLS's TLS, see dialConn), through a liveConn that sees the
 // plaintext, for as long as the session is not over.
-func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+func dial(s *Session, network, addr string, timeout time.Duration) (net.Conn, error) {
 	if s.ended.Load() {
 		// Never reconnect once the session is over: go-zookeeper would
 		// otherwise silently open a new session.
