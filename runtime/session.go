@@ -23,7 +23,10 @@ import (
 // reports lost. A Session never opens a new ZooKeeper session by itself; after
 // expiry the application connects again.
 //
-// A Session is safe for concurrent use.
+// A Session is safe for concurrent use. Its methods (Close, Done, Err, ID,
+// Conn, Children, Exists, Delete, CreatePersistent, Ops and the hooks) are
+// documented with the type itself: go doc
+// github.com/zkgen/zkgen/runtime/internal/client.Session.
 type Session = client.Session
 
 // Ops is a session's operations (Session.Ops): each bound to a context and
