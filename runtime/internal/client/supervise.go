@@ -150,8 +150,6 @@ func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Ses
 	}
 }
 
-// sessionEnd reports whether fn's error is the end of its session (ended:
-// the session had ended when fn returned) rather than a failure of its own.
 // awaitFate reports whether the session has ended, once fn returned err.
 // A tenure's loss can be told before the end of the session it comes from:
 // the server deletes an expired session's ephemeral nodes, firing their
@@ -179,6 +177,8 @@ func awaitFate(s *Session, err error) bool {
 	}
 }
 
+// sessionEnd reports whether fn's error is the end of its session (ended:
+// the session had ended when fn returned) rather than a failure of its own.
 func sessionEnd(err error, ended bool) bool {
 	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
 		return true
