@@ -182,6 +182,7 @@ func queueFailover(t *testing.T, ack bool) {
 	// nodes each item was delivered from (at-least-once).
 	putAt := map[string]time.Time{}
 	nodes := map[string][]string{}
+	ackedBy := map[string]string{} // the session and time of an item's Ack, for a claim left behind
 	var retries atomic.Int32
 	slots := make(chan struct{}, backlog) // one per item put and not yet consumed
 	progress := make(chan struct{}, 1<<16)
@@ -293,6 +294,7 @@ func queueFailover(t *testing.T, ack bool) {
 					}
 					mu.Lock()
 					acked[d.Value]++
+					ackedBy[d.Value] = fmt.Sprintf("consumer %d (session 0x%x) at +%v", i, s.ID(), time.Since(start).Round(time.Millisecond))
 					first := acked[d.Value] == 1
 					mu.Unlock()
 					consumed(first)
@@ -443,6 +445,7 @@ func queueFailover(t *testing.T, ack bool) {
 	var chunks []string
 	for _, k := range childrenRiding(t, sessions[0], dir+"/claims") {
 		if !strings.Contains(k, ".k") {
+			claimLeft(t, sessions, dir, k, ackedBy, nodes, start)
 			t.Fatalf("item claim left behind: %s", k)
 		}
 		chunks = append(chunks, k)
@@ -463,6 +466,26 @@ func queueFailover(t *testing.T, ack bool) {
 		if kids := childrenRiding(t, check, dir+"/"+k); len(kids) != 0 {
 			t.Errorf("left behind in %s/%s: %v", dir, k, kids)
 			leftBehind(t, check, dir+"/"+k, kids, putAt, nodes, start)
+		}
+	}
+}
+
+// claimLeft logs what is known of an item claim left behind: its owner and
+// creation, the item's deliveries and Ack, and the sessions' ids.
+func claimLeft(t *testing.T, sessions []*runtime.Session, dir, claim string, ackedBy map[string]string, nodes map[string][]string, start time.Time) {
+	for i, s := range sessions {
+		t.Logf("  session %d: 0x%x", i, s.ID())
+	}
+	_, st, err := sessions[0].Conn().Get(dir + "/claims/" + claim)
+	if err != nil {
+		t.Logf("  claim %s: %v", claim, err)
+		return
+	}
+	t.Logf("  claim %s: owner 0x%x, czxid 0x%x, created at +%v", claim, st.EphemeralOwner, st.Czxid,
+		time.UnixMilli(st.Ctime).Sub(start).Round(time.Millisecond))
+	if i := strings.Index(claim, "."); i > 0 {
+		if v, ok := runtime.InlineItem(claim[i+1:], runtime.StringCodec()); ok {
+			t.Logf("  item %s: delivered from %v, acked by %s", v, nodes[v], ackedBy[v])
 		}
 	}
 }
