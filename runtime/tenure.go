@@ -32,7 +32,7 @@ type hold struct {
 	note     bool  // released with a hand-off note (lock.go)
 
 	armOnce   sync.Once
-	monitored bool                      // a monitor goroutine runs (see startHoldAs); set before armOnce runs
+	monitored bool                      // a monitor goroutine runs (see startTenure); set before armOnce runs
 	watches   chan (<-chan zk.Event)    // own-node watches for the monitor
 	tracked   *Session                  // counts the tenure's end, when set (see trackHold)
 	hooked    *Session                  // ends h at its end, when set (see trackHold)
@@ -64,7 +64,7 @@ func (h *hold) context() context.Context {
 // Lost, Context().Err(), Guarded): it consults the session's clock, so the
 // first question after the process was frozen past the session timeout is
 // answered "lost" — not a few milliseconds later, when the goroutines that
-// would notice have run (see Session.clockEnded). It reports whether the
+// would notice have run (see Ops.CheckClock). It reports whether the
 // tenure is still on.
 func askClock(s *Session, h *hold) bool {
 	if h.isEnded() {
@@ -149,7 +149,7 @@ func (h *hold) lostSentinel() error { return h.lostErr }
 
 func (h *hold) revoke() { h.revOnce.Do(func() { close(h.revoked) }) }
 
-// startHold starts the tenure of node, which no other node blocks any more,
+// startTenure starts the tenure of node, which no other node blocks any more,
 // with the given fencing token.
 //
 // The tenure ends when the session ends (always noticed, no request needed)
