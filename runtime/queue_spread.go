@@ -176,8 +176,7 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 // consumer, spread out, waits with nothing left but items of others'
 // chunks; nil otherwise. stop releases its timer.
 func (q *queue[T]) stuckChunks() (<-chan time.Time, func()) {
-	sp := &q.cons.spread
-	if !sp.on || sp.skipped == 0 {
+	if !q.heldByChunks() {
 		return nil, func() {}
 	}
 	t := time.NewTimer(chunkWait)
@@ -190,7 +189,7 @@ func (q *queue[T]) stuckChunks() (<-chan time.Time, func()) {
 // see prioQueue.fired), or nil.
 func (q *queue[T]) stuckLevel() <-chan zk.Event {
 	sp := &q.cons.spread
-	if !sp.on || sp.skipped == 0 {
+	if !q.heldByChunks() {
 		return nil
 	}
 	if sp.stuck == nil {
@@ -201,16 +200,55 @@ func (q *queue[T]) stuckLevel() <-chan zk.Event {
 	return sp.stuck
 }
 
+// heldByChunks reports whether the consumer, spread out, skips items of
+// others' chunks: in the bucket it listed last (skipped), or in sealed
+// buckets it passed (noted busy under a chunk claim).
+func (q *queue[T]) heldByChunks() bool {
+	c := &q.cons
+	if !c.spread.on {
+		return false
+	}
+	if c.spread.skipped > 0 {
+		return true
+	}
+	for _, claim := range c.busy {
+		if isChunkClaim(claim) {
+			return true
+		}
+	}
+	return false
+}
+
+// isChunkClaim reports whether a claim's name (<bucket>.<rest>) is a
+// chunk's (<bucket>.k<n>-<index>) rather than an item's.
+func isChunkClaim(name string) bool {
+	_, rest, ok := strings.Cut(name, ".")
+	return ok && len(rest) > 1 && rest[0] == 'k' && rest[1] >= '0' && rest[1] <= '9'
+}
+
 // unspread makes the consumer go for the lowest item again, as one that
 // lost no race, claims or not, after others' chunks held it back for
 // chunkWait: their items are taken in their turn, racing their claimer if
-// it is alive after all (a race lost spreads the consumer out again).
+// it is alive after all (a race lost spreads the consumer out again). The
+// items of others' chunks it noted busy in sealed buckets it passed are
+// forgotten, and the walk starts again from the lowest bucket.
 func (q *queue[T]) unspread() {
 	c := &q.cons
 	q.releaseOwn()
 	c.spread.on = false
 	c.spread.skipped = 0
 	c.cache, c.pos, c.watch = nil, 0, nil
+	passed := false
+	for p, claim := range c.busy {
+		if isChunkClaim(claim) {
+			delete(c.busy, p)
+			passed = true
+		}
+	}
+	if passed {
+		c.bucket = ""
+		c.dw, c.dwBucket = nil, ""
+	}
 }
 
 // chunkEnds reports whether seq is the last of its chunk.

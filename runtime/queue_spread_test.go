@@ -270,3 +270,74 @@ func TestPriorityQueueStuckChunkIsTaken(t *testing.T) {
 		t.Errorf("claims after the takes: %v, want the holder's", kids)
 	}
 }
+
+// A spread consumer that passed a sealed bucket whose items sit in another
+// consumer's chunk, and has nothing else left, waits for that claim
+// chunkWait at most, as it does for a chunk of its current bucket: then it
+// takes those items as a lone consumer would. The claim's holder here is a
+// live session that never takes (a process frozen or cut off while its
+// session lives on in the server), so without the bound the items wait for
+// that session's end. (Seen in TestPartitionQueues: a drain stuck on a
+// chunk of a sealed bucket whose claimer's client had given its session up
+// while the server kept it.)
+func TestQueueStuckChunkInSealedBucketIsTaken(t *testing.T) {
+	for _, ack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ack=%v", ack), func(t *testing.T) {
+			srv := server(t)
+			ctx := testCtx(t, time.Minute)
+			dir := testRoot(t)
+			admin := connect(t, srv.Servers())
+			opt := runtime.WithBucketSize(16)
+			put := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int](), opt).Put
+			if ack {
+				put = runtime.NewAckQueue(admin, runtime.At(dir), runtime.JSONCodec[int](), opt).Put
+			}
+			for i := range 20 { // 0..15 fill the first bucket, which is sealed
+				if err := put(ctx, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			holder := connect(t, srv.Servers())
+			claims := dir + "/claims"
+			makeDirs(t, holder, claims)
+			claim := fmt.Sprintf("%s/b-0000000000.k%d-0", claims, runtime.SpreadChunk)
+			if _, err := holder.Conn().Create(claim, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			cs := connect(t, srv.Servers())
+			take := func(ctx context.Context) (int, error) { return 0, nil }
+			if ack {
+				q := runtime.NewAckQueue(cs, runtime.At(dir), runtime.JSONCodec[int](), opt)
+				runtime.ContendAck(q)
+				take = func(ctx context.Context) (int, error) {
+					d, err := q.Take(ctx)
+					if err != nil {
+						return 0, err
+					}
+					return d.Value, d.Ack(ctx)
+				}
+			} else {
+				q := runtime.NewQueue(cs, runtime.At(dir), runtime.JSONCodec[int](), opt)
+				runtime.Contend(q)
+				take = q.Take
+			}
+			tctx, cancel := context.WithTimeout(ctx, 20*time.Second) // the holder's session never ends
+			defer cancel()
+			var got []int
+			for len(got) < 20 {
+				v, err := take(tctx)
+				if err != nil {
+					t.Fatalf("took %v, then: %v", got, err)
+				}
+				got = append(got, v)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, seq(0, 20)) {
+				t.Errorf("took %v, want 0 to 19", got)
+			}
+			if kids := childrenOf(t, admin, claims); !slices.Equal(kids, []string{path.Base(claim)}) {
+				t.Errorf("claims after the takes: %v, want the holder's", kids)
+			}
+		})
+	}
+}
