@@ -227,16 +227,18 @@ func (s *Session) end(err error) bool {
 // Close ends the session: ZooKeeper deletes its ephemeral nodes at once, and
 // every handle built on it reports lost.
 //
-// First, while the session is alive, a partitioner member reports its
-// partitions released before the session is closed on the server, so the
-// next owner cannot overlap it: it calls its releasing hook for each
-// (WithPartitionHooks) and waits until every Owned stream has handed its
-// reader a set without them, as Leave does. Queue handles with a prefetch
-// give their buffered items back (WithPrefetch). Both are bounded: 5s in
-// all. If the bound runs out first (a hook that does not return, a reader
-// still busy), Close closes the session all the same and returns an error
-// saying which partitions were not handed over: their readers may still be
-// working when the next owner starts.
+// First, while the session is alive, it runs what handles registered
+// with OnClose, and once its end is told it waits for their channels,
+// before it closes the session on the server. So a partitioner member
+// reports its partitions released before the next owner can take them:
+// it calls its releasing hook for each (WithPartitionHooks) and waits
+// until every Owned stream has handed its reader a set without them, as
+// Leave does; and queue handles with a prefetch give their buffered items
+// back (WithPrefetch). All of it is bounded: 5s in all. If the bound runs
+// out first (a hook that does not return, a reader still busy), Close
+// closes the session all the same and returns an error saying which
+// partitions were not handed over: their readers may still be working
+// when the next owner starts.
 //
 // Close is idempotent; it returns nil when nothing was left undone.
 func (s *Session) Close() error {
