@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
 // kazoo's layout without kazoo: the node names and formats that
@@ -295,5 +297,57 @@ func TestKazooLayoutSemaphoreExpiry(t *testing.T) {
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("the waiting participant: %v", err)
+	}
+}
+
+// A lock of layout kazoo creates its directory persistent, as kazoo does:
+// kazoo's Lock creates its path once and counts on it staying, and a
+// container directory reaped while empty failed kazoo's next acquisition
+// with NoNodeError (seen in the interop suite against zkgen sim, whose
+// reaper ran during TestKazooMutex). A curator-layout lock keeps its
+// container, which the server removes once unused: the test waits for
+// that removal (a watch), so the reaper has run, and then finds the
+// kazoo-layout directory still there.
+func TestKazooLayoutLockDirIsPersistent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t, zktest.WithTTLNodes(100*time.Millisecond)) // containers reaped every 100ms
+	ctx := testCtx(t, 30*time.Second)
+	s := connect(t, srv.Servers())
+	root := testRoot(t)
+	kazooDir := root + "/kazoo"
+	cycle := func(l *runtime.Lock) {
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle(runtime.NewLock(s, runtime.At(kazooDir), runtime.WithLayout(runtime.LayoutKazoo)))
+	// Two curator-layout containers emptied one after the other, each
+	// waited for until reaped: the second is reaped by a later pass than
+	// the one that saw the kazoo directory empty, so that pass is over.
+	for i := range 2 {
+		dir := fmt.Sprintf("%s/curator-%d", root, i)
+		cycle(runtime.NewLock(s, runtime.At(dir)))
+		for {
+			ok, _, ch, err := s.Conn().ExistsW(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				t.Fatalf("the container %s was never reaped", dir)
+			}
+		}
+	}
+	if ok, _, err := s.Conn().Exists(kazooDir); err != nil || !ok {
+		t.Errorf("the kazoo-layout lock's directory after a reap: exists %v, %v; want it kept", ok, err)
 	}
 }

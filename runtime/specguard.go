@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +170,30 @@ func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, r
 	if err := s.Ops().Creatable(acl); err != nil {
 		return false, client.OpError("create", dir, err)
 	}
+	if rec.Layout == "kazoo" {
+		return createPersistent(ctx, s, dir, acl, data)
+	}
 	// Bottom-up: one create when the parent exists (see EnsureContainer).
 	return s.Ops().EnsureContainer(ctx, acl, dir, data)
+}
+
+// createPersistent creates dir as a persistent node with data (its parents
+// as containers), reporting false when it exists. A directory kazoo's
+// recipes share must not be a container: kazoo creates its path once per
+// handle and counts on it staying, so a container the server reaps while
+// empty fails kazoo's next create with NoNodeError.
+func createPersistent(ctx context.Context, s *Session, dir string, acl []zk.ACL, data []byte) (bool, error) {
+	if err := s.Ops().EnsurePath(ctx, acl, path.Dir(dir)); err != nil {
+		return false, err
+	}
+	created := true
+	err := s.Ops().Retry(ctx, func() error {
+		_, err := client.Await(ctx, s, func() (string, error) { return s.Ops().Create(dir, data, 0, acl) })
+		if errors.Is(err, zk.ErrNodeExists) {
+			created = false // another process's, or a lost attempt's: the caller reads it
+			return nil
+		}
+		return err
+	})
+	return created, client.OpError("create", dir, err)
 }
