@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,11 @@ import (
 // markerLinger into a Take that waits for items. Other consumers skip a
 // claimed chunk (its items are busy, like items claimed at least once) and
 // wait for the claim to vanish when nothing else is left, for chunkWait at
-// most (see stuckChunks).
+// most, counted from when they began to wait, not from their last wake-up
+// (see heldUntil): a claimer that is alive but slow wakes them at each
+// item it takes. After that the chunk is overstayed: they take its items
+// without a claim, away from its front where its claimer works (see
+// overstayedCands), until its claim goes.
 //
 // Order: a consumer takes items in the order they were put, also with
 // others taking: it takes a chunk's items only while it holds the chunk's
@@ -58,11 +63,11 @@ const spreadChunk = 64
 const claimLinger = time.Second
 
 // chunkWait is how long a spread consumer with nothing left but others'
-// chunks waits for one of their claims to go before it stops spreading
-// (stuckChunks): a live claimer that stops taking gives its claim up
-// within claimLinger, so a claim kept longer while others wait is most
-// likely a claimer frozen, dead or cut off whose session has not ended
-// yet.
+// chunks waits for one of their claims to go before it takes their items
+// itself (heldUntil): a live claimer that stops taking gives its claim up
+// within claimLinger, so a claim kept longer while others wait belongs to
+// a claimer frozen, dead or cut off whose session has not ended yet, or to
+// one too slow to keep a chunk to itself.
 const chunkWait = 2 * claimLinger
 
 // spreads reports whether the queue's consumers spread out over chunks.
@@ -89,6 +94,8 @@ type spread struct {
 	listed   bool            // busy and top are from a listing of the claims made since the last claim
 	top      int64           // highest chunk index claimed by others in that listing; -1: none
 	stuck    <-chan zk.Event // a priority level's stuckLevel channel, until it fires
+	held     time.Time       // when it began to wait with nothing but others' chunks; zero: not waiting so
+	over     map[string]bool // others' chunk claims it waited chunkWait for (overstayed), until they go
 	linger   *time.Timer     // releases own after claimLinger
 	lingers  bool            // linger is armed
 }
@@ -156,6 +163,9 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 		return q.cut(i, i+1), nil // a claim would cost as much as a lost race
 	}
 	name := chunkName(c.bucket, spreadChunk, c.cache[i].seq)
+	if sp.over[name] {
+		return q.overstayedCands(i, end), nil
+	}
 	claim := joinPath(joinPath(q.dir, claimsDir), name)
 	st, err := q.createChunkClaim(ctx, claim, q.bucketPath(c.bucket), c.cache[i:end])
 	switch {
@@ -172,15 +182,52 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 	return nil, nil
 }
 
-// stuckChunks returns a channel that fires chunkWait from now when the
-// consumer, spread out, waits with nothing left but items of others'
-// chunks; nil otherwise. stop releases its timer.
+// overstayedCands takes one item of an overstayed chunk (the cache's items
+// [i, end), a chunk another consumer claimed and kept while this one
+// waited chunkWait) without claiming it: a random one but the first, which
+// its claimer, if alive, takes next, so that it and the other consumers
+// that waited race little. Items of such a chunk reach consumers out of
+// order.
+func (q *queue[T]) overstayedCands(i, end int) []qitem {
+	k := i + 1 + rand.IntN(end-i-1)
+	return q.cut(k, k+1)
+}
+
+// stuckChunks returns a channel that fires at heldUntil when the consumer,
+// spread out, waits with nothing left but items of others' chunks; nil
+// otherwise. stop releases its timer.
 func (q *queue[T]) stuckChunks() (<-chan time.Time, func()) {
-	if !q.heldByChunks() {
+	until, held := q.heldUntil()
+	if !held {
 		return nil, func() {}
 	}
-	t := time.NewTimer(chunkWait)
+	t := time.NewTimer(time.Until(until))
 	return t.C, func() { t.Stop() }
+}
+
+// heldUntil reports whether the consumer, spread out, has nothing left but
+// items of others' chunks, and until when it waits for one of their claims
+// to go: chunkWait after it first found itself so. The bound runs across
+// the wake-ups a live claimer's takes cause and across Takes; it starts
+// again only once the consumer took an item (tookItems) or was not held.
+func (q *queue[T]) heldUntil() (time.Time, bool) {
+	sp := &q.cons.spread
+	if !q.heldByChunks() {
+		sp.held = time.Time{}
+		return time.Time{}, false
+	}
+	if sp.held.IsZero() {
+		sp.held = time.Now()
+	}
+	return sp.held.Add(chunkWait), true
+}
+
+// tookItems notes that a Take returned items: the consumer is not idle, so
+// a later wait on others' chunks is bounded afresh (a priority level's
+// stuckLevel channel too: one armed before is dropped, unfired).
+func (q *queue[T]) tookItems() {
+	sp := &q.cons.spread
+	sp.held, sp.stuck = time.Time{}, nil
 }
 
 // stuckLevel is stuckChunks for a priority queue's level, which does not
@@ -189,12 +236,13 @@ func (q *queue[T]) stuckChunks() (<-chan time.Time, func()) {
 // see prioQueue.fired), or nil.
 func (q *queue[T]) stuckLevel() <-chan zk.Event {
 	sp := &q.cons.spread
-	if !q.heldByChunks() {
+	until, held := q.heldUntil()
+	if !held {
 		return nil
 	}
 	if sp.stuck == nil {
 		ch := make(chan zk.Event)
-		time.AfterFunc(chunkWait, func() { close(ch) })
+		time.AfterFunc(time.Until(until), func() { close(ch) })
 		sp.stuck = ch
 	}
 	return sp.stuck
@@ -229,18 +277,29 @@ func isChunkClaim(name string) bool {
 // unspread makes the consumer go for the lowest item again, as one that
 // lost no race, claims or not, after others' chunks held it back for
 // chunkWait: their items are taken in their turn, racing their claimer if
-// it is alive after all (a race lost spreads the consumer out again). The
-// items of others' chunks it noted busy in sealed buckets it passed are
+// it is alive after all. Those chunks are overstayed from then on: when a
+// race lost spreads the consumer out again, it takes their items without
+// a claim (overstayedCands) instead of waiting for them again. The items
+// of others' chunks it noted busy in sealed buckets it passed are
 // forgotten, and the walk starts again from the lowest bucket.
 func (q *queue[T]) unspread() {
 	c := &q.cons
+	sp := &c.spread
 	q.releaseOwn()
-	c.spread.on = false
-	c.spread.skipped = 0
+	sp.on, sp.skipped, sp.held = false, 0, time.Time{}
+	if sp.over == nil {
+		sp.over = map[string]bool{}
+	}
+	for name := range sp.busy {
+		sp.over[name] = true
+	}
+	clear(sp.busy)
+	sp.listed = false
 	c.cache, c.pos, c.watch = nil, 0, nil
 	passed := false
 	for p, claim := range c.busy {
 		if isChunkClaim(claim) {
+			sp.over[claim] = true
 			delete(c.busy, p)
 			passed = true
 		}
@@ -329,10 +388,11 @@ func (q *queue[T]) listClaims(ctx context.Context) error {
 	}
 	sp.listed, sp.top = true, -1
 	clear(sp.busy)
+	q.forgetGone(kids)
 	prefix := fmt.Sprintf("%s.k%d-", c.bucket, spreadChunk)
 	for _, k := range kids {
 		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok || joinPath(joinPath(q.dir, claimsDir), k) == sp.own {
+		if !ok || sp.over[k] || joinPath(joinPath(q.dir, claimsDir), k) == sp.own {
 			continue
 		}
 		if idx, err := strconv.ParseInt(rest, 10, 64); err == nil {
@@ -343,9 +403,29 @@ func (q *queue[T]) listClaims(ctx context.Context) error {
 	return nil
 }
 
+// forgetGone forgets the overstayed chunk claims not among claims (the
+// claims directory's children): a claim of the same name made later is
+// another consumer's, to be waited for afresh.
+func (q *queue[T]) forgetGone(claims []string) {
+	sp := &q.cons.spread
+	if len(sp.over) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(claims))
+	for _, c := range claims {
+		live[c] = true
+	}
+	for name := range sp.over {
+		if !live[name] {
+			delete(sp.over, name)
+		}
+	}
+}
+
 // dropReleasedChunks forgets the chunk claims of others not among claims
 // (the claims directory's children) and reports whether there were any.
 func (q *queue[T]) dropReleasedChunks(claims []string) bool {
+	q.forgetGone(claims)
 	sp := &q.cons.spread
 	if len(sp.busy) == 0 {
 		return false

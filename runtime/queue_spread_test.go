@@ -341,3 +341,141 @@ func TestQueueStuckChunkInSealedBucketIsTaken(t *testing.T) {
 		})
 	}
 }
+
+// A consumer that is alive but slow (an item every 300 ms, well within the
+// second after which an idle consumer gives its claim up) keeps its chunk
+// claimed, and every take of it wakes the consumers that wait for that
+// claim. They wait 2 s at most all the same, counted from when they began
+// to wait: then they take the slow consumer's items too. Before, each
+// wake-up started their 2 s again, and a fast consumer sat idle until the
+// slow one had taken its whole chunk (issue 41: 9.4 s of idling with one
+// consumer at 150 ms an item). Nothing is taken twice or lost, and each
+// consumer's items outside the slow one's chunk come in put order.
+func TestQueueSlowConsumerHoldsNoOneBack(t *testing.T) {
+	const items = runtime.SpreadChunk*2 + 2 // the slow consumer's chunk, the fast one's, and two more
+	srv := server(t)
+	for _, ack := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at-most-once", true: "at-least-once"}[ack], func(t *testing.T) {
+			ctx := testCtx(t, 2*time.Minute)
+			dir := testRoot(t)
+			admin := connect(t, srv.Servers())
+			put := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int]()).PutAll
+			if ack {
+				put = runtime.NewAckQueue(admin, runtime.At(dir), runtime.JSONCodec[int]()).PutAll
+			}
+			if _, err := put(ctx, seq(0, items)); err != nil {
+				t.Fatal(err)
+			}
+			slow := spreadTaker(t, connect(t, srv.Servers()), dir, ack)
+			fast1 := spreadTaker(t, connect(t, srv.Servers()), dir, ack)
+			fast2 := spreadTaker(t, connect(t, srv.Servers()), dir, ack)
+			first, err := slow(ctx) // item 0: the slow consumer claims chunk 0
+			if err != nil || first != 0 {
+				t.Fatalf("slow consumer's first take = %d, %v; want 0", first, err)
+			}
+			var mu sync.Mutex
+			taken := 1
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			count := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if taken++; taken == items {
+					cancel()
+				}
+			}
+			got := [3][]int{{first}, nil, nil}
+			var wg sync.WaitGroup
+			for i, take := range []func(context.Context) (int, error){slow, fast1, fast2} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						if i == 0 {
+							// The slow consumer's work on an item.
+							select {
+							case <-time.After(300 * time.Millisecond):
+							case <-cctx.Done():
+								return
+							}
+						}
+						v, err := take(cctx)
+						if err != nil {
+							if cctx.Err() == nil {
+								t.Error(err)
+							}
+							return
+						}
+						got[i] = append(got[i], v)
+						count()
+					}
+				}()
+			}
+			wg.Wait()
+			checkOnce(t, got[:], items)
+			if !slices.IsSorted(got[0]) {
+				t.Errorf("the slow consumer took its items out of put order: %v", got[0])
+			}
+			inChunk := 0
+			for i, vs := range got[1:] {
+				var rest []int
+				for _, v := range vs {
+					if v < runtime.SpreadChunk {
+						inChunk++
+					} else {
+						rest = append(rest, v)
+					}
+				}
+				if !slices.IsSorted(rest) {
+					t.Errorf("fast consumer %d took items outside the slow one's chunk out of put order: %v", i, rest)
+				}
+			}
+			t.Logf("slow consumer took %d items, fast ones %d and %d (%d of the slow one's chunk)", len(got[0]), len(got[1]), len(got[2]), inChunk)
+			if inChunk < (runtime.SpreadChunk-1)/2 {
+				t.Errorf("the fast consumers took %d of the slow one's %d chunk items: they waited for the slow consumer instead of 2 s at most",
+					inChunk, runtime.SpreadChunk-1)
+			}
+		})
+	}
+}
+
+// spreadTaker returns a function that takes one item of the queue at dir
+// with a consumer that spreads out (as after a race lost), acking it at
+// once when ack is set.
+func spreadTaker(t *testing.T, s *runtime.Session, dir string, ack bool) func(context.Context) (int, error) {
+	t.Helper()
+	if !ack {
+		q := runtime.NewQueue(s, runtime.At(dir), runtime.JSONCodec[int]())
+		runtime.Contend(q)
+		return q.Take
+	}
+	q := runtime.NewAckQueue(s, runtime.At(dir), runtime.JSONCodec[int]())
+	runtime.ContendAck(q)
+	return func(ctx context.Context) (int, error) {
+		d, err := q.Take(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return d.Value, d.Ack(context.WithoutCancel(ctx))
+	}
+}
+
+// checkOnce fails the test unless the consumers' items (got) are 0..items-1,
+// each taken once.
+func checkOnce(t *testing.T, got [][]int, items int) {
+	t.Helper()
+	seen := make([]int, items)
+	for _, vs := range got {
+		for _, v := range vs {
+			if v < 0 || v >= items {
+				t.Fatalf("took %d, not an item put", v)
+			}
+			seen[v]++
+		}
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("item %d taken %d times", v, n)
+		}
+	}
+}

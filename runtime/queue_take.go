@@ -74,6 +74,9 @@ func (q *queue[T]) takeOn(ctx context.Context, n int) (ds []*Delivery[T], err er
 		}
 		began := time.Now()
 		out, err := q.takeCached(ctx, max(k, want))
+		if len(out) > 0 {
+			q.tookItems()
+		}
 		if len(out) > 0 || err != nil {
 			return q.keep(out, n, err)
 		}
