@@ -343,10 +343,13 @@ func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering,
 }
 
 // findMarker reports whether marker exists, after a sync (so the server has
-// seen every write of the session). It fails when the session has ended.
+// seen every write of the session). It fails when the session has ended or
+// ctx ends, not before (client.Ops.RetryAlive): a quorum lost for longer
+// than the retry policy's attempts made takes and puts "uncertain" while
+// their sessions lived on (TestQueueEnsembleFailover, 8 s without quorum).
 func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) {
 	var found bool
-	err := q.s.Ops().Retry(ctx, func() error {
+	err := q.s.Ops().RetryAlive(ctx, func() error {
 		if _, err := client.Await(ctx, q.s, func() (string, error) { return q.s.Conn().Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}

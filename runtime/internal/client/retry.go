@@ -47,6 +47,23 @@ func (p RetryPolicy) attempts() int {
 // Retry runs op until it succeeds, fails with a non-recoverable error, the
 // policy gives up, the session ends or ctx ends. Only for idempotent ops.
 func (s *Ops) Retry(ctx context.Context, op func() error) error {
+	return s.retry(ctx, s.policy.attempts(), op)
+}
+
+// RetryAlive is Retry without the policy's bound on attempts: it retries
+// recoverable errors (with the policy's backoff) for as long as the session
+// lives and ctx lasts. It is for the reads that resolve the outcome of an
+// uncertain write: while the session lives the outcome can still be
+// learned, and the session's own clock bounds how long it lives cut off
+// (see WithSessionTimeout), so giving up earlier would call uncertain a
+// write whose outcome was about to be known (a quorum restored after the
+// policy's ten attempts, about 9 s). Only for idempotent ops.
+func (s *Ops) RetryAlive(ctx context.Context, op func() error) error {
+	return s.retry(ctx, 0, op)
+}
+
+// retry is Retry with a bound of attempts attempts; 0: none.
+func (s *Ops) retry(ctx context.Context, attempts int, op func() error) error {
 	for n := 1; ; n++ {
 		if err := s.session().Err(); err != nil {
 			return err
@@ -55,7 +72,7 @@ func (s *Ops) Retry(ctx context.Context, op func() error) error {
 		if Classify(err) != Recoverable {
 			return err
 		}
-		if n >= s.policy.attempts() {
+		if attempts > 0 && n >= attempts {
 			return exhausted(n, err)
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
