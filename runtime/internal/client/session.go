@@ -44,8 +44,9 @@ type Session struct {
 	lastZxid atomic.Int64 // greatest zxid seen in a reply
 
 	// Supervise (supervise.go)
-	tenures sync.WaitGroup // live tenures (Track)
-	gaveUp  atomic.Bool    // ended by the session's own clock, not by the server
+	tenures sync.WaitGroup         // live tenures (Track)
+	gaveUp  atomic.Bool            // ended by the session's own clock, not by the server
+	passwd  atomic.Pointer[[]byte] // the session's password, from the server's ConnectResponse (retire)
 
 	onSupervised func(SessionEvent) // WithSessionEvents
 	readOnly     bool               // WithReadOnly

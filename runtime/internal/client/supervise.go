@@ -15,11 +15,10 @@ import (
 // work again on it. Guarantees across a change of session:
 //
 //   - one session at a time: the next session is opened only once the
-//     previous one is over on the server too. A session the server expired
-//     or that was closed is over at once; one the client gave up on by its
-//     own clock (cut off for over a third of the timeout, see WithSessionTimeout)
-//     lives on in the server until the timeout, so Supervise waits that out
-//     before it connects again;
+//     previous one is over on the server too, its ephemeral nodes gone. A
+//     session the server expired is over at once; one the client gave up
+//     on by its own clock (see WithSessionTimeout) or closed may live on in
+//     the server, so Supervise closes it there first (retire.go);
 //   - one run of the work at a time: fn's context is cancelled, and fn
 //     returns, before the next session is opened;
 //   - every tenure of the old session (lock, lease, leadership, membership)
@@ -209,10 +208,13 @@ func (e *endError) Error() string { return e.text }
 // fails only when ctx ends, or with ErrTLSHandshake.
 func superviseConnect(ctx context.Context, servers []string, prev *Session, log *slog.Logger, opts []Option) (*Session, error) {
 	if prev != nil {
+		if err := awaitOver(ctx, servers, prev, log); err != nil {
+			return nil, err
+		}
 		// A short random wait too, so that a fleet whose sessions ended
 		// together (an ensemble outage) does not come back at once.
 		jitter := time.Duration(rand.Int64N(int64(SuperviseBackoff.Initial) * 5))
-		if err := SleepCtx(ctx, time.Until(overBy(prev))+jitter); err != nil {
+		if err := SleepCtx(ctx, jitter); err != nil {
 			return nil, err
 		}
 	}
@@ -233,6 +235,36 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 		log.Warn("zookeeper unreachable; retrying", "attempt", attempt, "in", d, "err", err)
 		if err := SleepCtx(ctx, d); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// awaitOver returns once prev is over on the server (see retire.go): at
+// once when the server expired it; otherwise once a server closed it (or
+// said it has expired), trying again with backoff while none can be
+// reached. Only when it cannot be closed so does it wait out its timeout
+// (overBy). It fails only when ctx ends.
+func awaitOver(ctx context.Context, servers []string, prev *Session, log *slog.Logger) error {
+	if !mustRetire(prev) {
+		return nil
+	}
+	id := fmt.Sprintf("0x%x", prev.ID())
+	for attempt := 1; ; attempt++ {
+		err := retire(ctx, servers, prev)
+		switch {
+		case err == nil:
+			log.Debug("previous zookeeper session over on the server", "session", id)
+			return nil
+		case errors.Is(err, errCannotRetire):
+			log.Warn("waiting out the previous session's timeout", "session", id, "err", err)
+			return SleepCtx(ctx, time.Until(overBy(prev)))
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		d := SuperviseBackoff.Delay(attempt)
+		log.Warn("could not close the previous session yet; retrying", "session", id, "attempt", attempt, "in", d, "err", err)
+		if err := SleepCtx(ctx, d); err != nil {
+			return err
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package client
 
 import (
-	"time"
-
 	"github.com/zkgen/zkgen/runtime/internal/wire"
 )
 
@@ -66,10 +64,14 @@ func (g *zxidGuard) wrote(p []byte) {
 func (g *zxidGuard) read(p []byte) { g.in.Read(p, true, g) }
 
 // Connected notes the ConnectResponse read (wire.Handler): the timeout
-// the server granted, and the answer to the ConnectRequest.
-func (g *zxidGuard) Connected(timeout time.Duration) {
-	if timeout > 0 {
-		g.s.negotiated.Store(int64(timeout))
+// the server granted, the session's password (for retire), and the answer
+// to the ConnectRequest.
+func (g *zxidGuard) Connected(h wire.Handshake) {
+	if h.Timeout > 0 {
+		g.s.negotiated.Store(int64(h.Timeout))
+		if h.Passwd != nil {
+			g.s.passwd.Store(&h.Passwd)
+		}
 	}
 	g.clock.connected()
 }

@@ -15,6 +15,8 @@ package wire
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io"
 	"time"
 )
 
@@ -68,11 +70,22 @@ func (o *Out) Wrote(p []byte, zxid int64) Written {
 	return Written{Xid: int32(binary.BigEndian.Uint32(p[requestXidAt:]))}
 }
 
+// Handshake is what a ConnectResponse says.
+type Handshake struct {
+	// Timeout is the session timeout the server granted; 0 when it
+	// granted none: the session it was asked to resume has expired.
+	Timeout time.Duration
+	// SessionID and Passwd are the session's credentials, with which a
+	// later connection resumes it (Passwd is nil when the frame is cut
+	// short).
+	SessionID int64
+	Passwd    []byte
+}
+
 // Handler is told what In reads.
 type Handler interface {
-	// Connected reports the ConnectResponse read, with the session timeout
-	// the server granted (0 if it said none).
-	Connected(timeout time.Duration)
+	// Connected reports the ConnectResponse read.
+	Connected(h Handshake)
 	// Reply reports a reply's (or a notification's, XidNotification, or a
 	// ping's) header.
 	Reply(xid int32, zxid int64)
@@ -80,12 +93,12 @@ type Handler interface {
 
 // In follows the server's stream of one connection.
 type In struct {
-	hs    [connectTimeoutAt + 4]byte // the ConnectResponse's start: length, version, timeout
-	hsN   int                        // bytes of the ConnectResponse read
-	hsLen int                        // its length, -1 until known
-	off   int                        // offset in the current reply frame, length prefix included
-	frame int                        // the current reply frame's length
-	hdr   [replyHeaderSize - 4]byte  // length, xid, zxid
+	hs    [handshakeMax]byte        // the ConnectResponse's start: length, version, timeout, id, password
+	hsN   int                       // bytes of the ConnectResponse read
+	hsLen int                       // its length, -1 until known
+	off   int                       // offset in the current reply frame, length prefix included
+	frame int                       // the current reply frame's length
+	hdr   [replyHeaderSize - 4]byte // length, xid, zxid
 }
 
 // NewIn returns the reader of a fresh connection's stream.
@@ -132,13 +145,7 @@ func (in *In) handshake(p []byte, h Handler) int {
 			in.hsLen = int(binary.BigEndian.Uint32(in.hs[:4]))
 		}
 		if in.hsLen >= 0 && in.hsN == 4+in.hsLen {
-			var timeout time.Duration
-			if in.hsN >= len(in.hs) {
-				if ms := int32(binary.BigEndian.Uint32(in.hs[connectTimeoutAt:])); ms > 0 {
-					timeout = time.Duration(ms) * time.Millisecond
-				}
-			}
-			h.Connected(timeout)
+			h.Connected(ParseConnectResponse(in.hs[:min(in.hsN, len(in.hs))]))
 		}
 	}
 	return i
@@ -154,4 +161,86 @@ func Carries(p []byte, s string) bool {
 		}
 	}
 	return false
+}
+
+// handshakeMax is the length of a ConnectResponse frame with a password of
+// up to 16 bytes (ZooKeeper's are 16): length, protocol version, timeout,
+// session id, password (length and bytes), read-only flag.
+const handshakeMax = 4 + 4 + 4 + 8 + 4 + 16 + 1
+
+// ParseConnectResponse reads frame, a ConnectResponse (length prefix
+// included, possibly cut after the password).
+func ParseConnectResponse(frame []byte) Handshake {
+	var h Handshake
+	if len(frame) < connectTimeoutAt+4 {
+		return h
+	}
+	if ms := int32(binary.BigEndian.Uint32(frame[connectTimeoutAt:])); ms > 0 {
+		h.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	const idAt, pwAt = connectTimeoutAt + 4, connectTimeoutAt + 12
+	if len(frame) < pwAt {
+		return h
+	}
+	h.SessionID = int64(binary.BigEndian.Uint64(frame[idAt:]))
+	if len(frame) < pwAt+4 {
+		return h
+	}
+	if n := int(int32(binary.BigEndian.Uint32(frame[pwAt:]))); n >= 0 && len(frame) >= pwAt+4+n {
+		h.Passwd = append([]byte(nil), frame[pwAt+4:pwAt+4+n]...)
+	}
+	return h
+}
+
+// OpCloseSession is the opcode of the request that closes a session.
+const OpCloseSession = -11
+
+// ConnectRequest returns the frame that opens a connection to the session
+// with the given credentials (a new session when id is 0), asking for
+// timeout. lastZxid is the greatest zxid the client has seen: a server
+// that has seen less refuses it.
+func ConnectRequest(lastZxid int64, timeout time.Duration, id int64, passwd []byte) []byte {
+	b := make([]byte, 4, 4+4+8+4+8+4+len(passwd)+1)
+	b = binary.BigEndian.AppendUint32(b, 0) // protocol version
+	b = binary.BigEndian.AppendUint64(b, uint64(lastZxid))
+	b = binary.BigEndian.AppendUint32(b, uint32(timeout.Milliseconds()))
+	b = binary.BigEndian.AppendUint64(b, uint64(id))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(passwd)))
+	b = append(b, passwd...)
+	b = append(b, 0) // not read-only
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// Request returns the frame of a request without a body.
+func Request(xid int32, op int32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 8)
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	return binary.BigEndian.AppendUint32(b, uint32(op))
+}
+
+// ReadFrame reads one frame of at most limit bytes (length prefix excluded)
+// from r, and returns it with its length prefix.
+func ReadFrame(r io.Reader, limit int) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := int(int32(binary.BigEndian.Uint32(n[:])))
+	if size < 0 || size > limit {
+		return nil, fmt.Errorf("zookeeper frame of %d bytes, more than %d", size, limit)
+	}
+	b := make([]byte, 4+size)
+	copy(b, n[:])
+	_, err := io.ReadFull(r, b[4:])
+	return b, err
+}
+
+// ReplyHeader reads a reply frame's header: the xid of the request it
+// answers, and the error code (0: none).
+func ReplyHeader(frame []byte) (xid int32, code int32, ok bool) {
+	if len(frame) < replyHeaderSize {
+		return 0, 0, false
+	}
+	return int32(binary.BigEndian.Uint32(frame[replyXidAt:])), int32(binary.BigEndian.Uint32(frame[replyZxidAt+8:])), true
 }

@@ -32,7 +32,7 @@ type seen struct {
 	replies  [][2]int64
 }
 
-func (s *seen) Connected(d time.Duration) { s.timeouts = append(s.timeouts, d) }
+func (s *seen) Connected(h Handshake) { s.timeouts = append(s.timeouts, h.Timeout) }
 func (s *seen) Reply(xid int32, zxid int64) {
 	s.replies = append(s.replies, [2]int64{int64(xid), zxid})
 }
@@ -102,5 +102,69 @@ func TestOutStampsZxids(t *testing.T) {
 	}
 	if w := o.Wrote([]byte{0, 0, 0, 1}, 0); !w.Short {
 		t.Fatalf("a 4-byte frame: %+v, want Short", w)
+	}
+}
+
+// A ConnectResponse gives its timeout and credentials; cut short, what it
+// holds; an expired session's (timeout 0) a zero timeout.
+func TestParseConnectResponse(t *testing.T) {
+	pw := bytes.Repeat([]byte{0xab}, 16)
+	body := binary.BigEndian.AppendUint32(nil, 0)
+	body = binary.BigEndian.AppendUint32(body, 6000)
+	body = binary.BigEndian.AppendUint64(body, 0x1234)
+	body = append(binary.BigEndian.AppendUint32(body, 16), pw...)
+	body = append(body, 0)
+	f := frame(body)
+	h := ParseConnectResponse(f)
+	if h.Timeout != 6*time.Second || h.SessionID != 0x1234 || !bytes.Equal(h.Passwd, pw) {
+		t.Fatalf("ParseConnectResponse = %+v", h)
+	}
+	if h := ParseConnectResponse(f[:20]); h.Timeout != 6*time.Second || h.SessionID != 0x1234 || h.Passwd != nil {
+		t.Fatalf("cut before the password: %+v", h)
+	}
+	expired := bytes.Clone(f)
+	clear(expired[8:12])
+	if h := ParseConnectResponse(expired); h.Timeout != 0 {
+		t.Fatalf("expired: %+v", h)
+	}
+}
+
+// The frames written to close a session: a ConnectRequest with the
+// session's credentials (its fields where the server reads them) and a
+// closeSession request; the reply's header is read back.
+func TestCloseSessionFrames(t *testing.T) {
+	pw := bytes.Repeat([]byte{7}, 16)
+	c := ConnectRequest(0x55, 4*time.Second, 0x99, pw)
+	if got := int(binary.BigEndian.Uint32(c)); got != len(c)-4 {
+		t.Fatalf("length prefix %d, frame %d bytes", got, len(c))
+	}
+	if z := binary.BigEndian.Uint64(c[connectZxidAt:]); z != 0x55 {
+		t.Fatalf("last zxid %#x", z)
+	}
+	if ms := binary.BigEndian.Uint32(c[16:]); ms != 4000 {
+		t.Fatalf("timeout %d ms", ms)
+	}
+	if id := binary.BigEndian.Uint64(c[20:]); id != 0x99 {
+		t.Fatalf("session id %#x", id)
+	}
+	if n := binary.BigEndian.Uint32(c[28:]); n != 16 || !bytes.Equal(c[32:48], pw) || len(c) != 49 {
+		t.Fatalf("password: %x", c[28:])
+	}
+	r := Request(3, OpCloseSession)
+	if !bytes.Equal(r, []byte{0, 0, 0, 8, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xf5}) {
+		t.Fatalf("close request %x", r)
+	}
+	rep := binary.BigEndian.AppendUint32(nil, 3)
+	rep = binary.BigEndian.AppendUint64(rep, 0x10)
+	rep = binary.BigEndian.AppendUint32(rep, uint32(0xffffff90)) // -112
+	got, err := ReadFrame(bytes.NewReader(frame(rep)), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xid, code, ok := ReplyHeader(got); !ok || xid != 3 || code != -112 {
+		t.Fatalf("ReplyHeader = %d, %d, %v", xid, code, ok)
+	}
+	if _, err := ReadFrame(bytes.NewReader(frame(make([]byte, 65))), 64); err == nil {
+		t.Fatal("a frame over the limit was read")
 	}
 }
