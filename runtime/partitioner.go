@@ -138,12 +138,14 @@ type JoinOption func(*joinConfig)
 type joinConfig struct {
 	acquired   func(partition int)
 	releasing  func(partition int)
+	fence      func(ctx context.Context, partition int, token int64) error
 	delay      time.Duration
 	streamWait time.Duration
 }
 
 // WithPartitionHooks returns the option that calls acquired(i) right after
-// the member became partition i's owner (its owner node was created), and
+// the member became partition i's owner (its owner node was created, and
+// the fence of WithPartitionFence passed), and
 // releasing(i) right before it stops being the owner: before its owner node
 // is deleted, or when the ownership was lost with the session (the node
 // went with it: then the call is a report after the fact, and the next
@@ -155,6 +157,25 @@ type joinConfig struct {
 // next owner's. Either may be nil.
 func WithPartitionHooks(acquired, releasing func(partition int)) JoinOption {
 	return func(c *joinConfig) { c.acquired, c.releasing = acquired, releasing }
+}
+
+// WithPartitionFence returns the option that calls fence(ctx, i, token)
+// each time the member became partition i's owner, before anyone is told:
+// until fence has returned nil, Owns(i) says false, Token(i) is 0 and
+// Guarded refuses; only then is i delivered on the Owned streams and the
+// acquired hook called. fence registers token with the store the
+// partition's work writes to. A store that refuses tokens below the
+// highest it has seen for i keeps a stale owner out only once a newer
+// token reached it (see [Lock.Token]); with fence, that is before i's new
+// owner can act, so every write of an earlier owner of i that reaches the
+// store after i was handed out is refused. ctx ends when the membership
+// does. If fence fails, the member gives i up at once (its owner node is
+// deleted; nothing was delivered, no hook called), logs the error and,
+// after the retry policy's delay, acquires i again if the plan still
+// gives it, with a new token. fence is called from the member's loop, for
+// up to 64 partitions at once; the loop waits for it. Default: none.
+func WithPartitionFence(fence func(ctx context.Context, partition int, token int64) error) JoinOption {
+	return func(c *joinConfig) { c.fence = fence }
 }
 
 // WithRebalanceDelay returns the option that sets how long the leader waits
@@ -351,10 +372,11 @@ func (a *Assignment[T]) Owns(i int) bool {
 // Token returns partition i's fencing token while the member owns it: the
 // creation zxid of its owner node. Each owner creates that node anew after
 // the previous owner's is gone, so tokens strictly increase across the
-// successive owners of a partition; a resource that remembers the highest
-// token it has seen for the partition and refuses lower ones cannot be
-// written by a stale owner (one paused and replaced, say). It is 0 when i
-// is not owned.
+// successive owners of a partition. A store that refuses tokens below the
+// highest it has seen for the partition keeps a stale owner (one paused
+// and replaced, say) out only once a newer owner's token reached it (see
+// [Lock.Token]); [WithPartitionFence] registers the token there before the
+// partition is handed out. It is 0 when i is not owned.
 func (a *Assignment[T]) Token(i int) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -376,8 +398,8 @@ func (a *Assignment[T]) Token(i int) int64 {
 //
 // What it cannot fence: an owner node deleted by someone else (an
 // operator) while the member's session lives, and re-created by the next
-// owner before the member noticed. Token, checked where the work lands,
-// fences that too.
+// owner before the member noticed. Token, checked where the work lands
+// (and registered there first, see [WithPartitionFence]), fences that too.
 func (a *Assignment[T]) Guarded(ctx context.Context, i int, ops ...any) ([]zk.MultiResponse, error) {
 	if a.zero() {
 		return nil, fmt.Errorf("partition %d: %w (%w)", i, ErrPartitionLost, errZeroValue)
@@ -439,7 +461,8 @@ func (a *Assignment[T]) waitGuards(i int) {
 // owner node, every open stream has handed its reader a set without that
 // partition, so a reader that stops its work on a partition as soon as it
 // receives a set without it never overlaps the next owner (acquired
-// partitions are delivered after their node was created). A stream that
+// partitions are delivered after their node was created and their fence
+// passed, see WithPartitionFence). A stream that
 // keeps a reader waiting longer than the stream wait (WithStreamWait,
 // default 10s) is taken as abandoned and no longer waited for.
 func (a *Assignment[T]) Owned() <-chan []int {

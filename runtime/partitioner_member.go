@@ -350,8 +350,9 @@ type acquireResult struct {
 }
 
 // acquire tries to own the partitions is, ascending, with up to inFlight
-// requests at once: each is owned (its node created), or waited for (the
-// node in the way watched). The hooks are called afterwards, from the
+// requests at once: each is owned (its node created and, with
+// WithPartitionFence, fenced), or waited for (the node in the way
+// watched). The hooks are called afterwards, from the
 // loop's goroutine, in order. It returns the first error; what it could do
 // is done, and the next step tries the rest again.
 func (f *follower[T]) acquire(ctx context.Context, is []int) error {
@@ -386,8 +387,37 @@ func (f *follower[T]) acquire(ctx context.Context, is []int) error {
 			owned, tokens = append(owned, i), append(tokens, r.token)
 		}
 	}
+	owned, tokens, ferr := f.fence(ctx, owned, tokens)
 	f.acquired(owned, tokens)
-	return first
+	return cmp.Or(first, ferr)
+}
+
+// fence runs the fence of WithPartitionFence for the partitions is just
+// acquired, up to inFlight at once, and returns those whose fence passed.
+// The others are given up at once (their owner nodes deleted, or left to
+// the next step's deletePending); the first failure is returned.
+func (f *follower[T]) fence(ctx context.Context, is []int, tokens []int64) ([]int, []int64, error) {
+	fence := f.a.cfg.fence
+	if fence == nil || len(is) == 0 {
+		return is, tokens, nil
+	}
+	errs := make([]error, len(is))
+	client.Parallel(len(is), inFlight, func(k int) { errs[k] = fence(ctx, is[k], tokens[k]) })
+	var passed []int
+	var passedTokens []int64
+	var first error
+	for k, i := range is {
+		if errs[k] != nil {
+			f.undeleted[i] = true
+			first = cmp.Or(first, fmt.Errorf("partitioner %s: partition %d: fence: %w", f.p.dir, i, errs[k]))
+			continue
+		}
+		passed, passedTokens = append(passed, i), append(passedTokens, tokens[k])
+	}
+	if first != nil {
+		_ = f.deletePending(ctx) // what fails here is tried again on the next step
+	}
+	return passed, passedTokens, first
 }
 
 // tryAcquire tries to own partition i: it creates the owner node, or
