@@ -49,7 +49,10 @@
 // ErrPartitionLost, ErrLeaseExpired) and whose lost reply is
 // ErrOutcomeUnknown, and a fencing token (Token, or Epoch) for stores
 // outside ZooKeeper. Between a check and the act that follows it only a
-// fenced write protects the work.
+// fenced write protects the work. A token keeps a stale holder out of a
+// store only once the new holder's token has reached it, so the new holder
+// registers it there before its work ([Lock.Token];
+// [WithPartitionFence] does it for a partitioner).
 //
 // # Long-running services
 //

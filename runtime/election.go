@@ -528,7 +528,8 @@ func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool)
 
 // Epoch returns the leadership's epoch, written in its acknowledgement:
 // greater than the epoch of every earlier leadership of this election. Use
-// it as a fencing token.
+// it as a fencing token, registered with the store before the leader's
+// work starts ([Lock.Token] says what a token guarantees and why).
 func (l *Leadership[T]) Epoch() int64 { return l.epoch }
 
 // Guarded runs ops (go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest,

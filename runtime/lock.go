@@ -438,6 +438,19 @@ func (l *Lock) current() *hold {
 // across successive writers, and a reader's token is above the token of the
 // writer it waited for). It is at least the creation zxid of the handle's
 // own node, and costs no extra request. It is 0 when the lock is not held.
+//
+// What a fencing token guarantees — this one, and [Lease.Token],
+// [Leadership.Epoch], [Assignment.Token] and [TTLLease.Token] alike — is
+// order, nothing more: a later tenure's token is greater. A store outside
+// ZooKeeper that refuses a token below the highest it has seen therefore
+// refuses an earlier holder's writes once a later token has reached it,
+// and not before: until the new holder's token gets there, a stale holder
+// (paused past its tenure and resumed) still writes. The new holder closes
+// that window by registering its token with the store before it does any
+// work — the first act after Lock returns, or of Do's fn; for a
+// partitioner, [WithPartitionFence] does it before the partition is handed
+// out. From then on the store refuses every write carrying an earlier
+// tenure's token.
 func (l *Lock) Token() int64 {
 	if h := l.current(); h != nil {
 		return h.token

@@ -289,7 +289,7 @@ func (le *Lease) Release(ctx context.Context) (err error) {
 }
 
 // Token returns the leases directory's pzxid when the lease was granted
-// (see Lock.Token).
+// (see [Lock.Token], which also says what a token guarantees).
 func (le *Lease) Token() int64 {
 	if le.zero() {
 		return 0

@@ -420,7 +420,7 @@ func (l *TTLLease) Expires() time.Time {
 // released, not found expired, and Expires not passed — so the first call
 // after the process was frozen past the lease's end says false. What it
 // cannot see is what happens between the call and the act that follows;
-// Token, checked where the work lands, fences that.
+// Token, checked where the work lands (see [Lock.Token]), fences that.
 func (l *TTLLease) Held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -430,9 +430,11 @@ func (l *TTLLease) Held() bool {
 // Token returns the lease's fencing token: the creation zxid of its slot
 // node. A slot's node is created anew by each holder after the previous
 // one's is gone, so tokens strictly increase across the successive holders
-// of a slot (not across slots): a resource written under the lease that
-// remembers the highest token per slot (Node) and refuses lower ones
-// cannot be written by a holder whose lease ran out and was taken over.
+// of a slot (not across slots). A resource that remembers the highest token
+// per slot (Node) and refuses lower ones keeps out a holder whose lease ran
+// out and was taken over only once the new holder's token reached it:
+// register the token there right after Acquire returns, before any work
+// (see [Lock.Token]).
 func (l *TTLLease) Token() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
