@@ -121,7 +121,11 @@ func (b *Barrier) Wait(ctx context.Context) (err error) {
 // nor keeps the others from leaving.
 //
 // A DoubleBarrier handle is one participant for one round: use a fresh path
-// (for example a path parameter per round) for every round.
+// (for example a path parameter per round) for every round. A handle that
+// has never entered (a generated accessor's, made per call) answers Leave
+// and Node for the one handle of its session that has entered and not
+// left, when exactly one has: c.Epoch(n).Leave leaves what
+// c.Epoch(n).Enter entered.
 type DoubleBarrier struct {
 	s    *Session
 	dir  string
@@ -130,9 +134,10 @@ type DoubleBarrier struct {
 	acl  []zk.ACL // of created nodes; empty: the session's default
 	name string   // WithResourceName
 
-	mu   chan struct{} // serialises Enter and Leave
-	nmu  sync.Mutex
-	node string // our participant node while entered
+	mu    chan struct{} // serialises Enter and Leave
+	nmu   sync.Mutex
+	node  string // our participant node while entered
+	tried bool   // Enter was called: the handle answers for itself
 }
 
 const (
@@ -154,17 +159,43 @@ func NewDoubleBarrier(s *Session, p Path, size int, opts ...HandleOption) *Doubl
 // Path returns the barrier directory.
 func (d *DoubleBarrier) Path() string { return d.dir }
 
-// Node returns this participant's node while it is entered, else "".
+// Node returns this participant's node while it is entered, else "". On a
+// handle that has never entered it is the node of the one handle of its
+// session that has entered and not left, else "".
 func (d *DoubleBarrier) Node() string {
+	a, _ := answering(d, d.fresh(), d.s, barrierHeld{d.dir})
+	return a.own()
+}
+
+func (d *DoubleBarrier) own() string {
 	d.nmu.Lock()
 	defer d.nmu.Unlock()
 	return d.node
 }
 
+// setNode records the participant's node ("" once it leaves) and keeps
+// the session's holders in step.
 func (d *DoubleBarrier) setNode(n string) {
 	d.nmu.Lock()
 	d.node = n
 	d.nmu.Unlock()
+	if n != "" {
+		holdersOf(d.s).add(barrierHeld{d.dir}, d)
+	} else {
+		holdersOf(d.s).remove(barrierHeld{d.dir}, d)
+	}
+}
+
+// barrierHeld is a double barrier as the session's holders know it
+// (holders.go).
+type barrierHeld struct{ dir string }
+
+// fresh reports whether Enter was never called on d: it then answers for
+// the participant of its session (see holders.go).
+func (d *DoubleBarrier) fresh() bool {
+	d.nmu.Lock()
+	defer d.nmu.Unlock()
+	return !d.tried && d.err == nil
 }
 
 func (d *DoubleBarrier) readyPath() string { return joinPath(d.dir, readyName) }
@@ -188,7 +219,10 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 		return err
 	}
 	defer d.unlock()
-	if d.Node() != "" {
+	d.nmu.Lock()
+	d.tried = true
+	d.nmu.Unlock()
+	if d.own() != "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrAlreadyHeld)
 	}
 	if err := guardSpec(ctx, d.s, d.dir, d.acl, specRecord{Kind: "double_barrier", Size: d.size}); err != nil {
@@ -277,14 +311,20 @@ func (d *DoubleBarrier) unlock() { <-d.mu }
 // ErrNotHeld if this handle has not entered. When ctx ends first, Leave
 // returns ctx's error; its node is deleted anyway (the participant has left,
 // it only stops waiting for the others), and the handle can Enter a fresh
-// barrier path.
-func (d *DoubleBarrier) Leave(ctx context.Context) (err error) {
+// barrier path. On a handle that has never entered, Leave leaves as the
+// one handle of its session that has entered and not left; when several
+// have, it returns ErrNotHeld saying so and leaves nothing.
+func (d *DoubleBarrier) Leave(ctx context.Context) error {
+	return actAs(d, d.fresh(), d.s, barrierHeld{d.dir}, "double barrier", d.dir, func(a *DoubleBarrier) error { return a.leave(ctx) })
+}
+
+func (d *DoubleBarrier) leave(ctx context.Context) (err error) {
 	defer telOf(d.s).begin(ctx, opBarrierLeave, "double_barrier", d.name, d.dir).end(&err)
 	if err := d.lock(ctx); err != nil {
 		return err
 	}
 	defer d.unlock()
-	node := d.Node()
+	node := d.own()
 	if node == "" {
 		return fmt.Errorf("double barrier %s: %w", d.dir, ErrNotHeld)
 	}

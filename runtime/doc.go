@@ -160,6 +160,7 @@ package runtime
 //	tenure.go          a tenure of a node: hold, its monitor and release; tenure,
 //	                   embedded by Leadership, Membership and Lease
 //	contenders.go      node families, sequence numbers (seqCompare), Holder, Owner
+//	holders.go         the session's holders per resource, for handles made per call
 //	stream.go          watch loops delivering the newest state (Watch, Observe)
 //	specguard.go       the spec record a resource's directory keeps
 //	telemetry.go       the recipes' spans and instruments

@@ -87,3 +87,12 @@ func ContendPriority[T any](q *PriorityQueue[T]) {
 		}
 	}
 }
+
+// HeldResources returns how many resources the session's holders registry
+// has entries for (holders.go).
+func HeldResources(s *Session) int {
+	r := holdersOf(s)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}

@@ -53,8 +53,12 @@ var (
 //
 // A Lock stands for one contender. It is not reentrant: Lock on a handle
 // that holds or is acquiring returns ErrAlreadyHeld. After Unlock it can be
-// locked again. Two handles, even on one session, are two contenders. Methods
-// are safe for concurrent use.
+// locked again. Two handles, even on one session, are two contenders. A
+// handle that has never tried to lock (a generated accessor's, made per
+// call) answers Unlock, Token, Held, Lost, Context, Guarded and Revoked
+// for the handle of its session that holds the lock (the same side, for a
+// read/write lock), when exactly one does: c.OrderLock(7).Unlock releases
+// what c.OrderLock(7).Lock took. Methods are safe for concurrent use.
 type Lock struct {
 	s    *Session
 	dir  string
@@ -65,6 +69,7 @@ type Lock struct {
 
 	mu      sync.Mutex
 	busy    bool   // acquiring or holding
+	tried   bool   // an acquisition was started: the handle answers for itself
 	hold    *hold  // non-nil while held
 	pending string // while acquiring: the name prefix of this handle's node
 	purpose string
@@ -165,7 +170,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 		l.mu.Unlock()
 		return false, fmt.Errorf("lock %s: %w", l.dir, ErrAlreadyHeld)
 	}
-	l.busy = true
+	l.busy, l.tried = true, true
 	purpose := l.purpose
 	l.mu.Unlock()
 
@@ -180,8 +185,33 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 		return false, err
 	}
 	l.hold = h
+	if !l.cfg.internal {
+		holdersOf(l.s).add(l.heldKey(), l)
+	}
 	return true, nil
 }
+
+// lockHeld is a lock's side as the session's holders know it (holders.go).
+type lockHeld struct {
+	fam  *family
+	kind int
+	dir  string
+}
+
+// heldKey is the lock's side as the session's holders know it.
+func (l *Lock) heldKey() lockHeld { return lockHeld{fam: l.fam, kind: l.kind, dir: l.dir} }
+
+// fresh reports whether l has never tried to lock: it then answers for
+// the handle of its session that holds the lock (see answering).
+func (l *Lock) fresh() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.tried && !l.cfg.internal && l.err == nil
+}
+
+// answering returns the handle that answers for l, and how many handles of
+// its session hold the lock's side when l is fresh (see holders.go).
+func (l *Lock) answering() (*Lock, int) { return answering(l, l.fresh(), l.s, l.heldKey()) }
 
 // contend runs the lock protocol. It returns a hold when the lock is taken,
 // nil with a nil error when wait is false and the lock is taken by another.
@@ -405,8 +435,15 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 // ended, or it failed while the session lives — it carries on in the
 // background (bounded) and Unlock returns the error: a node left on a live
 // session would block the waiters behind it. Either way the handle can be
-// locked again.
-func (l *Lock) Unlock(ctx context.Context) (err error) {
+// locked again. On a handle that has never tried to lock, Unlock releases
+// the lock held by the one handle of the session that holds it; when
+// several do (readers), it returns ErrNotHeld saying so and releases
+// nothing.
+func (l *Lock) Unlock(ctx context.Context) error {
+	return actAs(l, l.fresh(), l.s, l.heldKey(), "lock", l.dir, func(a *Lock) error { return a.unlock(ctx) })
+}
+
+func (l *Lock) unlock(ctx context.Context) (err error) {
 	defer telOf(l.s).lockOp(ctx, opLockRelease, l).end(&err)
 	if l.err != nil {
 		return l.err
@@ -419,6 +456,9 @@ func (l *Lock) Unlock(ctx context.Context) (err error) {
 	if h == nil {
 		return fmt.Errorf("lock %s: %w", l.dir, ErrNotHeld)
 	}
+	if !l.cfg.internal {
+		holdersOf(l.s).remove(l.heldKey(), l)
+	}
 	return l.release(ctx, h)
 }
 
@@ -427,6 +467,13 @@ func (l *Lock) current() *hold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.hold
+}
+
+// answered returns the current tenure of the handle that answers for l
+// (see answering), and that handle.
+func (l *Lock) answered() (*hold, *Lock) {
+	a, _ := l.answering()
+	return a.current(), a
 }
 
 // Token returns the fencing token of the current tenure: the zxid of the
@@ -438,6 +485,8 @@ func (l *Lock) current() *hold {
 // across successive writers, and a reader's token is above the token of the
 // writer it waited for). It is at least the creation zxid of the handle's
 // own node, and costs no extra request. It is 0 when the lock is not held.
+// On a handle that has never tried to lock it is the token of the one
+// handle of the session that holds the lock (see Lock), else 0.
 //
 // What a fencing token guarantees — this one, and [Lease.Token],
 // [Leadership.Epoch], [Assignment.Token] and [TTLLease.Token] alike — is
@@ -452,7 +501,7 @@ func (l *Lock) current() *hold {
 // out. From then on the store refuses every write carrying an earlier
 // tenure's token.
 func (l *Lock) Token() int64 {
-	if h := l.current(); h != nil {
+	if h, _ := l.answered(); h != nil {
 		return h.token
 	}
 	return 0
@@ -467,10 +516,11 @@ func (l *Lock) Token() int64 {
 // The session's end is always noticed. Noticing the node being deleted by
 // someone else (Reap, a forced revocation) takes a watch on the node, which
 // the first call of Lost or Context sets (revocable locks watch from the
-// start): a lock nobody asks about costs no extra request.
+// start): a lock nobody asks about costs no extra request. A handle that
+// has never tried to lock answers for the session's holder (see Lock).
 func (l *Lock) Lost() <-chan struct{} {
-	if h := l.current(); h != nil {
-		armHold(l.s, h)
+	if h, a := l.answered(); h != nil {
+		armHold(a.s, h)
 		askClock(l.s, h)
 		return h.lost
 	}
@@ -485,9 +535,10 @@ func (l *Lock) Lost() <-chan struct{} {
 // of the runtime has run. What it cannot see: the node deleted by someone
 // else before its watch fired, and anything that happens between this call
 // and the act that follows it; only a fenced write (Guarded, or Token
-// checked by the resource) closes that window.
+// checked by the resource) closes that window. A handle that has never
+// tried to lock answers for the session's holder (see Lock).
 func (l *Lock) Held() bool {
-	h := l.current()
+	h, _ := l.answered()
 	return h != nil && askClock(l.s, h)
 }
 
@@ -500,8 +551,10 @@ func (l *Lock) Held() bool {
 // checking ctx.Err() right after the process resumed from a pause past the
 // session timeout says the lock is lost; contexts derived from it with the
 // context package learn of the end when it is cancelled, a moment later.
+// A handle that has never tried to lock answers for the session's holder
+// (see Lock).
 func (l *Lock) Context() context.Context {
-	if h := l.current(); h != nil {
+	if h, _ := l.answered(); h != nil {
 		armHold(l.s, h)
 		return heldCtx(l.s, h)
 	}
@@ -520,12 +573,19 @@ func (l *Lock) Context() context.Context {
 // lost returns ErrOutcomeUnknown instead (if it was applied, it was while
 // the lock was held). A multi is not idempotent, so nothing is retried; a
 // recoverable error means it was not applied and the lock is still held.
+// A handle that has never tried to lock writes under the tenure of the one
+// handle of its session that holds the lock (see Lock); when several do
+// (readers), it returns ErrNotHeld saying so and sends nothing.
 func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
-	h := l.current()
-	if h == nil {
+	a, n := l.answering()
+	h := a.current()
+	switch {
+	case h == nil && n > 1:
+		return nil, errSeveral("lock", l.dir, n, ErrNotHeld)
+	case h == nil:
 		return nil, fmt.Errorf("lock %s: %w", l.dir, ErrNotHeld)
 	}
 	return guardedMulti(ctx, l.s, h, "lock "+h.node, nil, nil, ops)
@@ -534,9 +594,11 @@ func (l *Lock) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 // Revoked returns a channel closed when another contender has asked the
 // current holder to release the lock (RequestRevoke). Releasing is up to the
 // holder: it should finish or abandon its work and Unlock. For a lock that is
-// not revocable, or when nothing is held, the channel never closes.
+// not revocable, or when nothing is held, the channel never closes. A
+// handle that has never tried to lock answers for the session's holder
+// (see Lock).
 func (l *Lock) Revoked() <-chan struct{} {
-	if h := l.current(); h != nil && l.cfg.revocable {
+	if h, _ := l.answered(); h != nil && l.cfg.revocable {
 		return h.revoked
 	}
 	return neverCh

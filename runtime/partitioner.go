@@ -195,31 +195,63 @@ func WithStreamWait(d time.Duration) JoinOption {
 }
 
 // Owns reports whether this member handle owns partition i now (see
-// Assignment.Owns): false when it is not a member. For work started from
-// the hooks of WithPartitionHooks, under Stay, where no Assignment is at
-// hand.
+// Assignment.Owns). A handle that is not a member — a generated
+// accessor's, made per call — answers for its session: whether a member
+// of this partitioner on the session owns i (c.Shards().Owns(i) is true
+// while c.Shards().Stay keeps the member that owns i). For work started
+// from the hooks of WithPartitionHooks, under Stay, where no Assignment is
+// at hand.
 func (p *Partitioner[T]) Owns(i int) bool {
-	a := p.cur.Load()
+	a := p.answering(i)
 	return a != nil && a.Owns(i)
 }
 
-// Token returns partition i's fencing token while this member handle owns
-// it (see Assignment.Token), else 0.
+// Token returns partition i's fencing token while this member handle (or,
+// for a handle that is not a member, a member of its session: see Owns)
+// owns it (see Assignment.Token), else 0.
 func (p *Partitioner[T]) Token(i int) int64 {
-	if a := p.cur.Load(); a != nil {
+	if a := p.answering(i); a != nil {
 		return a.Token(i)
 	}
 	return 0
 }
 
-// Guarded runs ops only while this member handle owns partition i (see
-// Assignment.Guarded); when it is not a member, ErrPartitionLost and
-// nothing is sent.
+// Guarded runs ops only while this member handle (or, for a handle that is
+// not a member, the member of its session that owns i: see Owns) owns
+// partition i (see Assignment.Guarded). When no member of the session
+// owns i it returns ErrPartitionLost and sends nothing.
 func (p *Partitioner[T]) Guarded(ctx context.Context, i int, ops ...any) ([]zk.MultiResponse, error) {
-	if a := p.cur.Load(); a != nil {
+	if a := p.answering(i); a != nil {
 		return a.Guarded(ctx, i, ops...)
 	}
-	return nil, fmt.Errorf("partitioner %s: partition %d: %w (not a member)", p.dir, i, ErrPartitionLost)
+	why := "no member of this session owns it"
+	if len(heldBy[*Assignment[T]](p.s, partitionerHeld{p.dir})) == 0 {
+		why = "not a member"
+	}
+	return nil, fmt.Errorf("partitioner %s: partition %d: %w (%s)", p.dir, i, ErrPartitionLost, why)
+}
+
+// partitionerHeld is a partitioner as the session's holders know it
+// (holders.go).
+type partitionerHeld struct{ dir string }
+
+// answering returns the assignment that answers for partition i: this
+// handle's, while it is a member; else the one of the session's members
+// of the partitioner that has i in its set (at most one: a partition has
+// one owner), or nil.
+func (p *Partitioner[T]) answering(i int) *Assignment[T] {
+	if a := p.cur.Load(); a != nil {
+		return a
+	}
+	for _, a := range heldBy[*Assignment[T]](p.s, partitionerHeld{p.dir}) {
+		a.mu.Lock()
+		owned := a.owned[i]
+		a.mu.Unlock()
+		if owned {
+			return a
+		}
+	}
+	return nil
 }
 
 // record is the spec record of the partitioner's directory.
@@ -277,9 +309,11 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
 	remove := p.s.OnClose(a.handOverForClose, a.done)
 	p.cur.Store(a)
+	holdersOf(p.s).add(partitionerHeld{p.dir}, a)
 	go func() {
 		a.run()
 		p.cur.CompareAndSwap(a, nil)
+		holdersOf(p.s).remove(partitionerHeld{p.dir}, a)
 		remove()
 	}()
 	return a, nil

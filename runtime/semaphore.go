@@ -32,7 +32,11 @@ import (
 // protocol. Leases are ephemeral: they do not survive their session.
 //
 // A Semaphore handle stands for one participant: it holds at most one lease
-// at a time (Acquire while holding returns ErrAlreadyHeld).
+// at a time (Acquire while holding returns ErrAlreadyHeld). A handle that
+// has never tried to acquire (a generated accessor's, made per call)
+// answers Unlock and Lost for the one handle of its session that holds a
+// lease, when exactly one does: c.Slots().Unlock gives back what
+// c.Slots().Lock took.
 type Semaphore struct {
 	s      *Session
 	dir    string
@@ -46,6 +50,7 @@ type Semaphore struct {
 	mu      sync.Mutex
 	lease   *Lease
 	busy    bool
+	tried   bool // an acquisition was started: the handle answers for itself
 	purpose string
 }
 
@@ -124,7 +129,7 @@ func (m *Semaphore) tryAcquire(ctx context.Context, wait bool) (*Lease, bool, er
 		m.mu.Unlock()
 		return nil, false, fmt.Errorf("semaphore %s: %w", m.dir, ErrAlreadyHeld)
 	}
-	m.busy = true
+	m.busy, m.tried = true, true
 	purpose := m.purpose
 	m.mu.Unlock()
 
@@ -139,6 +144,7 @@ func (m *Semaphore) tryAcquire(ctx context.Context, wait bool) (*Lease, bool, er
 		return nil, false, err
 	}
 	m.lease = &Lease{tenure: tenure{s: m.s, h: h}, sem: m}
+	holdersOf(m.s).add(semHeld{m.dir}, m)
 	return m.lease, true, nil
 }
 
@@ -285,6 +291,7 @@ func (le *Lease) Release(ctx context.Context) (err error) {
 	m.lease = nil
 	m.busy = false
 	m.mu.Unlock()
+	holdersOf(m.s).remove(semHeld{m.dir}, m)
 	return releaseHold(ctx, m.s, le.h)
 }
 
@@ -317,27 +324,47 @@ func (m *Semaphore) Lock(ctx context.Context) error {
 }
 
 // Unlock releases the lease this handle holds (see Lease.Release). It
-// returns ErrNotHeld when it holds none.
+// returns ErrNotHeld when it holds none. On a handle that has never tried
+// to acquire, it releases the lease of the one handle of its session that
+// holds one; when several do, it returns ErrNotHeld saying so and releases
+// nothing.
 func (m *Semaphore) Unlock(ctx context.Context) error {
-	m.mu.Lock()
-	le := m.lease
-	m.mu.Unlock()
-	if le == nil {
-		return fmt.Errorf("semaphore %s: %w", m.dir, ErrNotHeld)
-	}
-	return le.Release(ctx)
+	return actAs(m, m.fresh(), m.s, semHeld{m.dir}, "semaphore", m.dir, func(a *Semaphore) error {
+		le := a.held()
+		if le == nil {
+			return fmt.Errorf("semaphore %s: %w", m.dir, ErrNotHeld)
+		}
+		return le.Release(ctx)
+	})
 }
 
-// Lost returns the Lost channel of the lease this handle holds, or a closed
-// channel when it holds none.
+// Lost returns the Lost channel of the lease this handle holds (on a
+// handle that has never tried to acquire: of the one handle of its session
+// that holds a lease), or a closed channel when it holds none.
 func (m *Semaphore) Lost() <-chan struct{} {
-	m.mu.Lock()
-	le := m.lease
-	m.mu.Unlock()
-	if le == nil {
-		return closedCh
+	a, _ := answering(m, m.fresh(), m.s, semHeld{m.dir})
+	if le := a.held(); le != nil {
+		return le.Lost()
 	}
-	return le.Lost()
+	return closedCh
+}
+
+// held returns the lease the handle holds, or nil.
+func (m *Semaphore) held() *Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lease
+}
+
+// semHeld is a semaphore as the session's holders know it (holders.go).
+type semHeld struct{ dir string }
+
+// fresh reports whether m has never tried to acquire: it then answers for
+// the handle of its session that holds a lease (see holders.go).
+func (m *Semaphore) fresh() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.tried && m.err == nil
 }
 
 // Do acquires a lease, runs fn with a context that also ends if the lease

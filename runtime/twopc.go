@@ -138,9 +138,9 @@ const (
 // With notify "all" (the default) every caller of Outcome watches the
 // votes and can decide. With WithCoordinatorNotify only the coordinator
 // does, and publishes the decision; everyone else watches only the
-// decision. The coordinator is the handle that called Propose (or any
-// handle calling Coordinate); it must call Outcome or Coordinate for anyone
-// to learn the outcome.
+// decision. The coordinator is the session that called Propose, through
+// any of its handles (or any handle calling Coordinate); it must call
+// Outcome or Coordinate for anyone to learn the outcome.
 //
 // Methods are safe for concurrent use.
 type TwoPhaseCommit[T any] struct {
@@ -304,12 +304,33 @@ func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) 
 	return client.OutcomeResend, nil
 }
 
-// setProposed records that this handle created the transaction.
+// setProposed records that this handle created the transaction, and that
+// its session did (for Outcome on the session's other handles).
 func (t *TwoPhaseCommit[T]) setProposed() {
 	t.mu.Lock()
 	t.proposed = true
 	t.mu.Unlock()
+	holdersOf(t.s).add(txProposed{t.dir}, t)
 }
+
+// txProposed is a two-phase commit the session proposed and has not seen
+// decided, as the session's holders know it (holders.go).
+type txProposed struct{ dir string }
+
+// proposedHere reports whether this handle, or another handle of its
+// session, proposed the transaction and it is not yet decided as far as
+// the session saw (see forgetProposal).
+func (t *TwoPhaseCommit[T]) proposedHere() bool {
+	t.mu.Lock()
+	proposed := t.proposed
+	t.mu.Unlock()
+	return proposed || len(heldBy[any](t.s, txProposed{t.dir})) > 0
+}
+
+// forgetProposal drops the session's record of having proposed the
+// transaction, once a decision stands or it is removed: the record lives
+// no longer than the coordinator's work.
+func (t *TwoPhaseCommit[T]) forgetProposal() { holdersOf(t.s).drop(txProposed{t.dir}) }
 
 // Payload reads the transaction's payload. A transaction not proposed yet
 // is an error wrapping ErrNoTx.
@@ -403,11 +424,28 @@ func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
 	t.mu.Unlock()
 }
 
+// joinedHere returns p's presence node if this session created it (another
+// of its handles joined p: handles made per call), else "".
+func (t *TwoPhaseCommit[T]) joinedHere(ctx context.Context, p Participant) (string, error) {
+	_, st, err := t.s.Ops().Get(ctx, t.presencePath(p))
+	switch {
+	case client.IsNoNode(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	case st.EphemeralOwner != t.s.ID():
+		return "", nil
+	}
+	t.setJoined(p)
+	return t.presencePath(p), nil
+}
+
 // Vote casts participant p's vote, once. If this handle joined p, the vote
 // is written only while p's presence node exists (and removes it, in the
 // same multi); if the presence is gone the vote is refused with
-// ErrPresenceLost (the transaction aborts). A participant that did not join
-// may vote directly. Voting again the same is a no-op; voting differently
+// ErrPresenceLost (the transaction aborts); the same if another handle of
+// this session joined p (c.Deploy(id).Vote after c.Deploy(id).Join). A
+// participant that did not join may vote directly. Voting again the same is a no-op; voting differently
 // returns ErrAlreadyVoted; voting for a participant another session joined
 // returns ErrAlreadyJoined. Vote blocks until the transaction is proposed,
 // or ctx ends.
@@ -435,6 +473,11 @@ func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decis
 	r, err := t.waitExists(ctx, t.votePath(p))
 	if err != nil {
 		return client.OutcomeKnown, err
+	}
+	if string(r.Data) == txJoined && presence == "" {
+		if presence, err = t.joinedHere(ctx, p); err != nil {
+			return client.OutcomeKnown, err
+		}
 	}
 	var ops []any
 	switch cur, voted := parseDecision(r.Data); {
@@ -471,17 +514,16 @@ func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decis
 // voting, Commit once all committed. Every caller gets the same decision,
 // and it never changes. With notify "all", or on the coordinator's handle,
 // Outcome watches the votes and writes the decision itself (see
-// Coordinate); otherwise it only watches the decision node. ctx
+// Coordinate); otherwise it only watches the decision node. The
+// coordinator is the session that proposed, whichever of its handles asks:
+// c.Migrate(n).Outcome after c.Migrate(n).Propose coordinates. ctx
 // cancellation returns ctx's error and leaves nothing behind (watches set
 // on missing nodes stay registered on the server until those nodes appear).
 func (t *TwoPhaseCommit[T]) Outcome(ctx context.Context) (Decision, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
-	t.mu.Lock()
-	proposed := t.proposed
-	t.mu.Unlock()
-	if t.coordinator && !proposed {
+	if t.coordinator && !t.proposedHere() {
 		return t.waitDecision(ctx)
 	}
 	return t.Coordinate(ctx)
@@ -517,6 +559,9 @@ func (t *TwoPhaseCommit[T]) Coordinate(ctx context.Context) (d Decision, err err
 		d, decided, err := t.evaluate(ctx, w)
 		if err == nil && decided {
 			d, err = t.decide(ctx, d)
+		}
+		if err == nil && d != 0 {
+			t.forgetProposal()
 		}
 		if err != nil || d != 0 {
 			return d, err
@@ -790,6 +835,7 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 	if err := t.s.Ops().Delete(ctx, t.dir, -1); err != nil && !client.IsNoNode(err) {
 		return err
 	}
+	t.forgetProposal()
 	return nil
 }
 
