@@ -30,6 +30,9 @@ func newFile(s *spec.Spec) *jen.File {
 	}
 	f.Comment(fmt.Sprintf("Client hands out the handles of the coordination topology declared in %s, rooted at %s.", src, root))
 	f.Comment("Handles are cheap: each call returns a new participant (contender, member, ...).")
+	f.Comment("A handle that has taken nothing yet answers for its session's: Unlock releases")
+	f.Comment("the lock another call's handle took, Owns says whether a member of the session")
+	f.Comment("owns the partition (see the runtime type of each handle).")
 	f.Type().Id("Client").Struct(
 		jen.Id("sess").Op("*").Qual(runtimePkg, "Session"),
 	)

@@ -34,8 +34,8 @@ func init() {
 			}
 			if r.Notify == spec.NotifyCoordinator {
 				lines = append(lines,
-					"Only the coordinator (the handle that proposed) watches the votes; it must call",
-					"Outcome to publish the decision the others wait for.")
+					"Only the coordinator (the session that proposed, through any handle) watches the",
+					"votes; it must call Outcome to publish the decision the others wait for.")
 			}
 			return lines
 		},

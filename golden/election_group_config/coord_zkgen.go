@@ -12,6 +12,9 @@ import (
 
 // Client hands out the handles of the coordination topology declared in zkgen.yaml, rooted at /app.
 // Handles are cheap: each call returns a new participant (contender, member, ...).
+// A handle that has taken nothing yet answers for its session's: Unlock releases
+// the lock another call's handle took, Owns says whether a member of the session
+// owns the partition (see the runtime type of each handle).
 type Client struct {
 	sess *runtime.Session
 }
@@ -210,8 +213,8 @@ const (
 // aborts) and Votes runtime.Commit or runtime.Abort once. Outcome blocks until the
 // decision, written once and the same for everyone: abort as soon as any aborts,
 // commit when all commit.
-// Only the coordinator (the handle that proposed) watches the votes; it must call
-// Outcome to publish the decision the others wait for.
+// Only the coordinator (the session that proposed, through any handle) watches the
+// votes; it must call Outcome to publish the decision the others wait for.
 func (c *Client) Migrate(n int) MigrateHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify(), runtime.WithResourceName("migrate"))
 }

@@ -12,6 +12,9 @@ import (
 
 // Client hands out the handles of the coordination topology declared in zkgen.yaml, rooted at /family.
 // Handles are cheap: each call returns a new participant (contender, member, ...).
+// A handle that has taken nothing yet answers for its session's: Unlock releases
+// the lock another call's handle took, Owns says whether a member of the session
+// owns the partition (see the runtime type of each handle).
 type Client struct {
 	sess *runtime.Session
 }
