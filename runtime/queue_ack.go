@@ -23,14 +23,17 @@ type Delivery[T any] struct {
 	// included: 1 the first time. It is counted in ZooKeeper, across
 	// consumers and sessions; a delivery whose consumer's session ended
 	// before Ack or Release counts too, and so does a claim given back
-	// because the Take's ctx ended before it returned. It is 0 for
-	// at-most-once queues.
+	// because the Take's ctx ended before it returned. A delivery given
+	// back with GiveBack does not count: the next one has the same
+	// Attempt. It is 0 for at-most-once queues.
 	Attempt int
 
 	q     *queue[T]
 	node  string
 	claim string
 	data  []byte // the item's encoding, for a move to the dead letters
+	raw   []byte // the item node's data, written back by GiveBack (nil for an item carried in its name)
+	ver   int32  // the item node's data version when claimed: its give-backs so far
 	once  settleOnce
 }
 
@@ -92,26 +95,32 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 	return client.OpError("ack", d.node, err)
 }
 
-// Release gives the item back without consuming it: its claim is deleted
-// and another consumer (or this one, on a later pass) takes it again. On a
-// queue with WithDeadLetterAfter(n), a delivery whose Attempt is n or more
-// is moved to the dead letters instead (see AckQueue.DeadLetters), in one
-// multi. Errors are as for Ack.
-func (d *Delivery[T]) Release(ctx context.Context) error { return d.release(ctx, "") }
+// Release gives the item back without consuming it, and the delivery
+// counts (Attempt): its claim is deleted and another consumer (or this
+// one, on a later pass) takes it again. With After(d) the claim is kept d
+// longer, so that no consumer takes the item before d has passed (see
+// After). On a queue with WithDeadLetterAfter(n), a delivery whose Attempt
+// is n or more is moved to the dead letters instead (see
+// AckQueue.DeadLetters), in one multi, at once. Errors are as for Ack.
+// Release is for a failure of the item's own; GiveBack is for a consumer
+// that could not run it.
+func (d *Delivery[T]) Release(ctx context.Context, opts ...ReleaseOption) error {
+	return d.release(ctx, "", opts)
+}
 
 // Nack is Release with the reason this consumer gives the item up: when
 // the release moves the item to the dead letters, the dead letter keeps
 // reason's text (DeadLetter.Reason), so whoever looks at it learns why the
 // item died. A nil reason is Release. Consume nacks with its function's
 // error.
-func (d *Delivery[T]) Nack(ctx context.Context, reason error) error {
+func (d *Delivery[T]) Nack(ctx context.Context, reason error, opts ...ReleaseOption) error {
 	if reason == nil {
-		return d.release(ctx, "")
+		return d.release(ctx, "", opts)
 	}
-	return d.release(ctx, reason.Error())
+	return d.release(ctx, reason.Error(), opts)
 }
 
-func (d *Delivery[T]) release(ctx context.Context, reason string) (err error) {
+func (d *Delivery[T]) release(ctx context.Context, reason string, opts []ReleaseOption) (err error) {
 	if d.q == nil {
 		return errZeroValue
 	}
@@ -121,6 +130,13 @@ func (d *Delivery[T]) release(ctx context.Context, reason string) (err error) {
 	}
 	if n := d.q.deadAfter; n > 0 && d.Attempt >= n {
 		return d.q.moveDead(ctx, d.node, d.claim, d.data, reason)
+	}
+	if after := releaseAfter(opts); after > 0 {
+		if err := d.q.s.Err(); err != nil {
+			return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
+		}
+		d.q.holdClaim(d.claim, after)
+		return nil
 	}
 	err = d.q.s.Ops().DeleteOwned(ctx, d.claim)
 	switch {
@@ -239,7 +255,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 		if errors.Is(err, errItemGone) {
 			return // acked or moved by another since our listing: nothing to claim
 		}
-		cs[i] = claimed{path: p, claim: c, ok: ok, busy: !ok && err == nil, attempt: attempt, err: err}
+		cs[i] = claimed{path: p, claim: c, ok: ok, busy: !ok && err == nil, attempt: attempt, inline: cands[i].hasIn, err: err}
 	})
 	var paths []string
 	var errs []error
@@ -268,7 +284,8 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 type claimed struct {
 	path, claim string
 	ok, busy    bool
-	attempt     int
+	attempt     int  // deliveries counted in the attempts node, given-back ones included
+	inline      bool // the item rides in its name; its node holds no data
 	err         error
 }
 
@@ -285,10 +302,13 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 			q.unclaimGone(c.claim)
 			continue
 		}
-		if f.err == nil && q.deadAfter > 0 && c.attempt > q.deadAfter {
+		// The item's data version counts the deliveries given back
+		// (GiveBack), which the attempts node counted too.
+		attempt := max(c.attempt-int(f.ver), 1)
+		if f.err == nil && q.deadAfter > 0 && attempt > q.deadAfter {
 			// Delivered deadAfter times already without an ack: a poison
 			// item. Move it instead of delivering it again.
-			why := fmt.Sprintf("delivery %d ended without an ack or a release: its consumer's session ended", c.attempt-1)
+			why := fmt.Sprintf("delivery %d ended without an ack or a release: its consumer's session ended", attempt-1)
 			if err := q.moveDead(ctx, c.path, c.claim, f.data, why); err != nil {
 				errs = append(errs, err)
 			}
@@ -308,7 +328,11 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 			errs = append(errs, err)
 			continue
 		}
-		out = append(out, &Delivery[T]{Value: v, Attempt: c.attempt, q: q, node: c.path, claim: c.claim, data: f.data})
+		d := &Delivery[T]{Value: v, Attempt: attempt, q: q, node: c.path, claim: c.claim, data: f.data, ver: f.ver}
+		if !c.inline {
+			d.raw = f.data
+		}
+		out = append(out, d)
 	}
 	return out, errs
 }
@@ -318,7 +342,8 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 // (<dir>/attempts/<bucket>.<item>, created at the first delivery, its data
 // version bumped at each later one), so the count survives the consumers'
 // sessions. It reports ok false (and no error) when another session holds
-// the claim, and otherwise the delivery's attempt number (1 for the first).
+// the claim, and otherwise the deliveries counted, this one included (1 for
+// the first; deliver takes the given-back ones off).
 // A multi retried after a connection loss that finds the claim checks
 // whether it is ours, and then reads the count. The multi also checks that
 // item exists: a claim of an item acked or moved since the caller listed

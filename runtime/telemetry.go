@@ -71,6 +71,7 @@ const (
 	opLower
 	opAck
 	opRelease
+	opGiveBack
 	opConfigGet
 	opConfigSet
 	opConfigCAS
@@ -134,6 +135,7 @@ var opInfo = [numOps]struct {
 	opLower:        {"zkgen.barrier.lower", histNone},
 	opAck:          {"zkgen.queue.ack", histNone},
 	opRelease:      {"zkgen.queue.release", histNone},
+	opGiveBack:     {"zkgen.queue.give_back", histNone},
 
 	opConfigGet:        {"zkgen.config.get", histNone},
 	opConfigSet:        {"zkgen.config.set", histNone},
