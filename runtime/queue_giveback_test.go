@@ -107,7 +107,7 @@ func TestConsumeGiveBackDeadLettersNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	errNoGPU := errors.New("no GPU lease yet")
-	cctx, stop := context.WithCancel(ctx)
+	cctx, stop := context.WithTimeout(ctx, 20*time.Second) // ample: it takes about 1 s
 	calls, ran := 0, map[int]int{}
 	err := q.Consume(cctx, func(ctx context.Context, j job) error {
 		if calls++; calls <= 100 {
@@ -118,6 +118,7 @@ func TestConsumeGiveBackDeadLettersNothing(t *testing.T) {
 		}
 		return nil
 	}, runtime.WithBackoff(time.Millisecond, time.Millisecond))
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,6 @@ func TestQueueReleaseAfterHonouredByOthers(t *testing.T) {
 // ErrClaimLost, and the delivery counts.
 func TestQueueGiveBackLostReplies(t *testing.T) {
 	srv := server(t)
-	ctx := testCtx(t, time.Minute)
 	obsSess := connect(t, srv.Servers())
 	for _, tc := range []struct {
 		name    string
@@ -266,6 +266,7 @@ func TestQueueGiveBackLostReplies(t *testing.T) {
 		{"expired before", -1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t, 30*time.Second)
 			dir := testRoot(t)
 			f := newFaulty(t, srv)
 			q := runtime.NewAckQueue(f.s, runtime.At(dir), runtime.JSONCodec[job]())
