@@ -1103,15 +1103,20 @@ func prefetchQueueSearch(r *searchRun) {
 // consumers and sessions"; "the Release of an item's N-th delivery, or the
 // next claim after its N-th consumer died, moves it" to the dead letters,
 // "in the queue or in the dead letters, never both, never neither"; a
-// consumer that dies before Ack "gives it back to the others"): an item's
-// deliveries have strictly growing Attempts, none above 3; an item whose
+// consumer that dies before Ack "gives it back to the others"). Consumers
+// also give items back now and then (GiveBack: "the item's next delivery
+// has this one's Attempt"), and release or give back with After(d) ("none
+// takes the item before d has passed"; "if the session ends first ... the
+// item is back then"). Checked: an item's deliveries have strictly growing
+// Attempts, but after a give-back (or one whose outcome is unknown) the
+// next one's is not lower, none above 3; an item whose
 // 3rd delivery was released is in the dead letters and never delivered
 // again; every item put is acked or dead-lettered (an item released or
 // whose consumer died is delivered again, or dead-lettered: never lost),
 // never both, and acked at most once; nothing delivered that was not put;
 // an item is delivered again only once its claim ended: its holder began
-// to ack or release it, or the holder's session ended (ErrClaimLost: "its
-// session ended").
+// to ack, release or give it back (and the After it gave has passed), or
+// the holder's session ended (ErrClaimLost: "its session ended").
 func deadLetterSearch(r *searchRun) {
 	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
@@ -1137,9 +1142,20 @@ func deadLetterSearch(r *searchRun) {
 		who    int
 		sid    int64
 		ending bool
+		until  time.Time // After: held until then (virtual time)
 	}
 	claims := map[string]claim{}
+	gaveBack := map[string]bool{} // the item's last delivery was given back (or maybe)
 	live := func(sid int64) bool { return slices.Contains(r.srv.Sessions(), sid) }
+	// hold records the claim an After keeps (a zero until keeps none).
+	hold := func(v string, c claim) {
+		if c.until.IsZero() {
+			return
+		}
+		mu.Lock()
+		claims[v] = c
+		mu.Unlock()
+	}
 	// consume takes one delivery and deals with it; it reports whether it
 	// got one.
 	consume := func(who int, q *runtime.AckQueue[string], tctx context.Context, rng *rand.Rand, w *simSession) bool {
@@ -1151,18 +1167,19 @@ func deadLetterSearch(r *searchRun) {
 		r.event(who, "took %s attempt %d (err %v)", v, d.Attempt, err)
 		mu.Lock()
 		as := attempts[v]
-		if len(as) > 0 && d.Attempt <= as[len(as)-1] {
-			r.violate("attempts counted", "%s delivered with attempt %d after attempt %d", v, d.Attempt, as[len(as)-1])
+		if len(as) > 0 && (d.Attempt < as[len(as)-1] || d.Attempt == as[len(as)-1] && !gaveBack[v]) {
+			r.violate("attempts counted", "%s delivered with attempt %d after attempt %d (given back: %v)", v, d.Attempt, as[len(as)-1], gaveBack[v])
 		}
+		gaveBack[v] = false
 		if d.Attempt > n || d.Attempt < 1 {
 			r.violate("dead-lettered after exactly N", "%s delivered with attempt %d (dead letters after %d)", v, d.Attempt, n)
 		}
 		if moved[v] {
 			r.violate("never delivered once dead", "%s delivered (attempt %d) after the release of its attempt %d moved it", v, d.Attempt, n)
 		}
-		if c, ok := claims[v]; ok && !c.ending && live(c.sid) {
-			r.violate("redelivered only after a claim ended", "%s delivered (attempt %d) while p%d's claim on session %x, live, was not acked nor released",
-				v, d.Attempt, c.who, c.sid)
+		if c, ok := claims[v]; ok && (!c.ending || time.Now().Before(c.until)) && live(c.sid) {
+			r.violate("redelivered only after a claim ended", "%s delivered (attempt %d) while p%d's claim on session %x, live, was not acked nor released (or held until %v)",
+				v, d.Attempt, c.who, c.sid, c.until)
 		}
 		attempts[v] = append(as, d.Attempt)
 		sid := int64(0)
@@ -1174,6 +1191,12 @@ func deadLetterSearch(r *searchRun) {
 		if w != nil && rng.IntN(2) == 0 {
 			time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond) // works on it a while
 		}
+		var opts []runtime.ReleaseOption
+		var until time.Time
+		if rng.IntN(3) == 0 {
+			after := time.Duration(1+rng.IntN(3000)) * time.Millisecond
+			opts, until = []runtime.ReleaseOption{runtime.After(after)}, time.Now().Add(after)
+		}
 		mu.Lock()
 		claims[v] = claim{who: who, sid: sid, ending: true} // what follows ends it
 		mu.Unlock()
@@ -1181,18 +1204,32 @@ func deadLetterSearch(r *searchRun) {
 		case w != nil && rng.IntN(10) == 0:
 			r.crash(who, w) // dies holding it: the claim goes with the session
 		case poison(v) || rng.IntN(5) == 0:
+			hold(v, claim{who: who, sid: sid, ending: true, until: until})
 			var err error
 			if poison(v) { // a nack with its reason
-				err = d.Nack(ctx, fmt.Errorf("poison %s", v))
+				err = d.Nack(ctx, fmt.Errorf("poison %s", v), opts...)
 			} else {
-				err = d.Release(ctx)
+				err = d.Release(ctx, opts...)
 			}
-			r.event(who, "release %s: %v", v, err)
+			r.event(who, "release %s (%d options): %v", v, len(opts), err)
 			if err == nil && d.Attempt >= n {
 				mu.Lock()
 				moved[v] = true
 				mu.Unlock()
 			}
+		case rng.IntN(4) == 0:
+			hold(v, claim{who: who, sid: sid, ending: true, until: until})
+			mu.Lock()
+			gaveBack[v] = true // set before: a next delivery may come before GiveBack returns
+			k := len(attempts[v])
+			mu.Unlock()
+			err := d.GiveBack(ctx, opts...)
+			r.event(who, "give back %s attempt %d (%d options): %v", v, d.Attempt, len(opts), err)
+			mu.Lock()
+			if errors.Is(err, runtime.ErrClaimLost) && len(attempts[v]) == k {
+				gaveBack[v] = false // not sent: its session's end counted it
+			}
+			mu.Unlock()
 		default:
 			err := d.Ack(ctx)
 			r.event(who, "ack %s: %v", v, err)
