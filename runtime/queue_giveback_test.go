@@ -176,8 +176,9 @@ func TestConsumeFailureBacksOff(t *testing.T) {
 // take the next items, and Peek shows none. If the releasing session ends
 // first, the item is back then, counted; nothing is lost. A short After
 // ends by itself: a consumer waiting for the item gets it, no earlier than
-// the delay after the release. A give-back with After keeps it from others
-// too, and does not count even when its session ends during the delay.
+// the delay after the release, and closing the releasing session ends it
+// at once. A give-back with After keeps the item from others too, and
+// does not count even when its session ends during the delay.
 func TestQueueReleaseAfterHonouredByOthers(t *testing.T) {
 	srv := server(t)
 	dir := testRoot(t)
@@ -207,6 +208,9 @@ func TestQueueReleaseAfterHonouredByOthers(t *testing.T) {
 	}
 	if j, ok, err := qb.Peek(ctx); ok || err != nil {
 		t.Fatalf("Peek = %+v, %v, %v; want nothing: items 1 and 2 back off", j, ok, err)
+	}
+	if st, err := qb.Stats(ctx); err != nil || st.Len != 2 || st.Claimed != 2 {
+		t.Fatalf("Stats = %+v, %v; want 2 items, both claimed", st, err)
 	}
 	for _, c := range childrenOf(t, sb, dir+"/claims") {
 		if !strings.Contains(c, ".item-") {
@@ -242,6 +246,19 @@ func TestQueueReleaseAfterHonouredByOthers(t *testing.T) {
 	d = takeOne(t, ctx, qb)
 	if since := time.Since(released); since < delay || d.Value.N != 5 || d.Attempt != 2 {
 		t.Fatalf("took item %d attempt %d, %v after its release; want item 5 attempt 2, %v or later", d.Value.N, d.Attempt, since, delay)
+	}
+
+	// Closing the releasing session gives a held item back at once.
+	if err := errors.Join(d.Ack(ctx), qb.Put(ctx, job{N: 6})); err != nil {
+		t.Fatal(err)
+	}
+	sd := connect(t, srv.Servers())
+	if err := takeOne(t, ctx, runtime.NewAckQueue(sd, runtime.At(dir), runtime.JSONCodec[job]())).Release(ctx, runtime.After(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	sd.Close()
+	if d := takeOne(t, ctx, qb); d.Value.N != 6 || d.Attempt != 2 {
+		t.Fatalf("after the releaser's Close: item %d attempt %d; want item 6 attempt 2", d.Value.N, d.Attempt)
 	}
 }
 

@@ -305,7 +305,14 @@ func TestTelemetryQueue(t *testing.T) {
 	if err := d2.Release(ctx); err == nil {
 		t.Fatal("a second Release succeeded")
 	}
-	for name, want := range map[string]int{"zkgen.queue.ack": 1, "zkgen.queue.release": 2} {
+	d3, err := aq.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d3.GiveBack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"zkgen.queue.ack": 1, "zkgen.queue.release": 2, "zkgen.queue.give_back": 1} {
 		if n := len(o.spansNamed(name)); n != want {
 			t.Errorf("%d %s spans, want %d", n, name, want)
 		}

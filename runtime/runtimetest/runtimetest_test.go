@@ -61,8 +61,8 @@ func TestValuesAreHeldAndLostWhenTaken(t *testing.T) {
 	}
 }
 
-// Release, Resign and Leave give the values up; Ack consumes a delivery and
-// Release puts it back.
+// Release, Resign and Leave give the values up; Ack consumes a delivery,
+// Release and GiveBack put it back.
 func TestValuesAreGivenUp(t *testing.T) {
 	e := runtimetest.New(t)
 	ctx := context.Background()
@@ -90,6 +90,10 @@ func TestValuesAreGivenUp(t *testing.T) {
 	d = runtimetest.Delivery(e, "job-2")
 	if err := d.Release(ctx); err != nil || !e.Exists(d.Node()) {
 		t.Fatalf("Release: %v (item back: %v)", err, e.Exists(d.Node()))
+	}
+	d = runtimetest.Delivery(e, "job-3")
+	if err := d.GiveBack(ctx); err != nil || !e.Exists(d.Node()) {
+		t.Fatalf("GiveBack: %v (item back: %v)", err, e.Exists(d.Node()))
 	}
 }
 
