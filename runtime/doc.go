@@ -182,6 +182,7 @@ package runtime
 //	queue_put.go       puts
 //	queue_take.go      the consumer's walk, at-most-once takes
 //	queue_ack.go       at-least-once takes: claims, Delivery
+//	queue_giveback.go  a delivery given back uncounted, or released After a delay
 //
 // Long-running services (Supervise is the client layer's):
 //

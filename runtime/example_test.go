@@ -330,8 +330,8 @@ func ExampleAckQueue() {
 }
 
 // Consume runs a function on each item until ctx ends: it acks the item
-// when the function returns nil and releases it, to be delivered again,
-// when it fails.
+// when the function returns nil and releases it, to be delivered again
+// after a backoff, when it fails (GiveBack: again at once, uncounted).
 func ExampleAckQueue_Consume() {
 	sess := session()
 	defer sess.Close()

@@ -123,10 +123,11 @@ func queueMethodsDoc(r *spec.Resource, put string) []string {
 	if r.Delivery == spec.AtLeastOnce {
 		doc := []string{first,
 			"Take blocks until it claims an item and returns it as a delivery: Ack consumes it,",
-			"Release gives it back, and a consumer whose session ends before Ack releases it;",
-			"TakeN claims several; Len counts the items, claimed ones included; Peek shows",
-			"the next one without claiming it; Stats counts them. Delivery.Attempt counts",
-			"an item's deliveries across consumers;",
+			"Release gives it back, GiveBack too without counting the delivery (the consumer,",
+			"not the item, could not go on), and a consumer whose session ends before Ack",
+			"releases it; TakeN claims several; Len counts the items, claimed ones included;",
+			"Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt",
+			"counts an item's deliveries across consumers;",
 		}
 		if r.DeadLetterAfter > 0 {
 			return append(doc, fmt.Sprintf("after %d without an ack the item moves to DeadLetters (Requeue, Discard).", r.DeadLetterAfter))

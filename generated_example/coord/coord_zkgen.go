@@ -134,10 +134,11 @@ const (
 // Priorities, most urgent first: TasksUrgent, TasksNormal, TasksBulk; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 func (c *Client) Tasks() TasksHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
@@ -147,10 +148,11 @@ func (c *Client) Tasks() TasksHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // after 3 without an ack the item moves to DeadLetters (Requeue, Discard).
 func (c *Client) Outbox() OutboxHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/zkgen-example/queues/outbox"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("outbox"))
@@ -163,10 +165,11 @@ func (c *Client) Outbox() OutboxHandle {
 // Peek shows the item due first, due or not.
 // Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 // Requeue puts a dead letter back at its due time, which has passed: due at once.
 func (c *Client) Reminders() RemindersHandle {

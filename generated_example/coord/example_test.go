@@ -173,7 +173,7 @@ func ExampleClient_Jobs() {
 
 // The tasks queue (delivery: at_least_once) serves urgent before normal
 // before bulk; Consume acks an item when the function returns nil and
-// gives it back when it fails.
+// releases it when it fails (delivered again after a backoff).
 func ExampleClient_Tasks() {
 	c, closeSession := client()
 	defer closeSession()

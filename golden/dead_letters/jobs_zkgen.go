@@ -55,10 +55,11 @@ type Job struct {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // after 5 without an ack the item moves to DeadLetters (Requeue, Discard).
 func (c *Client) Builds() BuildsHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/jobs/queues/builds"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(5), runtime.WithResourceName("builds"))
@@ -77,10 +78,11 @@ const (
 // Priorities, most urgent first: DeploysHotfix, DeploysRelease; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // after 3 without an ack the item moves to DeadLetters (Requeue, Discard).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.
@@ -95,10 +97,11 @@ func (c *Client) Deploys(env string) DeploysHandle {
 // Peek shows the item due first, due or not.
 // Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // after 4 without an ack the item moves to DeadLetters (Requeue, Discard).
 // Requeue puts a dead letter back at its due time, which has passed: due at once.
 func (c *Client) Rollouts() RolloutsHandle {
@@ -109,10 +112,11 @@ func (c *Client) Rollouts() RolloutsHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 func (c *Client) Retries() RetriesHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/jobs/queues/retries"), runtime.JSONCodec[Job](), runtime.WithResourceName("retries"))

@@ -73,10 +73,11 @@ func (c *Client) Reminders() RemindersHandle {
 // Peek shows the item due first, due or not.
 // Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 // Requeue puts a dead letter back at its due time, which has passed: due at once.
 // A string parameter that is empty, ".", ".." or contains "/" or control

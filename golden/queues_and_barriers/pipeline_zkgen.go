@@ -88,10 +88,11 @@ func (c *Client) LogLines(service string) LogLinesHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 func (c *Client) Orders() OrdersHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order](), runtime.WithResourceName("orders"))
@@ -145,10 +146,11 @@ const (
 // Priorities, most urgent first: FulfilmentExpress, FulfilmentStandard, FulfilmentEconomy, FulfilmentBackfill; FIFO within one priority.
 // Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 // A string parameter that is empty, ".", ".." or contains "/" or control
 // characters makes every method return runtime.ErrInvalidPath.

@@ -92,10 +92,11 @@ func (c *Client) Partition(partition int) PartitionHandle {
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;
 // Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, and a consumer whose session ends before Ack releases it;
-// TakeN claims several; Len counts the items, claimed ones included; Peek shows
-// the next one without claiming it; Stats counts them. Delivery.Attempt counts
-// an item's deliveries across consumers;
+// Release gives it back, GiveBack too without counting the delivery (the consumer,
+// not the item, could not go on), and a consumer whose session ends before Ack
+// releases it; TakeN claims several; Len counts the items, claimed ones included;
+// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
+// counts an item's deliveries across consumers;
 // DeadLetters lists the dead letters (none unless dead_letter_after is set).
 //
 // Nodes it creates are readable by everyone and writable only by the authenticated
