@@ -112,7 +112,7 @@ func (d *Delivery[T]) Release(ctx context.Context, opts ...ReleaseOption) error 
 // the release moves the item to the dead letters, the dead letter keeps
 // reason's text (DeadLetter.Reason), so whoever looks at it learns why the
 // item died. A nil reason is Release. Consume nacks with its function's
-// error.
+// error (unless that error is a give-back, ErrGiveBack).
 func (d *Delivery[T]) Nack(ctx context.Context, reason error, opts ...ReleaseOption) error {
 	if reason == nil {
 		return d.release(ctx, "", opts)
