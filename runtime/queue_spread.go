@@ -90,14 +90,14 @@ type spread struct {
 	relisted bool            // the cache was listed again since the last item of the own chunk
 	busy     map[string]bool // names of the chunk claims of others seen (bucket busyB)
 	busyB    string
-	skipped  int             // items of others' chunks the last listing left out: a change of the claims matters
-	listed   bool            // busy and top are from a listing of the claims made since the last claim
-	top      int64           // highest chunk index claimed by others in that listing; -1: none
-	stuck    <-chan zk.Event // a priority level's stuckLevel channel, until it fires
-	held     time.Time       // when it began to wait with nothing but others' chunks; zero: not waiting so
-	over     map[string]bool // others' chunk claims it waited chunkWait for (overstayed), until they go
-	linger   *time.Timer     // releases own after claimLinger
-	lingers  bool            // linger is armed
+	skipped  int              // items of others' chunks the last listing left out: a change of the claims matters
+	listed   bool             // busy and top are from a listing of the claims made since the last claim
+	top      int64            // highest chunk index claimed by others in that listing; -1: none
+	stuck    <-chan zk.Event  // a priority level's stuckLevel channel, until it fires
+	held     time.Time        // when it began to wait with nothing but others' chunks; zero: not waiting so
+	over     map[string]int64 // others' chunk claims it waited chunkWait for (overstayed), until they go: name -> creation zxid (0: not read yet)
+	linger   *time.Timer      // releases own after claimLinger
+	lingers  bool             // linger is armed
 }
 
 // spreadCands picks the candidates of a spread consumer's take (up to n)
@@ -163,7 +163,7 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 		return q.cut(i, i+1), nil // a claim would cost as much as a lost race
 	}
 	name := chunkName(c.bucket, spreadChunk, c.cache[i].seq)
-	if sp.over[name] {
+	if _, over := sp.over[name]; over {
 		return q.overstayedCands(i, end), nil
 	}
 	claim := joinPath(joinPath(q.dir, claimsDir), name)
@@ -288,10 +288,10 @@ func (q *queue[T]) unspread() {
 	q.releaseOwn()
 	sp.on, sp.skipped, sp.held = false, 0, time.Time{}
 	if sp.over == nil {
-		sp.over = map[string]bool{}
+		sp.over = map[string]int64{}
 	}
 	for name := range sp.busy {
-		sp.over[name] = true
+		sp.over[name] = 0
 	}
 	clear(sp.busy)
 	sp.listed = false
@@ -299,7 +299,7 @@ func (q *queue[T]) unspread() {
 	passed := false
 	for p, claim := range c.busy {
 		if isChunkClaim(claim) {
-			sp.over[claim] = true
+			sp.over[claim] = 0
 			delete(c.busy, p)
 			passed = true
 		}
@@ -389,15 +389,42 @@ func (q *queue[T]) listClaims(ctx context.Context) error {
 	sp.listed, sp.top = true, -1
 	clear(sp.busy)
 	q.forgetGone(kids)
+	if err := q.checkOver(ctx); err != nil {
+		return err
+	}
 	prefix := fmt.Sprintf("%s.k%d-", c.bucket, spreadChunk)
 	for _, k := range kids {
 		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok || sp.over[k] || joinPath(joinPath(q.dir, claimsDir), k) == sp.own {
+		_, over := sp.over[k]
+		if !ok || over || joinPath(joinPath(q.dir, claimsDir), k) == sp.own {
 			continue
 		}
 		if idx, err := strconv.ParseInt(rest, 10, 64); err == nil {
 			sp.busy[k] = true
 			sp.top = max(sp.top, idx)
+		}
+	}
+	return nil
+}
+
+// checkOver reads the overstayed claims' creation zxids: a claim of the
+// same name made since the one this consumer waited for (the chunk given
+// up and claimed again, or a later batch's chunk of that index) is not
+// overstayed, and is waited for afresh. One read per overstayed claim, when
+// the consumer chooses a chunk while some are.
+func (q *queue[T]) checkOver(ctx context.Context) error {
+	sp := &q.cons.spread
+	for name, czxid := range sp.over {
+		_, st, err := q.s.Ops().Get(ctx, joinPath(joinPath(q.dir, claimsDir), name))
+		switch {
+		case client.IsNoNode(err):
+			delete(sp.over, name)
+		case err != nil:
+			return err
+		case czxid == 0:
+			sp.over[name] = st.Czxid
+		case st.Czxid != czxid:
+			delete(sp.over, name)
 		}
 	}
 	return nil
