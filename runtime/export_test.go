@@ -96,3 +96,7 @@ func HeldResources(s *Session) int {
 	defer r.mu.Unlock()
 	return len(r.m)
 }
+
+// ChunkWait is how long a spread consumer waits for others' chunk claims
+// to go before it takes their items (queue_spread.go).
+const ChunkWait = chunkWait

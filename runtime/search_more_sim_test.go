@@ -29,7 +29,7 @@ var moreWorkloads = []workload{
 }
 
 func allWorkloads() []workload {
-	return append(append([]workload(nil), searchWorkloads...), moreWorkloads...)
+	return slices.Concat(searchWorkloads, moreWorkloads, slowQueueWorkloads)
 }
 
 // liveSessions is the set of the server's live sessions now.
