@@ -1,8 +1,10 @@
 package runtime_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,6 +178,9 @@ func lockMinorityHolder(t *testing.T, e *zktest.Ensemble, x int, quiet bool) {
 			t.Fatalf("cut off at %v: holder told at %v (0: never); grants %+v", cutAt, toldAt, got)
 		}
 	}
+	// The waiters send their grants after they unlock, so the second
+	// grant can arrive first: order them by when they were granted.
+	slices.SortFunc(got, func(a, b grant) int { return cmp.Compare(a.at, b.at) })
 	fenced := ""
 	if !quiet {
 		fenced = fmt.Sprintf(" (last fenced write at %v)", time.Duration(lastFenced.Load()))
