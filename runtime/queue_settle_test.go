@@ -54,3 +54,42 @@ func TestQueueUncertainPutOutlastsRetryPolicy(t *testing.T) {
 		t.Fatalf("Len = %d, %v; want 2 (the put applied once)", n, err)
 	}
 }
+
+// An Ack sent while ZooKeeper is unreachable for longer than the retry
+// policy's attempts take succeeds once ZooKeeper is back, while its session
+// lives (its doc: connection losses are retried; only the session's end
+// makes it fail). Before, it failed after the policy's attempts, leaving
+// the item claimed by a live session (TestAckQueueEnsembleFailover, 8 s
+// without quorum).
+func TestAckOutlastsRetryPolicy(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	px := zktest.NewProxy(t, srv.Addr())
+	s := connect(t, viaProxy(px), runtime.WithSessionTimeout(30*time.Second),
+		runtime.WithRetry(runtime.RetryPolicy{Initial: 5 * time.Millisecond, Max: 10 * time.Millisecond, Attempts: 2}))
+	q := runtime.NewAckQueue(s, runtime.At(dir), runtime.JSONCodec[int]())
+	if err := q.Put(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	d, err := q.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reject(true)
+	px.CutAll()
+	go func() {
+		select {
+		case <-time.After(4 * time.Second): // the outage's length, not a synchronisation
+		case <-ctx.Done():
+		}
+		px.Reject(false)
+	}()
+	if err := d.Ack(ctx); err != nil {
+		t.Fatalf("Ack across an outage longer than the retry policy: %v", err)
+	}
+	admin := runtime.NewAckQueue(connect(t, srv.Servers()), runtime.At(dir), runtime.JSONCodec[int]())
+	if n, err := admin.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("Len = %d, %v; want 0 (acked)", n, err)
+	}
+}
