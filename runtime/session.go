@@ -46,9 +46,16 @@ type RetryPolicy = client.RetryPolicy
 type Class = client.Class
 
 // DialFunc opens a network connection to a ZooKeeper server, as
-// net.Dialer.DialContext does. address is "ip:port": the client resolves the
-// configured host names itself. ctx bounds the dial.
+// net.Dialer.DialContext does. address is a "host:port" as given to
+// Connect, host names included (the dialer resolves them, or not), unless
+// WithResolver is given too: then it is one of the addresses the resolver
+// returned, "ip:port". ctx bounds the dial.
 type DialFunc = client.DialFunc
+
+// ResolveFunc returns the addresses (IP addresses, without a port) of a
+// configured host name, as net.Resolver.LookupHost does. ctx bounds the
+// lookup.
+type ResolveFunc = client.ResolveFunc
 
 // SessionEvent describes a session opened by Supervise.
 type SessionEvent = client.SessionEvent
@@ -178,9 +185,24 @@ func WithAuth(scheme string, auth []byte) Option { return client.WithAuth(scheme
 
 // WithDialer makes the session open its connections with dial, for a proxy,
 // a tunnel or a custom transport; TLS (WithTLS) runs over the connections it
-// returns. Default: a net.Dialer. Each connection attempt is bounded by
-// go-zookeeper's connect timeout (one second), through ctx.
+// returns, verifying the configured host name. Without WithResolver, the
+// session resolves no host name: dial is given each "host:port" as given
+// to Connect. Default: a net.Dialer, given the addresses the session
+// resolved. Each connection attempt is bounded by go-zookeeper's connect
+// timeout (one second), through ctx.
 func WithDialer(dial DialFunc) Option { return client.WithDialer(dial) }
+
+// WithResolver makes the session look up the configured host names with
+// resolve: each time it goes round its server list, before the first
+// connection attempt of the round, so that a session follows servers that
+// move to new addresses. IP addresses given to Connect are used as they
+// are. Default: the system resolver (net.DefaultResolver), or, with
+// WithDialer, no resolution at all: the dialer is given the "host:port"
+// given to Connect. With both options, the dialer is given the addresses
+// resolve returns. A lookup at Connect must succeed for every host name
+// (Connect fails otherwise); a later one that fails, returns nothing or
+// takes over a second leaves that host's last known addresses in use.
+func WithResolver(resolve ResolveFunc) Option { return client.WithResolver(resolve) }
 
 // WithTLS makes the session speak TLS to the servers' TLS client port
 // (ZooKeeper's secureClientPort) with cfg: RootCAs to trust the servers'

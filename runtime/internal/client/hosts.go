@@ -2,99 +2,227 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
+	"hash/maphash"
+	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
 
-// hostList is the session's zk.HostProvider. Like go-zookeeper's default
-// it resolves every configured host once, shuffles the addresses and hands
-// them to the dialer in turn; it also remembers which configured host each
-// address came from, for the TLS server name.
-type hostList struct {
-	mu    sync.Mutex
-	addrs []string
-	host  map[string]string // address -> configured host
-	cur   int
-	last  int // the address last connected to; -1 before any
+// ResolveFunc returns the addresses (IP addresses, without a port) of a
+// configured host name, as net.Resolver.LookupHost does. ctx bounds the
+// lookup.
+type ResolveFunc func(ctx context.Context, host string) ([]string, error)
+
+// WithResolver makes the session look up the configured host names with
+// resolve: each time it goes round its server list, before the first
+// connection attempt of the round, so that a session follows servers that
+// move to new addresses. IP addresses given to Connect are used as they
+// are. Default: the system resolver (net.DefaultResolver), or, with
+// WithDialer, no resolution at all: the dialer is given the "host:port"
+// given to Connect. With both options, the dialer is given the addresses
+// resolve returns. A lookup at Connect must succeed for every host name
+// (Connect fails otherwise); a later one that fails, returns nothing or
+// takes over a second leaves that host's last known addresses in use.
+func WithResolver(resolve ResolveFunc) Option {
+	return func(s *Session) { s.resolve = resolve }
 }
 
-// lookupTimeout bounds the resolution of the configured hosts.
-const lookupTimeout = 3 * time.Second
+// hostList is the session's zk.HostProvider. It hands go-zookeeper the
+// servers' addresses in turn, and looks the configured host names up again
+// at the start of each round through the list: a session whose servers all
+// moved reconnects as long as the ensemble keeps it (issue 42). It
+// remembers which configured host each address came from, for the TLS
+// server name.
+type hostList struct {
+	resolve ResolveFunc // nil: hosts are handed on as configured (WithDialer)
+	seed    maphash.Seed
+	log     *slog.Logger
 
-// Init resolves servers ("host:port").
+	mu      sync.Mutex
+	servers []configured // as given to Init, each with its last known addresses
+	round   []hostAddr   // this round's addresses
+	cur     int          // index in round of the address last handed out
+	tried   int          // addresses handed out since the last connection
+}
+
+// configured is one "host:port" given to Connect.
+type configured struct {
+	host, port string
+	ips        []string // last known addresses; the host itself when not resolved
+}
+
+// hostAddr is an address to dial and the configured host it stands for.
+type hostAddr struct{ addr, host string }
+
+// lookupTimeout bounds the lookups at Connect; roundLookupTimeout those at
+// the start of each later round. The latter is go-zookeeper's connect
+// timeout: a lookup delays a reconnection no more than a failed attempt,
+// and one that takes longer leaves the last known addresses in use.
+const (
+	lookupTimeout      = 3 * time.Second
+	roundLookupTimeout = time.Second
+)
+
+// newHostList returns the host provider for s's options: WithResolver's
+// lookups, none with a dialer alone, the system resolver's otherwise.
+func newHostList(s *Session) *hostList {
+	h := &hostList{resolve: s.resolve, seed: maphash.MakeSeed(), log: s.log}
+	if h.resolve == nil && s.dialer == nil {
+		h.resolve = net.DefaultResolver.LookupHost
+	}
+	return h
+}
+
+// Init takes servers ("host:port") and looks their hosts up. It fails if
+// a lookup fails.
 func (h *hostList) Init(servers []string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
-	defer cancel()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.host = make(map[string]string)
-	h.addrs = h.addrs[:0]
+	cs := make([]configured, 0, len(servers))
 	for _, srv := range servers {
 		host, port, err := net.SplitHostPort(srv)
 		if err != nil {
 			return err
 		}
-		ips, err := net.DefaultResolver.LookupHost(ctx, host)
-		if err != nil {
-			return err
-		}
-		for _, ip := range ips {
-			// A repeated address stays repeated, as in go-zookeeper's
-			// provider: after a lost connection the next entry is tried
-			// at once, while a round's end waits a second.
-			a := net.JoinHostPort(ip, port)
-			if _, dup := h.host[a]; !dup {
-				h.host[a] = host
-			}
-			h.addrs = append(h.addrs, a)
-		}
+		cs = append(cs, configured{host: host, port: port})
 	}
-	if len(h.addrs) == 0 {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	if err := errors.Join(h.lookup(ctx, cs)...); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.servers = cs
+	h.newRound()
+	if len(h.round) == 0 {
 		return fmt.Errorf("no addresses found for %q", servers)
 	}
-	rand.Shuffle(len(h.addrs), func(i, j int) { h.addrs[i], h.addrs[j] = h.addrs[j], h.addrs[i] })
-	h.cur, h.last = -1, -1
+	h.cur, h.tried = -1, 0
 	return nil
 }
 
-// Len returns the number of addresses.
+// lookup resolves the hosts of cs that are names, all at once, and records
+// each one's addresses in cs. It returns the lookups' errors, one per
+// failed host; a failed host keeps the addresses it had.
+func (h *hostList) lookup(ctx context.Context, cs []configured) []error {
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i := range cs {
+		c := &cs[i]
+		if _, err := netip.ParseAddr(c.host); err == nil || h.resolve == nil {
+			c.ips = []string{c.host}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ips, err := h.resolve(ctx, c.host)
+			if err == nil && len(ips) == 0 {
+				err = fmt.Errorf("lookup %s: no addresses", c.host)
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			c.ips = ips
+		}()
+	}
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+}
+
+// newRound lays out a round of the current addresses. Their order is a
+// random one drawn once per list (so clients spread over the servers) and
+// kept from round to round, so the address just connected to comes last
+// again until its round is over. A repeated address stays repeated, as in
+// go-zookeeper's provider: after a lost connection the next entry is tried
+// at once, while a round's end waits a second.
+func (h *hostList) newRound() {
+	h.round = h.round[:0]
+	for _, c := range h.servers {
+		for _, ip := range c.ips {
+			h.round = append(h.round, hostAddr{addr: net.JoinHostPort(ip, c.port), host: c.host})
+		}
+	}
+	slices.SortStableFunc(h.round, func(a, b hostAddr) int {
+		ka, kb := maphash.String(h.seed, a.addr), maphash.String(h.seed, b.addr)
+		switch {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+}
+
+// Len returns the number of addresses in the current round.
 func (h *hostList) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.addrs)
+	return len(h.round)
 }
 
-// Next returns the next address; retryStart is true when every address has
-// been tried since the last successful connection.
+// Next returns the next address, looking the hosts up again first when a
+// round is over; retryStart is true when as many addresses as a round
+// holds have been tried since the last successful connection.
+// go-zookeeper calls it from its one connecting goroutine.
 func (h *hostList) Next() (server string, retryStart bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.cur = (h.cur + 1) % len(h.addrs)
-	retryStart = h.cur == h.last
-	if h.last == -1 {
-		h.last = 0
+	over := h.cur+1 >= len(h.round)
+	h.mu.Unlock()
+	if over {
+		h.relookup()
 	}
-	return h.addrs[h.cur], retryStart
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if over {
+		h.cur = -1
+	}
+	h.cur++
+	h.tried++
+	if h.tried > len(h.round) {
+		retryStart, h.tried = true, 1
+	}
+	return h.round[h.cur].addr, retryStart
+}
+
+// relookup resolves the configured hosts again and lays out a new round.
+func (h *hostList) relookup() {
+	h.mu.Lock()
+	cs := slices.Clone(h.servers)
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), roundLookupTimeout)
+	defer cancel()
+	for _, err := range h.lookup(ctx, cs) {
+		h.log.Warn("zookeeper host lookup failed; its last known addresses stay in use", "err", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.servers = cs
+	h.newRound()
 }
 
 // Connected records a successful connection to the current address.
 func (h *hostList) Connected() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.last = h.cur
+	h.tried = 1
 }
 
-// serverName returns the configured host addr was resolved from, or addr's
-// host when it is unknown.
+// serverName returns the configured host addr stands for in the current
+// round, or addr's host when it is unknown.
 func (h *hostList) serverName(addr string) string {
 	h.mu.Lock()
-	host, ok := h.host[addr]
-	h.mu.Unlock()
-	if ok {
-		return host
+	defer h.mu.Unlock()
+	for _, a := range h.round {
+		if a.addr == addr {
+			return a.host
+		}
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -51,9 +51,10 @@ func retire(ctx context.Context, servers []string, prev *Session) error {
 	if pw == nil {
 		return errCannotRetire
 	}
-	// A session value for dialConn alone: prev's dialer and TLS, servers
-	// resolved now (a server may have moved since prev began).
-	r := &Session{log: prev.log, timeout: prev.timeout, dialer: prev.dialer, tlsConf: prev.tlsConf, hosts: &hostList{}}
+	// A session value for dialConn alone: prev's dialer, resolver and TLS,
+	// servers resolved now (a server may have moved since prev began).
+	r := &Session{log: prev.log, timeout: prev.timeout, dialer: prev.dialer, resolve: prev.resolve, tlsConf: prev.tlsConf}
+	r.hosts = newHostList(r)
 	if err := r.hosts.Init(servers); err != nil {
 		return err
 	}

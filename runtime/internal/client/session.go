@@ -28,6 +28,7 @@ type Session struct {
 	acl     []zk.ACL
 	auth    []authInfo  // WithAuth credentials
 	dialer  DialFunc    // WithDialer; nil: net.Dialer
+	resolve ResolveFunc // WithResolver; nil: see newHostList
 	tlsConf *tls.Config // WithTLS; nil: plain
 	hosts   *hostList   // go-zookeeper's host provider
 
@@ -82,11 +83,11 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		acl:         zk.WorldACL(zk.PermAll),
 		done:        make(chan struct{}),
 		established: make(chan struct{}),
-		hosts:       &hostList{},
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.hosts = newHostList(s)
 	var terr error
 	if s.metrics, terr = newSessionMetrics(s.telCfg); terr != nil {
 		s.log.Warn("some telemetry instruments could not be created; they record nothing", "err", terr)

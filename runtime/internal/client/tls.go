@@ -27,14 +27,19 @@ import (
 var ErrTLSHandshake = errors.New("zookeeper: TLS handshake failed")
 
 // DialFunc opens a network connection to a ZooKeeper server, as
-// net.Dialer.DialContext does. address is "ip:port": the client resolves the
-// configured host names itself. ctx bounds the dial.
+// net.Dialer.DialContext does. address is a "host:port" as given to
+// Connect, host names included (the dialer resolves them, or not), unless
+// WithResolver is given too: then it is one of the addresses the resolver
+// returned, "ip:port". ctx bounds the dial.
 type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
 // WithDialer makes the session open its connections with dial, for a proxy,
 // a tunnel or a custom transport; TLS (WithTLS) runs over the connections it
-// returns. Default: a net.Dialer. Each connection attempt is bounded by
-// go-zookeeper's connect timeout (one second), through ctx.
+// returns, verifying the configured host name. Without WithResolver, the
+// session resolves no host name: dial is given each "host:port" as given
+// to Connect. Default: a net.Dialer, given the addresses the session
+// resolved. Each connection attempt is bounded by go-zookeeper's connect
+// timeout (one second), through ctx.
 func WithDialer(dial DialFunc) Option {
 	return func(s *Session) { s.dialer = dial }
 }

@@ -1,0 +1,176 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// The host list hands out every resolved address once per round, says when
+// a round starts again without a connection, and maps each address back to
+// the host it was configured as.
+func TestHostsRoundsAndNames(t *testing.T) {
+	h := newHostList(&Session{log: slog.Default()})
+	if err := h.Init([]string{"localhost:2181", "127.0.0.1:2182", "127.0.0.2:2182"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.serverName("127.0.0.1:2181"); got != "localhost" {
+		t.Errorf("serverName(127.0.0.1:2181) = %q, want localhost (the configured host)", got)
+	}
+	if got := h.serverName("127.0.0.1:2182"); got != "127.0.0.1" {
+		t.Errorf("serverName(127.0.0.1:2182) = %q", got)
+	}
+	if got := h.serverName("10.0.0.9:1"); got != "10.0.0.9" {
+		t.Errorf("serverName of an unknown address = %q", got)
+	}
+	n := h.Len()
+	if n < 3 {
+		t.Fatalf("Len = %d, want at least 3", n)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		a, retry := h.Next()
+		if retry {
+			t.Fatalf("retryStart within the first round, at %d", i)
+		}
+		seen[a] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("first round gave %d distinct addresses of %d", len(seen), n)
+	}
+	if _, retry := h.Next(); !retry {
+		t.Fatal("no retryStart after a round without a connection")
+	}
+	h.Connected()
+	for i := 0; i < n-1; i++ {
+		if _, retry := h.Next(); retry {
+			t.Fatalf("retryStart %d addresses after a connection", i+1)
+		}
+	}
+	if _, retry := h.Next(); !retry {
+		t.Fatal("no retryStart when back at the connected address")
+	}
+	// A repeated address stays repeated (tests route a session through one
+	// proxy listed twice, so that a reconnection does not wait a round).
+	if err := h.Init([]string{"127.0.0.1:1", "127.0.0.1:1"}); err != nil || h.Len() != 2 {
+		t.Fatalf("Init with a repeated address: Len %d, %v; want 2", h.Len(), err)
+	}
+	if err := h.Init([]string{"no-port"}); err == nil {
+		t.Fatal("Init accepted a server without a port")
+	}
+}
+
+// fakeDNS is a resolver the test controls: names map to addresses, or to
+// an error; it counts its lookups.
+type fakeDNS struct {
+	mu      sync.Mutex
+	names   map[string][]string
+	fail    error
+	lookups int
+}
+
+func (d *fakeDNS) set(name string, ips ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.names[name] = ips
+}
+
+func (d *fakeDNS) failWith(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fail = err
+}
+
+func (d *fakeDNS) lookupHost(_ context.Context, host string) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lookups++
+	if d.fail != nil {
+		return nil, d.fail
+	}
+	ips, ok := d.names[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return slices.Clone(ips), nil
+}
+
+// A host name is looked up again at the start of each round through the
+// list, not before: a server that moved is found at its new address, with
+// the configured name for TLS. A failed lookup keeps the last known
+// addresses; an IP address is never looked up.
+func TestHostsLookedUpEachRound(t *testing.T) {
+	dns := &fakeDNS{names: map[string][]string{"zk.test": {"10.0.0.1"}}}
+	h := newHostList(&Session{log: slog.Default(), resolve: dns.lookupHost})
+	if err := h.Init([]string{"zk.test:2181", "10.9.9.9:2182"}); err != nil {
+		t.Fatal(err)
+	}
+	if dns.lookups != 1 {
+		t.Fatalf("%d lookups at Init, want 1 (the IP address is not looked up)", dns.lookups)
+	}
+	round := func(n int) []string { // the next round, of n addresses
+		var got []string
+		for range n {
+			a, _ := h.Next()
+			got = append(got, a)
+		}
+		slices.Sort(got)
+		return got
+	}
+	if got := round(2); !slices.Equal(got, []string{"10.0.0.1:2181", "10.9.9.9:2182"}) {
+		t.Fatalf("first round %v", got)
+	}
+	dns.set("zk.test", "10.0.0.2", "10.0.0.3")
+	if got := round(3); !slices.Equal(got, []string{"10.0.0.2:2181", "10.0.0.3:2181", "10.9.9.9:2182"}) {
+		t.Fatalf("round after the name moved: %v", got)
+	}
+	if dns.lookups != 2 {
+		t.Fatalf("%d lookups after two rounds, want 2 (one per round)", dns.lookups)
+	}
+	if got := h.serverName("10.0.0.3:2181"); got != "zk.test" {
+		t.Errorf("serverName of a moved address = %q, want zk.test", got)
+	}
+	dns.failWith(errors.New("resolver down"))
+	if got := round(3); !slices.Equal(got, []string{"10.0.0.2:2181", "10.0.0.3:2181", "10.9.9.9:2182"}) {
+		t.Fatalf("round after a failed lookup: %v, want the last known addresses", got)
+	}
+	if err := h.Init([]string{"zk.test:2181"}); err == nil {
+		t.Fatal("Init succeeded with a failing lookup")
+	}
+}
+
+// A dialer alone is given the configured "host:port", host names
+// included, with no lookup on the way (issue 46); with a resolver too, it
+// is given the resolved addresses.
+func TestDialerGetsHostName(t *testing.T) {
+	dialled := func(opts ...Option) string {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		got := make(chan string, 1)
+		dial := func(_ context.Context, _, addr string) (net.Conn, error) {
+			select {
+			case got <- addr:
+			default: // a later attempt, before Connect saw the cancellation
+			}
+			cancel() // one attempt is all the test needs
+			return nil, errors.New("no server here")
+		}
+		_, err := Connect(ctx, []string{"x:1"}, append(opts, WithDialer(dial), WithLogger(slog.New(slog.DiscardHandler)))...)
+		var de *net.DNSError
+		if !errors.Is(err, context.Canceled) || errors.As(err, &de) {
+			t.Fatalf("Connect = %v, want the test's cancellation", err)
+		}
+		return <-got
+	}
+	if got := dialled(); got != "x:1" {
+		t.Errorf("the dialer was given %q, want x:1", got)
+	}
+	dns := &fakeDNS{names: map[string][]string{"x": {"127.0.0.7"}}}
+	if got := dialled(WithResolver(dns.lookupHost)); got != "127.0.0.7:1" {
+		t.Errorf("with a resolver, the dialer was given %q, want 127.0.0.7:1", got)
+	}
+}
