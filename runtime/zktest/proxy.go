@@ -28,7 +28,7 @@ const (
 )
 
 // Proxy is a fault-injecting TCP proxy for ZooKeeper clients. It listens on
-// 127.0.0.1 and forwards each accepted connection to its target, and it can
+// 127.0.0.1 (or where ListenProxyOn says) and forwards each accepted connection to its target, and it can
 // cut, delay, stall or refuse that traffic on demand.
 //
 // The proxy understands the client protocol's framing (a 4-byte big-endian
@@ -94,8 +94,15 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 }
 
 // ListenProxy is NewProxy without a testing.TB. The caller must Close it.
-func ListenProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func ListenProxy(target string) (*Proxy, error) { return ListenProxyOn("127.0.0.1:0", target) }
+
+// ListenProxyOn is ListenProxy listening on addr ("ip:port", a port of 0
+// for a free one) instead of a free port of 127.0.0.1: a test moves a
+// server to another address that keeps its port with a proxy on another
+// loopback address (127.0.0.2, which Linux serves and macOS does not by
+// default). The caller must Close it.
+func ListenProxyOn(addr, target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +112,9 @@ func ListenProxy(target string) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr returns the proxy's listening address, "127.0.0.1:port". Give it to
-// the client instead of the server's address.
+// Addr returns the proxy's listening address, "127.0.0.1:port" unless
+// ListenProxyOn said otherwise. Give it to the client instead of the
+// server's address.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Target returns the address the proxy forwards to.
