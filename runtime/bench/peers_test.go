@@ -25,7 +25,10 @@ import (
 // proxy, sets up its sessions and warms up, says "ready", and on "go" runs
 // the workload with its own threads and sessions and reports how long the
 // measured part took by its own clock: process start, JVM warm-up and
-// connecting stay outside the timing. The wire counts are the proxy's
+// connecting stay outside the timing. kazoo's queue workloads run each
+// producer and consumer in a worker process of its own, as they would be
+// deployed: in one Python interpreter the eight sessions would share one
+// core (the GIL), while zkgen's use both. The wire counts are the proxy's
 // between go and done, as for zkgen.
 
 const (

@@ -313,8 +313,11 @@ public final class CuratorBench {
      * DistributedQueue on one path (a FIFO of sequential nodes; a consumer
      * reads and deletes an item before its callback sees it, so each item is
      * consumed once). Producers put synchronously (putInBackground false),
-     * one item per put, like zkgen's Put. A round ends when the consumers'
-     * callbacks have seen all its items.
+     * one item per put, like zkgen's Put: Curator's default, putting in the
+     * background, returns before the item is stored, drops a failed put
+     * unreported, and was slower here (BENCHMARKS-LOG.md, "Peers as their
+     * docs have them"). A round ends when the consumers' callbacks have seen
+     * all its items.
      */
     private static final class Queue implements Workload {
         private static final byte[] PAYLOAD = "0123456789abcdef".getBytes(StandardCharsets.UTF_8);

@@ -1,8 +1,9 @@
 """The kazoo peer of zkgen's benchmarks (runtime/bench/peers_test.go).
 
-It runs one workload with kazoo's recipes on its own sessions and threads,
-times only the measured part itself, and talks to the Go benchmark through a
-line protocol:
+It runs one workload with kazoo's recipes on its own sessions and threads
+(the queue workloads: a worker process per session), times only the
+measured part itself, and talks to the Go benchmark through a line
+protocol:
 
     stdout: ready                  sessions connected, parents created,
                                    warm-up done: waiting for go
@@ -19,7 +20,8 @@ Arguments are key=value pairs:
     zk=127.0.0.1:2181  hosts (the Go benchmark's counting proxy)
     workload=lock      lock            one session, Lock
                        lock-contended  clients sessions, one Lock each
-                       queue           producers + consumers sessions, Queue
+                       queue           producers + consumers processes, a
+                                       session and a Queue each
                        lockingqueue    the same with LockingQueue (get, then
                                        consume: at least once)
                        election        clients sessions, one Election each
@@ -39,6 +41,7 @@ Arguments are key=value pairs:
                        the warm-up, so the queue holds that many throughout
 """
 
+import multiprocessing
 import os
 import queue
 import sys
@@ -58,6 +61,7 @@ def json_item(size):
     return head + b"x" * (size - len(head) - 2) + b'"}'
 
 sessions = []
+workers = []  # the workloads with worker processes, closed at the end
 
 
 def connect(hosts):
@@ -148,27 +152,185 @@ class Locks(object):
         return run_threads(len(self.locks), body)
 
 
+class Shared(object):
+    """What a round's worker processes share: the items taken, the gets
+    under way or done (claimed: a preloaded queue would let the consumers
+    take more than the round's items), when the last item was taken, and
+    the go and done events."""
+
+    def __init__(self, ctx):
+        self.lock = ctx.Lock()
+        self.taken = ctx.Value("q", 0, lock=False)  # guarded by lock
+        self.claimed = ctx.Value("q", 0, lock=False)  # guarded by lock
+        self.end = ctx.Value("q", 0, lock=False)  # guarded by lock
+        self.go = ctx.Event()
+        self.done = ctx.Event()
+
+    def reset(self):
+        with self.lock:
+            self.taken.value = self.claimed.value = self.end.value = 0
+        self.done.clear()
+        self.go.clear()
+
+    def claim(self, total):
+        """Counts a get about to start; False once total are under way."""
+        with self.lock:
+            if self.claimed.value >= total:
+                return False
+            self.claimed.value += 1
+            return True
+
+    def unclaim(self):
+        with self.lock:
+            self.claimed.value -= 1
+
+    def took(self, total):
+        """Counts an item taken; the last one of the round ends it."""
+        with self.lock:
+            self.taken.value += 1
+            if self.taken.value == total:
+                self.end.value = time.monotonic_ns()
+                self.done.set()
+
+
+def die_with_parent():
+    """Asks Linux to kill this process when its parent (the driver) dies,
+    as the Go benchmark has it do for the driver."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the closed pipe ends the worker
+        pass
+
+
+def take(zk, q, path, total, sh):
+    """A Queue consumer's part of a round: get until the round's items are
+    taken; on an empty queue, wait on a child watch of the path."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not sh.done.is_set():
+        if not sh.claim(total):
+            return
+        if q.get() is not None:
+            sh.took(total)
+            continue
+        sh.unclaim()
+        woken = threading.Event()
+        if zk.get_children(path, watch=lambda ev: woken.set()):
+            continue  # items came meanwhile
+        while not woken.wait(0.05):  # a change, or the round ended
+            if sh.done.is_set():
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("no item within %ss" % TIMEOUT_S)
+
+
+def take_locked(q, total, sh):
+    """A LockingQueue consumer's part of a round: get (which waits on its
+    own watches until it locks an entry) and consume. The get's timeout
+    only lets the consumer see that the round has ended."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not sh.done.is_set():
+        if time.monotonic() > deadline:
+            raise RuntimeError("no item within %ss" % TIMEOUT_S)
+        if q.get(1.0) is None:
+            continue
+        if not q.consume():
+            raise RuntimeError("consume failed")
+        sh.took(total)
+
+
+def serve(conn, kind, role, opt, sh):
+    """A worker process: one session with one kazoo queue of kind, as a
+    producer (role put) or a consumer (take), running the rounds the
+    driver sends on conn until quit or the end of conn."""
+    die_with_parent()
+    zk = None
+    try:
+        zk = connect(opt["zk"])
+        path = opt["path"]
+        q = zk.LockingQueue(path) if kind == "lockingqueue" else zk.Queue(path)
+        size = int(opt.get("item_bytes", "0"))
+        payload = json_item(size) if size else PAYLOAD
+        conn.send(("up",))
+        while True:
+            msg = conn.recv()
+            if msg[0] == "quit":
+                return
+            _, total, share = msg
+            conn.send(("armed",))
+            sh.go.wait()
+            if role == "put":
+                for _ in range(share):
+                    q.put(payload)
+            elif kind == "lockingqueue":
+                take_locked(q, total, sh)
+            else:
+                take(zk, q, path, total, sh)
+            conn.send(("ok",))
+    except EOFError:  # the driver is gone
+        pass
+    except Exception as e:
+        try:
+            conn.send(("error", repr(e)))
+        except Exception:  # the driver is gone
+            pass
+    finally:
+        if zk is not None:
+            stop(zk)
+        os._exit(0)  # daemon threads may still wait on the stopped session
+
+
 class Queue(object):
-    """Producers and consumers on their own sessions, each with its own
-    kazoo Queue on one path (sequential nodes, taken in order; get reads and
-    deletes the head, so each item is taken once). Queue.get does not block:
-    a consumer that finds the queue empty sets a child watch on the path and
-    waits for it (or for items already there) before trying again."""
+    """Producers and consumers, each a process of its own with its own
+    session and kazoo Queue on one path (sequential nodes, taken in order;
+    get reads and deletes the head, so each item is taken once), as a
+    deployment runs them: in one interpreter their eight sessions would
+    share one core (the GIL). Queue.get does not block: a consumer that
+    finds the queue empty sets a child watch on the path and waits for it
+    (or for items already there) before trying again. A round is timed
+    from go until its last item is taken."""
 
     rounds = 1
+    kind = "queue"
 
     def __init__(self, opt):
-        path = opt["path"]
-        self.path = path
-        self.put = [connect(opt["zk"]).Queue(path)
-                    for _ in range(int(opt.get("producers", "4")))]
-        self.take = [connect(opt["zk"]).Queue(path)
-                     for _ in range(int(opt.get("consumers", "4")))]
+        self.opt = opt
+        self.path = opt["path"]
+        self.k = int(opt.get("producers", "4"))
+        roles = ["put"] * self.k + ["take"] * int(opt.get("consumers", "4"))
         self.n = int(opt["n"])
         self.warmup = int(opt.get("warmup_ms", "1000"))
         self.depth = int(opt.get("depth", "0"))
         size = int(opt.get("item_bytes", "0"))
         self.payload = json_item(size) if size else PAYLOAD
+        # Fork before this process starts any thread (a session's).
+        ctx = multiprocessing.get_context("fork")
+        self.sh = Shared(ctx)
+        self.conns, self.procs = [], []
+        for role in roles:
+            mine, theirs = ctx.Pipe()
+            p = ctx.Process(target=serve, daemon=True,
+                            args=(theirs, self.kind, role, opt, self.sh))
+            p.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(p)
+        workers.append(self)
+        for c in self.conns:
+            self.reply(c, "up")
+
+    def reply(self, conn, want):
+        if not conn.poll(TIMEOUT_S):
+            raise RuntimeError("no %r from a worker within %ss"
+                               % (want, TIMEOUT_S))
+        try:
+            msg = conn.recv()
+        except EOFError:
+            raise RuntimeError("a worker exited waiting for %r" % want)
+        if msg[0] != want:
+            raise RuntimeError("worker: %s (waiting for %r)"
+                               % (" ".join(msg), want))
 
     def prepare(self):
         self.preload()
@@ -177,7 +339,9 @@ class Queue(object):
     def preload(self):
         """Puts depth items with the nodes kazoo's Queue.put creates
         (entry-<priority>-<seq>, priority 100), 1000 per transaction."""
-        client = self.put[0].client
+        if not self.depth:
+            return
+        client = connect(self.opt["zk"])
         client.ensure_path(self.path)
         left = self.depth
         while left > 0:
@@ -194,96 +358,47 @@ class Queue(object):
         return self.items(self.n), self.n
 
     def items(self, total):
-        mu = threading.Lock()
-        taken = [0]
-        claimed = [0]  # gets under way or done: a preloaded queue would
-        done = threading.Event()  # let the consumers take more than total
-        k = len(self.put)
-        deadline = time.monotonic() + TIMEOUT_S
+        """Runs one round of total items; returns the ns from go until the
+        last was taken."""
+        self.sh.reset()
+        for i, c in enumerate(self.conns):
+            share = total // self.k + (1 if i < total % self.k else 0)
+            c.send(("round", total, share if i < self.k else 0))
+        for c in self.conns:
+            self.reply(c, "armed")
+        t0 = time.monotonic_ns()
+        self.sh.go.set()
+        for c in self.conns:
+            self.reply(c, "ok")
+        if self.sh.taken.value != total:
+            raise RuntimeError("took %d items, put %d"
+                               % (self.sh.taken.value, total))
+        return self.sh.end.value - t0
 
-        def body(i):
-            if i < k:  # a producer
-                q = self.put[i]
-                for _ in range(total // k + (1 if i < total % k else 0)):
-                    q.put(self.payload)
-                return
-            q = self.take[i - k]
-            while not done.is_set():
-                with mu:
-                    if claimed[0] >= total:
-                        return
-                    claimed[0] += 1
-                got = q.get()
-                with mu:
-                    if got is None:
-                        claimed[0] -= 1
-                    else:
-                        taken[0] += 1
-                        if taken[0] >= total:
-                            done.set()
-                if got is not None:
-                    continue
-                woken = threading.Event()
-                if q.client.get_children(self.path,
-                                         watch=lambda ev: woken.set()):
-                    continue  # items came meanwhile
-                while not woken.wait(0.05):
-                    if done.is_set():
-                        return
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("took %d of %d items within %ss"
-                                           % (taken[0], total, TIMEOUT_S))
-
-        elapsed = run_threads(k + len(self.take), body)
-        if taken[0] != total:
-            raise RuntimeError("took %d items, put %d" % (taken[0], total))
-        return elapsed
+    def close(self):
+        """Tells the workers to close their sessions and waits for them."""
+        for c in self.conns:
+            try:
+                c.send(("quit",))
+            except Exception:  # that worker is gone
+                pass
+        for p in self.procs:
+            p.join(TIMEOUT_S)
 
 
 class LockingQueue(Queue):
-    """The at-least-once peer: kazoo's LockingQueue, producers and consumers
-    on their own sessions. A consumer's get(timeout) locks the head item
-    (blocking on a watch while there is none) and consume() deletes it: an
-    item whose consumer dies before consume() is delivered again."""
+    """The at-least-once peer: kazoo's LockingQueue, producers and
+    consumers each a process with its own session. A consumer's get locks
+    the head item (waiting on its watches while there is none) and
+    consume() deletes it: an item whose consumer dies before consume() is
+    delivered again."""
+
+    kind = "lockingqueue"
 
     def __init__(self, opt):
-        Queue.__init__(self, opt)
-        if self.depth:
+        if int(opt.get("depth", "0")):
             raise ValueError("lockingqueue: depth is not supported")
-        self.put = [q.client.LockingQueue(self.path) for q in self.put]
-        self.take = [q.client.LockingQueue(self.path) for q in self.take]
-
-    def items(self, total):
-        mu = threading.Lock()
-        taken = [0]
-        done = threading.Event()
-        k = len(self.put)
-        deadline = time.monotonic() + TIMEOUT_S
-
-        def body(i):
-            if i < k:  # a producer
-                q = self.put[i]
-                for _ in range(total // k + (1 if i < total % k else 0)):
-                    q.put(self.payload)
-                return
-            q = self.take[i - k]
-            while not done.is_set():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("took %d of %d items within %ss"
-                                       % (taken[0], total, TIMEOUT_S))
-                if q.get(0.05) is None:
-                    continue
-                if not q.consume():
-                    raise RuntimeError("consume failed")
-                with mu:
-                    taken[0] += 1
-                    if taken[0] >= total:
-                        done.set()
-
-        elapsed = run_threads(k + len(self.take), body)
-        if taken[0] != total:
-            raise RuntimeError("took %d items, put %d" % (taken[0], total))
-        return elapsed
+        Queue.__init__(self, opt)
 
 
 class Election(object):
@@ -451,6 +566,8 @@ def main(argv):
             if line.strip() == "quit":
                 break
     finally:
+        for w in workers:
+            w.close()
         for zk in sessions:
             stop(zk)
 
