@@ -232,8 +232,8 @@ func (q *queue[T]) tookItems() {
 
 // stuckLevel is stuckChunks for a priority queue's level, which does not
 // wait itself but hands its watches to the priority queue: a channel that
-// is closed chunkWait from now (the priority queue then calls unspread,
-// see prioQueue.fired), or nil.
+// is closed at heldUntil (the priority queue then calls unspread, see
+// prioQueue.fired), or nil.
 func (q *queue[T]) stuckLevel() <-chan zk.Event {
 	sp := &q.cons.spread
 	until, held := q.heldUntil()
