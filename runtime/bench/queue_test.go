@@ -133,14 +133,20 @@ func BenchmarkQueue4P4C(b *testing.B) {
 }
 
 func queue4P4C(b *testing.B, item []byte, opts ...runtime.QueueOption) {
+	slowQueue4P4C(b, item, 0, opts...)
+}
+
+// slowQueue4P4C is queue4P4C with the first consumer spending work on each
+// item (slowOneByOne).
+func slowQueue4P4C(b *testing.B, item []byte, work time.Duration, opts ...runtime.QueueOption) {
 	px, path := setup(b)
-	oneByOne(b, px, func(s *runtime.Session) ends {
+	slowOneByOne(b, px, func(s *runtime.Session) ends {
 		q := runtime.NewQueue(s, runtime.At(path), runtime.BytesCodec(), opts...)
 		return ends{
 			put:  func(ctx context.Context, _ int) error { return q.Put(ctx, item) },
 			take: func(ctx context.Context) (int, error) { _, err := q.Take(ctx); return took(err) },
 		}
-	})
+	}, work)
 }
 
 // ends is one session's end of a queue in the 4P/4C workloads: put puts
@@ -164,6 +170,14 @@ func took(err error) (int, error) {
 // put and take outside the timing (they make the parents), then b.N
 // items, and the wire counts.
 func oneByOne(b *testing.B, px *zktest.Proxy, open func(*runtime.Session) ends) {
+	slowOneByOne(b, px, open, 0)
+}
+
+// slowOneByOne is oneByOne with the first consumer spending work on each
+// item it takes before it takes the next (0: none). The work is cut short
+// once every item is taken: the drain time ends with the last Take, as
+// the peers' drivers time it.
+func slowOneByOne(b *testing.B, px *zktest.Proxy, open func(*runtime.Session) ends, work time.Duration) {
 	var put, take []ends
 	for range producers {
 		put = append(put, open(session(b, px.Addr())))
@@ -180,6 +194,7 @@ func oneByOne(b *testing.B, px *zktest.Proxy, open func(*runtime.Session) ends) 
 	}
 	px.ResetCounts()
 	b.ReportAllocs()
+	slowHas := false // only consumer 0's goroutine uses it
 	queueRun(b, func(i, n int) error {
 		for k := 0; k < n; k++ {
 			if err := put[i].put(bg, k); err != nil {
@@ -187,8 +202,48 @@ func oneByOne(b *testing.B, px *zktest.Proxy, open func(*runtime.Session) ends) 
 			}
 		}
 		return nil
-	}, func(j int, ctx context.Context) (int, error) { return take[j].take(ctx) })
+	}, func(j int, ctx context.Context) (int, error) {
+		if j == 0 && work > 0 && slowHas {
+			select {
+			case <-time.After(work):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		n, err := take[j].take(ctx)
+		if j == 0 {
+			slowHas = n > 0
+		}
+		return n, err
+	})
 	report(b, px, b.N)
+}
+
+// slowWork is the slow consumer's work per item in Queue4P4CSlow.
+const slowWork = 150 * time.Millisecond
+
+// Queue4P4C with one slow consumer among the four: it spends slowWork on
+// each item it takes before it takes the next, the other three none; b.N
+// items (2000 in BENCHMARKS.md) of 256 bytes, timed until the last is
+// taken. kazoo's Queue runs the same, its first consumer sleeping slowWork
+// after each get. work=0 is the same run without the slow consumer.
+func BenchmarkQueue4P4CSlow(b *testing.B) {
+	const size = 256
+	for _, work := range []time.Duration{0, slowWork} {
+		b.Run("work="+work.String(), func(b *testing.B) {
+			b.Run("impl=zkgen", func(b *testing.B) { slowQueue4P4C(b, jsonItem(size), work) })
+			for _, impl := range peers {
+				if impl.name != "kazoo" {
+					continue
+				}
+				b.Run("impl="+impl.name, func(b *testing.B) {
+					peerRun(b, impl, "queue", "items/sec", "producers="+strconv.Itoa(producers),
+						"consumers="+strconv.Itoa(consumers), "item_bytes="+strconv.Itoa(size),
+						"slow_ms="+strconv.FormatInt(work.Milliseconds(), 10))
+				})
+			}
+		})
+	}
 }
 
 // The same with PutAll and TakeN of up to 16 items.

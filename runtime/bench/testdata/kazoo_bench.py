@@ -39,6 +39,9 @@ Arguments are key=value pairs:
                        least one operation; not for election)
     depth=0            queue: items put (in transactions of 1000) before
                        the warm-up, so the queue holds that many throughout
+    slow_ms=0          queue: the first consumer sleeps this long after
+                       each get (a slow worker), cut short when the round
+                       ends; the others do not
 """
 
 import multiprocessing
@@ -204,15 +207,18 @@ def die_with_parent():
         pass
 
 
-def take(zk, q, path, total, sh):
+def take(zk, q, path, total, sh, slow):
     """A Queue consumer's part of a round: get until the round's items are
-    taken; on an empty queue, wait on a child watch of the path."""
+    taken, sleeping slow seconds after each (until the round ends); on an
+    empty queue, wait on a child watch of the path."""
     deadline = time.monotonic() + TIMEOUT_S
     while not sh.done.is_set():
         if not sh.claim(total):
             return
         if q.get() is not None:
             sh.took(total)
+            if slow:
+                sh.done.wait(slow)
             continue
         sh.unclaim()
         woken = threading.Event()
@@ -240,10 +246,11 @@ def take_locked(q, total, sh):
         sh.took(total)
 
 
-def serve(conn, kind, role, opt, sh):
+def serve(conn, kind, role, opt, sh, slow):
     """A worker process: one session with one kazoo queue of kind, as a
-    producer (role put) or a consumer (take), running the rounds the
-    driver sends on conn until quit or the end of conn."""
+    producer (role put) or a consumer (take; sleeping slow seconds after
+    each get), running the rounds the driver sends on conn until quit or
+    the end of conn."""
     die_with_parent()
     zk = None
     try:
@@ -266,7 +273,7 @@ def serve(conn, kind, role, opt, sh):
             elif kind == "lockingqueue":
                 take_locked(q, total, sh)
             else:
-                take(zk, q, path, total, sh)
+                take(zk, q, path, total, sh, slow)
             conn.send(("ok",))
     except EOFError:  # the driver is gone
         pass
@@ -308,10 +315,12 @@ class Queue(object):
         ctx = multiprocessing.get_context("fork")
         self.sh = Shared(ctx)
         self.conns, self.procs = [], []
-        for role in roles:
+        slow = int(opt.get("slow_ms", "0")) / 1000.0
+        for i, role in enumerate(roles):
             mine, theirs = ctx.Pipe()
+            s = slow if i == self.k else 0  # the first consumer
             p = ctx.Process(target=serve, daemon=True,
-                            args=(theirs, self.kind, role, opt, self.sh))
+                            args=(theirs, self.kind, role, opt, self.sh, s))
             p.start()
             theirs.close()
             self.conns.append(mine)
@@ -398,6 +407,8 @@ class LockingQueue(Queue):
     def __init__(self, opt):
         if int(opt.get("depth", "0")):
             raise ValueError("lockingqueue: depth is not supported")
+        if int(opt.get("slow_ms", "0")):
+            raise ValueError("lockingqueue: slow_ms is not supported")
         Queue.__init__(self, opt)
 
 
