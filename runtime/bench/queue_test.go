@@ -226,7 +226,7 @@ const slowWork = 150 * time.Millisecond
 // each item it takes before it takes the next, the other three none; b.N
 // items (2000 in BENCHMARKS.md) of 256 bytes, timed until the last is
 // taken. kazoo's Queue runs the same, its first consumer sleeping slowWork
-// after each get. work=0 is the same run without the slow consumer.
+// after each get. work=0s is the same run without the slow consumer.
 func BenchmarkQueue4P4CSlow(b *testing.B) {
 	const size = 256
 	for _, work := range []time.Duration{0, slowWork} {
