@@ -195,7 +195,7 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 			}
 			return o, err
 		},
-		Settle: func() (client.Outcome, error) {
+		Settle: func(ctx context.Context) (client.Outcome, error) {
 			var o client.Outcome
 			var err error
 			got, o, err = c.settle(ctx, data, ver, blind, unknown)

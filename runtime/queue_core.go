@@ -327,7 +327,7 @@ func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir
 func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering, uncertain error, attempt func() (client.Outcome, error)) error {
 	return q.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: q.dir,
 		Attempt: func(int) (client.Outcome, error) { return attempt() },
-		Settle: func() (client.Outcome, error) {
+		Settle: func(ctx context.Context) (client.Outcome, error) {
 			found, err := q.findMarker(ctx, marker)
 			switch {
 			case err != nil:

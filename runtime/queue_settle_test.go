@@ -23,26 +23,12 @@ func TestQueueUncertainPutOutlastsRetryPolicy(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	dir := testRoot(t)
 	px := zktest.NewProxy(t, srv.Addr())
-	s := connect(t, viaProxy(px), runtime.WithSessionTimeout(30*time.Second),
-		runtime.WithRetry(runtime.RetryPolicy{Initial: 5 * time.Millisecond, Max: 10 * time.Millisecond, Attempts: 2}))
+	s := shortPolicySession(t, px)
 	q := runtime.NewQueue(s, runtime.At(dir), runtime.JSONCodec[int]())
 	if err := q.Put(ctx, 0); err != nil { // the queue's nodes exist: the next put is one multi
 		t.Fatal(err)
 	}
-	cut := px.CutAfterRequest(zktest.OpMulti)
-	px.Reject(true) // the reconnections fail until the outage ends
-	go func() {
-		select {
-		case <-cut:
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-time.After(4 * time.Second): // the outage's length, not a synchronisation
-		case <-ctx.Done():
-		}
-		px.Reject(false)
-	}()
+	outageAfter(ctx, px, zktest.OpMulti)
 	if err := q.Put(ctx, 1); err != nil {
 		t.Fatalf("Put across an outage longer than the retry policy: %v", err)
 	}
@@ -66,9 +52,7 @@ func TestAckOutlastsRetryPolicy(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	dir := testRoot(t)
 	px := zktest.NewProxy(t, srv.Addr())
-	s := connect(t, viaProxy(px), runtime.WithSessionTimeout(30*time.Second),
-		runtime.WithRetry(runtime.RetryPolicy{Initial: 5 * time.Millisecond, Max: 10 * time.Millisecond, Attempts: 2}))
-	q := runtime.NewAckQueue(s, runtime.At(dir), runtime.JSONCodec[int]())
+	q := runtime.NewAckQueue(shortPolicySession(t, px), runtime.At(dir), runtime.JSONCodec[int]())
 	if err := q.Put(ctx, 7); err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,9 @@ func WithSessionTimeout(d time.Duration) Option { return client.WithSessionTimeo
 func WithReadOnly() Option { return client.WithReadOnly() }
 
 // WithRetry sets the retry policy for recoverable errors of idempotent
-// operations. Default DefaultRetry.
+// operations. Default DefaultRetry. The reads that learn whether a write
+// whose reply was lost took effect are not bounded by it: they go on while
+// the session lives and ctx lasts.
 func WithRetry(p RetryPolicy) Option { return client.WithRetry(p) }
 
 // WithLogger sets the logger. Default slog.Default(). Session state changes

@@ -575,7 +575,7 @@ func (l *TTLLease) set(ctx context.Context, until time.Time) (st *zk.Stat, err e
 			}
 			return client.OutcomeHidden, err
 		},
-		Settle: func() (client.Outcome, error) {
+		Settle: func(ctx context.Context) (client.Outcome, error) {
 			cur, err := l.look(ctx)
 			switch {
 			case err != nil:
@@ -725,7 +725,7 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 			}
 			return client.OutcomeHidden, err
 		},
-		Settle: func() (client.Outcome, error) {
+		Settle: func(ctx context.Context) (client.Outcome, error) {
 			_, cur, err := s.Ops().Get(ctx, l.node)
 			switch {
 			case errors.Is(err, zk.ErrNoNode):

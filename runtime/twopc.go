@@ -277,7 +277,7 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 			}
 			return client.AfterSend("multi", t.dir, err)
 		},
-		Settle: func() (client.Outcome, error) { return t.proposalSettled(ctx, marker) },
+		Settle: func(ctx context.Context) (client.Outcome, error) { return t.proposalSettled(ctx, marker) },
 	})
 }
 
@@ -382,7 +382,7 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error)
 	}
 	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
 		Attempt: func(int) (client.Outcome, error) { return t.joinOnce(ctx, p) },
-		Settle: func() (client.Outcome, error) {
+		Settle: func(ctx context.Context) (client.Outcome, error) {
 			// Did it go through? Our presence node says so.
 			if _, st, gerr := t.s.Ops().Get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
 				t.setJoined(p)
@@ -750,7 +750,7 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 	var got Decision
 	// The decision node, once it exists (ours after a lost reply, or
 	// someone else's), stands.
-	standing := func() (client.Outcome, error) {
+	standing := func(ctx context.Context) (client.Outcome, error) {
 		var o client.Outcome
 		var err error
 		got, o, err = t.standingDecision(ctx)
@@ -768,7 +768,7 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 			case client.IsNoNode(err):
 				return client.OutcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
 			case errors.Is(err, zk.ErrNodeExists):
-				return standing()
+				return standing(ctx)
 			}
 			return client.AfterSend("create", t.decisionPath(), err)
 		},

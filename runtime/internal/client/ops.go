@@ -591,8 +591,8 @@ func (g *guidCreate) attempt() (Outcome, error) {
 }
 
 // settle looks for the node of an attempt whose outcome was hidden.
-func (g *guidCreate) settle() (Outcome, error) {
-	found, err := g.s.Ops().FindByPrefix(g.ctx, g.dir, g.prefix)
+func (g *guidCreate) settle(ctx context.Context) (Outcome, error) {
+	found, err := g.s.Ops().FindByPrefix(ctx, g.dir, g.prefix)
 	if err != nil || found != "" {
 		g.created = found
 		return OutcomeKnown, err

@@ -62,8 +62,12 @@ func (s *Ops) RetryAlive(ctx context.Context, op func() error) error {
 	return s.retry(ctx, 0, op)
 }
 
-// retry is Retry with a bound of attempts attempts; 0: none.
+// retry is Retry with a bound of attempts attempts; 0: none. Within a
+// write's settle step (see RetryUncertain) there is no bound either.
 func (s *Ops) retry(ctx context.Context, attempts int, op func() error) error {
+	if ctx.Value(settlingKey{}) != nil {
+		attempts = 0
+	}
 	for n := 1; ; n++ {
 		if err := s.session().Err(); err != nil {
 			return err
@@ -129,6 +133,13 @@ func pause(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 // attempt. The policy gives up (ErrRetriesExhausted, wrapping the error that
 // hid the outcome) once its attempts are used up and the outcome is still
 // not known: a write with a settle step always settles first.
+//
+// A settle step's reads are retried for as long as the session lives and
+// ctx lasts, not for the policy's attempts (as RetryAlive): while the
+// session lives the outcome can still be learned, and a quorum that comes
+// back after the policy's attempts would otherwise leave a write that took
+// effect reported as failed (a lock's node, kept by the live session,
+// then holds the lock for nobody).
 
 // Outcome is what one attempt of a write tells RetryUncertain.
 type Outcome int
@@ -149,9 +160,10 @@ type UncertainWrite struct {
 	Attempt func(n int) (Outcome, error)
 	// Settle learns, after the back-off, whether an attempt whose outcome
 	// was hidden took effect: outcomeKnown with the result, or
-	// outcomeResend when it did not. nil: the next attempt's own read
-	// tells.
-	Settle func() (Outcome, error)
+	// outcomeResend when it did not. Its reads are to use ctx, which lifts
+	// the policy's bound on their attempts (see above). nil: the next
+	// attempt's own read tells.
+	Settle func(ctx context.Context) (Outcome, error)
 	// Interrupted wraps the error that cuts the back-off short (the end of
 	// ctx or of the session); nil returns it as is.
 	Interrupted func(error) error
@@ -183,7 +195,7 @@ func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
 			s.metrics.retried(Recoverable)
 			continue
 		}
-		if o, serr := w.Settle(); o == OutcomeKnown {
+		if o, serr := w.Settle(settling(ctx)); o == OutcomeKnown {
 			return serr
 		}
 		if last {
@@ -191,6 +203,15 @@ func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
 		}
 		s.metrics.retried(Recoverable)
 	}
+}
+
+// settlingKey marks the context of a settle step (see retry).
+type settlingKey struct{}
+
+// settling is ctx for the reads of a settle step: Ops.Retry retries them
+// without the policy's bound.
+func settling(ctx context.Context) context.Context {
+	return context.WithValue(ctx, settlingKey{}, true)
 }
 
 // giveUp is the error of a write whose outcome stayed hidden after n
