@@ -266,7 +266,7 @@ func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Ho
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := client.JoinErrors(errs...); err != nil {
 		return nil, err
 	}
 	res := out[:0]

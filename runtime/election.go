@@ -769,7 +769,7 @@ func (e *Election[T]) Run(ctx context.Context, payload T, fn func(ctx context.Co
 		case ctx.Err() != nil:
 			return nil
 		case ferr != nil && !lost:
-			return errors.Join(ferr, ignoreLost(rerr, ErrLeadershipLost))
+			return client.JoinErrors(ferr, ignoreLost(rerr, ErrLeadershipLost))
 		}
 	}
 }

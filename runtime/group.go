@@ -319,7 +319,7 @@ func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot
 		names = append(names, m.name)
 	}
 	names = append(names, badNames...)
-	return snapshot[MemberList[T]]{v: MemberList[T]{Members: list, Err: errors.Join(bad...)}, key: strings.Join(names, "/"), watch: r.Watch}, nil
+	return snapshot[MemberList[T]]{v: MemberList[T]{Members: list, Err: client.JoinErrors(bad...)}, key: strings.Join(names, "/"), watch: r.Watch}, nil
 }
 
 // mergeJoined merges a and b, each in join order, into one list in join

@@ -742,7 +742,7 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error
 	cancel()
 	rctx, rcancel := releaseCtx(ctx)
 	defer rcancel()
-	return errors.Join(ferr, l.Unlock(rctx))
+	return client.JoinErrors(ferr, l.Unlock(rctx))
 }
 
 // lockOp starts the operation o of the lock handle l (nothing for the

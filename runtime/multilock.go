@@ -89,7 +89,7 @@ func LockAll(ctx context.Context, locks ...Locker) (_ *LockGroup, err error) {
 	for i, m := range ms {
 		if err := m.Lock(ctx); err != nil {
 			if uerr := unlockAll(ms[:i]); uerr != nil {
-				err = errors.Join(err, uerr)
+				err = client.JoinErrors(err, uerr)
 			}
 			return nil, fmt.Errorf("LockAll: %s: %w", m.Path(), err)
 		}
@@ -114,7 +114,7 @@ func unlockAll(ms []Locker) error {
 			errs = append(errs, fmt.Errorf("%s: %w", ms[i].Path(), err))
 		}
 	}
-	return errors.Join(errs...)
+	return client.JoinErrors(errs...)
 }
 
 // watch ends the group when m is lost before the group is released.
@@ -237,7 +237,7 @@ func (g *LockGroup) Unlock(ctx context.Context) error {
 		}
 	}
 	g.end(fmt.Errorf("multi-lock: %w (released)", ErrNotHeld))
-	return errors.Join(errs...)
+	return client.JoinErrors(errs...)
 }
 
 // lockAll starts the span of a LockAll of ms (in the order they are

@@ -281,7 +281,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 		}
 	}
 	out, errs := q.deliver(ctx, held, q.fetch(ctx, paths, items, true), errs)
-	return out, errors.Join(errs...)
+	return out, client.JoinErrors(errs...)
 }
 
 // claimed is one claim attempt of claimAll.

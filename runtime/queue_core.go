@@ -361,7 +361,7 @@ func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) 
 		return err
 	})
 	if err != nil || q.s.Err() != nil {
-		return false, errors.Join(err, q.s.Err())
+		return false, client.JoinErrors(err, q.s.Err())
 	}
 	if found {
 		q.s.Ops().Log().Debug("queue multi found by its marker after a connection loss", "marker", marker)

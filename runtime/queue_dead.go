@@ -307,7 +307,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 		}
 		out[i] = d
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err := client.JoinErrors(errs...); err != nil {
 		return nil, err
 	}
 	out = slices.DeleteFunc(out, func(d *DeadLetter[T]) bool { return d == nil })

@@ -129,7 +129,7 @@ func (pq *prioQueue[T]) guard(ctx context.Context, create bool) error {
 			return err
 		}
 		if again, uerr := pq.upgradeLegacy(ctx); uerr != nil || !again {
-			return errors.Join(err, uerr)
+			return client.JoinErrors(err, uerr)
 		}
 	}
 	return fmt.Errorf("queue %s: %w: the directory's record keeps changing", pq.dir, ErrSpecMismatch)

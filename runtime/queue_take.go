@@ -597,7 +597,7 @@ func (q *queue[T]) deleteAll(ctx context.Context, bucket string, cands []qitem, 
 			out[i].data = f.data // to give it back (queue_prefetch.go)
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, client.JoinErrors(errs...)
 }
 
 // batch is what an at-most-once take deletes: the items and their decoded

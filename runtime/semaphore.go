@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -379,7 +378,7 @@ func (m *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error) 
 	cancel()
 	rctx, rcancel := releaseCtx(ctx)
 	defer rcancel()
-	return errors.Join(ferr, le.Release(rctx))
+	return client.JoinErrors(ferr, le.Release(rctx))
 }
 
 func (m *Semaphore) telResource() (*telemetry, string) { return telOf(m.s), orPath(m.name, m.dir) }

@@ -213,7 +213,7 @@ func newTelemetry(c client.TelemetryConfig) (*telemetry, error) {
 	t.tenuresLost = client.Int64Counter(m, &errs, "zkgen.tenures.lost", "{tenure}", "Tenures (locks, leases, leaderships, memberships) that ended by loss, not release.")
 	t.partitions = client.Int64Counter(m, &errs, "zkgen.partitioner.acquisitions", "{partition}", "Partitions a partitioner member became the owner of: its first share and every partition moved to it.")
 	t.deadLetters = client.Int64Counter(m, &errs, "zkgen.queue.dead_lettered", "{item}", "Items of at-least-once queues moved to the dead letters after dead_letter_after deliveries without an ack.")
-	return t, errors.Join(errs...)
+	return t, client.JoinErrors(errs...)
 }
 
 // resAttrs are the attributes of a resource's metrics.

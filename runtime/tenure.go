@@ -386,7 +386,7 @@ func abandonNode(s *Session, node string, cause error) error {
 	defer cancel()
 	if err := s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		s.Ops().Log().Warn("could not remove contender node", "path", node, "err", err)
-		return errors.Join(cause, err)
+		return client.JoinErrors(cause, err)
 	}
 	return cause
 }

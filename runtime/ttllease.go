@@ -380,7 +380,7 @@ func (m *TTLLeases) abandon(le *TTLLease, cause error) error {
 	rctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if err := le.Release(rctx); err != nil && !errors.Is(err, ErrLeaseExpired) {
-		return errors.Join(cause, err)
+		return client.JoinErrors(cause, err)
 	}
 	return cause
 }

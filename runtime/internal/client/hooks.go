@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -144,7 +143,7 @@ func (h *hooks) runClose(deadline time.Time) error {
 	defer cancel()
 	errs := make([]error, len(runs))
 	Parallel(len(runs), len(runs), func(i int) { errs[i] = runs[i](ctx) })
-	return errors.Join(errs...)
+	return JoinErrors(errs...)
 }
 
 // waitClose waits for every registered wait channel, until deadline.

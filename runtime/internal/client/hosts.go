@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -91,7 +90,7 @@ func (h *hostList) Init(servers []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	if err := errors.Join(h.lookup(ctx, cs)...); err != nil {
+	if err := JoinErrors(h.lookup(ctx, cs)...); err != nil {
 		return err
 	}
 	h.mu.Lock()

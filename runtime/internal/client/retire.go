@@ -70,7 +70,7 @@ func retire(ctx context.Context, servers []string, prev *Session) error {
 			break
 		}
 	}
-	return errors.Join(errs...)
+	return JoinErrors(errs...)
 }
 
 // closeOn connects to the server at addr as session id (password pw) and

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -103,7 +102,7 @@ func newSessionMetrics(c TelemetryConfig) (*sessionMetrics, error) {
 		retries:    Int64Counter(m, &errs, "zkgen.retries", "{retry}", "Operations sent again after a recoverable error (zkgen.error.class recoverable) or a race that called for sending again (normal)."),
 		connLosses: Int64Counter(m, &errs, "zkgen.connection.losses", "{loss}", "Connections to ZooKeeper lost while the session lived on (one per outage, not per reconnect attempt)."),
 		expiries:   Int64Counter(m, &errs, "zkgen.session.expiries", "{expiry}", "Sessions ended by expiry: told by the server, or given up by the client's own clock."),
-	}, errors.Join(errs...)
+	}, JoinErrors(errs...)
 }
 
 // retried counts one operation sent again after an error of class c.
