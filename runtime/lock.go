@@ -217,12 +217,9 @@ func (l *Lock) answering() (*Lock, int) { return answering(l, l.fresh(), l.s, l.
 // nil with a nil error when wait is false and the lock is taken by another.
 // record is the spec record of the lock's directory (specguard.go).
 func (l *Lock) record() specRecord {
-	r := specRecord{Kind: "lock", Layout: "curator"}
+	r := specRecord{Kind: "lock", Layout: l.cfg.layout.record()}
 	if l.fam == curatorRW || l.fam == kazooRW {
 		r.Kind = "rwlock"
-	}
-	if l.cfg.layout == LayoutKazoo {
-		r.Layout = "kazoo"
 	}
 	return r
 }

@@ -302,7 +302,7 @@ func (f queueOptionFunc) applyQueue(c *queueConfig) { f(c) }
 func (c queueConfig) record() specRecord {
 	r := specRecord{Kind: c.kindName(), Delivery: "at_most_once"}
 	if c.priority {
-		r.Levels, r.Priorities, r.Layout = c.levels, c.names, prioLayout
+		r.Levels, r.Priorities, r.Layout = c.levels, c.names, recordLevels
 	}
 	if c.ack {
 		r.Delivery = "at_least_once"

@@ -38,10 +38,6 @@ import (
 // when its bucket is empty, and refused with ErrSpecMismatch while it holds
 // items (upgradeLegacy).
 
-// prioLayout is the spec record layout of a priority queue with one
-// directory per level.
-const prioLayout = "levels"
-
 // errLevelEmpty is returned by a level's take in noWait mode when the level
 // has nothing for this consumer; its watches are in cons.waits.
 var errLevelEmpty = errors.New("queue: level empty")
@@ -155,7 +151,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	have.Layout = prioLayout
+	have.Layout = recordLevels
 	rec, err := json.Marshal(have)
 	if err != nil {
 		return false, err

@@ -40,13 +40,31 @@ type specRecord struct {
 	Size   int    `json:"size,omitempty"`
 	Levels int    `json:"levels,omitempty"`
 	// Priorities are the level names, when the handle knows them.
-	Priorities []string `json:"priorities,omitempty"`
-	Delivery   string   `json:"delivery,omitempty"`
-	Layout     string   `json:"layout,omitempty"`
-	Partitions int      `json:"partitions,omitempty"` // a partitioner's partition count
+	Priorities []string     `json:"priorities,omitempty"`
+	Delivery   string       `json:"delivery,omitempty"`
+	Layout     recordLayout `json:"layout,omitempty"`
+	Partitions int          `json:"partitions,omitempty"` // a partitioner's partition count
 	// Released is the lock node whose holder released it last (lock.go,
 	// the hand-off); not a parameter of the spec.
 	Released string `json:"released,omitempty"`
+}
+
+// recordLayout is a record's layout: how the directory's nodes are named
+// and kept.
+type recordLayout string
+
+const (
+	recordCurator recordLayout = "curator" // LayoutCurator's lock
+	recordKazoo   recordLayout = "kazoo"   // LayoutKazoo's lock: a persistent directory
+	recordLevels  recordLayout = "levels"  // a priority queue: one directory per level
+)
+
+// record is the record layout of a lock named by l.
+func (l Layout) record() recordLayout {
+	if l == LayoutKazoo {
+		return recordKazoo
+	}
+	return recordCurator
 }
 
 // mismatch returns the first parameter of want that does not fit have.
@@ -66,7 +84,7 @@ func (want specRecord) mismatch(have specRecord) (field, had, wants string, bad 
 	case have.Delivery != want.Delivery:
 		return "delivery", have.Delivery, want.Delivery, true
 	case have.Layout != want.Layout:
-		return "layout", have.Layout, want.Layout, true
+		return "layout", string(have.Layout), string(want.Layout), true
 	case have.Partitions != want.Partitions:
 		return "partitions", fmt.Sprint(have.Partitions), fmt.Sprint(want.Partitions), true
 	}
@@ -170,7 +188,7 @@ func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, r
 	if err := s.Ops().Creatable(acl); err != nil {
 		return false, client.OpError("create", dir, err)
 	}
-	if rec.Layout == "kazoo" {
+	if rec.Layout == recordKazoo {
 		return createPersistent(ctx, s, dir, acl, data)
 	}
 	// Bottom-up: one create when the parent exists (see EnsureContainer).
