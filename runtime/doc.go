@@ -105,8 +105,8 @@
 // when it ends, and Context a context cancelled then, whose cause wraps the
 // recipe's loss error (ErrLockLost, ErrLeadershipLost, ErrMembershipLost)
 // or is ErrNotHeld once given up. A brief connection loss does not end a
-// tenure; a disconnection for over a third of the session timeout does (see
-// WithSessionTimeout).
+// tenure; a disconnection past the session's give-up point does (see
+// [WithSessionTimeout]).
 //
 // # Read-only views
 //

@@ -508,7 +508,8 @@ func (l *Lock) Token() int64 {
 // lock was lost (session expired or closed, or the node deleted by someone
 // else) or released with Unlock. When the lock is not held it returns a
 // closed channel. A brief connection loss does not end the tenure; a
-// disconnection for over a third of the session timeout does.
+// disconnection past the session's give-up point does (see
+// [WithSessionTimeout]).
 //
 // The session's end is always noticed. Noticing the node being deleted by
 // someone else (Reap, a forced revocation) takes a watch on the node, which

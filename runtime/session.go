@@ -72,8 +72,8 @@ const (
 var (
 
 	// ErrSessionExpired means ZooKeeper expired the session (or the client
-	// was cut off for over a third of the session timeout and gave it up before the
-	// server could expire it, see WithSessionTimeout). It is fatal: every
+	// was cut off past the give-up point of WithSessionTimeout and gave it
+	// up before the server could expire it). It is fatal: every
 	// ephemeral node of the session is gone, every handle built on the session
 	// reports lost, and the session is not reopened behind your back.
 	ErrSessionExpired = client.ErrSessionExpired

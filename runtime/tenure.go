@@ -431,8 +431,8 @@ var zeroCtx = func() context.Context {
 // Lost returns a channel closed when the tenure ends: lost (the session
 // expired or was closed, or the node was deleted by someone else) or given
 // up (Resign, Leave, Release). A brief connection loss does not end it; a
-// disconnection for over a third of the session timeout does (see
-// WithSessionTimeout). Lost consults the session's clock when called (see
+// disconnection past the session's give-up point does (see
+// [WithSessionTimeout]). Lost consults the session's clock when called (see
 // Held): after a pause past the session timeout the channel it returns is
 // closed already.
 func (t *tenure) Lost() <-chan struct{} {

@@ -173,7 +173,7 @@ func (s *Session) onEvent(ev zk.Event) {
 			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
 			s.metrics.connectionLost()
 			s.expiryTimer = time.AfterFunc(d, func() {
-				s.log.Warn("zookeeper unreachable for over a third of the session timeout: session treated as expired")
+				s.log.Warn("zookeeper unreachable past the give-up point (35% of the session timeout): session treated as expired")
 				s.gaveUp.Store(true)
 				s.expire()
 			})
