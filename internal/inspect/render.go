@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -145,3 +146,50 @@ func quote(s string) string { return strconv.Quote(s) }
 // String is the value as the table shows it: JSON as is, text quoted,
 // other bytes as base64.
 func (v Value) String() string { return show(&v) }
+
+// Words is the value in words, for a label or a line a reader scans: a
+// JSON object's fields as "key value" pairs in the payload's order,
+// separated by " · ", a JSON string or text as itself, anything else as
+// String shows it. Characters that would garble a terminal are replaced.
+func (v Value) Words() string {
+	switch {
+	case v.Text != nil:
+		return safe(*v.Text)
+	case v.JSON == nil:
+		return v.String()
+	}
+	if w, ok := objectWords(v.JSON); ok {
+		return safe(w)
+	}
+	var s string
+	if json.Unmarshal(v.JSON, &s) == nil {
+		return safe(s)
+	}
+	return v.String()
+}
+
+// objectWords is Words of a non-empty JSON object; false for anything
+// else.
+func objectWords(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	var parts []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return "", false
+		}
+		var s string
+		if json.Unmarshal(val, &s) != nil {
+			s = string(val)
+		}
+		parts = append(parts, fmt.Sprint(k)+" "+s)
+	}
+	return strings.Join(parts, " · "), len(parts) > 0
+}

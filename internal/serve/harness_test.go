@@ -349,6 +349,9 @@ func (s *actorState) run(ctx context.Context, line string) (string, error) {
 		}
 	case "dead":
 		return "", s.poison(ctx, n)
+	case "lease": // a TTL lease, never renewed: it lapses after its TTL
+		_, err := s.c.Leases().Acquire(ctx, s.name)
+		return "", err
 	case "campaign":
 		l, err := s.c.Scheduler().Campaign(ctx, me)
 		if err != nil {

@@ -63,7 +63,7 @@ var families = []family{
 	{name: "zkgen_partitions", help: "Partitions of a partitioner."},
 	{name: "zkgen_partitions_unowned", help: "Partitions no member owns."},
 	{name: "zkgen_partitioner_members", help: "Members of a partitioner."},
-	{name: "zkgen_partitions_owned", help: "Partitions a partitioner member owns, by member (its payload as text).", extra: []string{"member"}},
+	{name: "zkgen_partitions_owned", help: "Partitions a partitioner member owns, by member (its payload in words: an object's fields as key value pairs).", extra: []string{"member"}},
 	{name: "zkgen_barrier_up", help: "1 while a barrier is up (holding its waiters)."},
 	{name: "zkgen_barrier_waiting", help: "Participants in a double barrier."},
 	{name: "zkgen_barrier_size", help: "A double barrier's size."},
@@ -259,7 +259,7 @@ func (c *collector) others(res *inspect.Resource, base []string, emit func(strin
 		emit("zkgen_partitions_unowned", float64(len(p.Unowned)), base...)
 		emit("zkgen_partitioner_members", float64(len(p.Members)), base...)
 		for _, o := range p.Members {
-			emit("zkgen_partitions_owned", float64(len(o.Owns)), with(base, o.Member.String())...)
+			emit("zkgen_partitions_owned", float64(len(o.Owns)), with(base, o.Member.Words())...)
 		}
 	case res.Barrier != nil:
 		emit("zkgen_barrier_up", b2f(res.Barrier.Up), base...)

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,12 @@ func textIs(sel, want string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](`(() => { const e = document.querySelector(` + jsString(sel) + `); return e !== null && e.textContent === ` + jsString(want) + `; })()`)
 }
 
+// holdsNot waits until the element of sel exists and its text holds want
+// and not unwanted.
+func holdsNot(sel, want, unwanted string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](`(() => { const e = document.querySelector(` + jsString(sel) + `); return e !== null && e.textContent.includes(` + jsString(want) + `) && !e.textContent.includes(` + jsString(unwanted) + `); })()`)
+}
+
 // contains waits until the element of sel exists and its text holds want.
 func contains(sel, want string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](`(() => { const e = document.querySelector(` + jsString(sel) + `); return e !== null && e.textContent.includes(` + jsString(want) + `); })()`)
@@ -83,7 +90,8 @@ func jsString(s string) string {
 // its holder, a queue's depth follows puts and takes, and a ZooKeeper
 // outage is shown as one, all without reloading the page.
 func TestLivePage(t *testing.T) {
-	srv := zktest.Start(t)
+	// TTL nodes for the lease; reaped after the test is over
+	srv := zktest.Start(t, zktest.WithTTLNodes(10*time.Minute))
 	provision(t, srv.Addr())
 	base := startServe(t, srv.Addr())
 	ctx := browser(t)
@@ -116,12 +124,25 @@ func TestLivePage(t *testing.T) {
 	b.do("campaign")
 	b.do("join")
 	a.do("dead 1")
+	a.do("lease")
 	within(t, ctx, "the rest drawn", 10*time.Second,
 		contains(`[data-resource="order_lock"] .instance .waiter .who`, "e2e beta"),
-		contains(`[data-resource="scheduler"] .leader`, "beta"),
-		contains(`[data-resource="shards"] .owner`, "beta"),
+		contains(`[data-resource="scheduler"] .leader`, "host beta"),
+		// a member in words, not its payload's JSON (issue 46)
+		holdsNot(`[data-resource="shards"] .owner`, "host beta · port ", "{"),
 		textIs(`[data-resource="shards"] .summary`, "64 partitions, 0 unowned"),
-		contains(`[data-resource="outbox"] .dead`, "1 dead letters"))
+		contains(`[data-resource="outbox"] .dead`, "1 dead letters"),
+		// what died and why, not only how many
+		// (the poisoner fails whichever item comes first)
+		contains(`[data-resource="outbox"] .deadletter .payload`, "name "),
+		textIs(`[data-resource="outbox"] .deadletter .reason`, "poison"),
+		contains(`[data-resource="leases"] .holder .who`, "alpha"))
+	if !labelled(scrape(t, base), "zkgen_partitions_owned{", `member="host beta · port `) {
+		t.Errorf("no zkgen_partitions_owned series labelled with beta's payload in words")
+	}
+	// the lease is never renewed: 5 s later it reads lapsed, and only that
+	within(t, ctx, "the lease lapses", 15*time.Second,
+		holdsNot(`[data-resource="leases"] .holder .due`, "lapsed ", "expires"))
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
@@ -155,4 +176,15 @@ func TestLivePage(t *testing.T) {
 	within(t, ctx, "back after the outage", 30*time.Second,
 		chromedp.WaitNotVisible(`#outage`),
 		textIs(`[data-resource="outbox"] .depth`, "2"))
+}
+
+// labelled reports whether m has a series of the family that prefix
+// names with a label that starts with label.
+func labelled(m metrics, prefix, label string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) && strings.Contains(k, label) {
+			return true
+		}
+	}
+	return false
 }

@@ -23,10 +23,18 @@ function age(s) {
 }
 
 // ageSpan is a span kept current by tick(): base is the age at the state.
-function ageSpan(base, sign) {
+function ageSpan(base) {
   const e = el("span", "age");
   e.dataset.base = String(base);
-  if (sign) e.dataset.sign = String(sign);
+  return e;
+}
+
+// dueSpan is a span kept current by tick() that counts down: "expires in
+// 3s", then "lapsed 2s ago". left is the seconds left at the state.
+function dueSpan(left) {
+  const e = el("span", "age due");
+  e.dataset.base = String(left);
+  e.dataset.sign = "-1";
   return e;
 }
 
@@ -35,7 +43,8 @@ function tick() {
   for (const e of document.querySelectorAll(".age")) {
     const sign = Number(e.dataset.sign || 1);
     const v = Number(e.dataset.base) + sign * gone;
-    e.textContent = sign < 0 && v < 0 ? "lapsed " + age(-v) + " ago" : age(v);
+    if (sign > 0) e.textContent = age(v);
+    else e.textContent = v < 0 ? "lapsed " + age(-v) + " ago" : "expires in " + age(v);
   }
 }
 
@@ -45,6 +54,20 @@ function value(v) {
   if (v.text !== undefined) return JSON.stringify(v.text);
   if (v.base64 !== undefined) return "base64:" + v.base64;
   return "";
+}
+
+// words renders a payload for a reader, as inspect's Value.Words does: a
+// JSON object's fields as "key value" pairs separated by " · ", a string
+// as itself, anything else as value() shows it.
+function words(v) {
+  if (!v) return "";
+  if (v.text !== undefined) return v.text;
+  const j = v.json;
+  if (typeof j === "string") return j;
+  if (j !== null && typeof j === "object" && !Array.isArray(j) && Object.keys(j).length) {
+    return Object.entries(j).map(([k, x]) => k + " " + (typeof x === "string" ? x : JSON.stringify(x))).join(" · ");
+  }
+  return value(v);
 }
 
 function who(c) {
@@ -80,6 +103,25 @@ function ranges(ns) {
   return out.join(", ");
 }
 
+// deadLettersShown is how many of a queue's dead letters the page lists
+// (the newest moves last); /api/state and zkgen inspect have them all.
+const deadLettersShown = 5;
+
+// deadLetters lists a queue's dead letters: what each held, why it died
+// and when it was moved.
+function deadLetters(box, ds) {
+  box.append(el("div", "dead warn", `${ds.length} dead letters`));
+  const ul = el("ul", "deadletters");
+  for (const d of ds.slice(-deadLettersShown)) {
+    const li = el("li", "deadletter");
+    li.append(el("span", "payload", words(d.payload)), " · ", el("span", "reason", d.reason || "no reason recorded"),
+      " · moved ", ageSpan(d.age_seconds), " ago");
+    ul.append(li);
+  }
+  if (ds.length > deadLettersShown) ul.append(el("li", "muted", `and ${ds.length - deadLettersShown} older (zkgen inspect lists them all)`));
+  box.append(ul);
+}
+
 const readers = {
   lock(box, l) {
     const summary = l.leases ? `${l.holders.length}/${l.leases} leases` : (l.holders.length ? "held" : "free");
@@ -94,7 +136,7 @@ const readers = {
     for (const h of l.holders) {
       const li = el("li", "holder");
       const left = (Date.parse(h.expires) - Date.parse(state.taken)) / 1000;
-      li.append(el("span", "who", h.holder + (h.host ? " · " + h.host : "")), " expires in ", ageSpan(left, -1));
+      li.append(el("span", "who", h.holder + (h.host ? " · " + h.host : "")), " ", dueSpan(left));
       ul.append(li);
     }
     box.append(ul);
@@ -110,24 +152,22 @@ const readers = {
       for (const p of q.priorities) ul.append(el("li", "priority", `${p.name}: ${p.depth}`));
       box.append(ul);
     }
-    if (q.dead_letters && q.dead_letters.length) {
-      box.append(el("div", "dead warn", `${q.dead_letters.length} dead letters`));
-    }
+    if (q.dead_letters && q.dead_letters.length) deadLetters(box, q.dead_letters);
   },
   election(box, e) {
-    box.append(el("div", "summary leader", e.elected ? `leader ${value(e.payload) || e.leader} · epoch ${e.epoch}` : "no leader"));
+    box.append(el("div", "summary leader", e.elected ? `leader ${words(e.payload) || e.leader} · epoch ${e.epoch}` : "no leader"));
     box.append(el("div", "candidates", `${e.candidates.length} candidates`));
   },
   group(box, g) {
     box.append(el("div", "summary", `${g.members.length} members`));
     const ul = el("ul", "members");
-    for (const m of g.members) ul.append(el("li", "member", value(m)));
+    for (const m of g.members) ul.append(el("li", "member", words(m)));
     box.append(ul);
   },
   partitioner(box, p) {
     box.append(el("div", "summary", `${p.partitions} partitions, ${p.unowned.length} unowned`));
     const ul = el("ul", "owners");
-    for (const m of p.members) ul.append(el("li", "owner", `${value(m.member)}: ${m.owns.length ? ranges(m.owns) : "nothing"}`));
+    for (const m of p.members) ul.append(el("li", "owner", `${words(m.member)}: ${m.owns.length ? ranges(m.owns) : "nothing"}`));
     box.append(ul);
   },
   barrier(box, b) { box.append(el("div", "summary", b.up ? "up" : "down")); },
