@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
 
 	"github.com/zkgen/zkgen/internal/serve"
@@ -23,6 +24,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var maxInstances int
 	var settle time.Duration
+	var w webFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the live state of every declared resource: metrics, a live page, JSON",
@@ -44,9 +46,16 @@ disappear, up to --max-instances per resource (the rest are counted in
 zkgen_serve_instances_cut). serve only reads: it never writes to ZooKeeper.
 When ZooKeeper stops answering or the session expires, the page says so and
 zkgen_serve_zookeeper_up is 0 (the other metrics keep the last values read);
-serve reconnects, on a new session if need be, and reads everything again.`,
+serve reconnects, on a new session if need be, and reads everything again.
+
+The page shows queue items, config values, members' payloads and session
+ids. On an address other hosts reach, protect it as Prometheus exporters
+are protected: --web.config.file names a web configuration file (TLS and
+basic auth, the format of the Prometheus exporter toolkit). serve refuses
+such an address without one, unless --web.open says it is meant.`,
 		Example: `  zkgen serve --servers zk1:2181,zk2:2181
-  zkgen serve --addr 127.0.0.1:9464 --max-instances 5000`,
+  zkgen serve --addr 127.0.0.1:9464 --max-instances 5000
+  zkgen serve --addr :9464 --web.config.file web.yml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if maxInstances <= 0 {
@@ -55,31 +64,41 @@ serve reconnects, on a new session if need be, and reads everything again.`,
 			if settle <= 0 {
 				return userErrorf("--settle must be positive, got %v", settle)
 			}
-			s, dial, err := a.live(&f, runtime.WithReadOnly())
-			if err != nil {
+			if err := w.check(); err != nil {
 				return err
 			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return userErrorf("--addr: %v", err)
 			}
+			if err := w.exposed(ln); err != nil {
+				ln.Close()
+				return err
+			}
+			s, dial, err := a.live(&f, runtime.WithReadOnly())
+			if err != nil {
+				ln.Close()
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			m := serve.New(serve.Options{Spec: s, Dial: dial,
 				MaxInstances: maxInstances, Settle: settle, Log: log})
-			return a.serveHTTP(ctx, ln, m)
+			return a.serveHTTP(ctx, ln, m, w, log)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9464", "address to serve HTTP on (host:port)")
 	cmd.Flags().IntVar(&maxInstances, "max-instances", 1000, "follow at most this many instances of each parameterised resource")
 	cmd.Flags().DurationVar(&settle, "settle", 100*time.Millisecond, "gather watch events for this long before reading what they touched")
+	cmd.Flags().StringVar(&w.config, "web.config.file", "", "web configuration file for TLS and basic auth (the Prometheus exporter toolkit's format)")
+	cmd.Flags().BoolVar(&w.open, "web.open", false, "serve an address other hosts reach without --web.config.file")
 	return cmd
 }
 
 // serveHTTP runs the model and its HTTP server until ctx ends.
-func (a *app) serveHTTP(ctx context.Context, ln net.Listener, m *serve.Model) error {
+func (a *app) serveHTTP(ctx context.Context, ln net.Listener, m *serve.Model, w webFlags, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := &http.Server{Handler: serve.Handler(m), ReadHeaderTimeout: 10 * time.Second}
@@ -88,9 +107,9 @@ func (a *app) serveHTTP(ctx context.Context, ln net.Listener, m *serve.Model) er
 		defer close(done)
 		m.Run(ctx)
 	}()
-	fmt.Fprintf(a.stderr, "zkgen serve: http://%s/ (metrics at /metrics, state at /api/state)\n", ln.Addr())
+	fmt.Fprintf(a.stderr, "zkgen serve: %s://%s/ (metrics at /metrics, state at /api/state)\n", w.scheme, ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- web.Serve(ln, srv, w.toolkit(), log) }()
 	var err error
 	select {
 	case <-ctx.Done():

@@ -28,6 +28,13 @@ type prometheus struct {
 // the prometheus command the test is skipped, or failed under CI.
 func startPrometheus(t *testing.T, target string) *prometheus {
 	t.Helper()
+	return startPrometheusWith(t, target, "")
+}
+
+// startPrometheusWith is startPrometheus with more settings for the
+// scrape job (YAML lines indented for the job).
+func startPrometheusWith(t *testing.T, target, job string) *prometheus {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -36,7 +43,7 @@ func startPrometheus(t *testing.T, target string) *prometheus {
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("global: {scrape_interval: 100ms, scrape_timeout: 90ms}\nscrape_configs:\n  - job_name: zkgen\n    static_configs: [{targets: [%q]}]\n", target)
+	cfg := fmt.Sprintf("global: {scrape_interval: 100ms, scrape_timeout: 90ms}\nscrape_configs:\n  - job_name: zkgen\n    static_configs: [{targets: [%q]}]\n%s", target, job)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
