@@ -555,6 +555,10 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	ops, err := guardedRequests(s, ops)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.label, err)
+	}
 	all := append(append(make([]any, 0, len(f.checks)+len(ops)), f.checks...), ops...)
 	// go-zookeeper's own error, before await's translation; nil while the
 	// request is on its way (await returns early when ctx or the session

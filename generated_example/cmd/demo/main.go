@@ -26,8 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkgen/zkgen/generated_example/coord"
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
@@ -266,10 +264,9 @@ func (d *demo) process(ctx context.Context, who string, c *coord.Client, job coo
 		case <-ctx.Done(): // ctx ends if the lock is lost mid-job
 			return context.Cause(ctx)
 		}
-		marker := &zk.CreateRequest{Path: d.doneDir + "/" + job.Name, Acl: zk.WorldACL(zk.PermAll)}
-		_, err := l.Guarded(ctx, marker)
+		_, err := l.Guarded(ctx, runtime.CreateOp(d.doneDir+"/"+job.Name, nil))
 		switch {
-		case errors.Is(err, zk.ErrNodeExists):
+		case errors.Is(err, runtime.ErrNodeExists):
 			d.say(who, "skipped %-16s: done already (delivered again)", job.Name)
 		case err != nil:
 			return err // released: delivered again, to find out
