@@ -13,7 +13,8 @@ import (
 // FourLetter sends a four-letter-word command (ruok, srvr, stat, mntr, cons,
 // wchs, wchp, wchc, dump, conf, envi, isro, ...) to the server at addr and
 // returns its whole answer. The exchange, including connecting, is bounded
-// by timeout. Servers started by this package allow every command.
+// by timeout. Servers started by this package allow every command, unless
+// started WithFourLetterWords.
 func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	if len(cmd) != 4 {
 		return "", fmt.Errorf("zktest: four-letter command %q is not four letters", cmd)

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -133,4 +134,21 @@ func rejoinInterval(tick time.Duration) time.Duration {
 func WithTTLNodes(checkInterval time.Duration) Option {
 	return WithJVMArgs("-Dzookeeper.extendedTypesEnabled=true",
 		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", max(checkInterval.Milliseconds(), 1)))
+}
+
+// WithFourLetterWords sets the server's 4lw.commands.whitelist to words
+// instead of "*" (every command). ruok is always added: the harness's
+// readiness check sends it. ZooKeeper 3.8 answers srvr whatever the
+// whitelist says (the harness's standalone check reads its Mode line); a
+// word left out is answered "<word> is not executed because it is not in
+// the whitelist."
+func WithFourLetterWords(words ...string) Option {
+	return WithConfig("4lw.commands.whitelist", strings.Join(append([]string{"ruok"}, words...), ","))
+}
+
+// WithJuteMaxBuffer sets the server's jute.maxbuffer (the system property;
+// ZooKeeper's default is 0xfffff, 1 MiB less a byte): the server drops the
+// connection of a client whose request frame is longer than n bytes.
+func WithJuteMaxBuffer(n int) Option {
+	return WithJVMArgs(fmt.Sprintf("-Djute.maxbuffer=%d", n))
 }
