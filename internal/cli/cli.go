@@ -88,13 +88,14 @@ directory). Generated paths are relative to the directory of the spec file.
 
 Exit status: 0 on success, 1 for problems to fix on your side (spec errors,
 a missing spec, bad usage, stale generated files for diff, breaking changes
-for breaking), 2 for I/O
+for breaking, a failed check for doctor), 2 for I/O
 failures while writing and internal errors.`,
 		Example: `  zkgen init                      # write a starter zkgen.yaml
   zkgen validate                  # check zkgen.yaml, print every error
   zkgen generate -v               # write the generated Go files
   zkgen diff -f svc/zkgen.yaml    # in CI: fail when svc's generated code is stale
-  zkgen breaking --against git:origin/main  # in CI: fail on changes a rolling deploy cannot take`,
+  zkgen breaking --against git:origin/main  # in CI: fail on changes a rolling deploy cannot take
+  zkgen doctor --servers zk1:2181  # check that the servers allow what the spec needs`,
 		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -113,6 +114,7 @@ failures while writing and internal errors.`,
 		a.serveCommand(),
 		a.reapCommand(),
 		a.provisionCommand(),
+		a.doctorCommand(),
 		a.schemaCommand(),
 		a.simCommand(),
 		a.versionCommand(),
@@ -122,11 +124,14 @@ failures while writing and internal errors.`,
 
 // failure is an error that decides its own exit code and message.
 type failure struct {
-	code int
-	msg  string // printed as is, one line per problem; empty prints nothing
+	code  int
+	msg   string // printed as is, one line per problem; empty prints nothing
+	cause error  // what it reports, for errors.Is; may be nil
 }
 
 func (f *failure) Error() string { return f.msg }
+
+func (f *failure) Unwrap() error { return f.cause }
 
 // userErrorf is an ExitFailure error printed as "zkgen: <message>".
 func userErrorf(format string, args ...any) error {

@@ -604,13 +604,13 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{nil, {"--help"}, {"help"}} {
 		r := zkgen(t, args...)
 		r.want(t, ExitOK, nil, empty)
-		for _, c := range []string{"generate", "validate", "diff", "init", "version"} {
+		for _, c := range []string{"generate", "validate", "diff", "init", "doctor", "version"} {
 			if !strings.Contains(r.stdout, "\n  "+c+" ") {
 				t.Errorf("help for %q does not list %s:\n%s", args, c, r.stdout)
 			}
 		}
 	}
-	for _, c := range []string{"generate", "validate", "diff", "init", "version"} {
+	for _, c := range []string{"generate", "validate", "diff", "init", "doctor", "version"} {
 		r := zkgen(t, c, "--help")
 		r.want(t, ExitOK, nil, empty)
 		if !strings.Contains(r.stdout, "Examples:\n  zkgen "+c) {

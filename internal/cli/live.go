@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -116,14 +117,9 @@ func (a *app) live(f *liveFlags, extra ...runtime.Option) (*spec.Spec, dialFunc,
 	if err != nil {
 		return nil, nil, err
 	}
-	var servers []string
-	for _, srv := range strings.Split(f.servers, ",") {
-		if srv = strings.TrimSpace(srv); srv != "" {
-			servers = append(servers, srv)
-		}
-	}
-	if len(servers) == 0 {
-		return nil, nil, userErrorf("--servers: no server given")
+	servers, err := f.serverList()
+	if err != nil {
+		return nil, nil, err
 	}
 	if f.timeout <= 0 {
 		return nil, nil, userErrorf("--timeout must be positive, got %v", f.timeout)
@@ -155,9 +151,24 @@ func (a *app) live(f *liveFlags, extra ...runtime.Option) (*spec.Spec, dialFunc,
 		case errors.Is(err, context.DeadlineExceeded):
 			return nil, userErrorf("cannot reach ZooKeeper at %s within %v (set --servers or ZK_SERVERS)", strings.Join(servers, ","), f.timeout)
 		}
-		return nil, userErrorf("cannot connect to ZooKeeper at %s: %v", strings.Join(servers, ","), err)
+		return nil, &failure{code: ExitFailure, cause: err,
+			msg: fmt.Sprintf("zkgen: cannot connect to ZooKeeper at %s: %v", strings.Join(servers, ","), err)}
 	}
 	return s, dial, nil
+}
+
+// serverList is --servers as a list, without blanks; none is a failure.
+func (f *liveFlags) serverList() ([]string, error) {
+	var servers []string
+	for _, srv := range strings.Split(f.servers, ",") {
+		if srv = strings.TrimSpace(srv); srv != "" {
+			servers = append(servers, srv)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, userErrorf("--servers: no server given")
+	}
+	return servers, nil
 }
 
 // checkRoot fails (exit 1) when the spec's root does not exist on the

@@ -179,7 +179,7 @@ func prefixMatches(pat []spec.Segment, names []string) bool {
 func aclFor(s *spec.Spec, p string) *spec.ACL {
 	var found *spec.ACL
 	for _, r := range s.Resources {
-		full := "/" + literalPrefix(r)
+		full := "/" + LiteralPrefix(r)
 		if full != p && !strings.HasPrefix(full, p+"/") {
 			continue
 		}
@@ -194,8 +194,9 @@ func aclFor(s *spec.Spec, p string) *spec.ACL {
 	return found
 }
 
-// literalPrefix is r's path up to its first parameter, without the leading slash.
-func literalPrefix(r *spec.Resource) string {
+// LiteralPrefix is r's path up to its first parameter, without the
+// leading slash.
+func LiteralPrefix(r *spec.Resource) string {
 	var segs []string
 	for _, seg := range r.Segments {
 		if seg.Param != nil {
