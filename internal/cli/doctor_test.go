@@ -126,6 +126,7 @@ func TestDoctor(t *testing.T) {
 		}
 		doctorSpec(t, "", "  small: {kind: partitioner, path: /parts/small, partitions: 100, member: Job}\n")
 		wantDoctor(t, ExitOK, "jute.maxbuffer", "ok", []string{"takes a request of"}, tuned)
+		bigListing(t, d.tuned)
 	})
 
 	t.Run("four_letter_words", func(t *testing.T) {
@@ -248,4 +249,35 @@ func noProbes(t *testing.T, srv *zktest.Server, dir string) {
 		}
 	}
 	walk(dir)
+}
+
+// bigListing shows what the listing line says: the server's jute.maxbuffer
+// bounds the requests it reads, not the replies it sends. Under one
+// directory of the tuned server (16 KiB), 2,000 children whose listing is
+// about 90 KiB, made by multis each well under the limit, are listed by a
+// runtime.Session in one reply.
+func bigListing(t *testing.T, srv *zktest.Server) {
+	t.Helper()
+	s := liveConnect(t, srv)
+	dir := fmt.Sprintf("/doctor-listing-%d", liveSeq.Add(1))
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := s.Conn().Create(dir, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	const n, batch = 2000, 100
+	for i := 0; i < n; i += batch {
+		var ops []any
+		for j := i; j < i+batch; j++ {
+			ops = append(ops, &zk.CreateRequest{Path: fmt.Sprintf("%s/item-%036d", dir, j), Acl: acl})
+		}
+		if _, err := s.Conn().Multi(ops...); err != nil {
+			t.Fatalf("multi of %d creates: %v", batch, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kids, err := s.Children(ctx, dir)
+	if size := n * (4 + len("item-") + 36); err != nil || len(kids) != n || size <= 2*doctorJute {
+		t.Fatalf("listing of %d children (%d bytes) from a server with jute.maxbuffer %d: %d children, %v", n, size, doctorJute, len(kids), err)
+	}
 }

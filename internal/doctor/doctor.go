@@ -14,7 +14,8 @@
 // each deleted before Run returns — a container holding an ephemeral node,
 // and for leases a TTL node. If the process dies first, the ephemeral node
 // goes with its session, the container is then reaped by the server as an
-// empty container, and the TTL node when its ten seconds are up.
+// empty container, and the TTL node once its ten seconds are up (at the
+// server's next container check).
 package doctor
 
 import (
