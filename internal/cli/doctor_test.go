@@ -74,7 +74,9 @@ func doctorLine(t *testing.T, out, check string) string {
 // line of check has status and contains every one of texts.
 func wantDoctor(t *testing.T, code int, check, status string, texts []string, args ...string) result {
 	t.Helper()
-	r := zkgen(t, append([]string{"doctor"}, args...)...)
+	// A generous --timeout: a probe cut short by a slow machine would be
+	// "unknown", not the outcome under test.
+	r := zkgen(t, append([]string{"doctor", "--timeout=30s"}, args...)...)
 	if r.code != code {
 		t.Fatalf("doctor %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
 	}
@@ -184,7 +186,7 @@ func TestDoctor(t *testing.T) {
 			{"no client certificate", []string{tlsAddr, ca}, "bad certificate", "the servers' ssl.trustStore the CA of --tls-cert"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				r := wantDoctor(t, ExitFailure, "tls", "FAIL", []string{c.fix}, append(c.args, "--timeout=30s")...)
+				r := wantDoctor(t, ExitFailure, "tls", "FAIL", []string{c.fix}, c.args...)
 				if l := doctorLine(t, r.stdout, "connect"); !strings.HasPrefix(l, "FAIL ") || !strings.Contains(l, c.cause) {
 					t.Errorf("connect line: %s", l)
 				}
