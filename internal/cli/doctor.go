@@ -39,7 +39,7 @@ learned, and why) or skipped (the spec does not need it):
                   as this session (--auth)
 
 doctor writes only its probe nodes, named zkgen-doctor-<host>-<pid>-<n>,
-and deletes them. Exit status 1 when a check fails (the spec needs
+and deletes them. --timeout bounds each probe too. Exit status 1 when a check fails (the spec needs
 something the servers or the credentials do not give), 0 otherwise.`,
 		Example: `  zkgen doctor --servers zk-0.zk-hs:2181,zk-1.zk-hs:2181,zk-2.zk-hs:2181
   zkgen doctor -f svc/zkgen.yaml --auth svc:secret --tls-ca ca.pem`,
