@@ -15,7 +15,9 @@
 // and for leases a TTL node. If the process dies first, the ephemeral node
 // goes with its session, the container is then reaped by the server as an
 // empty container, and the TTL node once its ten seconds are up (at the
-// server's next container check).
+// server's next container check). Only a death between the container's
+// create and its node's leaves a container that never had a child, which
+// ZooKeeper does not reap.
 package doctor
 
 import (
