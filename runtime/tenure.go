@@ -527,6 +527,33 @@ type fence struct {
 	refused func(i int) error
 }
 
+// checkRefused is the error of a multi that one of f's checks refused
+// (its node gone or rewritten); nil when none did.
+func (f fence) checkRefused(res []zk.MultiResponse) error {
+	for i := 0; i < len(f.checks) && i < len(res); i++ {
+		if !errors.Is(res[i].Error, zk.ErrNoNode) && !errors.Is(res[i].Error, zk.ErrBadVersion) {
+			continue
+		}
+		if f.refused != nil {
+			if rerr := f.refused(i); rerr != nil {
+				return fmt.Errorf("%s: guarded write refused: %w", f.label, rerr)
+			}
+		}
+		return f.lost("guarded write refused", nil)
+	}
+	return nil
+}
+
+// requests is the multi's requests: f's checks, then ops as go-zookeeper
+// requests (see guardedRequests).
+func (f fence) requests(s *Session, ops []any) ([]any, error) {
+	reqs, err := guardedRequests(s, ops)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.label, err)
+	}
+	return append(append(make([]any, 0, len(f.checks)+len(reqs)), f.checks...), reqs...), nil
+}
+
 // fencedMulti runs ops as one multi after f's checks: the writes happen
 // only while the tenure is on, atomically with the checks. The outcome is
 // classified once, whatever the transport said on the way:
@@ -555,11 +582,10 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ops, err := guardedRequests(s, ops)
+	all, err := f.requests(s, ops)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.label, err)
+		return nil, err
 	}
-	all := append(append(make([]any, 0, len(f.checks)+len(ops)), f.checks...), ops...)
 	// go-zookeeper's own error, before await's translation; nil while the
 	// request is on its way (await returns early when ctx or the session
 	// ends).
@@ -572,16 +598,8 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	if err == nil {
 		return res[len(f.checks):], nil
 	}
-	for i := 0; i < len(f.checks) && i < len(res); i++ {
-		if !errors.Is(res[i].Error, zk.ErrNoNode) && !errors.Is(res[i].Error, zk.ErrBadVersion) {
-			continue
-		}
-		if f.refused != nil {
-			if rerr := f.refused(i); rerr != nil {
-				return nil, fmt.Errorf("%s: guarded write refused: %w", f.label, rerr)
-			}
-		}
-		return nil, f.lost("guarded write refused", nil)
+	if rerr := f.checkRefused(res); rerr != nil {
+		return nil, rerr
 	}
 	if len(res) > 0 {
 		// The server applied nothing: an op of the caller's failed.
