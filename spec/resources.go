@@ -91,6 +91,15 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 		}
 	}
 	p.defaults(r)
+	p.checkDelivery(r, field)
+	if !nameOK {
+		return nil
+	}
+	return r
+}
+
+// checkDelivery reports the queue settings r's delivery does not allow.
+func (p *parser) checkDelivery(r *Resource, field string) {
 	if r.DeadLetterAfter > 0 && r.Delivery != AtLeastOnce {
 		p.errs = append(p.errs, &Error{File: p.file, Pos: r.DeadLetterAfterPos, Field: join(field, "dead_letter_after"),
 			Msg: fmt.Sprintf("needs delivery: at_least_once (delivery is %s: a take removes the item, which is never delivered again)", r.Delivery)})
@@ -99,10 +108,6 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 		p.errs = append(p.errs, &Error{File: p.file, Pos: r.PrefetchPos, Field: join(field, "prefetch"),
 			Msg: fmt.Sprintf("needs delivery: at_most_once (delivery is %s: each item is claimed and acked on its own)", r.Delivery)})
 	}
-	if !nameOK {
-		return nil
-	}
-	return r
 }
 
 // kind decodes kind: one of Kinds.

@@ -290,18 +290,7 @@ func (pr *probe) locate(t *text, r int, msg string) location {
 		}
 	}
 	if msg == unclosedProblem {
-		// yaml.v3 names the line where the quoted string starts (or, when
-		// that is line 1, the end of the input): find its opening quote, the
-		// start of the last run of prefixes that fail with the same message
-		// (the line differs when the end of the input moves).
-		for _, l := range []int{r, 1} {
-			for i := t.end(l) - 1; i >= t.start(l); i-- {
-				if c := pr.data[i]; (c == '"' || c == '\'') && pr.failsLike(i+1, msg) && !pr.failsLike(i, msg) {
-					return location{off: i, line: l, note: " (this quoted string is never closed)"}
-				}
-			}
-		}
-		return location{off: -1}
+		return pr.unclosed(t, r, msg)
 	}
 	// The problem's line p. Parsed from line r on, the construct yaml.v3
 	// named starts on the first line, and yaml.v3 then names the line of
@@ -316,44 +305,12 @@ func (pr *probe) locate(t *text, r int, msg string) location {
 		ctx, p, rel = 1, r, r
 	}
 	if p > 0 && flow {
-		// The end of the input inside a flow collection fails the same way,
-		// so prefixes cannot tell where the problem is; moving the rest of
-		// the line to a line of its own can, since line breaks between
-		// tokens do not matter there.
-		if off := pr.flowToken(t, ctx, p, rel, msg); off >= 0 {
-			loc := location{off: off, line: p}
-			switch {
-			case msg == nodeProblem:
-			case known && p > ctx:
-				loc.note = " (the " + contextNoun(msg) + " opened on line " + strconv.Itoa(ctx) + " is still open here)"
-			default:
-				loc.note = " (the " + contextNoun(msg) + " is still open here)"
-			}
+		if loc, ok := pr.inFlow(t, ctx, p, rel, known, msg); ok {
 			return loc
-		}
-		if p == t.lines() && t.firstNonBlank(p) == t.end(p) {
-			// The problem is the end of the input: the collection is never
-			// closed. Its opener is the one on line ctx that, taken as the
-			// start of the text, fails the same way.
-			if msg == nodeProblem {
-				return location{off: t.start(p), line: p, note: endInFlow}
-			}
-			if off := pr.opener(t, ctx, msg); off >= 0 {
-				return location{off: off, line: ctx, note: " (this " + contextNoun(msg) + " is never closed)"}
-			}
-		}
-		if msg != nodeProblem {
-			return location{off: -1, line: p}
 		}
 	}
 	if msg == docProblem {
-		// A document marker inside a quoted string, at the start of a line.
-		for l := max(p, r); l <= t.lines() && !pr.spent; l++ {
-			if pr.fails(t.next(l)) && !pr.fails(t.start(l)) {
-				return location{off: t.start(l), line: l, note: " (inside the quoted string that starts on line " + strconv.Itoa(r) + ")"}
-			}
-		}
-		return location{off: -1}
+		return pr.docMarker(t, max(p, r), r)
 	}
 	if p > 0 && !pr.fails(t.start(p)) && pr.fails(t.next(p)) {
 		loc := pr.column(t, p, !flow && parserProblemRE.MatchString(msg))
@@ -365,7 +322,74 @@ func (pr *probe) locate(t *text, r int, msg string) location {
 	if flow {
 		return location{off: -1, line: p}
 	}
-	// Scan forward from the reported line for the first line that fails.
+	return pr.scanForward(t, r, p, known, msg)
+}
+
+// unclosed locates an unclosed quoted string: yaml.v3 names the line
+// where it starts (or, when that is line 1, the end of the input). Its
+// opening quote is the start of the last run of prefixes that fail with
+// the same message (the line differs when the end of the input moves).
+func (pr *probe) unclosed(t *text, r int, msg string) location {
+	for _, l := range []int{r, 1} {
+		for i := t.end(l) - 1; i >= t.start(l); i-- {
+			if c := pr.data[i]; (c == '"' || c == '\'') && pr.failsLike(i+1, msg) && !pr.failsLike(i, msg) {
+				return location{off: i, line: l, note: " (this quoted string is never closed)"}
+			}
+		}
+	}
+	return location{off: -1}
+}
+
+// inFlow locates a problem on line p inside a flow collection opened on
+// line ctx (rel: p's line in the text parsed from ctx; known: whether
+// yaml.v3 named p). false: not found, locate goes on.
+func (pr *probe) inFlow(t *text, ctx, p, rel int, known bool, msg string) (location, bool) {
+	// The end of the input inside a flow collection fails the same way,
+	// so prefixes cannot tell where the problem is; moving the rest of
+	// the line to a line of its own can, since line breaks between
+	// tokens do not matter there.
+	if off := pr.flowToken(t, ctx, p, rel, msg); off >= 0 {
+		loc := location{off: off, line: p}
+		switch {
+		case msg == nodeProblem:
+		case known && p > ctx:
+			loc.note = " (the " + contextNoun(msg) + " opened on line " + strconv.Itoa(ctx) + " is still open here)"
+		default:
+			loc.note = " (the " + contextNoun(msg) + " is still open here)"
+		}
+		return loc, true
+	}
+	if p == t.lines() && t.firstNonBlank(p) == t.end(p) {
+		// The problem is the end of the input: the collection is never
+		// closed. Its opener is the one on line ctx that, taken as the
+		// start of the text, fails the same way.
+		if msg == nodeProblem {
+			return location{off: t.start(p), line: p, note: endInFlow}, true
+		}
+		if off := pr.opener(t, ctx, msg); off >= 0 {
+			return location{off: off, line: ctx, note: " (this " + contextNoun(msg) + " is never closed)"}, true
+		}
+	}
+	if msg != nodeProblem {
+		return location{off: -1, line: p}, true
+	}
+	return location{}, false
+}
+
+// docMarker locates a document marker inside a quoted string that starts
+// on line r, at the start of a line from line from on.
+func (pr *probe) docMarker(t *text, from, r int) location {
+	for l := from; l <= t.lines() && !pr.spent; l++ {
+		if pr.fails(t.next(l)) && !pr.fails(t.start(l)) {
+			return location{off: t.start(l), line: l, note: " (inside the quoted string that starts on line " + strconv.Itoa(r) + ")"}
+		}
+	}
+	return location{off: -1}
+}
+
+// scanForward scans forward from the reported line r for the first line
+// that fails (p: the line yaml.v3 named when known).
+func (pr *probe) scanForward(t *text, r, p int, known bool, msg string) location {
 	for l := r; l <= t.lines() && !pr.spent; l++ {
 		if !pr.fails(t.next(l)) {
 			continue

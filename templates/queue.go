@@ -19,16 +19,7 @@ func init() {
 			return []string{fmt.Sprintf("%s returns a handle on the FIFO queue %s at %s, of %s items, %s.",
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
 		},
-		usage: func(r *spec.Resource) []string {
-			doc := queueMethodsDoc(r, "Put appends an item")
-			if r.Prefetch > 1 {
-				doc = append(doc, fmt.Sprintf("With prefetch %d a Take that finds the session's buffer empty takes up to %d items in one multi", r.Prefetch, r.Prefetch),
-					"and the next Takes, through any handle of this session, hand them out from memory, even after ctx",
-					"or the session ended; closing the session puts unserved ones back; a process that dies holding",
-					"some loses them.")
-			}
-			return doc
-		},
+		usage: fifoUsage,
 	})
 	register(spec.KindPriorityQueue, descriptor{
 		handle: queueHandle("PriorityQueue"),
@@ -61,18 +52,33 @@ func init() {
 			return []string{fmt.Sprintf("%s returns a handle on the delay queue %s at %s, of %s items, %s.",
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
 		},
-		usage: func(r *spec.Resource) []string {
-			doc := queueMethodsDoc(r, "Put adds an item due at a time")
-			if r.Delivery == spec.AtLeastOnce {
-				doc = append(doc, "Requeue puts a dead letter back at its due time, which has passed: due at once.")
-			}
-			return append([]string{
-				"Take returns an item only once its due time has passed by this process's",
-				"clock, earliest due first; it waits on a timer and a watch, without polling;",
-				"Peek shows the item due first, due or not.",
-			}, doc...)
-		},
+		usage: delayUsage,
 	})
+}
+
+// fifoUsage is the usage doc of a FIFO queue's accessor.
+func fifoUsage(r *spec.Resource) []string {
+	doc := queueMethodsDoc(r, "Put appends an item")
+	if r.Prefetch > 1 {
+		doc = append(doc, fmt.Sprintf("With prefetch %d a Take that finds the session's buffer empty takes up to %d items in one multi", r.Prefetch, r.Prefetch),
+			"and the next Takes, through any handle of this session, hand them out from memory, even after ctx",
+			"or the session ended; closing the session puts unserved ones back; a process that dies holding",
+			"some loses them.")
+	}
+	return doc
+}
+
+// delayUsage is the usage doc of a delay queue's accessor.
+func delayUsage(r *spec.Resource) []string {
+	doc := queueMethodsDoc(r, "Put adds an item due at a time")
+	if r.Delivery == spec.AtLeastOnce {
+		doc = append(doc, "Requeue puts a dead letter back at its due time, which has passed: due at once.")
+	}
+	return append([]string{
+		"Take returns an item only once its due time has passed by this process's",
+		"clock, earliest due first; it waits on a timer and a watch, without polling;",
+		"Peek shows the item due first, due or not.",
+	}, doc...)
 }
 
 // queueHandle returns the handle function of a queue kind whose

@@ -38,19 +38,28 @@ func main() {
 	}
 }
 
-func run(out string, allocs bool, files []string) error {
+// parseAll parses the benchmark results of files.
+func parseAll(files []string) ([]benchplot.Point, error) {
 	var pts []benchplot.Point
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p, err := benchplot.Parse(f, name)
 		f.Close()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pts = append(pts, p...)
+	}
+	return pts, nil
+}
+
+func run(out string, allocs bool, files []string) error {
+	pts, err := parseAll(files)
+	if err != nil {
+		return err
 	}
 	if !allocs {
 		kept := pts[:0]

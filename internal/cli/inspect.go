@@ -29,15 +29,8 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func (a *app) inspectCommand() *cobra.Command {
-	var f liveFlags
-	var asJSON bool
-	var watch time.Duration
-	var resources []string
-	cmd := &cobra.Command{
-		Use:   "inspect",
-		Short: "Show the live state of every declared resource",
-		Long: `Connect to ZooKeeper and show the live state of every resource the spec
+// inspectLong is the command's help.
+const inspectLong = `Connect to ZooKeeper and show the live state of every resource the spec
 declares: lock and rwlock holders and waiters in queue order with their
 owner (host, pid, purpose) and how long they have held or waited, semaphore
 leases and waiters, queue depths (per priority) and the oldest item's age,
@@ -66,7 +59,17 @@ the session ends, the frame says so (with the last table seen) and inspect
 carries on with a new session once ZooKeeper answers; with --json the
 outage goes to standard error.
 
-Without --watch, an unreachable server is exit status 1 after --timeout.`,
+Without --watch, an unreachable server is exit status 1 after --timeout.`
+
+func (a *app) inspectCommand() *cobra.Command {
+	var f liveFlags
+	var asJSON bool
+	var watch time.Duration
+	var resources []string
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show the live state of every declared resource",
+		Long:  inspectLong,
 		Example: `  zkgen inspect --servers zk1:2181,zk2:2181
   zkgen inspect --json | jq '.resources[] | select(.kind == "lock")'
   zkgen inspect --watch=1s --auth ops:secret`,

@@ -10,14 +10,8 @@ import (
 	"github.com/zkgen/zkgen/internal/inspect"
 )
 
-func (a *app) provisionCommand() *cobra.Command {
-	var f liveFlags
-	var dryRun bool
-	var strict bool
-	cmd := &cobra.Command{
-		Use:   "provision",
-		Short: "Create the spec's persistent parent nodes; report nodes the spec does not know",
-		Long: `Create, as persistent nodes, the root and every resource's literal path up
+// provisionLong is the command's help.
+const provisionLong = `Create, as persistent nodes, the root and every resource's literal path up
 to its first parameter (its whole path when it has none; for barriers,
 configs, counters and two-phase commits, whose node's existence is state,
 only its parent). Existing nodes are left alone, so provision is idempotent.
@@ -29,7 +23,16 @@ resource explains (the top of each unknown subtree).
 without --strict they are reported and the exit status is 0). New nodes get
 the declared acl (a resource's own for nodes only it uses, the top-level one
 for shared nodes; the open ACL when none is declared); existing nodes keep
-theirs.`,
+theirs.`
+
+func (a *app) provisionCommand() *cobra.Command {
+	var f liveFlags
+	var dryRun bool
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "provision",
+		Short: "Create the spec's persistent parent nodes; report nodes the spec does not know",
+		Long:  provisionLong,
 		Example: `  zkgen provision --dry-run
   zkgen provision --strict --dry-run   # in CI: fail on nodes the spec does not know
   zkgen provision --servers zk1:2181`,

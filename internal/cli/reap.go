@@ -12,16 +12,8 @@ import (
 	"github.com/zkgen/zkgen/spec"
 )
 
-func (a *app) reapCommand() *cobra.Command {
-	var f liveFlags
-	var olderThan time.Duration
-	var yes bool
-	var resources []string
-	var prefix string
-	cmd := &cobra.Command{
-		Use:   "reap",
-		Short: "Break stale locks: remove lock, rwlock and semaphore nodes older than --older-than",
-		Long: `Remove the contender nodes (holders and waiters; for semaphores, leases and
+// reapLong is the command's help.
+const reapLong = `Remove the contender nodes (holders and waiters; for semaphores, leases and
 waiters) created more than --older-than ago, across every instance of every
 lock, rwlock and semaphore the spec declares: HBase's reapExpiredLocks, to
 break locks held by stuck processes whose sessions stay alive. A reaped
@@ -35,7 +27,18 @@ node creation times with this machine's clock, so allow for skew.
 only the nodes at or below that absolute znode path (/app/locks/orders/7 is
 one instance, /app/locks/orders/7/_c_... one node). A node listed but gone
 by the time reap deletes it (released, or its session ended) is reported as
-"vanished".`,
+"vanished".`
+
+func (a *app) reapCommand() *cobra.Command {
+	var f liveFlags
+	var olderThan time.Duration
+	var yes bool
+	var resources []string
+	var prefix string
+	cmd := &cobra.Command{
+		Use:   "reap",
+		Short: "Break stale locks: remove lock, rwlock and semaphore nodes older than --older-than",
+		Long:  reapLong,
 		Example: `  zkgen reap --older-than 1h            # dry run: what would go
   zkgen reap --older-than 1h --yes      # remove them
   zkgen reap --older-than 10m --resource order_lock --path /app/locks/orders/7`,
@@ -57,29 +60,7 @@ by the time reap deletes it (released, or its session ended) is reported as
 				return err
 			}
 			rs, rerr := inspect.Reap(ctx, sess, s, inspect.ReapOptions{OlderThan: olderThan, Path: prefix, DryRun: !yes})
-			verb := "would remove"
-			if yes {
-				verb = "removed"
-			}
-			var b strings.Builder
-			vanished := 0
-			for _, r := range rs {
-				b.WriteString(inspect.ReapLine(verb, r) + "\n")
-				if r.Vanished {
-					vanished++
-				}
-			}
-			switch {
-			case len(rs) == 0:
-				fmt.Fprintf(&b, "no lock node older than %v\n", olderThan)
-			case !yes:
-				fmt.Fprintf(&b, "%d node(s) older than %v; run again with --yes to remove them\n", len(rs), olderThan)
-			case vanished > 0:
-				fmt.Fprintf(&b, "%d node(s) removed, %d vanished before reap could remove them\n", len(rs)-vanished, vanished)
-			default:
-				fmt.Fprintf(&b, "%d node(s) removed\n", len(rs))
-			}
-			if err := write(a.stdout, b.String()); err != nil {
+			if err := write(a.stdout, reapReport(rs, olderThan, yes)); err != nil {
 				return err
 			}
 			if rerr != nil {
@@ -95,6 +76,34 @@ by the time reap deletes it (released, or its session ended) is reported as
 	cmd.Flags().BoolVar(&yes, "yes", false, "remove the nodes (default: dry run)")
 	_ = cmd.MarkFlagRequired("older-than")
 	return cmd
+}
+
+// reapReport is what reap prints: a line per node, then the count (for
+// a dry run, what would go).
+func reapReport(rs []inspect.Reaped, olderThan time.Duration, yes bool) string {
+	verb := "would remove"
+	if yes {
+		verb = "removed"
+	}
+	var b strings.Builder
+	vanished := 0
+	for _, r := range rs {
+		b.WriteString(inspect.ReapLine(verb, r) + "\n")
+		if r.Vanished {
+			vanished++
+		}
+	}
+	switch {
+	case len(rs) == 0:
+		fmt.Fprintf(&b, "no lock node older than %v\n", olderThan)
+	case !yes:
+		fmt.Fprintf(&b, "%d node(s) older than %v; run again with --yes to remove them\n", len(rs), olderThan)
+	case vanished > 0:
+		fmt.Fprintf(&b, "%d node(s) removed, %d vanished before reap could remove them\n", len(rs)-vanished, vanished)
+	default:
+		fmt.Fprintf(&b, "%d node(s) removed\n", len(rs))
+	}
+	return b.String()
 }
 
 // selectLocks narrows s to the resources named (all when none), which must

@@ -19,16 +19,8 @@ import (
 	"github.com/zkgen/zkgen/runtime"
 )
 
-func (a *app) serveCommand() *cobra.Command {
-	var f liveFlags
-	var addr string
-	var maxInstances int
-	var settle time.Duration
-	var w webFlags
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve the live state of every declared resource: metrics, a live page, JSON",
-		Long: `Keep a live model of every resource the spec declares, from ZooKeeper
+// serveLong is zkgen serve's help.
+const serveLong = `Keep a live model of every resource the spec declares, from ZooKeeper
 watches, and serve it over HTTP on --addr (loopback unless told otherwise):
 
   /            a live page of the topology (the boxes of zkgen graph), each
@@ -52,7 +44,18 @@ The page shows queue items, config values, members' payloads and session
 ids. On an address other hosts reach, protect it as Prometheus exporters
 are protected: --web.config.file names a web configuration file (TLS and
 basic auth, the format of the Prometheus exporter toolkit). serve refuses
-such an address without one, unless --web.open says it is meant.`,
+such an address without one, unless --web.open says it is meant.`
+
+func (a *app) serveCommand() *cobra.Command {
+	var f liveFlags
+	var addr string
+	var maxInstances int
+	var settle time.Duration
+	var w webFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the live state of every declared resource: metrics, a live page, JSON",
+		Long:  serveLong,
 		Example: `  zkgen serve --servers zk1:2181,zk2:2181
   zkgen serve --addr 127.0.0.1:9464 --max-instances 5000
   zkgen serve --addr :9464 --web.config.file web.yml`,
