@@ -350,17 +350,32 @@ func compileGo(t *testing.T, bs []block) {
 // TestLocalCheckoutRoute runs the README's lines for using zkgen from a
 // local checkout, in a new module, with this checkout, offline.
 func TestLocalCheckoutRoute(t *testing.T) {
+	localRoute(t, "go work init . /path/to/zkgen")
+}
+
+// The README's way to tidy a module that uses a checkout, offline: the
+// workspace route, then the tidy block.
+func TestLocalCheckoutTidy(t *testing.T) {
+	localRoute(t, "go work init . /path/to/zkgen", "go mod edit -replace github.com/zkgen/zkgen=/path/to/zkgen")
+}
+
+// localRoute runs, offline in a new module, the lines of the README's sh
+// blocks that contain each of marks, in order.
+func localRoute(t *testing.T, marks ...string) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
 	var lines []string
-	for _, b := range blocks(t, "README.md") {
-		if b.lang == "sh" && strings.Contains(b.code, "go work init . /path/to/zkgen") {
-			lines = strings.Split(strings.TrimSpace(b.code), "\n")
+	for _, mark := range marks {
+		n := len(lines)
+		for _, b := range blocks(t, "README.md") {
+			if b.lang == "sh" && strings.Contains(b.code, mark) {
+				lines = append(lines, strings.Split(strings.TrimSpace(b.code), "\n")...)
+			}
 		}
-	}
-	if len(lines) == 0 {
-		t.Fatal("README.md has no block with the local checkout route (go work init . /path/to/zkgen)")
+		if len(lines) == n {
+			t.Fatalf("README.md has no sh block with %q", mark)
+		}
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
