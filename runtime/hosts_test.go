@@ -82,20 +82,27 @@ func TestResolveServerMoves(t *testing.T) {
 	if _, ok := b.Session(id); !ok || s.Err() != nil || s.ID() != id {
 		t.Fatalf("session 0x%x after the move: through B %v, err %v, id 0x%x", id, ok, s.Err(), s.ID())
 	}
-	select {
-	case <-l.Lost():
-		t.Fatal("the lock was lost")
-	case <-m.Lost():
-		t.Fatal("the membership was lost")
-	default:
-	}
-	if !l.Held() || l.Token() != token {
-		t.Fatalf("lock after the move: held %v, token %d (was %d)", l.Held(), l.Token(), token)
-	}
+	keptThrough(t, "the move", l, token, m)
 	if _, err := l.Guarded(ctx, &zk.CreateRequest{Path: dir + "/by-lock", Flags: zk.FlagEphemeral, Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Fatalf("write guarded by the lock after the move: %v", err)
 	}
 	if _, err := m.Guarded(ctx, &zk.CreateRequest{Path: dir + "/by-member", Flags: zk.FlagEphemeral, Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Fatalf("write guarded by the membership after the move: %v", err)
+	}
+}
+
+// keptThrough fails t unless neither lock l nor membership m was told
+// lost through a fault (what), and l is still held with token.
+func keptThrough(t *testing.T, what string, l *runtime.Lock, token int64, m *runtime.Membership[string]) {
+	t.Helper()
+	select {
+	case <-l.Lost():
+		t.Fatalf("the lock was lost through %s", what)
+	case <-m.Lost():
+		t.Fatalf("the membership was lost through %s", what)
+	default:
+	}
+	if !l.Held() || l.Token() != token {
+		t.Fatalf("lock after %s: held %v, token %d (was %d)", what, l.Held(), l.Token(), token)
 	}
 }

@@ -41,7 +41,7 @@ func (s *Server) serve(nc net.Conn, m *member) {
 		c.ip = a.IP.String()
 	}
 	s.mu.Lock()
-	if s.closed || m.isolated || s.electing > 0 {
+	if s.closed || !m.up() || !s.serving() {
 		s.mu.Unlock()
 		nc.Close()
 		return

@@ -28,8 +28,9 @@
 //
 // Faults on command (ExpireSession, Isolate, CutConnection,
 // CutBeforeRequest, CutAfterRequest, HoldRepliesAfterRequest, SetDelay,
-// IsolateServer) and at random from a seed: WithRandomFaults for requests,
-// StartChaos for sessions and servers. Started inside a testing/synctest bubble,
+// IsolateServer, ChangeLeader, LeaveServer and JoinServer) and at random
+// from a seed: WithRandomFaults for requests, StartChaos for sessions and
+// servers (ChaosFaults lists them). Started inside a testing/synctest bubble,
 // it runs on the bubble's virtual time, with the clients there: session
 // expiries and TTLs take no wall time.
 //
@@ -38,11 +39,16 @@
 // (SetDelay: a lagging follower, whose reads may be stale as ZooKeeper's
 // sequential consistency allows; sync catches it up) or not at all while
 // cut off (IsolateServer); a client that has seen more than a server has
-// applied is refused there (see member.go).
+// applied is refused there (see member.go). A server may leave and join
+// again at a new address under its name (LeaveServer, JoinServer), as a
+// Kubernetes pod rescheduled: clients given Hosts, with LookupHost as
+// their resolver, follow it. While a majority of the servers have left or
+// are cut off, nobody serves and no session expires (see replace.go).
 //
 // It refuses to be anything but a test server: it listens on loopback
-// addresses only, keeps nothing on disk, and has no quorum protocol (no
-// elections, no leader change) and no persistence across Close. Real ZooKeeper stays the
-// reference; the differential test (diff_test.go) runs the same random
+// addresses only, keeps nothing on disk, and has no quorum protocol (an
+// election is a pause of the whole ensemble, ChangeLeader; a quorum is a
+// count of the servers up) and no persistence across Close. Real
+// ZooKeeper stays the reference; the differential test (diff_test.go) runs the same random
 // operation sequences against both and compares every reply.
 package sim

@@ -10,6 +10,9 @@ import (
 func (s *Server) handle(c *conn, f []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !c.m.up() || !s.serving() {
+		return false // its server stopped serving: the connection is being closed
+	}
 	if len(c.backlog) > 0 || c.waitZxid > c.m.applied {
 		// A reply of this connection's waits for its server to apply its
 		// transaction: later requests wait behind it (a client's requests

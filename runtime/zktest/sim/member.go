@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"net"
 	"time"
 )
@@ -26,9 +25,12 @@ type member struct {
 	view     *tree
 	applied  int64 // the last zxid applied to view
 	delay    time.Duration
-	isolated bool // cut off: no clients, nothing applied (IsolateServer)
-	ln       net.Listener
-	queue    []*entry // committed, not applied yet, in zxid order
+	isolated bool         // cut off: no clients, nothing applied (IsolateServer)
+	down     bool         // left the ensemble: no address, nothing applied (LeaveServer)
+	ip, port string       // its address (see addr)
+	tcp      bool         // it listens on TCP (Listen): it does again at a new address
+	ln       net.Listener // nil while down
+	queue    []*entry     // committed, not applied yet, in zxid order
 	timer    *time.Timer
 	pending  []pendingReply // replies waiting for their zxid to be applied
 }
@@ -48,13 +50,13 @@ type pendingReply struct {
 }
 
 // addr is the member's address: its listener's, or a loopback address
-// of its own for in-memory connections (Dial routes by it).
-func (m *member) addr() string {
-	if m.ln != nil {
-		return m.ln.Addr().String()
-	}
-	return fmt.Sprintf("127.0.0.%d:2181", m.id+1)
-}
+// of its own for in-memory connections (Dial routes by it), at first
+// 127.0.0.<id+1>:2181; a new one each time it joins again (JoinServer).
+func (m *member) addr() string { return net.JoinHostPort(m.ip, m.port) }
+
+// up reports whether the member takes part in the ensemble: neither left
+// (LeaveServer) nor cut off (IsolateServer).
+func (m *member) up() bool { return !m.down && !m.isolated }
 
 // enqueue takes a committed transaction and applies what is due.
 func (m *member) enqueue(e *entry) {
@@ -65,7 +67,7 @@ func (m *member) enqueue(e *entry) {
 // advance applies the queued transactions that are due by now, in order,
 // and arms a timer for the next one (under the server's lock).
 func (m *member) advance(now time.Time) {
-	for len(m.queue) > 0 && !m.isolated && !now.Before(m.queue[0].at.Add(m.delay)) {
+	for len(m.queue) > 0 && m.up() && !now.Before(m.queue[0].at.Add(m.delay)) {
 		e := m.queue[0]
 		m.queue = m.queue[1:]
 		m.apply(e)
@@ -74,7 +76,7 @@ func (m *member) advance(now time.Time) {
 		m.timer.Stop()
 		m.timer = nil
 	}
-	if len(m.queue) > 0 && !m.isolated {
+	if len(m.queue) > 0 && m.up() {
 		m.timer = time.AfterFunc(time.Until(m.queue[0].at.Add(m.delay)), func() {
 			m.s.mu.Lock()
 			defer m.s.mu.Unlock()
@@ -168,35 +170,44 @@ func (s *Server) SetDelay(i int, d time.Duration) {
 // follower that lost the leader: it closes its clients' connections and
 // refuses new ones (they move to another server, or their sessions expire
 // on the leader's clock), and applies nothing. Off, it catches up and
-// serves again.
+// serves again. A majority of the servers cut off or left stops the
+// whole ensemble until one comes back (see quorumChanged).
 func (s *Server) IsolateServer(i int, on bool) {
 	s.mu.Lock()
 	m := s.members[i]
 	m.isolated = on
 	var cut []*conn
 	if on {
-		for c := range s.conns {
-			if c.m == m {
-				cut = append(cut, c)
-			}
-		}
+		cut = s.connsOf(m)
 	} else {
 		m.advance(time.Now())
 	}
+	cut = append(cut, s.quorumChanged()...)
 	s.mu.Unlock()
 	for _, c := range cut {
 		c.close()
 	}
 }
 
+// connsOf returns the connections to member m (under the server's lock).
+func (s *Server) connsOf(m *member) []*conn {
+	var out []*conn
+	for c := range s.conns {
+		if c.m == m {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // ChangeLeader runs a leader election that lasts d, as when the leader
 // fails: no server serves meanwhile (every client connection is closed,
 // new ones are refused; a request sent is lost, executed or not as the
 // faults say: a committed one stays committed), and no session expires.
-// Then every server serves again, caught up, and — as ZooKeeper's new
-// leader does — every session's timeout starts afresh: a client that
-// reconnects within it keeps its session, though its own clock may have
-// given it up. The call returns at once.
+// Then every server serves again (if a quorum is up), caught up, and —
+// as ZooKeeper's new leader does — every session's timeout starts
+// afresh: a client that reconnects within it keeps its session, though
+// its own clock may have given it up. The call returns at once.
 func (s *Server) ChangeLeader(d time.Duration) {
 	s.mu.Lock()
 	s.electing++
@@ -212,12 +223,7 @@ func (s *Server) ChangeLeader(d time.Duration) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.electing--
-		if s.electing == 0 {
-			now := time.Now()
-			for _, ss := range s.sessions {
-				ss.last = now
-			}
-		}
+		s.resume()
 	})
 }
 

@@ -28,7 +28,10 @@ type Server struct {
 	members  []*member // the servers of the ensemble (one unless NewEnsemble)
 	closed   bool
 	faults   faults
-	electing int // leader elections under way (ChangeLeader): nobody serves
+	electing int             // leader elections under way (ChangeLeader): nobody serves
+	noQuorum bool            // a majority of the servers left or are cut off: nobody serves
+	joins    int             // servers that joined again (JoinServer), for their new addresses
+	retired  map[string]bool // the addresses of servers that left: they answer no more
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -77,9 +80,9 @@ func NewEnsemble(n int, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{cfg: cfg, tree: newTree(), sessions: map[int64]*session{}, conns: map[*conn]struct{}{},
-		nextID: firstSessionID, done: make(chan struct{})}
+		nextID: firstSessionID, done: make(chan struct{}), retired: map[string]bool{}}
 	for i := range max(n, 1) {
-		s.members = append(s.members, &member{s: s, id: i, view: newTree()})
+		s.members = append(s.members, &member{s: s, id: i, view: newTree(), ip: loopback(i + 1), port: memPort})
 	}
 	if cfg.faultRate > 0 {
 		s.faults.random, s.faults.seed, s.faults.rate = true, cfg.faultSeed, cfg.faultRate
@@ -125,26 +128,39 @@ func (s *Server) listen(i int, addr string) error {
 	if i < 0 || i >= len(s.members) {
 		return fmt.Errorf("sim: no server %d in an ensemble of %d", i, len(s.members))
 	}
+	ln, err := listenLoopback(addr)
+	if err != nil {
+		return err
+	}
 	m := s.members[i]
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("sim: listen on %q: the simulator serves loopback addresses only", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
-	if s.closed || m.ln != nil {
+	if s.closed || m.ln != nil || m.down {
 		s.mu.Unlock()
 		ln.Close()
-		return errors.New("sim: closed, or listening already")
+		return errors.New("sim: closed, left, or listening already")
 	}
-	m.ln = ln
+	s.accept(m, ln)
 	s.mu.Unlock()
+	return nil
+}
+
+// listenLoopback listens on addr, which must be a loopback address.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("sim: listen on %q: the simulator serves loopback addresses only", addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// accept makes ln member m's listener, its address m's, and serves the
+// connections it accepts (under the server's lock).
+func (s *Server) accept(m *member, ln net.Listener) {
+	m.ln, m.tcp = ln, true
+	m.ip, m.port, _ = net.SplitHostPort(ln.Addr().String())
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -156,15 +172,15 @@ func (s *Server) listen(i int, addr string) error {
 			s.serve(nc, m)
 		}
 	}()
-	return nil
 }
 
-// Addr returns the listener's address ("127.0.0.1:port"), or "" before
-// Listen.
+// Addr returns the address of the first server's listener
+// ("127.0.0.1:port"; a new one after it joined again, see JoinServer), or
+// "" before Listen.
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.members[0].ln == nil {
+	if !s.members[0].tcp {
 		return ""
 	}
 	return s.members[0].addr()
@@ -172,7 +188,9 @@ func (s *Server) Addr() string {
 
 // Servers returns the addresses of the ensemble's servers: their
 // listeners', or for a server without one the loopback address by which
-// Dial reaches it in memory (127.0.0.<i+1>:2181).
+// Dial reaches it in memory (127.0.0.<i+1>:2181 at first). A server that
+// left (LeaveServer) is listed at the address it had, which answers no
+// more; once it joined again, at its new one.
 func (s *Server) Servers() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,12 +202,12 @@ func (s *Server) Servers() []string {
 }
 
 // Dial connects in memory to the server whose address (see Servers) is
-// address, or to the first one: a dialer for go-zookeeper's zk.WithDialer
-// and runtime.WithDialer.
+// address, or to the first one if no server ever had it: a dialer for
+// go-zookeeper's zk.WithDialer and runtime.WithDialer. The address of a
+// server that left (LeaveServer) refuses the connection.
 func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	client, server := net.Pipe()
 	s.mu.Lock()
-	closed := s.closed
+	closed, retired := s.closed, s.retired[address]
 	m := s.members[0]
 	for _, x := range s.members {
 		if x.addr() == address {
@@ -197,9 +215,13 @@ func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn,
 		}
 	}
 	s.mu.Unlock()
-	if closed {
+	switch {
+	case closed:
 		return nil, errors.New("sim: server closed")
+	case retired:
+		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("sim: %s: connection refused: its server left", address)}
 	}
+	client, server := net.Pipe()
 	s.serve(server, m)
 	return client, nil
 }
@@ -276,11 +298,11 @@ func (s *Server) ticker() {
 		case now := <-tick.C:
 			s.mu.Lock()
 			for _, ss := range s.sessions {
-				if s.electing == 0 && now.Sub(ss.last) > ss.timeout {
+				if s.serving() && now.Sub(ss.last) > ss.timeout {
 					s.endSession(ss)
 				}
 			}
-			if now.Sub(lastReap) >= s.cfg.checkInterval {
+			if s.serving() && now.Sub(lastReap) >= s.cfg.checkInterval {
 				lastReap = now
 				s.reap(now)
 			}
