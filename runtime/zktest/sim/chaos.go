@@ -42,8 +42,10 @@ var ensembleMix = []string{"server-lag", "server-cut", "election", "session-cut"
 //	replace      a server leaves and joins again 1 to 6 s later at a new
 //	             address (LeaveServer, JoinServer: clients that know it by
 //	             name follow it); server 0, the leader, with an election
-//	rolling      every server replaced in turn, each 1 to 2 s after the one
-//	             before joined again (one that left already is passed over)
+//	             of 0.2 to 1 s
+//	rolling      every server replaced in turn, the last first and the
+//	             leader last, each 1 to 2 s after the one before joined
+//	             again (one that left already is passed over)
 //
 // All but session-cut are faults of an ensemble.
 func ChaosFaults() []string { return slices.Clone(chaosFaults) }
@@ -148,7 +150,7 @@ func (ch *chaos) fault(name string) {
 	case "server-cut":
 		ch.serverCut()
 	case "election":
-		ch.election()
+		ch.election(3000)
 	case "replace":
 		ch.replace(ch.presentServer())
 	case "rolling":
@@ -189,9 +191,9 @@ func (ch *chaos) serverCut() {
 	ch.later(d, func() { ch.s.IsolateServer(i, false) })
 }
 
-// election holds a leader election of 0.2 to 3 s.
-func (ch *chaos) election() {
-	d := time.Duration(200+ch.rng.IntN(2800)) * time.Millisecond
+// election holds a leader election of 0.2 s to upTo ms.
+func (ch *chaos) election(upTo int) {
+	d := time.Duration(200+ch.rng.IntN(upTo-200)) * time.Millisecond
 	ch.s.ChangeLeader(d)
 	ch.log(fmt.Sprintf("chaos: leader election, nobody serves for %v", d))
 	end := time.Now().Add(d)
@@ -200,8 +202,9 @@ func (ch *chaos) election() {
 
 // replace makes server i leave and join again at a new address 1 to 6 s
 // later; server 0 is the leader (as srvr reports it): its leaving holds
-// an election. It returns how long the server is away (0 for i < 0: no
-// server to replace).
+// an election of 0.2 to 1 s (a leader stopped, not failed: the followers
+// see it go at once). It returns how long the server is away (0 for
+// i < 0: no server to replace).
 func (ch *chaos) replace(i int) time.Duration {
 	if i < 0 {
 		return 0
@@ -210,18 +213,20 @@ func (ch *chaos) replace(i int) time.Duration {
 	ch.s.LeaveServer(i)
 	ch.log(fmt.Sprintf("chaos: server %d leaves, and joins again at a new address in %v", i, d))
 	if i == 0 {
-		ch.election()
+		ch.election(1000)
 	}
 	ch.later(d, func() { _ = ch.s.JoinServer(i) })
 	return d
 }
 
-// rolling replaces every server in turn, as an operator's rolling
-// replacement does: each 1 to 2 s after the one before joined again. A
-// server that has left already (a replace under way) is passed over.
+// rolling replaces every server in turn, as a Kubernetes StatefulSet's
+// rolling update does: from the last server to the first (the leader
+// last, as operators do), each 1 to 2 s after the one before joined
+// again. A server that has left already (a replace under way) is passed
+// over.
 func (ch *chaos) rolling() {
 	ch.log("chaos: rolling replacement of every server")
-	for i := range ch.n {
+	for i := ch.n - 1; i >= 0; i-- {
 		d := time.Duration(0)
 		if !ch.s.left(i) {
 			d = ch.replace(i)
