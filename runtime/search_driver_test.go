@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,8 @@ import (
 //	ZKGEN_SIM_RECIPES   the workloads to search, space-separated names or
 //	                    prefixes ("queue" selects queue-fifo, ...); all if empty
 //	ZKGEN_SIM_START     the first seed (default: from the clock, printed)
+//	ZKGEN_SIM_FAULTS    the chaos faults to draw, '+'-separated names of
+//	                    sim.ChaosFaults ("replace+rolling"); all if empty
 //	ZKGEN_SIM_REPLAY    "RECIPE CONFIG": replay one run instead of searching
 //	ZKGEN_SIM_REPLAYS   how many times a replay runs (default 10)
 //	ZKGEN_SIM_SHRINK    the wall time shrinking may take (default 2m)
@@ -53,13 +56,14 @@ type workload struct {
 
 // searchConfig is what fixes a run: the seed and the size.
 type searchConfig struct {
-	Seed  uint64
-	Procs int
-	Ops   int
-	Rate  float64
-	Limit int      // at most this many faults (0: no limit)
-	Skip  []string // faults left out (sim.Fault.ID)
-	Chaos int      // partitions of sessions and servers (searchRun.chaos)
+	Seed   uint64
+	Procs  int
+	Ops    int
+	Rate   float64
+	Limit  int      // at most this many faults (0: no limit)
+	Skip   []string // faults left out (sim.Fault.ID)
+	Chaos  int      // partitions of sessions and servers (searchRun.chaos)
+	Faults []string // the chaos faults drawn (sim.Chaos.Faults); all if none
 }
 
 func (c searchConfig) String() string {
@@ -70,7 +74,25 @@ func (c searchConfig) String() string {
 	if len(c.Skip) > 0 {
 		s += ",skip=" + strings.Join(c.Skip, "+")
 	}
+	if len(c.Faults) > 0 {
+		s += ",faults=" + strings.Join(c.Faults, "+")
+	}
 	return s
+}
+
+// parseFaults reads '+'-separated chaos fault names (sim.ChaosFaults).
+func parseFaults(v string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(v, "+") {
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(sim.ChaosFaults(), f) {
+			return nil, fmt.Errorf("no chaos fault %q; there are: %s", f, strings.Join(sim.ChaosFaults(), " "))
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 func parseSearchConfig(s string) (searchConfig, error) {
@@ -96,6 +118,8 @@ func parseSearchConfig(s string) (searchConfig, error) {
 			c.Skip = strings.Split(v, "+")
 		case "chaos":
 			c.Chaos, err = strconv.Atoi(v)
+		case "faults":
+			c.Faults, err = parseFaults(v)
 		default:
 			err = fmt.Errorf("unknown key")
 		}
@@ -130,6 +154,7 @@ type searchRun struct {
 	stopChaos  func()         // calm: the chaos stops
 	crashed    map[int64]bool // sessions of crashed processes (crash)
 	mu         sync.Mutex
+	lost       int      // sessions that expired under a process (simSession.get)
 	history    []string // what happened, with the virtual time since start
 	violations []violation
 	logs       []string
@@ -155,8 +180,8 @@ func (r *searchRun) server(opts ...sim.Option) *sim.Server {
 	}
 	// Sessions and servers cut off, lagging followers (sim.StartChaos);
 	// a crashed process's session is spared: it stays dead.
-	r.stopChaos = r.srv.StartChaos(sim.Chaos{Seed: r.cfg.Seed, Events: r.cfg.Chaos, Spare: r.isCrashed,
-		Log: func(what string) { r.event(-1, "%s", what) }})
+	r.stopChaos = r.srv.StartChaos(sim.Chaos{Seed: r.cfg.Seed, Events: r.cfg.Chaos, Faults: r.cfg.Faults,
+		Spare: r.isCrashed, Log: func(what string) { r.event(-1, "%s", what) }})
 	return r.srv
 }
 
@@ -170,7 +195,7 @@ func (r *searchRun) calm() {
 // session returns a process's session keeper on the run's server; finish
 // closes it.
 func (r *searchRun) session() *simSession {
-	w := &simSession{srv: r.srv}
+	w := &simSession{srv: r.srv, run: r}
 	r.mu.Lock()
 	r.sessions = append(r.sessions, w)
 	r.mu.Unlock()
@@ -372,8 +397,11 @@ func runOnce(t *testing.T, w workload, cfg searchConfig) *searchRun {
 	return r
 }
 
+// config is the workload's configuration for seed, with the chaos faults
+// ZKGEN_SIM_FAULTS names (checked by TestSimSearch).
 func (w workload) config(seed uint64) searchConfig {
-	return searchConfig{Seed: seed, Procs: w.procs, Ops: w.ops, Rate: w.rate, Chaos: 4}
+	faults, _ := parseFaults(os.Getenv("ZKGEN_SIM_FAULTS"))
+	return searchConfig{Seed: seed, Procs: w.procs, Ops: w.ops, Rate: w.rate, Chaos: 4, Faults: faults}
 }
 
 // selectWorkloads returns the workloads that names select (all if none).
@@ -413,6 +441,9 @@ func TestSimSearch(t *testing.T) {
 		return
 	}
 	ws := selectWorkloads(t, strings.Fields(os.Getenv("ZKGEN_SIM_RECIPES")))
+	if _, err := parseFaults(os.Getenv("ZKGEN_SIM_FAULTS")); err != nil {
+		t.Fatalf("ZKGEN_SIM_FAULTS: %v", err)
+	}
 	d, err := time.ParseDuration(os.Getenv("ZKGEN_SIM_DURATION"))
 	if err != nil || d <= 0 {
 		// Part of the suite: seed 1 of every workload.
@@ -429,11 +460,13 @@ func TestSimSearch(t *testing.T) {
 	if s, err := strconv.ParseUint(os.Getenv("ZKGEN_SIM_START"), 10, 64); err == nil && s > 0 {
 		start = s
 	}
-	fmt.Printf("sim: searching %d workloads for %v from seed %d\n", len(ws), d, start)
+	fmt.Printf("sim: searching %d workloads for %v from seed %d (chaos faults: %s)\n", len(ws), d, start,
+		cmp.Or(os.Getenv("ZKGEN_SIM_FAULTS"), "all"))
 	type tally struct {
 		seeds int
 		wall  time.Duration
 		fault int
+		lost  int
 	}
 	tallies := make([]tally, len(ws))
 	began := time.Now()
@@ -446,6 +479,7 @@ func TestSimSearch(t *testing.T) {
 			tallies[i].seeds++
 			tallies[i].wall += time.Since(t0)
 			tallies[i].fault += len(r.faults())
+			tallies[i].lost += r.lost
 			if r.failed() {
 				fmt.Printf("sim: %s: seed %d failed after %v of search; shrinking\n", w.name, cfg.Seed, time.Since(began).Round(time.Second))
 				small, sr, tries := shrink(t, w, cfg, r)
@@ -465,11 +499,13 @@ func TestSimSearch(t *testing.T) {
 	wall := time.Since(began)
 	fmt.Printf("sim: %v of search, 0 violations\n", wall.Round(time.Second))
 	// seeds/min alone: the rate of a search of that workload by itself.
-	fmt.Printf("%-20s %7s %10s %16s %8s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults")
+	// lost: sessions the processes saw expire (or give up by their own
+	// clock) and replaced; a crashed process's session is not counted.
+	fmt.Printf("%-20s %7s %10s %16s %8s %6s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults", "lost")
 	for i, w := range ws {
 		ta := tallies[i]
 		per := ta.wall.Seconds() * 1000 / float64(ta.seeds)
-		fmt.Printf("%-20s %7d %10.1f %16.0f %8d\n", w.name, ta.seeds, per, 60000/per, ta.fault)
+		fmt.Printf("%-20s %7d %10.1f %16.0f %8d %6d\n", w.name, ta.seeds, per, 60000/per, ta.fault, ta.lost)
 	}
 }
 

@@ -155,11 +155,15 @@ func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
 }
 
 // simSession keeps a session open on srv for a worker: a new one when the
-// last one ended.
+// last one ended. It knows the servers by name (srv.Hosts), looked up
+// through the simulation's resolver, as a service on Kubernetes knows
+// its ensemble's pods: it follows a server replaced at a new address.
 type simSession struct {
 	srv     *sim.Server
+	run     *searchRun
 	s       *runtime.Session
 	crashed []*runtime.Session // sessions of the process before it crashed (searchRun.crash)
+	failing bool               // the last Connect failed
 }
 
 func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
@@ -167,11 +171,26 @@ func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
 		return w.s, nil
 	}
 	if w.s != nil {
+		if errors.Is(w.s.Err(), runtime.ErrSessionExpired) {
+			w.run.mu.Lock()
+			w.run.lost++
+			w.run.mu.Unlock()
+		}
 		w.s.Close()
 	}
-	s, err := runtime.Connect(ctx, w.srv.Servers(), runtime.WithDialer(w.srv.DialContext),
-		runtime.WithSessionTimeout(4*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
-	w.s = s
+	s, err := runtime.Connect(ctx, w.srv.Hosts(), runtime.WithDialer(w.srv.DialContext),
+		runtime.WithResolver(w.srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
+		runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil && ctx.Err() == nil {
+		// Connect fails at once when a server's name resolves to nothing
+		// (it left and has not joined again): the process tries again a
+		// little later, not in a loop that stops virtual time.
+		if !w.failing {
+			w.run.event(-1, "connect failed (again every 200 ms until it succeeds): %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.s, w.failing = s, err != nil
 	return s, err
 }
 
