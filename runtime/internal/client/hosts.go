@@ -77,8 +77,10 @@ func newHostList(s *Session) *hostList {
 	return h
 }
 
-// Init takes servers ("host:port") and looks their hosts up. It fails if
-// a lookup fails.
+// Init takes servers ("host:port") and looks their hosts up. It fails
+// only when no host has an address: during a rolling replacement one
+// server's name may resolve to nothing for a while, and the others serve
+// (a host without addresses is looked up again at each round).
 func (h *hostList) Init(servers []string) error {
 	cs := make([]configured, 0, len(servers))
 	for _, srv := range servers {
@@ -90,15 +92,19 @@ func (h *hostList) Init(servers []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	if err := JoinErrors(h.lookup(ctx, cs)...); err != nil {
-		return err
-	}
+	errs := h.lookup(ctx, cs)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.servers = cs
 	h.newRound()
+	if len(h.round) == 0 && len(errs) > 0 {
+		return fmt.Errorf("no addresses found for %q: %w", servers, JoinErrors(errs...))
+	}
 	if len(h.round) == 0 {
 		return fmt.Errorf("no addresses found for %q", servers)
+	}
+	for _, err := range errs {
+		h.log.Warn("zookeeper host lookup failed; looked up again at each round", "err", err)
 	}
 	h.cur, h.tried = -1, 0
 	return nil

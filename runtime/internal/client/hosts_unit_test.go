@@ -174,3 +174,38 @@ func TestDialerGetsHostName(t *testing.T) {
 		t.Errorf("with a resolver, the dialer was given %q, want 127.0.0.7:1", got)
 	}
 }
+
+// A name that does not resolve at Connect does not fail it while another
+// host has addresses (a server being replaced has no record for a while);
+// it is looked up again at the next round, and is in it once it
+// resolves. With no host resolving, Init fails with the lookups' errors.
+func TestHostsInitWithAnUnresolvedName(t *testing.T) {
+	var mu sync.Mutex
+	known := map[string][]string{"zk0": {"127.0.0.10"}}
+	resolve := func(_ context.Context, host string) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ips, ok := known[host]; ok {
+			return ips, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	h := newHostList(&Session{log: slog.Default(), resolve: resolve})
+	if err := h.Init([]string{"zk0:2181", "zk1:2181"}); err != nil {
+		t.Fatalf("Init with one name resolving: %v", err)
+	}
+	if a, _ := h.Next(); a != "127.0.0.10:2181" || h.Len() != 1 {
+		t.Fatalf("round of %d, first %s; want zk0's address only", h.Len(), a)
+	}
+	mu.Lock()
+	known["zk1"] = []string{"127.0.0.11"}
+	mu.Unlock()
+	h.relookup()
+	if h.Len() != 2 {
+		t.Fatalf("after zk1 resolves, a round of %d addresses, want 2", h.Len())
+	}
+	var dns *net.DNSError
+	if err := h.Init([]string{"zk8:2181", "zk9:2181"}); err == nil || !errors.As(err, &dns) {
+		t.Fatalf("Init with no name resolving = %v, want the lookups' errors", err)
+	}
+}
