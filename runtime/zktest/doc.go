@@ -100,6 +100,28 @@
 // syncLimit. RollingRestart restarts every member in turn, the leader last,
 // waiting each time for the restarted member to serve again.
 //
+// # Servers that join and leave
+//
+// With WithReconfig, an ensemble runs ZooKeeper's dynamic reconfiguration
+// (reconfigEnabled=true, standaloneEnabled=false, each server listed with
+// its client address) and changes its membership as an operator replaces
+// servers one at a time:
+//
+//	e := zktest.StartEnsemble(t, 3, zktest.WithReconfig())
+//	for old := range 3 {
+//		if _, err := e.Join(); err != nil { // a new server, on new ports, added by reconfig
+//			t.Fatal(err)
+//		}
+//		if err := e.Leave(old); err != nil { // removed by reconfig, then killed by PID
+//			t.Fatal(err)
+//		}
+//	}
+//	// e.Servers() now lists the three new servers only
+//
+// The harness sends its reconfig requests as a superuser of its own; the
+// servers' ACLs stay in force for the test's clients. Member indexes keep
+// counting: Size includes the members that left, Servers does not.
+//
 // # TLS
 //
 // WithTLS gives a standalone server a TLS client port (ZooKeeper's

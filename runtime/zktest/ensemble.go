@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,13 +19,18 @@ import (
 //
 // Methods are safe for concurrent use.
 type Ensemble struct {
-	dir     string
-	cfg     config
-	members []*Server
+	dir  string
+	cfg  config
+	inst install
 
-	mu    sync.Mutex
-	links [][]*link // links[i][j]: member i's way to member j; nil without WithQuorumFaults
-	group []int     // the partition group of each member; nil when healed
+	mu      sync.Mutex
+	members []*Server // by index; Join appends
+	peers   []peer    // each member's quorum ports, by index
+	left    []bool    // members removed by Leave, by index
+
+	reconfigMu sync.Mutex // one Join or Leave at a time
+	links      [][]*link  // links[i][j]: member i's way to member j; nil without WithQuorumFaults
+	group      []int      // the partition group of each member; nil when healed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -54,7 +60,7 @@ func StartEnsemble(tb testing.TB, n int, opts ...Option) *Ensemble {
 	}
 	tb.Cleanup(func() {
 		if tb.Failed() {
-			for i, m := range e.members {
+			for i, m := range e.all() {
 				tb.Logf("zktest: log tail of ensemble server %d %s (%s):\n%s", i, m.Addr(), m.LogPath(), m.LogTail(25))
 			}
 		}
@@ -78,6 +84,9 @@ func StartEnsembleProcess(n int, opts ...Option) (*Ensemble, error) {
 	if cfg.tls != nil {
 		return nil, errors.New("zktest: WithTLS is for a standalone server (Start, StartProcess), not an ensemble")
 	}
+	if cfg.reconfig && cfg.quorumFaults {
+		return nil, errors.New("zktest: WithReconfig and WithQuorumFaults exclude each other (see WithQuorumFaults)")
+	}
 	inst, err := findInstall()
 	if err != nil {
 		return nil, err
@@ -86,16 +95,12 @@ func StartEnsembleProcess(n int, opts ...Option) (*Ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Ensemble{dir: dir, cfg: cfg}
+	e := &Ensemble{dir: dir, cfg: cfg, inst: inst}
 	for i := 0; i < n; i++ {
-		e.members = append(e.members, &Server{
-			cfg:        cfg,
-			inst:       inst,
-			dir:        filepath.Join(dir, "server"+strconv.Itoa(i+1)),
-			mainClass:  quorumMain,
-			standalone: n == 1,
-		})
+		e.members = append(e.members, e.newMember(i, n == 1 && !cfg.reconfig))
 	}
+	e.peers = make([]peer, n)
+	e.left = make([]bool, n)
 	for attempt := 1; ; attempt++ {
 		err := e.start()
 		if err == nil {
@@ -114,6 +119,18 @@ func StartEnsembleProcess(n int, opts ...Option) (*Ensemble, error) {
 	}
 }
 
+// newMember returns the Server of member i (myid i+1), not yet
+// configured.
+func (e *Ensemble) newMember(i int, standalone bool) *Server {
+	return &Server{
+		cfg:        e.cfg,
+		inst:       e.inst,
+		dir:        filepath.Join(e.dir, "server"+strconv.Itoa(i+1)),
+		mainClass:  quorumMain,
+		standalone: standalone,
+	}
+}
+
 // start configures every member on fresh ports, launches them all, and
 // waits for the quorum.
 func (e *Ensemble) start() error {
@@ -124,36 +141,26 @@ func (e *Ensemble) start() error {
 	}
 	quorumPort := func(i int) int { return ports[3*i+1] }
 	electionPort := func(i int) int { return ports[3*i+2] }
-	ticks := func(d time.Duration) string {
-		return strconv.FormatInt(int64((d+e.cfg.tick-1)/e.cfg.tick), 10)
-	}
 	if e.cfg.quorumFaults {
 		if err := e.openLinks(quorumPort, electionPort); err != nil {
 			return err
 		}
 	}
+	for i := range e.members {
+		e.peers[i] = peer{client: ports[3*i], quorum: quorumPort(i), election: electionPort(i)}
+	}
 	for i, m := range e.members {
 		// Each member lists itself with its real ports, which it binds, and
 		// the others as it reaches them: through its links, if it has any.
-		quorum := []string{
-			"initLimit=" + ticks(10*time.Second),
-			"syncLimit=" + ticks(5*time.Second),
-		}
+		quorum := e.quorumLines()
 		for j := 0; j < n; j++ {
-			q, el := quorumPort(j), electionPort(j)
+			p := e.peers[j]
 			if l := e.link(i, j); l != nil {
-				q, el = l.quorum.port(), l.election.port()
+				p.quorum, p.election = l.quorum.port(), l.election.port()
 			}
-			quorum = append(quorum, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", j+1, q, el))
+			quorum = append(quorum, e.serverLine(j, p))
 		}
-		m.setPort(ports[3*i])
-		if err := os.MkdirAll(m.DataDir(), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(m.DataDir(), "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
-			return err
-		}
-		if err := m.writeConfig(quorum); err != nil {
+		if err := configure(i, m, e.peers[i], quorum); err != nil {
 			return err
 		}
 	}
@@ -176,25 +183,83 @@ func (e *Ensemble) start() error {
 		}
 	}
 	if _, err := e.WaitQuorum(time.Until(deadline)); err != nil {
-		var b strings.Builder
-		b.WriteString(err.Error())
-		for i, m := range e.members {
-			fmt.Fprintf(&b, "\n--- server %d %s log tail (%s):\n%s", i, m.Addr(), m.LogPath(), m.LogTail(15))
-		}
-		return errors.New(b.String())
+		return e.withLogTails(err)
 	}
 	return nil
 }
 
-// Size returns the number of servers.
-func (e *Ensemble) Size() int { return len(e.members) }
+// withLogTails returns err with the end of each member's log.
+func (e *Ensemble) withLogTails(err error) error {
+	var b strings.Builder
+	b.WriteString(err.Error())
+	for i, m := range e.all() {
+		fmt.Fprintf(&b, "\n--- server %d %s log tail (%s):\n%s", i, m.Addr(), m.LogPath(), m.LogTail(15))
+	}
+	return errors.New(b.String())
+}
 
-// Servers returns every member's client address, in member order, to pass
-// to a ZooKeeper client.
+// quorumLines returns the zoo.cfg lines every member has besides its
+// server lines.
+func (e *Ensemble) quorumLines() []string {
+	ticks := func(d time.Duration) string {
+		return strconv.FormatInt(int64((d+e.cfg.tick-1)/e.cfg.tick), 10)
+	}
+	lines := []string{
+		"initLimit=" + ticks(10*time.Second),
+		"syncLimit=" + ticks(5*time.Second),
+	}
+	return append(lines, e.cfg.reconfigLines()...)
+}
+
+// configure writes member i's myid and zoo.cfg, with p's client port and
+// quorum as its ensemble lines.
+func configure(i int, m *Server, p peer, quorum []string) error {
+	m.setPort(p.client)
+	if err := os.MkdirAll(m.DataDir(), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(m.DataDir(), "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
+		return err
+	}
+	return m.writeConfig(quorum)
+}
+
+// all returns every member ever started, by index.
+func (e *Ensemble) all() []*Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.members)
+}
+
+// current returns every member, by index, with nil for those that left.
+func (e *Ensemble) current() []*Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := slices.Clone(e.members)
+	for i := range out {
+		if e.left[i] {
+			out[i] = nil
+		}
+	}
+	return out
+}
+
+// Size returns the number of servers started, those that left the
+// ensemble (Leave) included: member indexes run from 0 to Size()-1.
+func (e *Ensemble) Size() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.members)
+}
+
+// Servers returns the client address of every member, in member order, to
+// pass to a ZooKeeper client. Members that left (Leave) are not listed.
 func (e *Ensemble) Servers() []string {
-	out := make([]string, len(e.members))
-	for i, m := range e.members {
-		out[i] = m.Addr()
+	var out []string
+	for _, m := range e.current() {
+		if m != nil {
+			out = append(out, m.Addr())
+		}
 	}
 	return out
 }
@@ -202,14 +267,18 @@ func (e *Ensemble) Servers() []string {
 // Server returns member i (0-based). Its Stop, Start and Restart control
 // that one process; its Start waits only for ruok, since whether it serves
 // depends on the others (use WaitQuorum).
-func (e *Ensemble) Server(i int) *Server { return e.members[i] }
+func (e *Ensemble) Server(i int) *Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.members[i]
+}
 
 // Leader returns the index of the member whose srvr answer says "Mode:
 // leader" (or "standalone" in an ensemble of one), or -1 if none does right
 // now.
 func (e *Ensemble) Leader() int {
-	for i, m := range e.members {
-		if m.PID() == 0 {
+	for i, m := range e.current() {
+		if m == nil || m.PID() == 0 {
 			continue
 		}
 		mode, err := Mode(m.Addr(), time.Second)
@@ -255,16 +324,21 @@ func (e *Ensemble) WaitQuorum(timeout time.Duration) (int, error) {
 // one leader and the others do not serve.
 func (e *Ensemble) quorumStatus(group []int, majority int) (leader int, status string, ok bool) {
 	leader = -1
-	leaders, running := 0, 0
+	leaders, running, members := 0, 0, 0
 	ok = true
 	var parts []string
-	for i, m := range e.members {
+	for i, m := range e.current() {
+		if m == nil {
+			parts = append(parts, fmt.Sprintf("%d:left", i))
+			continue
+		}
+		members++
 		if m.PID() == 0 {
 			parts = append(parts, fmt.Sprintf("%d:stopped", i))
 			continue
 		}
 		mode, err := Mode(m.Addr(), time.Second)
-		if group[i] != majority {
+		if i < len(group) && group[i] != majority { // a member that joined since is in no partition
 			switch {
 			case errors.Is(err, ErrNotServing):
 				parts = append(parts, fmt.Sprintf("%d:cut off, not serving", i))
@@ -293,7 +367,7 @@ func (e *Ensemble) quorumStatus(group []int, majority int) (leader int, status s
 			ok = false
 		}
 	}
-	ok = ok && leaders == 1 && running > len(e.members)/2
+	ok = ok && leaders == 1 && running > members/2
 	return leader, strings.Join(parts, " "), ok
 }
 
@@ -314,14 +388,14 @@ func (e *Ensemble) RollingRestart(timeout time.Duration) (int, error) {
 		return -1, fmt.Errorf("zktest: rolling restart: before it: %w", err)
 	}
 	var order []int
-	for i, m := range e.members {
-		if i != leader && m.Running() {
+	for i, m := range e.current() {
+		if i != leader && m != nil && m.Running() {
 			order = append(order, i)
 		}
 	}
 	order = append(order, leader)
 	for _, i := range order {
-		if err := e.members[i].Restart(); err != nil {
+		if err := e.Server(i).Restart(); err != nil {
 			return -1, fmt.Errorf("zktest: rolling restart: member %d: %w", i, err)
 		}
 		if leader, err = e.WaitQuorum(timeout); err != nil {
@@ -336,7 +410,7 @@ func (e *Ensemble) RollingRestart(timeout time.Duration) (int, error) {
 func (e *Ensemble) Close() error {
 	e.closeOnce.Do(func() {
 		var errs []error
-		for _, m := range e.members {
+		for _, m := range e.all() {
 			errs = append(errs, m.Close())
 		}
 		e.closeLinks()

@@ -27,6 +27,7 @@ type config struct {
 	jvmArgs      []string
 	extra        [][2]string
 	quorumFaults bool
+	reconfig     bool       // WithReconfig
 	tls          *TLSCerts  // WithTLS
 	clientAuth   ClientAuth // WithTLS
 }

@@ -339,6 +339,9 @@ func (s *Server) spawn() error {
 	if s.cfg.quorumFaults && !s.standalone {
 		args = append(args, "-Dzookeeper.fastleader.maxNotificationInterval="+strconv.FormatInt(rejoinInterval(s.cfg.tick).Milliseconds(), 10))
 	}
+	if s.cfg.reconfig && s.mainClass == quorumMain {
+		args = append(args, superDigestArg())
+	}
 	args = append(args, s.cfg.jvmArgs...)
 	args = append(args, "-cp", s.inst.classpath, s.mainClass, s.configPath())
 
