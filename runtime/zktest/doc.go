@@ -118,9 +118,12 @@
 //	}
 //	// e.Servers() now lists the three new servers only
 //
-// The harness sends its reconfig requests as a superuser of its own; the
-// servers' ACLs stay in force for the test's clients. Member indexes keep
-// counting: Size includes the members that left, Servers does not.
+// Remove takes a server out of the configuration and leaves it running:
+// ZooKeeper lets a removed server go on serving its clients, as a
+// non-voting follower, until it is stopped. The harness sends its reconfig
+// requests as a superuser of its own; the servers' ACLs stay in force for
+// the test's clients. Member indexes keep counting: Size includes the
+// members that left, Servers does not.
 //
 // # TLS
 //

@@ -15,7 +15,8 @@ import (
 // An ensemble started WithReconfig changes its membership the way an
 // operator replaces servers one at a time with ZooKeeper 3.5+'s dynamic
 // reconfiguration: Join starts a server and adds it with a reconfig
-// request, Leave removes a server with one and stops it. The harness sends
+// request, Remove removes one with a reconfig request, Leave removes one
+// and stops it. The harness sends
 // those requests as a superuser of its own (digest superUser), so the
 // servers' ACLs stay in force for the test's clients.
 
@@ -31,8 +32,8 @@ const configNode = "/zookeeper/config"
 // has reconfigEnabled=true and standaloneEnabled=false, and lists every
 // server with its client address ("server.N=127.0.0.1:quorum:election:
 // participant;127.0.0.1:client"), so that /zookeeper/config tells clients
-// where each server serves them. Ensemble.Join and Ensemble.Leave add and
-// remove servers. The servers accept the harness's superuser besides the
+// where each server serves them. Ensemble.Join adds a server,
+// Ensemble.Remove and Ensemble.Leave remove one. The servers accept the harness's superuser besides the
 // usual clients. It excludes WithQuorumFaults; Start and StartProcess
 // ignore it.
 func WithReconfig() Option {
@@ -76,7 +77,8 @@ func superDigestArg() string {
 // ensemble serves with the new member (WaitQuorum). Each wait is bounded
 // by the start timeout (WithStartTimeout). On failure the new server is
 // stopped and the ensemble is as it was, unless the reconfiguration was
-// committed. Join needs WithReconfig; Join and Leave run one at a time.
+// committed. Join needs WithReconfig; Join, Remove and Leave run one at a
+// time.
 func (e *Ensemble) Join() (int, error) {
 	if !e.cfg.reconfig {
 		return -1, errors.New("zktest: Join needs an ensemble started WithReconfig")
@@ -157,16 +159,34 @@ func awaitFollowing(m *Server, deadline time.Time) error {
 }
 
 // Leave removes member i from the ensemble, as an operator retires a
-// server: an incremental reconfig removes it, a write committed after it
-// puts the new configuration in force (a removed server otherwise keeps
-// serving clients as a non-voting follower), and then its process is
-// killed by PID. Leave returns once the remaining members serve
-// (WaitQuorum). Clients connected to it lose their connection when it is
-// killed, if not before. Each wait is bounded by the start timeout. Leave
-// needs WithReconfig; Join and Leave run one at a time.
+// server: Remove, then its process is killed by PID. Leave returns once
+// the remaining members serve (WaitQuorum). Clients connected to it lose
+// their connection when it is killed, if not before. Leave needs
+// WithReconfig; Join, Remove and Leave run one at a time.
 func (e *Ensemble) Leave(i int) error {
+	if err := e.Remove(i); err != nil {
+		return err
+	}
+	if err := e.Server(i).Stop(); err != nil {
+		return err
+	}
+	if _, err := e.WaitQuorum(e.cfg.startTimeout); err != nil {
+		return fmt.Errorf("zktest: after removing member %d: %w", i, err)
+	}
+	return nil
+}
+
+// Remove removes member i from the ensemble's configuration and leaves
+// its process running: an incremental reconfig removes it, and a write
+// committed after it puts the new configuration in force. ZooKeeper does
+// not stop a removed server: it goes on serving the clients connected to
+// it, as a non-voting follower, until it is stopped (Server(i).Stop, or
+// the ensemble's Close). From then on the member counts as gone: Servers
+// and WaitQuorum leave it out. Each wait is bounded by the start timeout.
+// Remove needs WithReconfig; Join, Remove and Leave run one at a time.
+func (e *Ensemble) Remove(i int) error {
 	if !e.cfg.reconfig {
-		return errors.New("zktest: Leave needs an ensemble started WithReconfig")
+		return errors.New("zktest: Remove needs an ensemble started WithReconfig")
 	}
 	e.reconfigMu.Lock()
 	defer e.reconfigMu.Unlock()
@@ -174,7 +194,7 @@ func (e *Ensemble) Leave(i int) error {
 	gone := i < 0 || i >= len(e.members) || e.left[i]
 	e.mu.Unlock()
 	if gone {
-		return fmt.Errorf("zktest: Leave: %d is not a member", i)
+		return fmt.Errorf("zktest: %d is not a member", i)
 	}
 	if err := e.reconfigure(i, false, strconv.Itoa(i+1)); err != nil {
 		return e.withLogTails(fmt.Errorf("zktest: removing member %d: %w", i, err))
@@ -182,12 +202,6 @@ func (e *Ensemble) Leave(i int) error {
 	e.mu.Lock()
 	e.left[i] = true
 	e.mu.Unlock()
-	if err := e.Server(i).Stop(); err != nil {
-		return err
-	}
-	if _, err := e.WaitQuorum(e.cfg.startTimeout); err != nil {
-		return fmt.Errorf("zktest: after removing member %d: %w", i, err)
-	}
 	return nil
 }
 
@@ -207,7 +221,7 @@ func (e *Ensemble) reconfigure(i int, join bool, spec string) error {
 	for {
 		data, _, err := conn.Get(configNode)
 		if err == nil && strings.Contains(string(data), prefix) == join {
-			return commitWrite(conn)
+			return commitWrite(conn, deadline)
 		}
 		if err == nil {
 			if join {
@@ -216,7 +230,7 @@ func (e *Ensemble) reconfigure(i int, join bool, spec string) error {
 				_, err = conn.IncrementalReconfig(nil, []string{spec}, -1)
 			}
 			if err == nil {
-				return commitWrite(conn)
+				return commitWrite(conn, deadline)
 			}
 		}
 		switch {
@@ -231,15 +245,24 @@ func (e *Ensemble) reconfigure(i int, join bool, spec string) error {
 	}
 }
 
-// commitWrite creates and deletes a node through conn: once a write
-// ordered after a reconfiguration has committed, the new configuration is
-// in force (ZooKeeper's reconfiguration guide).
-func commitWrite(conn *zk.Conn) error {
-	p, err := conn.Create("/zktest-reconfig-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	if err != nil {
-		return fmt.Errorf("zktest: write after the reconfiguration: %w", err)
+// commitWrite creates an ephemeral node through conn, trying again until
+// deadline while the connection is lost (a leader that left hands off to
+// another), and deletes it: once a write ordered after a reconfiguration
+// has committed, the new configuration is in force (ZooKeeper's
+// reconfiguration guide). A create tried again may leave a node behind
+// until conn closes.
+func commitWrite(conn *zk.Conn, deadline time.Time) error {
+	for {
+		p, err := conn.Create("/zktest-reconfig-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if err == nil {
+			_ = conn.Delete(p, -1) // else it goes with conn
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zktest: write after the reconfiguration: %w", err)
+		}
+		time.Sleep(pollInterval) // until a leader serves again
 	}
-	return conn.Delete(p, -1)
 }
 
 // admin connects to the current members as the superuser.

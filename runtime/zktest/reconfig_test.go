@@ -11,7 +11,8 @@ import (
 
 // An ensemble started WithReconfig takes a new server (Join) and lets an
 // old one go (Leave), as /zookeeper/config then says; data written before
-// is on the new server, and the old one's process is gone.
+// is on the new server, and the old one's process is gone. A server taken
+// out with Remove keeps serving its clients.
 func TestEnsembleReconfig(t *testing.T) {
 	start := time.Now()
 	e := zktest.StartEnsemble(t, 3, zktest.WithReconfig())
@@ -54,6 +55,22 @@ func TestEnsembleReconfig(t *testing.T) {
 	}
 	if err := e.Leave(0); err == nil {
 		t.Fatal("a second Leave(0) succeeded")
+	}
+
+	// A removed server keeps running and serving its clients until it is
+	// stopped.
+	on1 := connect(t, []string{e.Server(1).Addr()}, 15*time.Second)
+	if err := e.Remove(1); err != nil {
+		t.Fatal(err)
+	}
+	if !e.Server(1).Running() || slices.Contains(e.Servers(), e.Server(1).Addr()) {
+		t.Fatalf("after Remove(1): running %v, Servers %v", e.Server(1).Running(), e.Servers())
+	}
+	if data, _, err := on1.Get(path); err != nil || string(data) != "before" {
+		t.Fatalf("get on the removed server = %q, %v", data, err)
+	}
+	if _, err := e.WaitQuorum(10 * time.Second); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("join and leave took %v in all", time.Since(start))
 }
