@@ -136,7 +136,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 // before the end of the session it comes from — and an ErrTLSHandshake error when a connection fails over TLS
 // (WithTLS) before a session is established: a certificate problem that
 // retrying does not mend. opts are Connect's (WithTLS, WithDialer, ...),
-// plus WithSessionEvents.
+// plus WithSessionEvents. Each new session tries the servers given to
+// Supervise and those its predecessor took from the ensemble's
+// configuration (see WithEnsembleConfig), so that a service whose servers
+// were all replaced opens its next session on the new ones.
 //
 // Each new session is logged (at info) and reported to WithSessionEvents.
 // See the guarantees above.
@@ -205,6 +208,21 @@ func WithDialer(dial DialFunc) Option { return client.WithDialer(dial) }
 // (Connect fails otherwise); a later one that fails, returns nothing or
 // takes over a second leaves that host's last known addresses in use.
 func WithResolver(resolve ResolveFunc) Option { return client.WithResolver(resolve) }
+
+// WithEnsembleConfig sets whether the session follows the ensemble's
+// dynamic configuration (ZooKeeper 3.5+, /zookeeper/config). Default true:
+// the session reads the configuration when Connect establishes it and each
+// time it changes, and from the first that lists the server it is
+// connected to, its server list is the servers the configuration names,
+// each at its client address: servers a reconfiguration adds are used,
+// servers it removes are no longer tried, and a session on a removed
+// server moves to another within a second. A configuration that does not
+// list the session's server (servers reached through a proxy, a tunnel or
+// a TLS port), an empty one (a standalone server) and a missing or
+// unreadable node (ZooKeeper 3.4, an ACL) leave the servers given to
+// Connect in use. false keeps the servers given to Connect for the
+// session's life. Reading the configuration costs Connect one request.
+func WithEnsembleConfig(follow bool) Option { return client.WithEnsembleConfig(follow) }
 
 // WithTLS makes the session speak TLS to the servers' TLS client port
 // (ZooKeeper's secureClientPort) with cfg: RootCAs to trust the servers'

@@ -41,12 +41,15 @@ type hostList struct {
 	resolve ResolveFunc // nil: hosts are handed on as configured (WithDialer)
 	seed    maphash.Seed
 	log     *slog.Logger
+	learned []string // what an earlier session learned (withLearned): tried besides the servers given to Init
 
-	mu      sync.Mutex
-	servers []configured // as given to Init, each with its last known addresses
-	round   []hostAddr   // this round's addresses
-	cur     int          // index in round of the address last handed out
-	tried   int          // addresses handed out since the last connection
+	mu        sync.Mutex
+	servers   []configured // as given to Init, or the ensemble configuration's; each with its last known addresses
+	following bool         // servers are the ensemble configuration's (adopt)
+	replaced  int          // counts adoptions, for relookup
+	round     []hostAddr   // this round's addresses
+	cur       int          // index in round of the address last handed out
+	tried     int          // addresses handed out since the last connection
 }
 
 // configured is one "host:port" given to Connect.
@@ -70,25 +73,29 @@ const (
 // newHostList returns the host provider for s's options: WithResolver's
 // lookups, none with a dialer alone, the system resolver's otherwise.
 func newHostList(s *Session) *hostList {
-	h := &hostList{resolve: s.resolve, seed: maphash.MakeSeed(), log: s.log}
+	h := &hostList{resolve: s.resolve, seed: maphash.MakeSeed(), log: s.log, learned: s.learned}
 	if h.resolve == nil && s.dialer == nil {
 		h.resolve = net.DefaultResolver.LookupHost
 	}
 	return h
 }
 
-// Init takes servers ("host:port") and looks their hosts up. It fails
-// only when no host has an address: during a rolling replacement one
-// server's name may resolve to nothing for a while, and the others serve
-// (a host without addresses is looked up again at each round).
+// Init takes servers ("host:port"), and the learned ones not among them
+// (see follow.go), and looks their hosts up. It fails only when no host
+// has an address: during a rolling replacement one server's name may
+// resolve to nothing for a while, or a learned name may be gone (a
+// removed server's), and the others serve (a host without addresses is
+// looked up again at each round).
 func (h *hostList) Init(servers []string) error {
-	cs := make([]configured, 0, len(servers))
-	for _, srv := range servers {
-		host, port, err := net.SplitHostPort(srv)
-		if err != nil {
-			return err
+	cs, err := splitServers(servers)
+	if err != nil {
+		return err
+	}
+	learned, _ := splitServers(h.learned)
+	for _, l := range learned {
+		if !slices.ContainsFunc(cs, func(c configured) bool { return c.host == l.host && c.port == l.port }) {
+			cs = append(cs, l)
 		}
-		cs = append(cs, configured{host: host, port: port})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
@@ -108,6 +115,19 @@ func (h *hostList) Init(servers []string) error {
 	}
 	h.cur, h.tried = -1, 0
 	return nil
+}
+
+// splitServers splits each "host:port" of servers.
+func splitServers(servers []string) ([]configured, error) {
+	cs := make([]configured, 0, len(servers))
+	for _, srv := range servers {
+		host, port, err := net.SplitHostPort(srv)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, configured{host: host, port: port})
+	}
+	return cs, nil
 }
 
 // lookup resolves the hosts of cs that are names, all at once, and records
@@ -196,10 +216,12 @@ func (h *hostList) Next() (server string, retryStart bool) {
 	return h.round[h.cur].addr, retryStart
 }
 
-// relookup resolves the configured hosts again and lays out a new round.
+// relookup resolves the hosts of the list again and lays out a new round.
+// A list adopted meanwhile (adopt, looked up then) is kept.
 func (h *hostList) relookup() {
 	h.mu.Lock()
 	cs := slices.Clone(h.servers)
+	replaced := h.replaced
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), roundLookupTimeout)
 	defer cancel()
@@ -208,7 +230,9 @@ func (h *hostList) relookup() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.servers = cs
+	if h.replaced == replaced {
+		h.servers = cs
+	}
 	h.newRound()
 }
 
@@ -234,4 +258,103 @@ func (h *hostList) serverName(addr string) string {
 		return addr
 	}
 	return host
+}
+
+// adoption is what adopt did with a configuration.
+type adoption int
+
+const (
+	adoptNotListed  adoption = iota // not taken: it does not name the session's server
+	adoptUnresolved                 // not taken: none of its hosts could be looked up
+	adoptStay                       // taken; the session's server is in it
+	adoptMove                       // taken; the session's server is not
+)
+
+// adopt makes servers, the client addresses ("host:port") of an ensemble
+// configuration (follow.go), the list, looked up as at the start of a
+// round: if one of them is cur, the address of the session's connection,
+// or a configuration was adopted before. A host whose lookup fails keeps
+// the addresses it had in the list, if it was there. The new round starts
+// with the next address handed out.
+func (h *hostList) adopt(servers []string, cur string) adoption {
+	cs, err := splitServers(servers)
+	if err != nil {
+		return adoptUnresolved // parseEnsembleConfig gives "host:port" only
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), roundLookupTimeout)
+	errs := h.lookup(ctx, cs)
+	cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	resolved := false
+	for i := range cs {
+		if len(cs[i].ips) == 0 {
+			cs[i].ips = h.known(cs[i])
+		}
+		resolved = resolved || len(cs[i].ips) > 0
+	}
+	listed := slices.ContainsFunc(cs, func(c configured) bool { return c.has(cur) })
+	switch {
+	case !listed && !h.following:
+		return adoptNotListed
+	case !resolved:
+		h.log.Warn("no host of the ensemble configuration could be looked up; the session keeps its servers", "err", errors.Join(errs...))
+		return adoptUnresolved
+	}
+	for _, err := range errs {
+		h.log.Warn("zookeeper host lookup failed; the server is tried once it resolves", "err", err)
+	}
+	h.servers, h.following = cs, true
+	h.replaced++
+	h.newRound()
+	h.cur = -1
+	if listed {
+		return adoptStay
+	}
+	return adoptMove
+}
+
+// known returns the last known addresses of c's host and port in the
+// list, if it is there. Called with h.mu held.
+func (h *hostList) known(c configured) []string {
+	for _, k := range h.servers {
+		if k.host == c.host && k.port == c.port {
+			return k.ips
+		}
+	}
+	return nil
+}
+
+// has reports whether addr is one of c's addresses.
+func (c configured) has(addr string) bool {
+	for _, ip := range c.ips {
+		if net.JoinHostPort(ip, c.port) == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// lists reports whether addr is in the current round.
+func (h *hostList) lists(addr string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.ContainsFunc(h.round, func(a hostAddr) bool { return a.addr == addr })
+}
+
+// learnedServers returns what a later session of Supervise should try
+// besides the servers given to it: the ensemble configuration's servers
+// ("host:port") once one was adopted, or else what this list learned
+// itself.
+func (h *hostList) learnedServers() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.following {
+		return slices.Clone(h.learned)
+	}
+	out := make([]string, len(h.servers))
+	for i, c := range h.servers {
+		out[i] = net.JoinHostPort(c.host, c.port)
+	}
+	return out
 }

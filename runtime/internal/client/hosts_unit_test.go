@@ -112,15 +112,7 @@ func TestHostsLookedUpEachRound(t *testing.T) {
 	if dns.lookups != 1 {
 		t.Fatalf("%d lookups at Init, want 1 (the IP address is not looked up)", dns.lookups)
 	}
-	round := func(n int) []string { // the next round, of n addresses
-		var got []string
-		for range n {
-			a, _ := h.Next()
-			got = append(got, a)
-		}
-		slices.Sort(got)
-		return got
-	}
+	round := func(n int) []string { return roundOf(h, n) } // the next round, of n addresses
 	if got := round(2); !slices.Equal(got, []string{"10.0.0.1:2181", "10.9.9.9:2182"}) {
 		t.Fatalf("first round %v", got)
 	}

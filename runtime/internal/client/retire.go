@@ -42,18 +42,20 @@ func mustRetire(prev *Session) bool {
 	return prev.gaveUp.Load() || errors.Is(prev.Err(), ErrClosed)
 }
 
-// retire closes prev on the server, trying each address of servers
-// (resolved again) in turn. It returns nil once a server has closed it or
-// said it has expired; errCannotRetire when that cannot be done; another
-// error when no server could be reached.
+// retire closes prev on the server, trying each address of servers and of
+// the servers prev learned (resolved again) in turn. It returns nil once a
+// server has closed it or said it has expired; errCannotRetire when that
+// cannot be done; another error when no server could be reached.
 func retire(ctx context.Context, servers []string, prev *Session) error {
 	pw := prev.passwd.Load()
 	if pw == nil {
 		return errCannotRetire
 	}
 	// A session value for dialConn alone: prev's dialer, resolver and TLS,
-	// servers resolved now (a server may have moved since prev began).
-	r := &Session{log: prev.log, timeout: prev.timeout, dialer: prev.dialer, resolve: prev.resolve, tlsConf: prev.tlsConf}
+	// servers resolved now (a server may have moved since prev began),
+	// those prev learned from the ensemble's configuration included.
+	r := &Session{log: prev.log, timeout: prev.timeout, dialer: prev.dialer, resolve: prev.resolve, tlsConf: prev.tlsConf,
+		learned: prev.hosts.learnedServers()}
 	r.hosts = newHostList(r)
 	if err := r.hosts.Init(servers); err != nil {
 		return err

@@ -31,12 +31,15 @@ type Session struct {
 	resolve ResolveFunc // WithResolver; nil: see newHostList
 	tlsConf *tls.Config // WithTLS; nil: plain
 	hosts   *hostList   // go-zookeeper's host provider
+	static  bool        // WithEnsembleConfig(false)
+	learned []string    // servers an earlier session learned (withLearned)
 
 	done     chan struct{}
 	doneOnce sync.Once
-	dials    atomic.Int64          // connections dialled: a change means another server may answer
-	err      atomic.Pointer[error] // why done is closed
-	ended    atomic.Bool           // set before done closes; checked by the dialer
+	dials    atomic.Int64             // connections dialled: a change means another server may answer
+	live     atomic.Pointer[liveConn] // the connection dialled last
+	err      atomic.Pointer[error]    // why done is closed
+	ended    atomic.Bool              // set before done closes; checked by the dialer
 
 	pipe  pipeStats // pipelined create-and-list outcomes (pipeline.go)
 	sends sentWaits // listings waiting for their create to be written (pipeline.go)
@@ -118,6 +121,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 			s.Close()
 			return nil, fmt.Errorf("runtime: Connect: %w", err)
 		}
+		followConfig(ctx, s)
 		return s, nil
 	case <-s.done:
 		conn.Close()
@@ -146,7 +150,9 @@ func dial(s *Session, network, addr string, timeout time.Duration) (net.Conn, er
 		return nil, err
 	}
 	s.dials.Add(1)
-	return &liveConn{Conn: c, s: s, addr: addr, zxid: newZxidGuard(s)}, nil
+	lc := &liveConn{Conn: c, s: s, addr: addr, zxid: newZxidGuard(s)}
+	s.live.Store(lc)
+	return lc, nil
 }
 
 // onEvent runs on go-zookeeper's event loop; it must not block.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -51,6 +52,15 @@ func WithSessionEvents(fn func(SessionEvent)) Option {
 	return func(s *Session) { s.onSupervised = fn }
 }
 
+// withLearned makes the session try servers besides those given to
+// Connect: those an earlier session of Supervise learned from the
+// ensemble's configuration, so that a service whose servers were all
+// replaced under its session opens the next one on the new servers. Host
+// names among them need not resolve (see hostList.Init).
+func withLearned(servers []string) Option {
+	return func(s *Session) { s.learned = servers }
+}
+
 // SuperviseBackoff paces the connection attempts while ZooKeeper is
 // unreachable, and the delay before a session replaces another.
 var SuperviseBackoff = RetryPolicy{Initial: 100 * time.Millisecond, Max: 10 * time.Second}
@@ -73,7 +83,10 @@ const connectAttempt = 5 * time.Second
 // before the end of the session it comes from — and an ErrTLSHandshake error when a connection fails over TLS
 // (WithTLS) before a session is established: a certificate problem that
 // retrying does not mend. opts are Connect's (WithTLS, WithDialer, ...),
-// plus WithSessionEvents.
+// plus WithSessionEvents. Each new session tries the servers given to
+// Supervise and those its predecessor took from the ensemble's
+// configuration (see WithEnsembleConfig), so that a service whose servers
+// were all replaced opens its next session on the new ones.
 //
 // Each new session is logged (at info) and reported to WithSessionEvents.
 // See the guarantees above.
@@ -217,6 +230,9 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 		if err := SleepCtx(ctx, jitter); err != nil {
 			return nil, err
 		}
+	}
+	if prev != nil {
+		opts = append(slices.Clip(opts), withLearned(prev.hosts.learnedServers()))
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, connectAttempt)
