@@ -28,14 +28,16 @@ type supervised struct {
 }
 
 func supervise(t *testing.T, ctx context.Context, servers []string, fn func(context.Context, *runtime.Session) error) *supervised {
+	return superviseWith(t, ctx, servers, fn, runtime.WithSessionTimeout(superviseTimeout))
+}
+
+// superviseWith is supervise with opts instead of its session timeout.
+func superviseWith(t *testing.T, ctx context.Context, servers []string, fn func(context.Context, *runtime.Session) error, opts ...runtime.Option) *supervised {
 	ctx, cancel := context.WithCancel(ctx)
 	sv := &supervised{events: make(chan runtime.SessionEvent, 16), cancel: cancel, ret: make(chan error, 1)}
-	go func() {
-		sv.ret <- runtime.Supervise(ctx, servers, fn,
-			runtime.WithSessionTimeout(superviseTimeout),
-			runtime.WithLogger(slog.New(slog.DiscardHandler)),
-			runtime.WithSessionEvents(func(ev runtime.SessionEvent) { sv.events <- ev }))
-	}()
+	opts = append(opts, runtime.WithLogger(slog.New(slog.DiscardHandler)),
+		runtime.WithSessionEvents(func(ev runtime.SessionEvent) { sv.events <- ev }))
+	go func() { sv.ret <- runtime.Supervise(ctx, servers, fn, opts...) }()
 	t.Cleanup(func() { cancel(); <-sv.ret })
 	return sv
 }
