@@ -28,7 +28,7 @@ func TestElectionHandOffWithoutListing(t *testing.T) {
 	queue := func(name string, children int) candidate {
 		t.Helper()
 		px := zktest.NewProxy(t, srv.Addr())
-		c := candidate{px: px, s: connect(t, viaProxy(px)), got: make(chan *runtime.Leadership[string], 1)}
+		c := candidate{px: px, s: connectVia(t, px), got: make(chan *runtime.Leadership[string], 1)}
 		e := runtime.NewElection(c.s, runtime.At(dir), runtime.StringCodec())
 		go func() {
 			l, err := e.Campaign(ctx, name)

@@ -24,7 +24,18 @@ type faultyClient struct {
 
 func newFaulty(t *testing.T, srv *zktest.Server) faultyClient {
 	p := zktest.NewProxy(t, srv.Addr())
-	return faultyClient{p: p, s: connect(t, viaProxy(p))}
+	return faultyClient{p: p, s: connectVia(t, p)}
+}
+
+// connectVia opens a session through p (viaProxy) and then zeroes p's
+// counts, so that they count what the test does with the session from
+// there on, not Connect's own requests (it reads the ensemble's
+// configuration, see WithEnsembleConfig).
+func connectVia(t *testing.T, p *zktest.Proxy, opts ...runtime.Option) *runtime.Session {
+	t.Helper()
+	s := connect(t, viaProxy(p), opts...)
+	p.ResetCounts()
+	return s
 }
 
 // viaProxy is the server list of a client behind p. The address is listed

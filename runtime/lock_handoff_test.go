@@ -39,7 +39,7 @@ func queueWaiter(t *testing.T, ctx context.Context, srv *zktest.Server, admin *r
 func queueContender(t *testing.T, ctx context.Context, srv *zktest.Server, admin *runtime.Session, dir string, n int, side func(*runtime.Session) runtime.LockHandle) *handOffWaiter {
 	t.Helper()
 	px := zktest.NewProxy(t, srv.Addr())
-	s := connect(t, viaProxy(px))
+	s := connectVia(t, px)
 	w := &handOffWaiter{s: s, px: px, l: side(s), got: make(chan error, 1)}
 	go func() { w.got <- w.l.Lock(ctx) }()
 	waitChildren(t, ctx, admin, dir, n)

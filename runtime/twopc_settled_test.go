@@ -33,6 +33,7 @@ func TestTwoPCCoordinatorRereadsChangedVote(t *testing.T) {
 	}
 	px := zktest.NewProxy(t, srv.Addr())
 	obs := mk(connect(t, []string{px.Addr()}))
+	px.ResetCounts() // Connect's own read of the ensemble's configuration
 	type result struct {
 		d   runtime.Decision
 		err error
