@@ -212,16 +212,18 @@ func WithResolver(resolve ResolveFunc) Option { return client.WithResolver(resol
 // WithEnsembleConfig sets whether the session follows the ensemble's
 // dynamic configuration (ZooKeeper 3.5+, /zookeeper/config). Default true:
 // the session reads the configuration when Connect establishes it and each
-// time it changes, and from the first that lists the server it is
-// connected to, its server list is the servers the configuration names,
-// each at its client address: servers a reconfiguration adds are used,
-// servers it removes are no longer tried, and a session on a removed
-// server moves to another within a second. A configuration that does not
-// list the session's server (servers reached through a proxy, a tunnel or
-// a TLS port), an empty one (a standalone server) and a missing or
-// unreadable node (ZooKeeper 3.4, an ACL) leave the servers given to
-// Connect in use. false keeps the servers given to Connect for the
-// session's life. Reading the configuration costs Connect one request.
+// time it changes, and from the first that lists the server it is connected
+// to, its server list is the servers the configuration names, each at its
+// client address: servers a reconfiguration adds are used, servers it
+// removes are no longer tried, and a session on a removed server moves to
+// another within a second of reading the configuration that removed it. A
+// configuration that does not list the session's server (servers reached
+// through a proxy, a tunnel or a TLS port), an empty one (a standalone
+// server) and a missing or unreadable node (ZooKeeper 3.4, an ACL) leave
+// the servers given to Connect in use. false keeps the servers given to
+// Connect for the session's life. Reading the configuration costs Connect
+// one request, and the lookup of the host names it names (bounded by a
+// second).
 func WithEnsembleConfig(follow bool) Option { return client.WithEnsembleConfig(follow) }
 
 // WithTLS makes the session speak TLS to the servers' TLS client port

@@ -8,8 +8,10 @@
 //     the outcome of a write whose reply was lost resolved (Session.Ops:
 //     ops.go, retry.go), and a create pipelined with its listing
 //     (pipeline.go).
-//   - TLS and host resolution (tls.go, hosts.go); the zxid guard against
-//     go-zookeeper's reconnect race (zxid.go, over internal/wire).
+//   - TLS and host resolution (tls.go, hosts.go), and the servers the
+//     ensemble's configuration names (ensconfig.go, follow.go); the zxid
+//     guard against go-zookeeper's reconnect race (zxid.go, over
+//     internal/wire).
 //   - The session's own counters (session_telemetry.go) and the providers
 //     the recipes build their telemetry from.
 //   - General hooks through which a handle registers what it needs at the
