@@ -298,7 +298,7 @@ func (h *hostList) adopt(servers []string, cur string) adoption {
 	case !listed && !h.following:
 		return adoptNotListed
 	case !resolved:
-		h.log.Warn("no host of the ensemble configuration could be looked up; the session keeps its servers", "err", errors.Join(errs...))
+		h.log.Warn("no host of the ensemble configuration could be looked up; the session keeps its servers", "err", JoinErrors(errs...))
 		return adoptUnresolved
 	}
 	for _, err := range errs {
