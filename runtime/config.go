@@ -21,11 +21,6 @@ var (
 	ErrNoValue = errors.New("config: no value")
 )
 
-// Version is the version of a config node (ZooKeeper's data version). It
-// grows by one with every write and starts again at 0 when the node is
-// deleted and created again.
-type Version int32
-
 // NoVersion stands for "the node does not exist": it is the version Get
 // reports for a missing node and Watch for a deleted one, and
 // CompareAndSet(ctx, v, NoVersion) creates the node only if it is missing.

@@ -14,6 +14,11 @@ import (
 // *zk.CheckVersionRequest), as before.
 type Op struct{ req any }
 
+// Version is the version of a node (ZooKeeper's data version): a config
+// node's, or the one a guarded write expects. It grows by one with every
+// write and starts again at 0 when the node is deleted and created again.
+type Version int32
+
 // AnyVersion matches whatever version a node has, for SetOp, DeleteOp and
 // CheckOp.
 const AnyVersion Version = -1

@@ -19,7 +19,7 @@ import (
 var (
 	sharedFiles = []string{"codec.go", "contenders.go", "doc.go", "duration.go", "errors.go",
 		"handle_options.go", "holders.go", "longrun.go", "path.go", "session.go", "specguard.go", "stream.go",
-		"telemetry.go", "tenure.go", "version.go"}
+		"telemetry.go", "tenure.go", "guarded_ops.go", "version.go"}
 	catalogFiles = []string{"handles.go", "layout.go"}
 	families     = map[string][]string{
 		"locks": {"lock.go", "rwlock.go", "semaphore.go", "semaphore_kazoo.go", "multilock.go"},
