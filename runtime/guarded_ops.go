@@ -24,7 +24,8 @@ type Version int32
 const AnyVersion Version = -1
 
 // CreateOp creates a persistent node at path holding data, with the
-// session's default ACL (WithDefaultACL); the multi fails with
+// session's default ACL (open: world, all permissions; a
+// *zk.CreateRequest of your own sets another); the multi fails with
 // ErrNodeExists if it exists, ErrNoNode if its parent does not.
 func CreateOp(path string, data []byte) Op {
 	return Op{req: &zk.CreateRequest{Path: path, Data: data}}
