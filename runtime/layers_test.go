@@ -18,7 +18,7 @@ import (
 // own package, internal/client, which imports none of these.)
 var (
 	sharedFiles = []string{"codec.go", "contenders.go", "doc.go", "duration.go", "errors.go",
-		"handle_options.go", "holders.go", "longrun.go", "path.go", "session.go", "specguard.go", "stream.go",
+		"handle_options.go", "holders.go", "longrun.go", "path.go", "path_match.go", "session.go", "specguard.go", "stream.go",
 		"telemetry.go", "tenure.go", "guarded_ops.go", "version.go"}
 	catalogFiles = []string{"handles.go", "layout.go"}
 	families     = map[string][]string{

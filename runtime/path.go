@@ -37,27 +37,75 @@ func (p Path) Lit(seg string) Path {
 	return p
 }
 
-// Int appends an int parameter segment.
+// Int appends an int parameter segment, in the form CheckParam accepts
+// for ParamInt (strconv.Itoa's).
 func (p Path) Int(name string, v int) Path {
 	return p.Lit(strconv.Itoa(v))
 }
 
-// Str appends a string parameter segment after checking it: it must be
-// non-empty valid UTF-8 of at most MaxParamLen bytes, not "." or "..", and
-// must not contain "/", NUL, control characters or the code points
-// ZooKeeper refuses in paths.
+// Str appends a string parameter segment after checking it with
+// CheckParam(ParamString, v): it must be non-empty valid UTF-8 of at most
+// MaxParamLen bytes, not "." or "..", and must not contain "/", NUL,
+// control characters or the code points ZooKeeper refuses in paths.
 func (p Path) Str(name, v string) Path {
 	if p.err != nil {
 		return p
 	}
 	if reason := checkSegment(v); reason != "" {
-		shown := v
-		if len(shown) > 64 {
-			shown = shown[:64] + "..."
-		}
-		return Path{err: fmt.Errorf("%w: %s %q under %s: %s", ErrInvalidPath, name, shown, p.s, reason)}
+		return Path{err: paramError(name, v, " under "+p.s, reason)}
 	}
 	return p.Lit(v)
+}
+
+// paramError is the ErrInvalidPath of parameter name's value v (where
+// says where, or is empty).
+func paramError(name, v, where, reason string) error {
+	shown := v
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	return fmt.Errorf("%w: %s %q%s: %s", ErrInvalidPath, name, shown, where, reason)
+}
+
+// ParamKind is the type of a path parameter: what values its segment may
+// hold.
+type ParamKind uint8
+
+// The kinds of path parameters.
+const (
+	// ParamString is a string parameter (Path.Str, Template.Str).
+	ParamString ParamKind = iota
+	// ParamInt is an int parameter (Path.Int, Template.Int): a segment in
+	// strconv.Itoa's form, so that each int has one path.
+	ParamInt
+)
+
+// String returns "string" or "int", the spec's names of the kinds.
+func (k ParamKind) String() string {
+	if k == ParamInt {
+		return "int"
+	}
+	return "string"
+}
+
+// CheckParam reports why the path segment v cannot be the value of a
+// parameter of kind k, or nil when it can. It is the one rule for
+// parameters: Path builds only segments it accepts, Template.Match matches
+// only those, and zkgen inspect lists only those as instances. A string
+// value is refused when Path.Str refuses it; an int value unless it is an
+// int in strconv.Itoa's form ("7", "-7"; not "07", "+7" or "7.0"). The
+// error wraps ErrInvalidPath.
+func CheckParam(k ParamKind, v string) error {
+	reason := checkSegment(v)
+	if reason == "" && k == ParamInt {
+		if n, err := strconv.Atoi(v); err != nil || strconv.Itoa(n) != v {
+			reason = "not an int in canonical form"
+		}
+	}
+	if reason != "" {
+		return paramError(k.String()+" parameter", v, "", reason)
+	}
+	return nil
 }
 
 func checkSegment(v string) string {

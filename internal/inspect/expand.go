@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
 
@@ -67,13 +68,19 @@ func Expand(ctx context.Context, l Lister, r *spec.Resource) ([]Instance, error)
 	return out, nil
 }
 
-// matches reports whether a child name can be the value of a parameter.
+// matches reports whether a child name can be the value of a parameter:
+// the runtime's rule (runtime.CheckParam), by which generated code builds
+// paths and a runtime.Template matches them.
 func matches(p *spec.Param, name string) bool {
+	return runtime.CheckParam(paramKind(p), name) == nil
+}
+
+// paramKind is the runtime's kind of a spec parameter.
+func paramKind(p *spec.Param) runtime.ParamKind {
 	if p.Type == "int" {
-		v, err := strconv.Atoi(name)
-		return err == nil && strconv.Itoa(v) == name
+		return runtime.ParamInt
 	}
-	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+	return runtime.ParamString
 }
 
 func matching(p *spec.Param, kids []string) []string {

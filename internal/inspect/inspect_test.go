@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/spec"
 )
 
@@ -70,6 +71,37 @@ func TestExpand(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestExpandTakesTheRuntimesRule: a child the generated code could not
+// have made (a control character, a name over runtime.MaxParamLen bytes,
+// a code point ZooKeeper refuses) is no instance of a string parameter,
+// and inspect reports it as unknown: the same rule as runtime.Path's and
+// runtime.Template's (runtime.CheckParam).
+func TestExpandTakesTheRuntimesRule(t *testing.T) {
+	s := parse(t, testSpec)
+	long := strings.Repeat("x", runtime.MaxParamLen+1)
+	bad := []string{"tab\there", "nl\n", "\u0085", long, "\x7f"}
+	tree := fakeTree{
+		"/app/locks/tables":    append([]string{"ok"}, bad...),
+		"/app/locks/tables/ok": {"t"},
+	}
+	for _, b := range bad {
+		tree["/app/locks/tables/"+b] = []string{"t"}
+		if runtime.CheckParam(runtime.ParamString, b) == nil {
+			t.Fatalf("runtime accepts %.20q", b)
+		}
+	}
+	ins, err := Expand(context.Background(), tree, s.Resources[1])
+	if err != nil || len(ins) != 1 || ins[0].Path != "/app/locks/tables/ok/t" {
+		t.Fatalf("Expand: %d instances, %v; want /app/locks/tables/ok/t alone", len(ins), err)
+	}
+	tree["/app"] = []string{"locks"}
+	tree["/app/locks"] = []string{"tables"}
+	got, err := Unknown(context.Background(), tree, s)
+	if err != nil || len(got) != len(bad) {
+		t.Errorf("Unknown: %q, %v; want the %d refused names", got, err, len(bad))
 	}
 }
 
