@@ -110,6 +110,12 @@ var (
 	// and gives up when WithSessionTimeout says.
 	ErrTLSHandshake = client.ErrTLSHandshake
 
+	// ErrUnimplemented means the server does not know a request: a
+	// ZooKeeper before 3.6 asked for a persistent watch
+	// (Ops.AddWatchRecursive). Such a server closes the connection after
+	// its answer; the session reconnects.
+	ErrUnimplemented = client.ErrUnimplemented
+
 	// DefaultRetry is the policy used when WithRetry is not given.
 	DefaultRetry = client.DefaultRetry
 )

@@ -46,6 +46,7 @@ type Proxy struct {
 
 	blackhole atomic.Bool
 	reject    atomic.Bool
+	refused   sync.Map     // opcode (int32) -> struct{}: answered as unknown (Refuse)
 	delay     atomic.Int64 // time.Duration
 	accepted  atomic.Int64
 
@@ -224,6 +225,21 @@ func (p *Proxy) Blackhole(on bool) {
 // connections are unaffected.
 func (p *Proxy) Reject(on bool) { p.reject.Store(on) }
 
+// Refuse makes the proxy, while on, answer every request with opcode op
+// itself, as a ZooKeeper server that does not know the opcode does
+// (ZooKeeper 3.5 and addWatch, OpAddWatch): a reply with the error
+// UNIMPLEMENTED (-6) and then the connection closed, on both sides. The
+// request never reaches the server; the requests before it on the
+// connection may or may not get their replies (3.5 answers an unknown
+// opcode at once, ahead of them, and then closes).
+func (p *Proxy) Refuse(op int32, on bool) {
+	if on {
+		p.refused.Store(op, struct{}{})
+	} else {
+		p.refused.Delete(op)
+	}
+}
+
 // Pause makes the proxy, while on, accept new connections but not connect
 // them to the server until it is turned off; the client's bytes wait in the
 // socket meanwhile. Live connections are unaffected.
@@ -399,6 +415,8 @@ type proxyConn struct {
 	modeSet chan struct{} // closed once raw is known
 	raw     bool          // not a ZooKeeper session: relay bytes as they come
 
+	toClient sync.Mutex // one frame written to the client at a time (see refuse)
+
 	inFlight atomic.Int64 // requests read from the client whose reply the server has not sent
 
 	pendMu  sync.Mutex
@@ -533,6 +551,11 @@ func (c *proxyConn) readClient(out chan<- chunk) {
 			ch.xid = int32(binary.BigEndian.Uint32(frame[4:]))
 			ch.op = int32(binary.BigEndian.Uint32(frame[8:]))
 			ch.hdr = true
+			if _, no := c.p.refused.Load(ch.op); no {
+				c.p.countRequest(ch.op, false)
+				c.refuse(ch.xid)
+				return
+			}
 			c.p.countRequest(ch.op, ch.xid > 0 && c.inFlight.Add(1) == 1)
 			if ch.xid > 0 {
 				c.pendMu.Lock()
@@ -544,6 +567,20 @@ func (c *proxyConn) readClient(out chan<- chunk) {
 			return
 		}
 	}
+}
+
+// refuse answers the request xid as a server that does not know its
+// opcode (see Proxy.Refuse) and closes the connection.
+func (c *proxyConn) refuse(xid int32) {
+	var unimplemented int32 = -6
+	reply := binary.BigEndian.AppendUint32(nil, 16)
+	reply = binary.BigEndian.AppendUint32(reply, uint32(xid))
+	reply = binary.BigEndian.AppendUint64(reply, 0)
+	reply = binary.BigEndian.AppendUint32(reply, uint32(unimplemented))
+	c.toClient.Lock()
+	_, _ = c.client.Write(reply)
+	c.toClient.Unlock()
+	c.close()
 }
 
 // readServer reads the server's frames (or raw bytes) and queues them,
@@ -653,7 +690,7 @@ func (c *proxyConn) writeLoop(dst net.Conn, in <-chan chunk, toClient bool) {
 				c.cutting.Store(true)
 			}
 		}
-		if !c.writeCounted(dst, ch.data) {
+		if !c.write(dst, ch.data, toClient) {
 			if trig != nil {
 				c.p.rearmReq(trig)
 			}
@@ -674,6 +711,16 @@ func (c *proxyConn) writeLoop(dst net.Conn, in <-chan chunk, toClient bool) {
 			return
 		}
 	}
+}
+
+// write writes data to dst (writeCounted); to the client, one frame at a
+// time with refuse's.
+func (c *proxyConn) write(dst net.Conn, data []byte, toClient bool) bool {
+	if toClient {
+		c.toClient.Lock()
+		defer c.toClient.Unlock()
+	}
+	return c.writeCounted(dst, data)
 }
 
 // writeCounted writes data to dst subject to the armed byte triggers. It

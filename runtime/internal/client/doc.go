@@ -12,6 +12,11 @@
 //     ensemble's configuration names (ensconfig.go, follow.go); the zxid
 //     guard against go-zookeeper's reconnect race (zxid.go, over
 //     internal/wire).
+//   - Requests go-zookeeper cannot send (addWatch: persistent recursive
+//     watches), written by the session on go-zookeeper's own connection,
+//     and the stream of every event go-zookeeper passes to the session
+//     (inject.go: Ops.Inject, Ops.AddWatchRecursive, Ops.SyncZxid,
+//     Ops.Listen).
 //   - The session's own counters (session_telemetry.go) and the providers
 //     the recipes build their telemetry from.
 //   - General hooks through which a handle registers what it needs at the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkgen/zkgen/runtime/internal/wire"
@@ -49,6 +50,10 @@ type liveConn struct {
 	first  [2]byte
 	firstN int // bytes of first read: the start of the server's first reply
 	zxid   *zxidGuard
+
+	wmu      sync.Mutex  // one frame written at a time: go-zookeeper's, or the session's own
+	ready    atomic.Bool // the handshake is done: a session's requests may be written
+	injected injectWaits // the session's own requests awaiting their replies (inject.go)
 }
 
 // Write writes one frame of go-zookeeper's. A failed write is reported as
@@ -62,13 +67,28 @@ type liveConn struct {
 // closed, the loop answers every waiting request once, ErrConnectionClosed:
 // the outcome unknown, as for a reply lost, which the recipes settle.
 func (c *liveConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	c.zxid.wrote(p)
 	if _, err := c.Conn.Write(p); err != nil {
-		c.Conn.Close()
+		c.close()
 		return len(p), nil
 	}
 	c.s.sends.wrote(p)
 	return len(p), nil
+}
+
+// writeFrame writes a request of the session's own (inject.go).
+func (c *liveConn) writeFrame(p []byte) { _, _ = c.Write(p) }
+
+// Close closes the connection; the session's own requests waiting on it
+// fail.
+func (c *liveConn) Close() error { return c.close() }
+
+func (c *liveConn) close() error {
+	c.ready.Store(false)
+	c.injected.fail()
+	return c.Conn.Close()
 }
 
 func (c *liveConn) Read(p []byte) (int, error) {
@@ -82,6 +102,10 @@ func (c *liveConn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.s.lastRecv.Store(time.Now().UnixNano())
 		c.zxid.read(p[:n])
+	}
+	if err != nil {
+		c.ready.Store(false)
+		c.injected.fail()
 	}
 	return n, err
 }

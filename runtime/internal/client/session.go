@@ -47,6 +47,10 @@ type Session struct {
 	// go-zookeeper's reconnect race (zxid.go)
 	lastZxid atomic.Int64 // greatest zxid seen in a reply
 
+	// Requests of the session's own, and the event callbacks (inject.go)
+	injectN atomic.Int64 // requests of the session's own written
+	listen  listeners    // Ops.Listen's callbacks
+
 	// Supervise (supervise.go)
 	tenures sync.WaitGroup         // live tenures (Track)
 	gaveUp  atomic.Bool            // ended by the session's own clock, not by the server
@@ -150,13 +154,15 @@ func dial(s *Session, network, addr string, timeout time.Duration) (net.Conn, er
 		return nil, err
 	}
 	s.dials.Add(1)
-	lc := &liveConn{Conn: c, s: s, addr: addr, zxid: newZxidGuard(s)}
+	lc := &liveConn{Conn: c, s: s, addr: addr}
+	lc.zxid = newZxidGuard(s, lc)
 	s.live.Store(lc)
 	return lc, nil
 }
 
 // onEvent runs on go-zookeeper's event loop; it must not block.
 func (s *Session) onEvent(ev zk.Event) {
+	s.listen.tell(ev)
 	if ev.Type != zk.EventSession {
 		return
 	}

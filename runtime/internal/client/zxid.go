@@ -38,18 +38,19 @@ import (
 // frames' layout is package wire's.
 type zxidGuard struct {
 	s    *Session
-	prev int64 // greatest zxid seen on the session's earlier connections
+	conn *liveConn // the connection's own requests (inject.go)
+	prev int64     // greatest zxid seen on the session's earlier connections
 	out  wire.Out
 	in   *wire.In
 
 	clock replyClock // the send times of the requests answered (liveness.go)
 }
 
-// newZxidGuard starts the bookkeeping of a connection dialed now: every
+// newZxidGuard starts the bookkeeping of connection c, dialed now: every
 // reply of the earlier connections has been read (go-zookeeper dials again
 // only after the last reader has returned).
-func newZxidGuard(s *Session) *zxidGuard {
-	return &zxidGuard{s: s, prev: s.lastZxid.Load(), in: wire.NewIn(), clock: replyClock{s: s}}
+func newZxidGuard(s *Session, c *liveConn) *zxidGuard {
+	return &zxidGuard{s: s, conn: c, prev: s.lastZxid.Load(), in: wire.NewIn(), clock: replyClock{s: s}}
 }
 
 // wrote completes the zxid field of the frame p the client writes, in place
@@ -72,17 +73,24 @@ func (g *zxidGuard) Connected(h wire.Handshake) {
 		if h.Passwd != nil {
 			g.s.passwd.Store(&h.Passwd)
 		}
+		g.conn.ready.Store(true)
 	}
 	g.clock.connected()
 }
 
 // Reply notes a reply header read (wire.Handler): the zxid of a reply to a
-// request (not of a notification or a ping), and its answer.
-func (g *zxidGuard) Reply(xid int32, zxid int64) {
-	if xid >= 0 && zxid > 0 {
+// request (go-zookeeper's or the session's own; not of a notification or
+// a ping), and its answer; the reply to a request of the session's own
+// goes to its caller (inject.go).
+func (g *zxidGuard) Reply(xid int32, zxid int64, code int32) {
+	own := isInjected(xid)
+	if (xid >= 0 || own) && zxid > 0 {
 		noteZxid(g.s, zxid)
 	}
 	g.clock.replied(xid)
+	if own {
+		g.conn.injected.replied(xid, injectReply{zxid: zxid, code: code})
+	}
 }
 
 // noteZxid records a zxid seen in a reply.

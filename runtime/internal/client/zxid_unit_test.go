@@ -69,23 +69,29 @@ func zxidAt(frame []byte, at int) int64 { return int64(binary.BigEndian.Uint64(f
 func TestZxidGuard(t *testing.T) {
 	ping, note := reply(-2, 0x900, ""), reply(-1, -1, "event")
 	r1, r2 := reply(5, 0x1234, "abc"), reply(6, 0x1200, "")
-	stream := bytes.Join([][]byte{connectResponse(0x77), r1, ping, note, r2}, nil)
+	own := reply(injectXidFirst-1, 0x1100, "") // a request of the session's own (inject.go)
+	stream := bytes.Join([][]byte{connectResponse(0x77), r1, ping, note, own, r2}, nil)
 	hidden := func(r []byte) []byte { r = bytes.Clone(r); clear(r[8:16]); return r }
 	for _, chunk := range []int{1, 3, 7, 1000} {
 		s := &Session{}
-		g := newZxidGuard(s)
+		c := &liveConn{}
+		g := newZxidGuard(s, c)
+		ownReply, _ := c.injected.add(injectXidFirst - 1)
 		cr := connectRequest(99) // what go-zookeeper sends: its own field, never written
 		g.wrote(cr)
 		if z := zxidAt(cr, connectZxidAt); z != 0 {
 			t.Fatalf("chunk %d: first ConnectRequest carries %#x, want 0", chunk, z)
 		}
 		got := feed(g, stream, chunk)
-		want := bytes.Join([][]byte{connectResponse(0x77), hidden(r1), hidden(ping), hidden(note), hidden(r2)}, nil)
+		want := bytes.Join([][]byte{connectResponse(0x77), hidden(r1), hidden(ping), hidden(note), hidden(own), hidden(r2)}, nil)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("chunk %d: replies as go-zookeeper sees them:\n got %x\nwant %x", chunk, got, want)
 		}
 		if z := s.lastZxid.Load(); z != 0x1234 {
 			t.Fatalf("chunk %d: last zxid %#x, want 0x1234 (the greatest of the replies; not pings or notifications)", chunk, z)
+		}
+		if r := <-ownReply; r.zxid != 0x1100 || r.code != 0 || !c.ready.Load() {
+			t.Fatalf("chunk %d: own request's reply %+v (ready %v), want zxid 0x1100", chunk, r, c.ready.Load())
 		}
 		// A setWatches written on this connection carries what the
 		// earlier connections saw (none), not this one's replies.
@@ -95,7 +101,7 @@ func TestZxidGuard(t *testing.T) {
 			t.Fatalf("chunk %d: setWatches on the first connection carries %#x", chunk, z)
 		}
 		// The next connection reports what the session saw.
-		g2 := newZxidGuard(s)
+		g2 := newZxidGuard(s, &liveConn{})
 		cr2, sw2 := connectRequest(0), setWatches(8, 0)
 		g2.wrote(cr2)
 		feed(g2, bytes.Join([][]byte{connectResponse(0x77), reply(9, 0x5000, "")}, nil), chunk)

@@ -29,6 +29,7 @@ const (
 	setWatchesZxidAt = 12 // setWatches: length, xid, opcode, relative zxid
 	replyXidAt       = 4  // reply: length, xid, zxid, err
 	replyZxidAt      = 8  //
+	replyErrAt       = 16 //
 	replyHeaderSize  = 20 //
 )
 
@@ -87,18 +88,19 @@ type Handler interface {
 	// Connected reports the ConnectResponse read.
 	Connected(h Handshake)
 	// Reply reports a reply's (or a notification's, XidNotification, or a
-	// ping's) header.
-	Reply(xid int32, zxid int64)
+	// ping's) header: the xid it answers, the server's zxid, its error
+	// code (0: none).
+	Reply(xid int32, zxid int64, code int32)
 }
 
 // In follows the server's stream of one connection.
 type In struct {
-	hs    [handshakeMax]byte        // the ConnectResponse's start: length, version, timeout, id, password
-	hsN   int                       // bytes of the ConnectResponse read
-	hsLen int                       // its length, -1 until known
-	off   int                       // offset in the current reply frame, length prefix included
-	frame int                       // the current reply frame's length
-	hdr   [replyHeaderSize - 4]byte // length, xid, zxid
+	hs    [handshakeMax]byte    // the ConnectResponse's start: length, version, timeout, id, password
+	hsN   int                   // bytes of the ConnectResponse read
+	hsLen int                   // its length, -1 until known
+	off   int                   // offset in the current reply frame, length prefix included
+	frame int                   // the current reply frame's length
+	hdr   [replyHeaderSize]byte // length, xid, zxid, err
 }
 
 // NewIn returns the reader of a fresh connection's stream.
@@ -107,19 +109,25 @@ func NewIn() *In { return &In{hsLen: -1} }
 // Read walks p, bytes just read from the server, in order, and tells h.
 // With hide set it zeroes each reply's zxid in p, so that the client
 // records none.
+//
+// h hears of a reply once its header's last byte is in p. A client that
+// reads each frame whole before it reads the next, with no buffer between
+// (go-zookeeper reads the length, then the rest), has therefore handled
+// every earlier frame, notifications included, when h hears of a reply.
 func (in *In) Read(p []byte, hide bool, h Handler) {
 	i := in.handshake(p, h)
 	for i < len(p) {
 		if in.off < len(in.hdr) {
 			in.hdr[in.off] = p[i]
-			if hide && in.off >= replyZxidAt {
+			if hide && in.off >= replyZxidAt && in.off < replyErrAt {
 				p[i] = 0
 			}
 			in.off++
 			i++
 			if in.off == len(in.hdr) {
 				in.frame = int(binary.BigEndian.Uint32(in.hdr[:4]))
-				h.Reply(int32(binary.BigEndian.Uint32(in.hdr[replyXidAt:])), int64(binary.BigEndian.Uint64(in.hdr[replyZxidAt:])))
+				h.Reply(int32(binary.BigEndian.Uint32(in.hdr[replyXidAt:])), int64(binary.BigEndian.Uint64(in.hdr[replyZxidAt:])),
+					int32(binary.BigEndian.Uint32(in.hdr[replyErrAt:])))
 			}
 			continue
 		}
@@ -219,6 +227,40 @@ func Request(xid int32, op int32) []byte {
 	return binary.BigEndian.AppendUint32(b, uint32(op))
 }
 
+// Opcodes of the requests PathRequest builds.
+const (
+	// OpSync asks the server to catch up with the leader (body: path).
+	OpSync = 9
+	// OpAddWatch adds a persistent watch (body: path, mode); ZooKeeper
+	// 3.6 and later. A server that does not know it (3.5) answers
+	// CodeUnimplemented and closes the connection.
+	OpAddWatch = 106
+)
+
+// AddWatchPersistentRecursive is addWatch's mode for a watch that fires
+// on every change of the path and of every node below it (created,
+// deleted, data changed; not children changed), stays registered after
+// it fires, and lasts as long as the connection.
+const AddWatchPersistentRecursive = 1
+
+// CodeUnimplemented is the error code of a reply to an unknown opcode.
+const CodeUnimplemented = -6
+
+// PathRequest returns the frame of a request whose body is path followed
+// by ints (sync: none; addWatch: the mode).
+func PathRequest(xid, op int32, path string, ints ...int32) []byte {
+	b := make([]byte, 4, 4+8+4+len(path)+4*len(ints))
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	b = binary.BigEndian.AppendUint32(b, uint32(op))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+	b = append(b, path...)
+	for _, v := range ints {
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
 // ReadFrame reads one frame of at most limit bytes (length prefix excluded)
 // from r, and returns it with its length prefix.
 func ReadFrame(r io.Reader, limit int) ([]byte, error) {
@@ -242,5 +284,5 @@ func ReplyHeader(frame []byte) (xid int32, code int32, ok bool) {
 	if len(frame) < replyHeaderSize {
 		return 0, 0, false
 	}
-	return int32(binary.BigEndian.Uint32(frame[replyXidAt:])), int32(binary.BigEndian.Uint32(frame[replyZxidAt+8:])), true
+	return int32(binary.BigEndian.Uint32(frame[replyXidAt:])), int32(binary.BigEndian.Uint32(frame[replyErrAt:])), true
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 )
@@ -29,30 +30,32 @@ func frame(body []byte) []byte {
 // seen records what In reported.
 type seen struct {
 	timeouts []time.Duration
-	replies  [][2]int64
+	replies  [][3]int64
 }
 
 func (s *seen) Connected(h Handshake) { s.timeouts = append(s.timeouts, h.Timeout) }
-func (s *seen) Reply(xid int32, zxid int64) {
-	s.replies = append(s.replies, [2]int64{int64(xid), zxid})
+func (s *seen) Reply(xid int32, zxid int64, code int32) {
+	s.replies = append(s.replies, [3]int64{int64(xid), zxid, int64(code)})
 }
 
 // The server's stream, read in chunks of every size: the ConnectResponse is
-// reported once with its timeout, then every reply header in order, and
-// with hide each reply's zxid (bytes 8 to 16 of its frame) reads as 0 while
-// the rest is untouched.
+// reported once with its timeout, then every reply header in order (xid,
+// zxid, error code), and with hide each reply's zxid (bytes 8 to 16 of its
+// frame) reads as 0 while the rest, the error code included, is
+// untouched.
 func TestInReadsTheStream(t *testing.T) {
 	hello := binary.BigEndian.AppendUint32(nil, 0)                                // protocol version
 	hello = binary.BigEndian.AppendUint32(hello, 4000)                            // timeout, ms
 	hello = binary.BigEndian.AppendUint64(hello, 0x77)                            // session id
 	hello = append(binary.BigEndian.AppendUint32(hello, 16), make([]byte, 17)...) // password, read-only
-	reply := func(xid int32, zxid int64, payload string) []byte {
+	reply := func(xid int32, zxid int64, code int32, payload string) []byte {
 		b := binary.BigEndian.AppendUint32(nil, uint32(xid))
 		b = binary.BigEndian.AppendUint64(b, uint64(zxid))
-		return frame(append(binary.BigEndian.AppendUint32(b, 0), payload...))
+		return frame(append(binary.BigEndian.AppendUint32(b, uint32(code)), payload...))
 	}
-	r1, ping, note := reply(5, 0x1234, "abc"), reply(-2, 0x900, ""), reply(XidNotification, -1, "event")
-	stream := bytes.Join([][]byte{frame(hello), r1, ping, note}, nil)
+	r1, ping, note := reply(5, 0x1234, 0, "abc"), reply(-2, 0x900, 0, ""), reply(XidNotification, -1, 0, "event")
+	refused := reply(-1000, 0x901, CodeUnimplemented, "")
+	stream := bytes.Join([][]byte{frame(hello), r1, ping, note, refused}, nil)
 	for _, chunk := range []int{1, 2, 5, 13, len(stream)} {
 		for _, hide := range []bool{false, true} {
 			in, s := NewIn(), &seen{}
@@ -63,15 +66,17 @@ func TestInReadsTheStream(t *testing.T) {
 			if len(s.timeouts) != 1 || s.timeouts[0] != 4*time.Second {
 				t.Fatalf("chunk %d: Connected %v, want once with 4s", chunk, s.timeouts)
 			}
-			want := [][2]int64{{5, 0x1234}, {-2, 0x900}, {XidNotification, -1}}
-			if len(s.replies) != len(want) || s.replies[0] != want[0] || s.replies[1] != want[1] || s.replies[2] != want[2] {
+			want := [][3]int64{{5, 0x1234, 0}, {-2, 0x900, 0}, {XidNotification, -1, 0}, {-1000, 0x901, CodeUnimplemented}}
+			if !slices.Equal(s.replies, want) {
 				t.Fatalf("chunk %d: replies %v, want %v", chunk, s.replies, want)
 			}
 			wantStream := stream
 			if hide {
 				wantStream = bytes.Clone(stream)
-				for _, at := range []int{len(frame(hello)), len(frame(hello)) + len(r1), len(frame(hello)) + len(r1) + len(ping)} {
+				at := len(frame(hello))
+				for _, f := range [][]byte{r1, ping, note, refused} {
 					clear(wantStream[at+8 : at+16])
+					at += len(f)
 				}
 			}
 			if !bytes.Equal(got, wantStream) {
@@ -166,5 +171,18 @@ func TestCloseSessionFrames(t *testing.T) {
 	}
 	if _, err := ReadFrame(bytes.NewReader(frame(make([]byte, 65))), 64); err == nil {
 		t.Fatal("a frame over the limit was read")
+	}
+}
+
+// PathRequest frames a path and ints after the xid and opcode: addWatch's
+// body is its path and mode, sync's its path.
+func TestPathRequest(t *testing.T) {
+	got := PathRequest(-7, OpAddWatch, "/a/b", AddWatchPersistentRecursive)
+	want := frame([]byte{0xff, 0xff, 0xff, 0xf9, 0, 0, 0, 106, 0, 0, 0, 4, '/', 'a', '/', 'b', 0, 0, 0, 1})
+	if !bytes.Equal(got, want) {
+		t.Fatalf("addWatch frame\n got %x\nwant %x", got, want)
+	}
+	if got := PathRequest(3, OpSync, "/"); !bytes.Equal(got, frame([]byte{0, 0, 0, 3, 0, 0, 0, 9, 0, 0, 0, 1, '/'})) {
+		t.Fatalf("sync frame %x", got)
 	}
 }
