@@ -33,6 +33,7 @@ var (
 		"partitioner": {"partitioner.go", "partitioner_member.go", "partition_plan.go"},
 		"twopc":       {"twopc.go"},
 		"config":      {"config.go", "counter.go"},
+		"cache":       {"cache.go", "cache_apply.go", "cache_events.go", "cache_feed.go", "cache_read.go", "cache_run.go"},
 	}
 	// below lists, for a family built on another, the families it may use.
 	below = map[string][]string{"partitioner": {"group"}}

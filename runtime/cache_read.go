@@ -1,0 +1,90 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
+)
+
+// read reads path once: an instance's data and stat, or the children of
+// a node on the way to the instances; with the watches of one-shot mode
+// (see the protocol in cache_run.go). A missing node is found false.
+func (r *cacheRun[K, T]) read(ctx context.Context, path string) cacheRead {
+	depth, _ := r.c.tmpl.depth(path)
+	list, watch := depth < r.c.tmpl.Len(), r.feed.oneShot.Load()
+	r.c.countRead(list)
+	conn := r.s.Conn()
+	rd, err := client.Await(ctx, r.s, func() (cacheRead, error) { return readNode(conn, path, list, watch) })
+	rd.found, rd.err = err == nil, err
+	if errors.Is(err, zk.ErrNoNode) {
+		rd.err = nil
+		if watch && depth == 0 {
+			rd.err = r.awaitBase(ctx)
+		}
+	}
+	return rd
+}
+
+// readNode reads path's children (list) or its data, leaving a child or a
+// data watch when watch is set.
+func readNode(conn *zk.Conn, path string, list, watch bool) (rd cacheRead, err error) {
+	switch {
+	case list && watch:
+		rd.kids, rd.stat, _, err = conn.ChildrenW(path)
+	case list:
+		rd.kids, rd.stat, err = conn.Children(path)
+	case watch:
+		rd.data, rd.stat, _, err = conn.GetW(path)
+	default:
+		rd.data, rd.stat, err = conn.Get(path)
+	}
+	return rd, err
+}
+
+// awaitBase leaves an exists watch on the missing base, which fires when
+// it is created (one-shot mode: no node above the base is watched). If the
+// base exists by now, it reports a change, so that it is read again.
+func (r *cacheRun[K, T]) awaitBase(ctx context.Context) error {
+	base := r.c.tmpl.base
+	ok, err := client.Await(ctx, r.s, func() (bool, error) {
+		ok, _, _, err := r.s.Conn().ExistsW(base)
+		return ok, err
+	})
+	if err == nil && ok {
+		return errBaseCreated
+	}
+	return err
+}
+
+// errBaseCreated is the result of a read of the missing base that found
+// it created by the time its exists watch was set: read it again.
+var errBaseCreated = errors.New("cache: base created meanwhile")
+
+// instancesBelow returns the children of node path (depth segments below
+// the base) that are on the way to the cache's instances, or instances:
+// those whose name matches the template's next segment.
+func (c *Cache[K, T]) instancesBelow(path string, depth int, kids []string) []string {
+	seg := c.tmpl.segs[depth]
+	out := make([]string, 0, len(kids))
+	for _, k := range kids {
+		if seg.matches(k) {
+			out = append(out, joinPath(path, k))
+		}
+	}
+	return out
+}
+
+// countRead counts a read in the cache's stats: a listing or a read of
+// data.
+func (c *Cache[K, T]) countRead(list bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if list {
+		c.stats.Lists++
+	} else {
+		c.stats.Reads++
+	}
+}
