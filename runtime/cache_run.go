@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -39,6 +40,10 @@ const (
 	cacheBatch   = 512
 	cacheReaders = 32
 )
+
+// cacheListed, when set (by a test), is called with the path of each
+// listing a run has read, before it marks what the listing found.
+var cacheListed atomic.Pointer[func(path string)]
 
 // cacheRun is a cache running on one session.
 type cacheRun[K comparable, T any] struct {
@@ -266,6 +271,9 @@ func (r *cacheRun[K, T]) settle(m takenMark, rd cacheRead, cover uint64) (failed
 		r.maxZ = max(r.maxZ, rd.stat.Mzxid, rd.stat.Czxid, rd.stat.Pzxid)
 	}
 	if depth, _ := r.c.tmpl.depth(m.path); depth < r.c.tmpl.Len() {
+		if h := cacheListed.Load(); h != nil && rd.found {
+			(*h)(m.path)
+		}
 		if !r.feed.found(r.c.instancesBelow(m.path, depth, rd.kids), m.since, cover) {
 			return false, r.c.fail(r.fullError())
 		}

@@ -284,8 +284,13 @@ func TestCacheMaxNodes(t *testing.T) {
 	requireContents(t, ctx, c, map[string]string{root + "/a": "", root + "/b": "", root + "/c": ""})
 	log := record(t, c)
 	put(t, w, map[string]string{root + "/d": ""})
-	if err := <-errc; !errors.Is(err, runtime.ErrCacheFull) {
-		t.Fatalf("Run: %v, want ErrCacheFull", err)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, runtime.ErrCacheFull) {
+			t.Fatalf("Run: %v, want ErrCacheFull", err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("Run goes on with %d nodes, over its bound", c.Len())
 	}
 	evs := log.await(t, ctx, "the failure", func(evs []runtime.CacheEvent[string, string]) bool {
 		return kinds(evs, runtime.CacheFailed) == 1

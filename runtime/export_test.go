@@ -14,6 +14,16 @@ var (
 	AnsweredAgo      = client.AnsweredAgo
 )
 
+// OnCacheListed makes fn run after each listing a cache reads, before the
+// cache marks what it found (cache_run.go); nil removes it.
+func OnCacheListed(fn func(path string)) {
+	if fn == nil {
+		cacheListed.Store(nil)
+		return
+	}
+	cacheListed.Store(&fn)
+}
+
 // HandOffs returns how many lock waiters of s took the lock over without
 // a listing (lock.go, the hand-off).
 func HandOffs(s *Session) int64 { return handOffsOf(s).Load() }

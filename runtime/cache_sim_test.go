@@ -1,0 +1,77 @@
+package runtime_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest/sim"
+)
+
+// TestCacheNeverGoesBack: the cache's session reconnects to a follower
+// that lags behind what the cache has shown (the simulator's ensemble,
+// on virtual time). The cache never shows an older state: no event takes
+// back a change it has shown (a deleted instance back, a value older than
+// one shown, a created instance gone), and it ends with the current state.
+func TestCacheNeverGoesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.NewEnsemble(2)
+		defer srv.Close()
+		addrs := srv.Servers()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		g := &gatedDialer{srv: srv, only: addrs[0]}
+		s, err := runtime.Connect(ctx, addrs[:1], runtime.WithDialer(g.dial),
+			runtime.WithSessionTimeout(10*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		w := connectFirst(t, addrs, (&gatedDialer{srv: srv, only: addrs[0]}).dial)
+		defer w.Close()
+		root := "/cache"
+		put(t, w, map[string]string{root + "/a": "1", root + "/b": "1"})
+		c := newStrCache(t, runtime.TemplateAt(root).Str("k"))
+		rctx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- c.Run(rctx, s) }()
+		requireContents(t, ctx, c, map[string]string{root + "/a": "1", root + "/b": "1"})
+		lctx, unlisten := context.WithCancel(ctx)
+		defer unlisten()
+		evs := c.Events(lctx)
+		<-evs // the initial state: two instances and Synced
+		<-evs
+		<-evs
+
+		srv.SetDelay(1, 3*time.Second) // server 1 applies each transaction 3 s late
+		put(t, w, map[string]string{root + "/a": "2", root + "/c": "1"})
+		deleteTree(t, w, root+"/b")
+		requireContents(t, ctx, c, map[string]string{root + "/a": "2", root + "/c": "1"})
+		g.mu.Lock()
+		g.only = addrs[1]
+		g.mu.Unlock()
+		srv.CutConnection(s.ID()) // the session reconnects, to the lagging server
+		var seen []runtime.CacheEvent[string, string]
+		gap := false
+		for ev := range evs {
+			seen = append(seen, ev)
+			switch {
+			case ev.Kind == runtime.CacheGap:
+				gap = true
+			case ev.Kind == runtime.CacheSynced && gap:
+				unlisten()
+			case gap:
+				// Nothing changed since the cache showed the state:
+				// any change in the resync goes back.
+				t.Errorf("the cache went back after reconnecting to a lagging server: %s", describe(seen))
+			}
+		}
+		requireContents(t, ctx, c, map[string]string{root + "/a": "2", root + "/c": "1"})
+		stop()
+		<-ran
+	})
+}
