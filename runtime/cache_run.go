@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -55,6 +57,7 @@ type cacheRun[K comparable, T any] struct {
 	syncZ  int64         // the zxid of that resync's first reply
 	maxZ   int64         // the greatest zxid of a stat read
 	fails  int           // reads failed in a row for another reason than the connection
+	holds  bool          // the run counts in the session's persistent watch on the base
 }
 
 // cacheRead is what a read of one path found.
@@ -73,8 +76,11 @@ type cacheRead struct {
 // work function and the cache continues on each new session: its
 // contents and readers stay, and the change of session is a gap. When
 // Run returns, the cache keeps what it held, and readers get a Gap event
-// (unless ctx ended or the cache stopped). Nothing is left in ZooKeeper:
-// the watches end with the connection.
+// (unless ctx ended while the session lives, or the cache stopped). Run
+// removes its persistent watch from the session's connection before it
+// returns, unless another cache on the session watches the same base;
+// one-shot watches stay until they fire, once. Nothing else is left in
+// ZooKeeper.
 func (c *Cache[K, T]) Run(ctx context.Context, s *Session) error {
 	r, err := c.begin(s)
 	if err != nil {
@@ -85,7 +91,8 @@ func (c *Cache[K, T]) Run(ctx context.Context, s *Session) error {
 	c.publish(r)
 	err = r.loop(ctx)
 	remove()
-	c.end(r, ctx.Err() != nil)
+	r.unwatch()
+	c.end(r, ctx.Err() != nil && s.Err() == nil)
 	return err
 }
 
@@ -140,7 +147,7 @@ func (r *cacheRun[K, T]) loop(ctx context.Context) error {
 		select {
 		case <-r.feed.wake:
 		case <-ctx.Done():
-			return nil
+			return r.s.Err() // nil while the session lives
 		case <-r.s.Done():
 			return r.s.Err()
 		}
@@ -200,6 +207,10 @@ func (r *cacheRun[K, T]) resync(ctx context.Context, since uint64) error {
 func (r *cacheRun[K, T]) watch(ctx context.Context) (int64, error) {
 	base := r.c.tmpl.base
 	if !r.feed.oneShot.Load() {
+		if !r.holds {
+			watchesOf(r.s).hold(base)
+			r.holds = true
+		}
 		z, err := r.s.Ops().AddWatchRecursive(ctx, base)
 		if err == nil {
 			r.c.setMode(CachePersistent, false)
@@ -214,6 +225,63 @@ func (r *cacheRun[K, T]) watch(ctx context.Context) (int64, error) {
 	r.c.setMode(CacheOneShot, true)
 	return r.s.Ops().SyncZxid(ctx, base)
 }
+
+// unwatch removes the run's persistent watch from the session's
+// connection, unless another run on the session watches the same base.
+func (r *cacheRun[K, T]) unwatch() {
+	if r.holds {
+		watchesOf(r.s).release(r.s, r.c.tmpl.base)
+	}
+}
+
+// cacheWatches counts, for one session, the runs that keep a persistent
+// watch on each base: the server keeps one per path and connection,
+// which every cache on that base shares.
+type cacheWatches struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+type cacheWatchesKey struct{}
+
+func watchesOf(s *Session) *cacheWatches {
+	return client.Shared(s, cacheWatchesKey{}, func() *cacheWatches { return &cacheWatches{n: map[string]int{}} })
+}
+
+// hold counts a run that watches base. It waits for a removal of the
+// watch under way, so that the run's addWatch comes after it.
+func (w *cacheWatches) hold(base string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n[base]++
+}
+
+// release counts a run that no longer watches base; the last one removes
+// the watch from the session's connection (bounded by cacheUnwatch; a
+// connection lost meanwhile took it; a server before 3.9 cannot remove
+// it alone, and it lasts as long as the connection).
+func (w *cacheWatches) release(s *Session, base string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[base]--; w.n[base] > 0 {
+		return
+	}
+	delete(w.n, base)
+	if s.Err() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cacheUnwatch)
+		defer cancel()
+		err := s.Ops().RemoveWatchRecursive(ctx, base)
+		switch {
+		case errors.Is(err, ErrUnimplemented):
+			s.Ops().Log().Debug("cache: the server cannot remove a persistent watch; it lasts as long as the connection", "base", base)
+		case err != nil && !client.IsConnError(err):
+			s.Ops().Log().Warn("cache: could not remove its watch", "base", base, "err", err)
+		}
+	}
+}
+
+// cacheUnwatch bounds the removal of a cache's watch when it stops.
+const cacheUnwatch = 5 * time.Second
 
 // drain reads the marked paths until none is queued, ctx or the session
 // ends, or the cache stops.

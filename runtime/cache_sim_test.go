@@ -75,3 +75,43 @@ func TestCacheNeverGoesBack(t *testing.T) {
 		<-ran
 	})
 }
+
+// TestCacheLeavesNoWatch: two caches on one base and one session share
+// the server's watch; when one stops the other still follows changes,
+// and when both have stopped the session is told of no more changes
+// below the base. On the simulator: ZooKeeper 3.8 cannot remove a
+// persistent watch alone (the watch then lasts as long as the
+// connection; see docs/caches.md).
+func TestCacheLeavesNoWatch(t *testing.T) {
+	srv := sim.Start(t)
+	ctx := testCtx(t, time.Minute)
+	s, w := connectSim(t, srv), connectSim(t, srv)
+	root := "/cache"
+	got := listen(t, s, root)
+	tmpl := runtime.TemplateAt(root).Str("k")
+	a, b := newStrCache(t, tmpl), newStrCache(t, tmpl)
+	errA, stopA := runCache(t, a, s)
+	errB, stopB := runCache(t, b, s)
+	requireContents(t, ctx, a, map[string]string{})
+	requireContents(t, ctx, b, map[string]string{})
+	stopA()
+	if err := <-errA; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	put(t, w, map[string]string{root + "/x": "1"})
+	requireContents(t, ctx, b, map[string]string{root + "/x": "1"})
+	stopB()
+	if err := <-errB; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for len(got) > 0 {
+		<-got
+	}
+	put(t, w, map[string]string{root + "/x": "2", root + "/y": "1"})
+	if _, err := s.Ops().SyncZxid(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("the stopped caches left a watch: %q", <-got)
+	}
+}

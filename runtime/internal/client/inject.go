@@ -168,6 +168,34 @@ func (o *Ops) AddWatchRecursive(ctx context.Context, path string) (int64, error)
 	return z, OpError("addWatch", path, err)
 }
 
+// RemoveWatchRecursive removes the persistent recursive watch on path
+// from the session's current connection (see AddWatchRecursive), and no
+// other watch. A connection without one is no error (nothing to remove);
+// a lost connection took the watch with it, and is reported as
+// zk.ErrConnectionClosed. A server that cannot remove a watch by that
+// type (ZooKeeper 3.6 to 3.8 know only the one-shot types, and answer
+// MARSHALLINGERROR) fails it with ErrUnimplemented: the watch then lasts
+// as long as the connection.
+func (o *Ops) RemoveWatchRecursive(ctx context.Context, path string) error {
+	_, err := o.Inject(ctx, func(xid int32) []byte {
+		return wire.PathRequest(xid, wire.OpRemoveWatches, path, wire.WatcherPersistentRecursive)
+	})
+	switch {
+	case errors.Is(err, errNoWatcher):
+		err = nil
+	case errors.Is(err, errMarshalling), errors.Is(err, errBadArguments):
+		err = fmt.Errorf("%w: removeWatches of a persistent recursive watch (%w)", ErrUnimplemented, err)
+	}
+	return OpError("removeWatches", path, err)
+}
+
+// Errors of reply codes go-zookeeper does not name.
+var (
+	errNoWatcher    = errors.New("zookeeper: no such watch")     // NOWATCHER
+	errMarshalling  = errors.New("zookeeper: marshalling error") // MARSHALLINGERROR
+	errBadArguments = errors.New("zookeeper: bad arguments")     // BADARGUMENTS
+)
+
 // SyncZxid is Sync (one attempt) that returns the zxid of its reply: the
 // server has applied every transaction up to it, and every notification
 // of a change up to it has been passed to the Listen callbacks.
@@ -186,6 +214,10 @@ func codeError(code int32) error {
 		return nil
 	case wire.CodeUnimplemented:
 		return ErrUnimplemented
+	case -5:
+		return errMarshalling
+	case -8:
+		return errBadArguments
 	case -101:
 		return zk.ErrNoNode
 	case -102:
@@ -194,6 +226,8 @@ func codeError(code int32) error {
 		return zk.ErrSessionExpired
 	case -118:
 		return zk.ErrSessionMoved
+	case -121:
+		return errNoWatcher
 	}
 	return fmt.Errorf("zookeeper: error code %d", code)
 }

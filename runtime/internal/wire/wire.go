@@ -237,6 +237,14 @@ const (
 	OpAddWatch = 106
 )
 
+// OpRemoveWatches removes a connection's watches of one type on a path
+// (body: path, watcher type).
+const OpRemoveWatches = 18
+
+// WatcherPersistentRecursive is removeWatches' type of the watches
+// addWatch adds with AddWatchPersistentRecursive.
+const WatcherPersistentRecursive = 5
+
 // AddWatchPersistentRecursive is addWatch's mode for a watch that fires
 // on every change of the path and of every node below it (created,
 // deleted, data changed; not children changed), stays registered after
@@ -247,7 +255,8 @@ const AddWatchPersistentRecursive = 1
 const CodeUnimplemented = -6
 
 // PathRequest returns the frame of a request whose body is path followed
-// by ints (sync: none; addWatch: the mode).
+// by ints (sync: none; addWatch: the mode; removeWatches: the watcher
+// type).
 func PathRequest(xid, op int32, path string, ints ...int32) []byte {
 	b := make([]byte, 4, 4+8+4+len(path)+4*len(ints))
 	b = binary.BigEndian.AppendUint32(b, uint32(xid))
