@@ -242,8 +242,7 @@ func (f *cacheFeed) resolve(path string, cover uint64) {
 	}
 	m.reading = false
 	if m.last <= cover {
-		delete(f.marks, path)
-		f.broadcastLocked()
+		delete(f.marks, path) // told by settled
 		return
 	}
 	m.since = max(m.since, cover+1)
@@ -259,6 +258,14 @@ func (f *cacheFeed) park(path string) {
 	if m := f.marks[path]; m != nil {
 		m.reading = false
 	}
+}
+
+// settled tells the waiters (await) that reads have resolved marks: once
+// per batch of reads, not per mark, as each waiter checks every mark.
+func (f *cacheFeed) settled() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.broadcastLocked()
 }
 
 func (f *cacheFeed) broadcastLocked() {

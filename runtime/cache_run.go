@@ -39,8 +39,8 @@ import (
 // cacheBatch is the most marks handed to reads at once, cacheReaders the
 // most reads in flight.
 const (
-	cacheBatch   = 512
-	cacheReaders = 32
+	cacheBatch   = 2048
+	cacheReaders = 128
 )
 
 // cacheListed, when set (by a test), is called with the path of each
@@ -301,6 +301,7 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 			}
 			failed = failed || f
 		}
+		r.feed.settled()
 		if ctx.Err() != nil || r.s.Err() != nil {
 			return nil
 		}
