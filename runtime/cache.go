@@ -228,6 +228,11 @@ func (c *Cache[K, T]) Stats() CacheStats {
 	c.mu.Lock()
 	st := c.stats
 	st.Mode, st.Nodes, st.Zxid, st.Synced = c.mode, len(c.nodes), c.zxid, c.loaded && !c.inGap
+	for sub := range c.subs {
+		sub.mu.Lock()
+		st.Coalesced += sub.coalesced
+		sub.mu.Unlock()
+	}
 	r := c.run
 	c.mu.Unlock()
 	if r != nil {

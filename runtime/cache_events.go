@@ -71,10 +71,11 @@ type CacheEvent[K comparable, T any] struct {
 // key, the net change since the last event of that key it took (Merged
 // says how many were folded; an instance added and removed before the
 // reader took the Added event is dropped, counted in Stats().Coalesced);
-// the pending events are bounded by the number of keys. Gaps and syncs
-// are never folded away: a Gap or Synced event not yet taken stays, and
-// one of each at most is pending. The channel is closed when ctx ends
-// (the events not taken are dropped) or after a Failed event.
+// the pending events are bounded by the number of keys. A Gap is never
+// dropped: gaps not taken yet are one Gap event (Merged counts the
+// others), and a Synced not taken yet gives way to a later Gap, whose own
+// Synced follows once the cache has resynced. The channel is closed when
+// ctx ends (the events not taken are dropped) or after a Failed event.
 func (c *Cache[K, T]) Events(ctx context.Context) <-chan CacheEvent[K, T] {
 	sub := &cacheSub[K, T]{byPath: map[string]*subItem[K, T]{}, wake: make(chan struct{}, 1)}
 	out := make(chan CacheEvent[K, T])

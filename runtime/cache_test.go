@@ -269,6 +269,9 @@ func TestCacheSlowReader(t *testing.T) {
 	if got[2].Merged != 19 {
 		t.Errorf("the change folds %d changes, want 19", got[2].Merged)
 	}
+	if n := c.Stats().Coalesced; n != 20 {
+		t.Errorf("Stats().Coalesced = %d, want 20 (19 changes, one node added and removed)", n)
+	}
 }
 
 // TestCacheMaxNodes: a cache over its bound stops with ErrCacheFull, holds
