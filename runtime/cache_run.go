@@ -183,7 +183,7 @@ func (r *cacheRun[K, T]) resync(ctx context.Context, since uint64) error {
 	z, err := r.watch(ctx)
 	if err != nil {
 		r.feed.untake(since)
-		if ctx.Err() == nil && r.s.Err() == nil && !client.IsConnError(err) {
+		if ctx.Err() == nil && r.s.Err() == nil && !client.IsRecoverable(err) {
 			// Not the connection's loss (whose next connection asks for
 			// a resync): try again after a pause.
 			r.s.Ops().Log().Warn("cache: cannot set its watch; retrying", "base", r.c.tmpl.base, "err", err)
@@ -274,7 +274,7 @@ func (w *cacheWatches) release(s *Session, base string) {
 		switch {
 		case errors.Is(err, ErrUnimplemented):
 			s.Ops().Log().Debug("cache: the server cannot remove a persistent watch; it lasts as long as the connection", "base", base)
-		case err != nil && !client.IsConnError(err):
+		case err != nil && !client.IsRecoverable(err):
 			s.Ops().Log().Warn("cache: could not remove its watch", "base", base, "err", err)
 		}
 	}
@@ -328,7 +328,7 @@ func (r *cacheRun[K, T]) settle(m takenMark, rd cacheRead, cover uint64) (failed
 	case errors.Is(rd.err, errBaseCreated):
 		r.feed.requeue(m.path)
 		return false, nil
-	case client.IsConnError(rd.err) || r.s.Err() != nil || errors.Is(rd.err, context.Canceled) || errors.Is(rd.err, context.DeadlineExceeded):
+	case client.IsRecoverable(rd.err) || r.s.Err() != nil || errors.Is(rd.err, context.Canceled) || errors.Is(rd.err, context.DeadlineExceeded):
 		r.feed.park(m.path)
 		return false, nil
 	default:
