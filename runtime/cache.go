@@ -129,6 +129,7 @@ type CacheStats struct {
 	Notifications int64 // notifications that named one of its nodes
 	Reads         int64 // reads of a node's data
 	Lists         int64 // listings of a node's children
+	Watches       int64 // one-shot watches set (one-shot mode; a persistent watch is not counted)
 	DecodeErrors  int   // instances whose data does not decode now
 	Pending       int   // nodes marked to read again
 	Coalesced     int64 // events folded into later ones for slow readers

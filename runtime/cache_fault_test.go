@@ -279,3 +279,42 @@ func TestCacheFallsBackToOneShot(t *testing.T) {
 		t.Errorf("%d addWatch requests, want 1: a refusal is for good", n)
 	}
 }
+
+// TestCacheOneShotWatchesOnce: in one-shot mode a watch is set once and
+// again only after it fired, not at each resync: go-zookeeper keeps the
+// watches it set across reconnections, and each set again by the cache
+// would add a channel it keeps until the watch fires.
+func TestCacheOneShotWatchesOnce(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	f, w := newFaulty(t, srv), connect(t, srv.Servers())
+	root := testRoot(t)
+	put(t, w, map[string]string{root + "/a": "1", root + "/b": "1", root + "/c": "1"})
+	c := newStrCache(t, runtime.TemplateAt(root).Str("k"), runtime.WithOneShotWatches())
+	runCache(t, c, f.s)
+	want := map[string]string{root + "/a": "1", root + "/b": "1", root + "/c": "1"}
+	requireContents(t, ctx, c, want)
+	if n := c.Stats().Watches; n != 4 {
+		t.Fatalf("%d watches after the load, want 4: the base's child watch and a data watch per instance", n)
+	}
+	log := record(t, c)
+	log.await(t, ctx, "the initial state", func(evs []runtime.CacheEvent[string, string]) bool {
+		return kinds(evs, runtime.CacheSynced) == 1 // taken: a gap cannot fold it away
+	})
+	for i := 1; i <= 3; i++ {
+		f.p.CutAll()
+		log.await(t, ctx, "a resync", func(evs []runtime.CacheEvent[string, string]) bool {
+			return kinds(evs, runtime.CacheSynced) > i // the initial state's, then one per resync
+		})
+	}
+	requireContents(t, ctx, c, want)
+	if st := c.Stats(); st.Watches != 4 || st.Gaps != 3 {
+		t.Fatalf("after 3 resyncs: %d watches, %d gaps; want 4 and 3", st.Watches, st.Gaps)
+	}
+	put(t, w, map[string]string{root + "/a": "2", root + "/d": "1"})
+	want[root+"/a"], want[root+"/d"] = "2", "1"
+	requireContents(t, ctx, c, want)
+	if n := c.Stats().Watches; n != 7 {
+		t.Errorf("%d watches after a change and a creation, want 7 (a's again, the base's again, d's)", n)
+	}
+}

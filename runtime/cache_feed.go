@@ -22,16 +22,18 @@ import (
 
 // cacheMark is what is left to read of one path.
 type cacheMark struct {
-	since   uint64 // the first event not covered by a completed read
-	last    uint64 // the latest event; a read must cover it
-	queued  bool   // in the queue
-	reading bool   // taken by a read that has not completed
+	since    uint64 // the first event not covered by a completed read
+	last     uint64 // the latest event; a read must cover it
+	queued   bool   // in the queue
+	reading  bool   // taken by a read that has not completed
+	notified bool   // a notification named the path since it was last taken
 }
 
 // takenMark is a mark handed to a read.
 type takenMark struct {
-	path  string
-	since uint64
+	path     string
+	since    uint64
+	notified bool // a notification named the path: a one-shot watch on it fired
 }
 
 // cacheFeed is a cache's events during one run, as marks to read.
@@ -83,6 +85,8 @@ func (f *cacheFeed) listen(ev zk.Event) {
 	f.notified++
 	if !f.markLocked(ev.Path, f.seq, f.seq) {
 		f.overflowLocked()
+	} else {
+		f.marks[ev.Path].notified = true
 	}
 	f.mu.Unlock()
 	f.signal()
@@ -222,7 +226,8 @@ func (f *cacheFeed) take(n int) ([]takenMark, uint64) {
 		f.queue = f.queue[1:]
 		if m := f.marks[p]; m != nil && m.queued {
 			m.queued, m.reading = false, true
-			out = append(out, takenMark{path: p, since: m.since})
+			out = append(out, takenMark{path: p, since: m.since, notified: m.notified})
+			m.notified = false
 		}
 	}
 	if len(f.queue) == 0 {

@@ -9,20 +9,25 @@ import (
 	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
-// read reads path once: an instance's data and stat, or the children of
-// a node on the way to the instances; with the watches of one-shot mode
-// (see the protocol in cache_run.go). A missing node is found false.
-func (r *cacheRun[K, T]) read(ctx context.Context, path string) cacheRead {
-	depth, _ := r.c.tmpl.depth(path)
-	list, watch := depth < r.c.tmpl.Len(), r.feed.oneShot.Load()
-	r.c.countRead(list)
+// read reads mark m's path once: an instance's data and stat, or the
+// children of a node on the way to the instances. In one-shot mode the
+// read sets the path's watch (see the protocol in cache_run.go) unless
+// it is set already: go-zookeeper keeps a set watch across reconnections
+// (it sets it again on each new connection) until it fires, and a
+// notification of the path says it fired. A missing node is found false.
+func (r *cacheRun[K, T]) read(ctx context.Context, m takenMark) cacheRead {
+	depth, _ := r.c.tmpl.depth(m.path)
+	list := depth < r.c.tmpl.Len()
+	watch := r.feed.oneShot.Load() && (m.notified || !r.armed[m.path])
+	r.c.countRead(list, watch)
 	conn := r.s.Conn()
-	rd, err := client.Await(ctx, r.s, func() (cacheRead, error) { return readNode(conn, path, list, watch) })
-	rd.found, rd.err = err == nil, err
+	rd, err := client.Await(ctx, r.s, func() (cacheRead, error) { return readNode(conn, m.path, list, watch) })
+	rd.found, rd.err, rd.watched = err == nil, err, watch && err == nil
 	if errors.Is(err, zk.ErrNoNode) {
 		rd.err = nil
-		if watch && depth == 0 {
+		if r.feed.oneShot.Load() && depth == 0 && (m.notified || !r.baseAwaited) {
 			rd.err = r.awaitBase(ctx)
+			rd.awaited = rd.err == nil
 		}
 	}
 	return rd
@@ -49,6 +54,7 @@ func readNode(conn *zk.Conn, path string, list, watch bool) (rd cacheRead, err e
 // base exists by now, it reports a change, so that it is read again.
 func (r *cacheRun[K, T]) awaitBase(ctx context.Context) error {
 	base := r.c.tmpl.base
+	r.c.countRead(true, true)
 	ok, err := client.Await(ctx, r.s, func() (bool, error) {
 		ok, _, _, err := r.s.Conn().ExistsW(base)
 		return ok, err
@@ -78,13 +84,16 @@ func (c *Cache[K, T]) instancesBelow(path string, depth int, kids []string) []st
 }
 
 // countRead counts a read in the cache's stats: a listing or a read of
-// data.
-func (c *Cache[K, T]) countRead(list bool) {
+// data, setting a watch or not.
+func (c *Cache[K, T]) countRead(list, watch bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if list {
 		c.stats.Lists++
 	} else {
 		c.stats.Reads++
+	}
+	if watch {
+		c.stats.Watches++
 	}
 }

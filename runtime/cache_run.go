@@ -58,15 +58,22 @@ type cacheRun[K comparable, T any] struct {
 	maxZ   int64         // the greatest zxid of a stat read
 	fails  int           // reads failed in a row for another reason than the connection
 	holds  bool          // the run counts in the session's persistent watch on the base
+
+	// One-shot mode: the paths whose watch the run has set and not seen
+	// fire, and whether an exists watch waits for the missing base.
+	armed       map[string]bool
+	baseAwaited bool
 }
 
 // cacheRead is what a read of one path found.
 type cacheRead struct {
-	data  []byte
-	stat  *zk.Stat
-	kids  []string
-	found bool
-	err   error
+	data    []byte
+	stat    *zk.Stat
+	kids    []string
+	found   bool
+	err     error
+	watched bool // the read set the path's one-shot watch
+	awaited bool // an exists watch was set on the missing base
 }
 
 // Run mirrors the cache's instances through session s until ctx ends
@@ -106,7 +113,8 @@ func (c *Cache[K, T]) begin(s *Session) (*cacheRun[K, T], error) {
 	case c.run != nil:
 		return nil, fmt.Errorf("%w: on session 0x%x", ErrCacheRunning, c.run.s.ID())
 	}
-	r := &cacheRun[K, T]{c: c, s: s, feed: newCacheFeed(c.tmpl, 2*c.cfg.maxNodes+cacheBatch), done: make(chan struct{})}
+	r := &cacheRun[K, T]{c: c, s: s, feed: newCacheFeed(c.tmpl, 2*c.cfg.maxNodes+cacheBatch), done: make(chan struct{}),
+		armed: map[string]bool{}}
 	r.feed.oneShot.Store(c.refused)
 	c.stats.Runs++
 	return r, nil
@@ -292,7 +300,7 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 			return nil
 		}
 		reads := make([]cacheRead, len(batch))
-		client.Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i].path) })
+		client.Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i]) })
 		failed := false
 		for i, m := range batch {
 			f, err := r.settle(m, reads[i], cover)
@@ -336,6 +344,7 @@ func (r *cacheRun[K, T]) settle(m takenMark, rd cacheRead, cover uint64) (failed
 		r.feed.requeue(m.path)
 		return true, nil
 	}
+	r.arm(m.path, rd)
 	if rd.stat != nil {
 		r.maxZ = max(r.maxZ, rd.stat.Mzxid, rd.stat.Czxid, rd.stat.Pzxid)
 	}
@@ -351,6 +360,19 @@ func (r *cacheRun[K, T]) settle(m takenMark, rd cacheRead, cover uint64) (failed
 	}
 	r.feed.resolve(m.path, cover)
 	return false, nil
+}
+
+// arm notes the one-shot watches a read of path set or lost.
+func (r *cacheRun[K, T]) arm(path string, rd cacheRead) {
+	switch {
+	case rd.watched:
+		r.armed[path] = true
+	case !rd.found:
+		delete(r.armed, path) // no data or child watch on a missing node
+	}
+	if path == r.c.tmpl.base {
+		r.baseAwaited = !rd.found && (rd.awaited || r.baseAwaited)
+	}
 }
 
 // fullError is the ErrCacheFull of r's cache.
