@@ -72,6 +72,7 @@
 //	_, err := conn.Create(...)           // executed by the server, err is a connection error
 //	<-fired
 //	p.Blackhole(true)                    // partition: the session expires on the server
+//	p.Refuse(zktest.OpAddWatch, true)    // answer addWatch as ZooKeeper 3.5: UNIMPLEMENTED, then close
 //
 // ExpireSession expires a session on the server directly: it attaches to the
 // session with its id and password and closes it. go-zookeeper does not
