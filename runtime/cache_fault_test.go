@@ -257,7 +257,7 @@ func TestCacheUndecodablePayload(t *testing.T) {
 // ZooKeeper 3.5 does (UNIMPLEMENTED, then the connection closed: played
 // by the proxy in front of a real server), the cache runs on one-shot
 // watches, says so, and mirrors creations at every depth, changes and
-// deletions.
+// deletions. Another cache on the session does not ask again.
 func TestCacheFallsBackToOneShot(t *testing.T) {
 	srv := server(t)
 	ctx := testCtx(t, time.Minute)
@@ -275,8 +275,11 @@ func TestCacheFallsBackToOneShot(t *testing.T) {
 	requireContents(t, ctx, c, map[string]string{root + "/a/x/1": "A1", root + "/a/x/2": "a2", root + "/b/x/3": "b3"})
 	deleteTree(t, w, root+"/a")
 	requireContents(t, ctx, c, map[string]string{root + "/b/x/3": "b3"})
-	if n := f.p.Requests(zktest.OpAddWatch); n != 1 {
-		t.Errorf("%d addWatch requests, want 1: a refusal is for good", n)
+	other := newStrCache(t, runtime.TemplateAt(root+"/b").Lit("x").Int("n"))
+	runCache(t, other, f.s)
+	requireContents(t, ctx, other, map[string]string{root + "/b/x/3": "b3"})
+	if n := f.p.Requests(zktest.OpAddWatch); n != 1 || other.Mode() != runtime.CacheOneShot {
+		t.Errorf("%d addWatch requests, want 1: a refusal is for good, for every cache on the session", n)
 	}
 }
 

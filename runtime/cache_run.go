@@ -214,6 +214,9 @@ func (r *cacheRun[K, T]) resync(ctx context.Context, since uint64) error {
 // watches are set by the reads).
 func (r *cacheRun[K, T]) watch(ctx context.Context) (int64, error) {
 	base := r.c.tmpl.base
+	if !r.feed.oneShot.Load() && watchesOf(r.s).refusedAlready() {
+		r.feed.oneShot.Store(true) // another cache on the session was refused
+	}
 	if !r.feed.oneShot.Load() {
 		if !r.holds {
 			watchesOf(r.s).hold(base)
@@ -228,6 +231,7 @@ func (r *cacheRun[K, T]) watch(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		r.s.Ops().Log().Warn("cache: the server refuses persistent watches (ZooKeeper before 3.6); falling back to one-shot watches", "base", base)
+		watchesOf(r.s).refusedNow()
 		r.feed.oneShot.Store(true)
 	}
 	r.c.setMode(CacheOneShot, true)
@@ -244,10 +248,28 @@ func (r *cacheRun[K, T]) unwatch() {
 
 // cacheWatches counts, for one session, the runs that keep a persistent
 // watch on each base: the server keeps one per path and connection,
-// which every cache on that base shares.
+// which every cache on that base shares. It also remembers a refusal of
+// persistent watches, so that the session's other caches do not ask
+// again (ZooKeeper 3.5 closes the connection at each request).
 type cacheWatches struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	refused bool
+}
+
+// refusedNow notes that the session's server refused a persistent watch.
+func (w *cacheWatches) refusedNow() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.refused = true
+}
+
+// refusedAlready reports whether the session's server refused a
+// persistent watch.
+func (w *cacheWatches) refusedAlready() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refused
 }
 
 type cacheWatchesKey struct{}
