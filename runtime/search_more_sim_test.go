@@ -26,6 +26,10 @@ var moreWorkloads = []workload{
 	{name: "multilock", procs: 4, ops: 6, minProcs: 2, rate: 0.03, run: multiLockSearch},
 	{name: "queue-prefetch", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: prefetchQueueSearch},
 	{name: "ackqueue-dead", procs: 4, ops: 20, minProcs: 2, rate: 0.03, run: deadLetterSearch},
+	{name: "cache", procs: 4, ops: 30, minProcs: 2, rate: 0.03, run: cacheSearch},
+	// On a 3-server ensemble with lagging followers and chaos: a cache's
+	// session moves to a server that may lag behind what it has shown.
+	{name: "ensemble-cache", procs: 4, ops: 30, minProcs: 2, rate: 0.03, ensemble: 3, run: cacheSearch},
 }
 
 func allWorkloads() []workload {
