@@ -166,12 +166,26 @@ package runtime
 //	telemetry.go       the recipes' spans and instruments
 //	handle_options.go  handle options (WithNodeACL), ACLs
 //	errors.go          the recipes' general sentinels
-//	path.go codec.go handles.go layout.go duration.go version.go
+//	guarded_ops.go     the writes of a guarded multi (CreateOp, SetOp, ...), Version
+//	path.go            building an instance's path from typed parameters (Path)
+//	path_match.go      taking a path apart into them (Template, Params, CheckParam)
+//	codec.go           payload codecs (JSONCodec, ...)
+//	duration.go version.go
+//	session.go         the client layer's public names, re-exported
+//	doc.go             this documentation
+//
+// The catalog, which may use every recipe:
+//
+//	handles.go         the handle interfaces (LockHandle, QueueHandle, ...)
+//	layout.go          node layouts (Curator's, kazoo's) by kind
 //
 // Recipes, each with its read-only view:
 //
 //	lock.go rwlock.go semaphore.go barrier.go election.go group.go
 //	config.go counter.go twopc.go
+//	semaphore_kazoo.go a semaphore in kazoo's layout
+//	multilock.go       several locks taken as one (LockAll)
+//	ttllease.go        a lease on a TTL node, not tied to a session
 //	partitioner.go     the partitioner's handle and Assignment
 //	partitioner_member.go  a member's loop: plan, release, acquire
 //	partition_plan.go  the plan: balanced, sticky, pure
@@ -181,8 +195,21 @@ package runtime
 //	queue_layout.go    node layout and names
 //	queue_put.go       puts
 //	queue_take.go      the consumer's walk, at-most-once takes
+//	queue_prefetch.go  at-most-once takes served from one listing (TakeN)
+//	queue_spread.go    consumers spread over the head instead of racing for it
+//	queue_pool.go      what a consumer learnt, kept across handles made per call
+//	queue_peek.go      Peek
+//	queue_prio.go      priority levels: one FIFO queue per level
 //	queue_ack.go       at-least-once takes: claims, Delivery
 //	queue_giveback.go  a delivery given back uncounted, or released After a delay
+//	queue_consume.go   Consume and ErrGiveBack
+//	queue_dead.go      dead letters of at-least-once queues
+//	cache.go           a mirror of a resource's instances (Cache), its options
+//	cache_run.go       a cache on one session: the watch, the listing, resyncs
+//	cache_feed.go      the session's events, queued for the cache
+//	cache_read.go      reads of a resync
+//	cache_apply.go     applying what was read, never going back (Sync)
+//	cache_events.go    the cache's event stream (CacheEvent)
 //
 // Long-running services (Supervise is the client layer's):
 //

@@ -7,8 +7,9 @@ import (
 
 // Sentinel errors of the recipes in general, tested with errors.Is. Each
 // recipe family declares its own beside its code (lock.go, queue.go,
-// election.go, ...); the session's and the client's are in
-// session_errors.go.
+// election.go, ...); the session's and the client layer's
+// ([ErrSessionExpired], [ErrClosed], [ErrOutcomeUnknown], ...) are
+// re-exported in session.go.
 var (
 	// errZeroValue is what a method of a zero value returns (a Lease,
 	// Leadership, Membership, Assignment, Delivery or TTLLease not handed

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -169,4 +170,38 @@ func topNames(d ast.Decl) []string {
 		}
 	}
 	return out
+}
+
+// TestFileMapNamesEveryFile checks that doc.go's source layout names every
+// file of the package, and no file that is gone: a reader finds each file's
+// purpose there.
+func TestFileMapNamesEveryFile(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "// --- Source layout")
+	if i < 0 {
+		t.Fatal("doc.go has no source layout")
+	}
+	named := map[string]bool{}
+	for _, w := range strings.Fields(text[i:]) {
+		if strings.HasSuffix(w, ".go") && !strings.Contains(w, "/") {
+			named[strings.Trim(w, "(),")] = true
+		}
+	}
+	names, _ := filepath.Glob("*.go")
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		if !named[n] {
+			t.Errorf("%s is not in doc.go's source layout", n)
+		}
+		delete(named, n)
+	}
+	for n := range named {
+		t.Errorf("doc.go's source layout names %s, which is not in the package", n)
+	}
 }

@@ -148,7 +148,26 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 // were all replaced opens its next session on the new ones.
 //
 // Each new session is logged (at info) and reported to WithSessionEvents.
-// See the guarantees above.
+//
+// A Session never reopens itself: its end is told, and every handle on it
+// reports lost. Supervise guarantees, across a change of session:
+//
+//   - one session at a time: the next session is opened only once the
+//     previous one is over on the server too, its ephemeral nodes gone. A
+//     session the server expired is over at once; one the client gave up
+//     on by its own clock (see [WithSessionTimeout]) or closed may live on
+//     in the server, so Supervise closes it there first;
+//   - one run of the work at a time: fn's context is cancelled, and fn
+//     returns, before the next session is opened;
+//   - every tenure of the old session (lock, lease, leadership, membership)
+//     has reported Lost before fn's context is cancelled;
+//   - nothing of an old session is adopted by a new one: recipes create
+//     their nodes afresh, and a node of another session is never taken as
+//     this session's own.
+//
+// What is not guaranteed: work done under a tenure that ended is not
+// undone. A lock's holder may act after the lock passed on, until it sees
+// Lost; fence such work with Guarded or the lock's token ([Lock.Token]).
 func Supervise(ctx context.Context, servers []string, fn func(ctx context.Context, s *Session) error, opts ...Option) error {
 	return client.Supervise(ctx, servers, fn, opts...)
 }

@@ -10,27 +10,11 @@ import (
 	"time"
 )
 
-// A Session never reopens itself: its end is told, and every handle on it
-// reports lost. A service that outlives sessions runs its coordination work
-// under Supervise, which opens a new session after each end and runs the
-// work again on it. Guarantees across a change of session:
-//
-//   - one session at a time: the next session is opened only once the
-//     previous one is over on the server too, its ephemeral nodes gone. A
-//     session the server expired is over at once; one the client gave up
-//     on by its own clock (see WithSessionTimeout) or closed may live on in
-//     the server, so Supervise closes it there first (retire.go);
-//   - one run of the work at a time: fn's context is cancelled, and fn
-//     returns, before the next session is opened;
-//   - every tenure of the old session (lock, lease, leadership, membership)
-//     has reported Lost before fn's context is cancelled;
-//   - nothing of an old session is adopted by a new one: recipes create
-//     their nodes afresh, and a node of another session is never taken as
-//     this session's own.
-//
-// What is not guaranteed: work done under a tenure that ended is not undone.
-// A lock's holder may act after the lock passed on, until it sees Lost;
-// fence such work with Guarded or the lock's token.
+// Supervise's guarantees across a change of session (one session at a
+// time, one run of the work at a time, tenures lost before the work's
+// context ends, nothing adopted) are stated once, in the public doc of
+// runtime.Supervise; retire.go closes a given-up session on the server
+// before the next one opens.
 
 // SessionEvent describes a session opened by Supervise.
 type SessionEvent struct {
@@ -89,7 +73,7 @@ const connectAttempt = 5 * time.Second
 // were all replaced opens its next session on the new ones.
 //
 // Each new session is logged (at info) and reported to WithSessionEvents.
-// See the guarantees above.
+// Its guarantees are runtime.Supervise's public doc.
 func Supervise(ctx context.Context, servers []string, fn func(ctx context.Context, s *Session) error, opts ...Option) error {
 	probe := Session{log: slog.Default()}
 	for _, o := range opts {
