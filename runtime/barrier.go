@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkgen/zkgen/runtime/internal/client"
 )
 
 // Barrier is the ZooKeeper guide's barrier: it is up while its node exists.
@@ -43,20 +41,14 @@ func (b *Barrier) Raise(ctx context.Context) (err error) {
 	}
 	parent := b.node[:strings.LastIndexByte(b.node, '/')]
 	for {
-		err := b.s.Ops().Retry(ctx, func() error {
-			_, err := client.Await(ctx, b.s, func() (string, error) { return b.s.Ops().Create(b.node, nil, 0, b.acl) })
-			if errors.Is(err, zk.ErrNodeExists) {
-				return nil
-			}
-			return err
-		})
+		_, err := b.s.Ops().CreateIfAbsent(ctx, b.node, nil, 0, b.acl)
 		if errors.Is(err, zk.ErrNoNode) && parent != "" {
 			if err := b.s.Ops().EnsurePath(ctx, b.acl, parent); err != nil {
 				return err
 			}
 			continue
 		}
-		return client.OpError("create", b.node, err)
+		return err
 	}
 }
 
@@ -243,15 +235,8 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 			return abandonNode(d.s, node, err)
 		}
 		if lowest != nil { // for Leave: see leaveFast
-			err := d.s.Ops().Retry(ctx, func() error {
-				_, err := client.Await(ctx, d.s, func() (string, error) { return d.s.Ops().Create(d.readyPath(), lowest, 0, d.acl) })
-				if errors.Is(err, zk.ErrNodeExists) {
-					return nil
-				}
-				return err
-			})
-			if err != nil {
-				return abandonNode(d.s, node, client.OpError("create", d.readyPath(), err))
+			if _, err := d.s.Ops().CreateIfAbsent(ctx, d.readyPath(), lowest, 0, d.acl); err != nil {
+				return abandonNode(d.s, node, err)
 			}
 		} else {
 			select {

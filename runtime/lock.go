@@ -688,17 +688,14 @@ func markRevoke(ctx context.Context, s *Session, node string) error {
 			o.RevokeRequestedAt = time.Now().UTC().Truncate(time.Millisecond)
 			data, _ = json.Marshal(o)
 		}
-		err = s.Ops().Retry(ctx, func() error {
-			_, err := client.Await(ctx, s, func() (*zk.Stat, error) { return s.Conn().Set(node, data, st.Version) })
-			return err
-		})
+		_, err = s.Ops().SetVersion(ctx, node, data, st.Version)
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil
 		case errors.Is(err, zk.ErrBadVersion):
 			continue // changed meanwhile (or our lost reply applied): look again
 		default:
-			return client.OpError("set", node, err)
+			return err
 		}
 	}
 }

@@ -308,16 +308,13 @@ func (f *follower[T]) lead(ctx context.Context) error {
 	data := want.encode()
 	var err error
 	if f.planExists {
-		err = f.s.Ops().Retry(ctx, func() error {
-			_, err := client.Await(ctx, f.s, func() (*zk.Stat, error) { return f.s.Conn().Set(f.p.planPath(), data, f.planVer) })
-			return err
-		})
+		_, err = f.s.Ops().SetVersion(ctx, f.p.planPath(), data, f.planVer)
 	} else {
-		acl := f.s.Ops().NodeACL(f.p.acl)
-		err = f.s.Ops().Retry(ctx, func() error {
-			_, err := client.Await(ctx, f.s, func() (string, error) { return f.s.Conn().Create(f.p.planPath(), data, 0, acl) })
-			return err
-		})
+		var created bool
+		created, err = f.s.Ops().CreateIfAbsent(ctx, f.p.planPath(), data, 0, f.p.acl)
+		if err == nil && !created {
+			err = zk.ErrNodeExists
+		}
 	}
 	f.needPlan = true // our own write (or a concurrent one) is read back
 	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists) {
@@ -426,12 +423,10 @@ func (f *follower[T]) fence(ctx context.Context, is []int, tokens []int64) ([]in
 func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acquireResult {
 	node := f.p.ownerNode(i)
 	for {
-		err := f.s.Ops().Retry(ctx, func() error {
-			_, err := client.Await(ctx, f.s, func() (string, error) {
-				return f.s.Conn().Create(node, []byte(f.a.name), zk.FlagEphemeral, acl)
-			})
-			return err
-		})
+		created, err := f.s.Ops().CreateIfAbsent(ctx, node, []byte(f.a.name), zk.FlagEphemeral, acl)
+		if err == nil && !created {
+			err = zk.ErrNodeExists // read below: ours if a lost attempt made it
+		}
 		switch {
 		case err == nil:
 			if hook := ownerCreated.Load(); hook != nil {
@@ -455,7 +450,7 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			}
 			continue
 		case !errors.Is(err, zk.ErrNodeExists):
-			return acquireResult{err: client.OpError("create", node, err)}
+			return acquireResult{err: err}
 		}
 		r, err := f.s.Ops().GetW(ctx, node)
 		if client.IsNoNode(err) {

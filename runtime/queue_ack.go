@@ -58,32 +58,13 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 	if err := d.finish(); err != nil {
 		return err
 	}
-	s := d.q.s
-	retried := false
-	sent := false // an attempt may have reached the server
-	// Retried while the session lives (not for the retry policy's ten
-	// attempts): only this session's end can make the claim go, so an
-	// outage it outlives must not fail the Ack (TestAckQueueEnsembleFailover
-	// failed so, 8 s without quorum on a loaded machine).
-	err = s.Ops().RetryAlive(ctx, func() error {
-		if err := s.Err(); err != nil {
-			return err
-		}
-		sent = true
-		_, err := client.Await(ctx, s, func() ([]zk.MultiResponse, error) {
-			return s.Conn().Multi(&zk.DeleteRequest{Path: d.node, Version: -1}, &zk.DeleteRequest{Path: d.claim, Version: -1},
-				&zk.DeleteRequest{Path: d.q.attemptsPath(d.claim), Version: -1})
-		})
-		if errors.Is(err, zk.ErrNoNode) && retried {
-			// Only the claim's holder deletes a claimed item: the lost
-			// attempt did it.
-			return nil
-		}
-		if IsRecoverable(err) {
-			retried = true
-		}
-		return err
-	})
+	// Only the claim's holder deletes a claimed item, so a retry that finds
+	// it gone finds the lost attempt's doing (DeleteAll). Retried while the
+	// session lives (not for the retry policy's ten attempts): only this
+	// session's end can make the claim go, so an outage it outlives must
+	// not fail the Ack (TestAckQueueEnsembleFailover failed so, 8 s
+	// without quorum on a loaded machine).
+	sent, err := d.q.s.Ops().DeleteAll(client.UntilSessionEnds(ctx), d.node, d.claim, d.q.attemptsPath(d.claim))
 	switch {
 	case err == nil:
 		return nil
@@ -446,14 +427,9 @@ func (q *queue[T]) unclaimGone(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	att := q.attemptsPath(claim)
-	err := q.s.Ops().Retry(ctx, func() error {
-		_, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) {
-			return q.s.Ops().ConnMulti(&zk.DeleteRequest{Path: claim, Version: -1}, &zk.DeleteRequest{Path: att, Version: -1})
-		})
-		return err
-	})
+	_, err := q.s.Ops().DeleteAll(ctx, claim, att)
 	if errors.Is(err, zk.ErrNoNode) {
-		// A retry after the lost attempt did it, or only one is left.
+		// Only one of them is left.
 		q.unclaim(claim)
 		if err := q.s.Ops().Delete(ctx, att, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
 			q.s.Ops().Log().Warn("could not remove attempts node", "path", att, "err", err)

@@ -184,14 +184,8 @@ func nextBucket(b string) string {
 
 // createNode creates a persistent node, treating "exists" as success.
 func (q *queue[T]) createNode(ctx context.Context, path string, data []byte) error {
-	err := q.s.Ops().Retry(ctx, func() error {
-		_, err := client.Await(ctx, q.s, func() (string, error) { return q.s.Ops().Create(path, data, 0, q.acl) })
-		if errors.Is(err, zk.ErrNodeExists) {
-			return nil
-		}
-		return err
-	})
-	return client.OpError("create", path, err)
+	_, err := q.s.Ops().CreateIfAbsent(ctx, path, data, 0, q.acl)
+	return err
 }
 
 // length sums the children of every bucket (one stat read per bucket).

@@ -72,18 +72,8 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 	}
 	retried := false
 	for {
-		var res []zk.MultiResponse
-		err := q.s.Ops().Retry(ctx, func() error {
-			if err := q.s.Err(); err != nil {
-				return err
-			}
-			var err error
-			res, err = client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
-			if IsRecoverable(err) {
-				retried = true
-			}
-			return err
-		})
+		res, lost, err := q.s.Ops().MultiRetried(ctx, ops...)
+		retried = retried || lost
 		if err == nil {
 			q.deadLettered(path)
 			return nil
@@ -236,19 +226,8 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 // finds the dead letter gone counts as done; missing at the first attempt,
 // it is ErrNoNode.
 func (q *queue[T]) discardWithReason(ctx context.Context, node, reason string) error {
-	retried := false
-	return q.s.Ops().Retry(ctx, func() error {
-		_, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) {
-			return q.s.Ops().ConnMulti(&zk.DeleteRequest{Path: node, Version: -1}, &zk.DeleteRequest{Path: reason, Version: -1})
-		})
-		if errors.Is(err, zk.ErrNoNode) && retried {
-			return nil
-		}
-		if IsRecoverable(err) {
-			retried = true
-		}
-		return err
-	})
+	_, err := q.s.Ops().DeleteAll(ctx, node, reason)
+	return err
 }
 
 func (d *DeadLetter[T]) finish() error { return d.once.settle("queue dead letter", d.node) }

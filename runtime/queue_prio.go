@@ -174,10 +174,9 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 			"drain them with that version and stop its processes before a handle of this version uses the queue", pq.dir, ErrSpecMismatch, items)
 	}
 	ops = append(ops, &zk.SetDataRequest{Path: pq.dir, Data: rec, Version: st.Version})
-	err = pq.s.Ops().Retry(ctx, func() error {
-		_, err := client.Await(ctx, pq.s, func() ([]zk.MultiResponse, error) { return pq.s.Ops().ConnMulti(ops...) })
-		return err
-	})
+	// A change found meanwhile may be our own lost attempt's: either way,
+	// look again.
+	_, _, err = pq.s.Ops().MultiRetried(ctx, ops...)
 	switch {
 	case err == nil:
 		pq.s.Ops().Log().Info("priority queue directory taken over from the single-directory layout", "path", pq.dir)

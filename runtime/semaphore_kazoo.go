@@ -159,19 +159,18 @@ func (m *Semaphore) unlockInternal() {
 // this attempt: after a connection loss the create is sent again, and a
 // node found existing is ours if this session owns it.
 func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) error {
-	return m.s.Ops().Retry(ctx, func() error {
-		_, err := client.Await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(node, data, zk.FlagEphemeral, m.acl) })
-		if errors.Is(err, zk.ErrNodeExists) {
-			_, st, gerr := m.s.Ops().Get(ctx, node)
-			if gerr == nil && st.EphemeralOwner == m.s.ID() {
-				return nil
-			}
-		}
-		if err != nil && !IsRecoverable(err) {
-			return client.OpError("create", node, err)
-		}
+	created, err := m.s.Ops().CreateIfAbsent(ctx, node, data, zk.FlagEphemeral, m.acl)
+	if err != nil || created {
 		return err
-	})
+	}
+	_, st, err := m.s.Ops().Get(ctx, node)
+	switch {
+	case err != nil:
+		return err
+	case st.EphemeralOwner != m.s.ID():
+		return client.OpError("create", node, zk.ErrNodeExists)
+	}
+	return nil // ours: the reply of a create that went through was lost
 }
 
 // holdersKazoo lists the lease holders (every child of the directory, in

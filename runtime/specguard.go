@@ -204,14 +204,6 @@ func createPersistent(ctx context.Context, s *Session, dir string, acl []zk.ACL,
 	if err := s.Ops().EnsurePath(ctx, acl, path.Dir(dir)); err != nil {
 		return false, err
 	}
-	created := true
-	err := s.Ops().Retry(ctx, func() error {
-		_, err := client.Await(ctx, s, func() (string, error) { return s.Ops().Create(dir, data, 0, acl) })
-		if errors.Is(err, zk.ErrNodeExists) {
-			created = false // another process's, or a lost attempt's: the caller reads it
-			return nil
-		}
-		return err
-	})
-	return created, client.OpError("create", dir, err)
+	// Not created: another process's, or a lost attempt's; the caller reads it.
+	return s.Ops().CreateIfAbsent(ctx, dir, data, 0, acl)
 }

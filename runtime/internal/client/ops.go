@@ -711,17 +711,9 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 			continue
 		}
 		p := path[:i]
-		made := false
-		err := s.Ops().Retry(ctx, func() error {
-			_, err := Await(ctx, s, func() (string, error) { return s.conn.Create(p, nil, 0, acl) })
-			if errors.Is(err, zk.ErrNodeExists) {
-				return nil
-			}
-			made = err == nil
-			return err
-		})
+		made, err := s.Ops().CreateIfAbsent(ctx, p, nil, 0, acl)
 		if err != nil {
-			return created, OpError("create", p, err)
+			return created, err
 		}
 		if made {
 			created = append(created, p)

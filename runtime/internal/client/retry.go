@@ -45,7 +45,9 @@ func (p RetryPolicy) attempts() int {
 }
 
 // Retry runs op until it succeeds, fails with a non-recoverable error, the
-// policy gives up, the session ends or ctx ends. Only for idempotent ops.
+// policy gives up, the session ends or ctx ends. op only reads: a write is
+// sent again only by the retry-safe writes of retry_writes.go, or by
+// RetryUncertain (TestRetryWrapsOnlyReads).
 func (s *Ops) Retry(ctx context.Context, op func() error) error {
 	return s.retry(ctx, s.policy.attempts(), op)
 }
@@ -57,7 +59,7 @@ func (s *Ops) Retry(ctx context.Context, op func() error) error {
 // learned, and the session's own clock bounds how long it lives cut off
 // (see WithSessionTimeout), so giving up earlier would call uncertain a
 // write whose outcome was about to be known (a quorum restored after the
-// policy's ten attempts, about 9 s). Only for idempotent ops.
+// policy's ten attempts, about 9 s). op only reads, as Retry's.
 func (s *Ops) RetryAlive(ctx context.Context, op func() error) error {
 	return s.retry(ctx, 0, op)
 }
