@@ -21,7 +21,6 @@ const maxLines = 60
 // root: the in-process ZooKeeper and the test servers, whose long
 // functions (the request dispatch, the chaos loop) are being split.
 var notYet = map[string]bool{
-	"runtime/zktest":     true,
 	"runtime/zktest/sim": true,
 }
 

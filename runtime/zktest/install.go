@@ -67,67 +67,88 @@ type install struct {
 // findInstall locates java and the ZooKeeper classpath from the environment.
 func findInstall() (install, error) {
 	var in install
-	if home := os.Getenv("JAVA_HOME"); home != "" {
-		if p := filepath.Join(home, "bin", "java"); isFile(p) {
-			in.java = p
-		}
+	java, err := findJava()
+	if err != nil {
+		return in, err
 	}
-	if in.java == "" {
-		p, err := exec.LookPath("java")
-		if err != nil {
-			return in, fmt.Errorf("%w: no java on PATH (or in $JAVA_HOME/bin): %s", ErrNotInstalled, installHint)
-		}
-		in.java = p
-	}
-
+	in.java = java
 	switch {
 	case os.Getenv(EnvClasspath) != "":
-		cp := os.Getenv(EnvClasspath)
-		for _, e := range filepath.SplitList(cp) {
-			if strings.HasSuffix(e, "*") {
-				e = filepath.Dir(e)
-			}
-			if _, err := os.Stat(e); err != nil {
-				return in, fmt.Errorf("%w: %s entry %q: %v; %s", ErrNotInstalled, EnvClasspath, e, err, installHint)
-			}
-		}
-		in.classpath = cp
+		in.classpath, err = classpathFromEnv(os.Getenv(EnvClasspath))
 	case os.Getenv(EnvHome) != "":
-		home := os.Getenv(EnvHome)
-		var found bool
-		for _, pat := range []string{"lib/zookeeper-*.jar", "zookeeper-*.jar", "lib/zookeeper.jar", "zookeeper.jar"} {
-			if m, _ := filepath.Glob(filepath.Join(home, pat)); len(m) > 0 {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return in, fmt.Errorf("%w: no zookeeper jar under %s=%s; %s", ErrNotInstalled, EnvHome, home, installHint)
-		}
-		in.classpath = strings.Join([]string{
-			filepath.Join(home, "lib", "*"),
-			filepath.Join(home, "*"),
-			filepath.Join(home, "conf"),
-		}, string(os.PathListSeparator))
+		in.classpath, err = classpathFromHome(os.Getenv(EnvHome))
 	default:
-		if !isFile(DebianJar) {
-			return in, fmt.Errorf("%w: %s not found; %s", ErrNotInstalled, DebianJar, installHint)
-		}
-		cp := []string{DebianJar}
-		for _, b := range slf4jBindings {
-			if isFile(b) {
-				cp = append(cp, b)
-				break
-			}
-		}
-		for _, j := range debianNetty {
-			if isFile(j) {
-				cp = append(cp, j)
-			}
-		}
-		in.classpath = strings.Join(cp, string(os.PathListSeparator))
+		in.classpath, err = debianClasspath()
 	}
-	return in, nil
+	return in, err
+}
+
+// findJava finds the java binary: $JAVA_HOME/bin/java, else java on PATH.
+func findJava() (string, error) {
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		if p := filepath.Join(home, "bin", "java"); isFile(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("%w: no java on PATH (or in $JAVA_HOME/bin): %s", ErrNotInstalled, installHint)
+	}
+	return p, nil
+}
+
+// classpathFromEnv checks each entry of the classpath given in EnvClasspath.
+func classpathFromEnv(cp string) (string, error) {
+	for _, e := range filepath.SplitList(cp) {
+		if strings.HasSuffix(e, "*") {
+			e = filepath.Dir(e)
+		}
+		if _, err := os.Stat(e); err != nil {
+			return "", fmt.Errorf("%w: %s entry %q: %v; %s", ErrNotInstalled, EnvClasspath, e, err, installHint)
+		}
+	}
+	return cp, nil
+}
+
+// classpathFromHome is the classpath of a ZooKeeper unpacked at home
+// (EnvHome), which must hold a zookeeper jar.
+func classpathFromHome(home string) (string, error) {
+	found := false
+	for _, pat := range []string{"lib/zookeeper-*.jar", "zookeeper-*.jar", "lib/zookeeper.jar", "zookeeper.jar"} {
+		if m, _ := filepath.Glob(filepath.Join(home, pat)); len(m) > 0 {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return "", fmt.Errorf("%w: no zookeeper jar under %s=%s; %s", ErrNotInstalled, EnvHome, home, installHint)
+	}
+	return strings.Join([]string{
+		filepath.Join(home, "lib", "*"),
+		filepath.Join(home, "*"),
+		filepath.Join(home, "conf"),
+	}, string(os.PathListSeparator)), nil
+}
+
+// debianClasspath is the classpath of Debian's zookeeper package: its jar,
+// an SLF4J binding and Netty.
+func debianClasspath() (string, error) {
+	if !isFile(DebianJar) {
+		return "", fmt.Errorf("%w: %s not found; %s", ErrNotInstalled, DebianJar, installHint)
+	}
+	cp := []string{DebianJar}
+	for _, b := range slf4jBindings {
+		if isFile(b) {
+			cp = append(cp, b)
+			break
+		}
+	}
+	for _, j := range debianNetty {
+		if isFile(j) {
+			cp = append(cp, j)
+		}
+	}
+	return strings.Join(cp, string(os.PathListSeparator)), nil
 }
 
 func isFile(p string) bool {

@@ -649,12 +649,8 @@ func (c *proxyConn) readRaw(r io.Reader, out chan<- chunk) {
 // source hung up) it closes the connection.
 func (c *proxyConn) writeLoop(dst net.Conn, in <-chan chunk, toClient bool) {
 	defer c.close()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	d := delay{done: c.done}
+	defer d.stop()
 	for {
 		var ch chunk
 		var ok bool
@@ -666,51 +662,83 @@ func (c *proxyConn) writeLoop(dst net.Conn, in <-chan chunk, toClient bool) {
 		case <-c.done:
 			return
 		}
-		if wait := time.Until(ch.at); wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			select {
-			case <-timer.C:
-			case <-c.done:
-				return
-			}
+		if !d.until(ch.at) {
+			return
 		}
 		if c.p.blackhole.Load() || (toClient && c.cutting.Load()) {
 			continue
 		}
-		var trig *reqTrigger
-		if ch.hdr && !toClient {
-			if trig = c.p.claimReq(ch.op); trig != nil {
-				// From here on nothing reaches the client, in particular
-				// not the reply to this request.
-				c.cutXid.Store(ch.xid)
-				c.cutting.Store(true)
-			}
-		}
-		if !c.write(dst, ch.data, toClient) {
-			if trig != nil {
-				c.p.rearmReq(trig)
-			}
-			return
-		}
-		if trig != nil {
-			select {
-			case <-c.replySeen:
-			case <-c.done:
-			case <-time.After(replyWait):
-			}
-			if trig.hold {
-				close(trig.fired)
-				continue // replies stay dropped (cutting), requests flow
-			}
-			c.close()
-			close(trig.fired)
+		if !c.forward(dst, ch, toClient) {
 			return
 		}
 	}
+}
+
+// delay waits for the times chunks are due, on one timer.
+type delay struct {
+	done  <-chan struct{}
+	timer *time.Timer
+}
+
+// until waits until at; it reports false if done closed first.
+func (d *delay) until(at time.Time) bool {
+	wait := time.Until(at)
+	if wait <= 0 {
+		return true
+	}
+	if d.timer == nil {
+		d.timer = time.NewTimer(wait)
+	} else {
+		d.timer.Reset(wait)
+	}
+	select {
+	case <-d.timer.C:
+		return true
+	case <-d.done:
+		return false
+	}
+}
+
+// stop stops the timer.
+func (d *delay) stop() {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+}
+
+// forward writes ch to dst, cutting the connection after a request a
+// fault is armed on (claimReq): nothing reaches the client from then on,
+// in particular not the request's reply. It reports false when the loop
+// is to end.
+func (c *proxyConn) forward(dst net.Conn, ch chunk, toClient bool) bool {
+	var trig *reqTrigger
+	if ch.hdr && !toClient {
+		if trig = c.p.claimReq(ch.op); trig != nil {
+			c.cutXid.Store(ch.xid)
+			c.cutting.Store(true)
+		}
+	}
+	if !c.write(dst, ch.data, toClient) {
+		if trig != nil {
+			c.p.rearmReq(trig)
+		}
+		return false
+	}
+	if trig == nil {
+		return true
+	}
+	select {
+	case <-c.replySeen:
+	case <-c.done:
+	case <-time.After(replyWait):
+	}
+	if trig.hold {
+		close(trig.fired)
+		return true // replies stay dropped (cutting), requests flow
+	}
+	c.close()
+	close(trig.fired)
+	return false
 }
 
 // write writes data to dst (writeCounted); to the client, one frame at a

@@ -127,9 +127,14 @@ func CloseSession(addr string, sessionID int64, passwd []byte, timeout time.Dura
 		return ErrInvalidSession
 	}
 
-	// closeSession: request header only.
+	return sendCloseSession(c)
+}
+
+// sendCloseSession sends closeSession (a request header only) on c, a
+// connection attached to the session, and waits for its reply.
+func sendCloseSession(c net.Conn) error {
 	const xid = 1
-	req = binary.BigEndian.AppendUint32(req[:0], xid)
+	req := binary.BigEndian.AppendUint32(nil, xid)
 	op := OpCloseSession
 	req = binary.BigEndian.AppendUint32(req, uint32(op))
 	if err := writeFrame(c, req); err != nil {
