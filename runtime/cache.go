@@ -45,6 +45,7 @@ type CacheOption func(*cacheConfig)
 type cacheConfig struct {
 	maxNodes int
 	oneShot  bool
+	subtree  func(instance, path string)
 }
 
 // WithMaxNodes bounds the nodes a cache holds (default DefaultMaxNodes):
@@ -63,6 +64,17 @@ func WithMaxNodes(n int) CacheOption {
 // the connection on the request it does not know (the session reconnects
 // at once, but its requests in flight fail with a connection loss).
 func WithOneShotWatches() CacheOption { return func(c *cacheConfig) { c.oneShot = true } }
+
+// WithSubtree makes a cache call fn with an instance's path and the
+// notified path each time a notification names the instance or a node
+// below it: in persistent mode every change of an instance's subtree (the
+// cache itself reads only the instance), in one-shot mode only the
+// instance's own changes (no watch stands below it). fn runs on the
+// session's event delivery: it must not block. For readers that derive
+// an instance's state from the nodes below it (zkgen serve).
+func WithSubtree(fn func(instance, path string)) CacheOption {
+	return func(c *cacheConfig) { c.subtree = fn }
+}
 
 // CacheMode is how a cache learns of changes.
 type CacheMode uint8

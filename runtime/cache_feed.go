@@ -39,8 +39,9 @@ type takenMark struct {
 // cacheFeed is a cache's events during one run, as marks to read.
 type cacheFeed struct {
 	tmpl    Template
-	limit   int         // the most marks kept; beyond, a resync replaces them
-	oneShot atomic.Bool // nodes on the way to instances are read too (one-shot watches)
+	limit   int                         // the most marks kept; beyond, a resync replaces them
+	subtree func(instance, path string) // WithSubtree's, or nil
+	oneShot atomic.Bool                 // nodes on the way to instances are read too (one-shot watches)
 
 	mu       sync.Mutex
 	seq      uint64 // events counted
@@ -75,6 +76,11 @@ func (f *cacheFeed) listen(ev zk.Event) {
 		return
 	case zk.EventNotWatching:
 		return
+	}
+	if f.subtree != nil {
+		if inst, ok := f.tmpl.instanceOf(ev.Path); ok {
+			f.subtree(inst, ev.Path)
+		}
 	}
 	n, ok := f.tmpl.depth(ev.Path)
 	if !ok || n < f.tmpl.Len() && !f.oneShot.Load() {

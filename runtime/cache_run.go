@@ -116,6 +116,7 @@ func (c *Cache[K, T]) begin(s *Session) (*cacheRun[K, T], error) {
 	r := &cacheRun[K, T]{c: c, s: s, feed: newCacheFeed(c.tmpl, 2*c.cfg.maxNodes+cacheBatch), done: make(chan struct{}),
 		armed: map[string]bool{}}
 	r.feed.oneShot.Store(c.refused)
+	r.feed.subtree = c.cfg.subtree
 	c.stats.Runs++
 	return r, nil
 }

@@ -308,3 +308,33 @@ func TestCacheMaxNodes(t *testing.T) {
 		t.Errorf("the cache holds %d nodes, over its bound", c.Len())
 	}
 }
+
+// TestCacheSubtree: WithSubtree reports each change of an instance's
+// subtree, with the instance, in persistent mode: the instance's own, and
+// those of nodes below it that the cache itself does not hold; nothing
+// on the way to the instances or beside the template.
+func TestCacheSubtree(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s, w := connect(t, srv.Servers()), connect(t, srv.Servers())
+	root := testRoot(t)
+	put(t, w, map[string]string{root + "/locks/1": "", root + "/other/1": ""})
+	var mu sync.Mutex
+	var got []string
+	c := newStrCache(t, runtime.TemplateAt(root).Lit("locks").Int("shard"), runtime.WithSubtree(func(inst, path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, strings.TrimPrefix(inst, root)+" "+strings.TrimPrefix(path, root))
+	}))
+	runCache(t, c, s)
+	requireContents(t, ctx, c, map[string]string{root + "/locks/1": ""})
+	put(t, w, map[string]string{root + "/locks/1/c-1": "", root + "/locks/2": "", root + "/other/2": "", root + "/locks/x": ""})
+	deleteTree(t, w, root+"/locks/1/c-1")
+	requireContents(t, ctx, c, map[string]string{root + "/locks/1": "", root + "/locks/2": ""})
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"/locks/1 /locks/1/c-1", "/locks/2 /locks/2", "/locks/1 /locks/1/c-1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("subtree changes %q, want %q", got, want)
+	}
+}

@@ -135,6 +135,44 @@ func (t Template) depth(path string) (n int, ok bool) {
 	return len(segs), true
 }
 
+// instanceOf returns the instance path is, or is below: the first
+// Len() segments after the base, each matching its template segment. ok
+// is false when path is neither an instance nor below one.
+func (t Template) instanceOf(path string) (string, bool) {
+	n := len(t.segs)
+	var rest string
+	switch {
+	case t.Err() != nil:
+		return "", false
+	case path == t.base && n == 0:
+		return path, true
+	case path == t.base:
+		return "", false
+	case t.base == "/" && len(path) > 1 && path[0] == '/':
+		rest = path[1:]
+	case strings.HasPrefix(path, t.base) && len(path) > len(t.base)+1 && path[len(t.base)] == '/':
+		rest = path[len(t.base)+1:]
+	default:
+		return "", false
+	}
+	segs := strings.SplitN(rest, "/", n+1)
+	if len(segs) < n {
+		return "", false
+	}
+	for i, s := range t.segs {
+		if !s.matches(segs[i]) {
+			return "", false
+		}
+	}
+	if len(segs) == n {
+		return path, true
+	}
+	if inst := path[:len(path)-len(segs[n])-1]; inst != "" {
+		return inst, true
+	}
+	return "/", true
+}
+
 // split returns the segments of path after the base when path is the base
 // or below it and each of them matches the template's segment at its
 // place; ok is false otherwise (and for an invalid template).

@@ -99,3 +99,40 @@ func TestTemplateShape(t *testing.T) {
 		t.Errorf("builders share state: %s %s", b, c)
 	}
 }
+
+// TestTemplateInstanceOf: a path names the instance it is, or is below;
+// a node on the way to the instances, or outside the template, names none.
+func TestTemplateInstanceOf(t *testing.T) {
+	tmpl := TemplateAt("/app").Lit("locks").Int("shard")
+	for path, want := range map[string]string{
+		"/app/locks/7":             "/app/locks/7",
+		"/app/locks/7/_c_x-lock-1": "/app/locks/7",
+		"/app/locks/-3/a/b/c":      "/app/locks/-3",
+		"/app/locks/07/x":          "",
+		"/app/locks":               "",
+		"/app":                     "",
+		"/app/queues/7":            "",
+		"/application/locks/7":     "",
+		"/":                        "",
+	} {
+		got, ok := tmpl.instanceOf(path)
+		if ok != (want != "") || got != want {
+			t.Errorf("instanceOf(%q) = %q, %v; want %q", path, got, ok, want)
+		}
+	}
+	for tmpl, cases := range map[string]map[string]string{
+		"/cfg": {"/cfg": "/cfg", "/cfg/a/b": "/cfg", "/cfgx": "", "/": ""},
+		"/":    {"/": "/", "/a": "/", "/a/b": "/"},
+	} {
+		for path, want := range cases {
+			got, ok := TemplateAt(tmpl).instanceOf(path)
+			if ok != (want != "") || got != want {
+				t.Errorf("%s: instanceOf(%q) = %q, %v; want %q", tmpl, path, got, ok, want)
+			}
+		}
+	}
+	root := TemplateAt("/").Str("name")
+	if got, ok := root.instanceOf("/svc/x/y"); !ok || got != "/svc" {
+		t.Errorf("/{name}: instanceOf(/svc/x/y) = %q, %v", got, ok)
+	}
+}
