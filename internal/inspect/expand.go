@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -94,19 +93,7 @@ func matching(p *spec.Param, kids []string) []string {
 }
 
 func sortValues(vs []string, typ string) []string {
-	slices.SortFunc(vs, func(a, b string) int {
-		if typ == "int" {
-			x, _ := strconv.Atoi(a)
-			y, _ := strconv.Atoi(b)
-			if x != y {
-				if x < y {
-					return -1
-				}
-				return 1
-			}
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(vs, func(a, b string) int { return compareValues(typ, a, b) })
 	return vs
 }
 

@@ -194,19 +194,29 @@ func Select(s *spec.Spec, names []string) (*spec.Spec, error) {
 }
 
 // Gather reads the state of every declared resource of s through sess.
-// Problems with one resource (a node that cannot be decoded, a permission
-// error) are reported in its Error field; the error returned is for a
-// failure of the session itself or ctx. A resource with path parameters
-// none of whose instances exists gets one entry with NoInstances set.
+// It finds the instances through the Mirror zkgen serve follows (run on
+// sess until Gather returns, synced once), then reads each. Problems with
+// one resource (a node that cannot be decoded, a permission error) are
+// reported in its Error field; the error returned is for a failure of the
+// session itself or ctx. A resource with path parameters none of whose
+// instances exists gets one entry with NoInstances set.
 func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot, error) {
+	m, err := NewMirror(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = m.Run(mctx, sess) }()
+	defer func() { cancel(); <-ran }()
+	if err := m.Sync(ctx); err != nil {
+		return nil, err
+	}
 	snap := &Snapshot{Spec: s.File, Root: s.RootPath(), Resources: []Resource{}}
 	now := time.Now()
 	for _, r := range s.Resources {
-		ins, err := Expand(ctx, sess, r)
+		ins, err := m.Instances(r)
 		if err != nil {
-			if fatal(ctx, sess, err) {
-				return nil, err
-			}
 			snap.Resources = append(snap.Resources, Failed(r, err))
 			continue
 		}

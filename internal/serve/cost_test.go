@@ -104,3 +104,78 @@ func serveOwn(m metrics) map[string]float64 {
 	}
 	return out
 }
+
+// TestServeWatchesDoNotGrowWithInstances: the watches ZooKeeper holds for
+// serve's session (its own count, wchc) are as many with 1,000 held
+// instances of order_lock as with 10 — its cache's one persistent watch
+// on the spec's root, not watches per instance — and a release among the
+// 1,000 still shows.
+func TestServeWatchesDoNotGrowWithInstances(t *testing.T) {
+	const few, many = 10, 1000
+	srv := zktest.Start(t)
+	provision(t, srv.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := exampleClient(t, ctx, srv.Servers())
+	held := holdLocks(ctx, t, c, 0, few)
+	base := startServe(t, srv.Addr(), "--max-instances", fmt.Sprint(many))
+	wFew := serveWatchesWith(t, base, srv.Addr(), few)
+	held = append(held, holdLocks(ctx, t, c, few, many)...)
+	wMany := serveWatchesWith(t, base, srv.Addr(), many)
+	if wMany > wFew {
+		t.Errorf("ZooKeeper holds %d watches for serve with %d held locks, %d with %d: they grow with the instances", wMany, many, wFew, few)
+	}
+	start := time.Now()
+	if err := held[many/2].Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := fmt.Sprintf(`zkgen_lock_holders{resource="order_lock",shard="%d"}`, many/2)
+	awaitMetrics(t, base, func(m metrics) bool { return m[released] == 0 })
+	t.Logf("a release among %d held locks showed in serve's metrics after %v", many, time.Since(start).Round(time.Millisecond))
+}
+
+// serveWatchesWith waits until serve shows n held instances of order_lock,
+// then returns the watches ZooKeeper holds for serve's session (wchc).
+func serveWatchesWith(t *testing.T, base, addr string, n int) int {
+	t.Helper()
+	awaitMetrics(t, base, func(m metrics) bool {
+		held := 0
+		for k, v := range m {
+			if strings.HasPrefix(k, `zkgen_lock_holders{resource="order_lock",`) && v == 1 {
+				held++
+			}
+		}
+		return m["zkgen_serve_zookeeper_up"] == 1 && held == n
+	})
+	var st apiState
+	awaitState(t, base, func(s apiState) bool { st = s; return s.Session != "" })
+	wchc, err := zktest.FourLetter(addr, "wchc", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mntr, err := zktest.FourLetter(addr, "mntr", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sessionWatches(wchc, st.Session)
+	t.Logf("%d held locks: ZooKeeper holds %d watches for serve's session %s (cache mode %q); zk_watch_count %d", n, w, st.Session, st.Cache.Mode, watchCount(t, mntr))
+	return w
+}
+
+// sessionWatches counts the paths wchc lists under session id (hex, "0x"
+// first): wchc prints each session's id, then one tab-indented line per
+// watched path.
+func sessionWatches(wchc, id string) int {
+	n, in := 0, false
+	for _, line := range strings.Split(wchc, "\n") {
+		switch {
+		case strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " "):
+			if in && strings.TrimSpace(line) != "" {
+				n++
+			}
+		case strings.TrimSpace(line) != "":
+			in = strings.EqualFold(strings.TrimSpace(line), id)
+		}
+	}
+	return n
+}

@@ -39,9 +39,10 @@ var families = []family{
 	{name: "zkgen_serve_zookeeper_up", help: "1 while zkgen serve has a connected ZooKeeper session and its model is current; 0 during an outage (the other metrics are then the last values read)."},
 	{name: "zkgen_serve_instances", help: "Instances of a resource that zkgen serve follows."},
 	{name: "zkgen_serve_instances_cut", help: "Instances of a resource past --max-instances, not followed."},
-	{name: "zkgen_serve_watches", help: "Watches zkgen serve holds on its session."},
+	{name: "zkgen_serve_watches", help: "Watches zkgen serve holds on its session: 1 in persistent mode (its cache's persistent recursive watch on the spec's root); in one-shot mode the one-shot watches it has set (those that fired included for its cache's)."},
+	{name: "zkgen_serve_cache_mode", help: "1 for how zkgen serve's cache learns of changes: persistent (one persistent recursive watch, ZooKeeper 3.6+), one-shot (ZooKeeper 3.5) or starting.", extra: []string{"mode"}},
 	{name: "zkgen_serve_reads_total", help: "Instance reads zkgen serve has made.", counter: true},
-	{name: "zkgen_serve_watch_requests_total", help: "Requests zkgen serve sent to set watches and list directories (the reads' own are not counted).", counter: true},
+	{name: "zkgen_serve_watch_requests_total", help: "Requests zkgen serve's cache and watches sent: listings, reads of the instance nodes, one-shot watches (the instance reads' own are not counted).", counter: true},
 	{name: "zkgen_serve_sessions_total", help: "ZooKeeper sessions zkgen serve has opened.", counter: true},
 	{name: "zkgen_serve_read_error", help: "1 for an instance (or a resource's listing) whose state could not be read."},
 	{name: "zkgen_lock_holders", help: "Holders of a lock, rwlock or semaphore."},
@@ -138,11 +139,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], typ, v, labels...)
 	}
 	emit("zkgen_serve_zookeeper_up", b2f(m.up))
-	watches, requests := int64(0), m.requests0
-	if m.watcher != nil {
-		watches, requests = m.watcher.watches.Load(), requests+m.watcher.requests.Load()
-	}
-	emit("zkgen_serve_watches", float64(watches))
+	cs := m.cacheLocked()
+	emit("zkgen_serve_watches", float64(cs.Watches))
+	emit("zkgen_serve_cache_mode", 1, cs.Mode)
+	requests := m.requests0 + cs.requests
 	emit("zkgen_serve_reads_total", float64(m.reads))
 	emit("zkgen_serve_watch_requests_total", float64(requests))
 	emit("zkgen_serve_sessions_total", float64(m.sessions))

@@ -6,7 +6,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -52,7 +51,8 @@ type Model struct {
 	session   int64                  // current session id
 	sessions  int                    // sessions opened
 	reads     int64                  // instance reads done
-	watcher   *watcher               // the current session's
+	watcher   *watcher               // the current session's one-shot watches
+	mirror    *inspect.Mirror        // the current session's
 	changed   chan struct{}          // closed and replaced at every change
 	requests0 int64                  // requests of the watchers of ended sessions
 }
@@ -91,9 +91,9 @@ func (m *Model) bump() {
 	m.changed = make(chan struct{})
 }
 
-// Run keeps the model current until ctx ends: it opens a session, reads
-// every resource while setting its watches, and reads again what each
-// watch reports. After the session ends it opens another and reads
+// Run keeps the model current until ctx ends: it opens a session, mirrors
+// the spec's instances on it, reads each, and reads again what the
+// mirror reports changed. After the session ends it opens another and reads
 // everything again; while there is none the model is down (an outage),
 // keeping what it last read.
 func (m *Model) Run(ctx context.Context) {
@@ -127,58 +127,82 @@ func (m *Model) down(reason string) {
 }
 
 // follow keeps the model current on one session until it ends or ctx does.
+// The instances come from an inspect.Mirror on the session (one
+// persistent recursive watch on the spec's root, or one-shot watches on
+// ZooKeeper 3.5), which also tells which instances changed below; the
+// model reads those again. In one-shot mode, where no watch stands below
+// the instances, the model sets the kinds' own watches (inspect.Watches).
 func (m *Model) follow(ctx context.Context, sess *runtime.Session) {
+	t := newTouches()
+	mir, err := inspect.NewMirror(m.opt.Spec, t.add)
+	if err != nil {
+		m.down(err.Error())
+		<-ctx.Done()
+		return
+	}
 	w := newWatcher(sess.Conn())
+	mctx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = mir.Run(mctx, sess) }()
 	defer func() {
+		cancel()
+		<-ran
 		w.stop()
 		m.mu.Lock()
-		m.requests0 += w.requests.Load()
-		m.watcher = nil
+		st := mir.Stats()
+		m.requests0 += w.requests.Load() + st.Lists + st.Reads
+		m.watcher, m.mirror = nil, nil
 		m.mu.Unlock()
 	}()
 	m.mu.Lock()
-	m.watcher, m.session = w, sess.ID()
+	m.watcher, m.mirror, m.session = w, mir, sess.ID()
 	m.sessions++
 	m.mu.Unlock()
+	go m.monitor(mctx, sess)
+	m.loop(ctx, sess, mir, w, t, mir.Events(mctx))
+}
 
-	reconnected := make(chan struct{}, 1)
-	mctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go m.monitor(mctx, sess, reconnected)
-
+// loop reads what the mirror and the watches report, a settle window at a
+// time, until the session or ctx ends.
+func (m *Model) loop(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, w *watcher, t *touches, events <-chan inspect.MirrorEvent) {
 	d := newDirty()
-	d.everything(m.opt.Spec)
+	var again <-chan time.Time
 	for {
-		if err := m.catchUp(ctx, sess, w, d); err != nil && !runtime.IsRecoverable(err) && ctx.Err() == nil && sess.Err() == nil {
-			m.opt.Log.Warn("reading the resources failed", "err", err)
-		}
-		// What a failed pass left is read again after a reconnection, or
-		// after failedPassRetry when the connection stayed (a blip the
-		// monitor did not see, a server that answered with an error).
-		var again <-chan time.Time
-		if d.empty() {
-			m.current(sess)
-		} else {
-			again = time.After(failedPassRetry)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-sess.Done():
 			m.down("session ended: " + errText(sess.Err()))
 			return
-		case <-reconnected:
-			d.everything(m.opt.Spec)
+		case ev, ok := <-events:
+			if !ok {
+				return // ctx ended
+			}
+			d.event(ev)
 		case o := <-w.events:
 			d.add(o)
+		case <-t.wake:
 		case <-again:
 		}
-		m.settle(ctx, w, d)
+		m.settle(ctx, w, events, d)
+		t.drain(d)
+		if err := m.catchUp(ctx, sess, mir, w, d); err != nil && !runtime.IsRecoverable(err) && ctx.Err() == nil && sess.Err() == nil {
+			m.opt.Log.Warn("reading the resources failed", "err", err)
+		}
+		// What a failed pass left is read again after failedPassRetry (a
+		// blip the monitor did not see, a server that answered with an
+		// error); after a reconnection the mirror's resync reads it all.
+		again = nil
+		if d.empty() && t.empty() {
+			m.current(sess, mir)
+		} else {
+			again = time.After(failedPassRetry)
+		}
 	}
 }
 
 // settle gathers the events that arrive within Settle of the first.
-func (m *Model) settle(ctx context.Context, w *watcher, d *dirty) {
+func (m *Model) settle(ctx context.Context, w *watcher, events <-chan inspect.MirrorEvent, d *dirty) {
 	t := time.NewTimer(m.opt.Settle)
 	defer t.Stop()
 	for {
@@ -187,6 +211,11 @@ func (m *Model) settle(ctx context.Context, w *watcher, d *dirty) {
 			return
 		case <-t.C:
 			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			d.event(ev)
 		case o := <-w.events:
 			d.add(o)
 		}
@@ -194,10 +223,10 @@ func (m *Model) settle(ctx context.Context, w *watcher, d *dirty) {
 }
 
 // monitor follows the connection's state (go-zookeeper's, no request):
-// the model is down while the session has no connection, and reads
-// everything again once it has one, since watches that fired in between
-// may have been missed.
-func (m *Model) monitor(ctx context.Context, sess *runtime.Session, reconnected chan<- struct{}) {
+// the model is down while the session has no connection. Once it has
+// one again, the mirror resyncs and its Synced events make the model
+// read everything again (watches that fired in between were missed).
+func (m *Model) monitor(ctx context.Context, sess *runtime.Session) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	was := true
@@ -209,22 +238,16 @@ func (m *Model) monitor(ctx context.Context, sess *runtime.Session, reconnected 
 		}
 		st := sess.Conn().State()
 		connected := st == zk.StateHasSession
-		switch {
-		case was && !connected:
+		if was && !connected {
 			m.down("connection lost (" + st.String() + ")")
-		case !was && connected:
-			select {
-			case reconnected <- struct{}{}:
-			default:
-			}
 		}
 		was = connected
 	}
 }
 
-// current marks the model up to date on sess.
-func (m *Model) current(sess *runtime.Session) {
-	if sess.Conn().State() != zk.StateHasSession {
+// current marks the model up to date on sess, once the mirror is synced.
+func (m *Model) current(sess *runtime.Session, mir *inspect.Mirror) {
+	if sess.Conn().State() != zk.StateHasSession || !mir.Stats().Synced {
 		return
 	}
 	m.mu.Lock()
@@ -242,32 +265,31 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// catchUp reads what d holds: the resources whose instances must be listed
-// again, then the instances whose state must be read. What fails stays in
-// d for the next pass (after a reconnection, everything is read anyway).
-func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, w *watcher, d *dirty) error {
+// catchUp reads what d holds: the resources whose instances must be taken
+// from the mirror again, then the instances whose state must be read. What
+// fails stays in d for the next pass.
+func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, w *watcher, d *dirty) error {
 	for _, r := range m.opt.Spec.Resources {
-		if !d.discover[r.Name] {
-			continue
+		if d.discover[r.Name] {
+			m.discover(mir, r, d)
+			delete(d.discover, r.Name)
 		}
-		if err := m.discover(ctx, w, r, d); err != nil {
-			return err
-		}
-		delete(d.discover, r.Name)
 	}
+	oneShot := mir.Mode() == runtime.CacheOneShot
 	for _, r := range m.opt.Spec.Resources {
 		for _, in := range m.followed(r.Name) {
-			if !d.all && !d.read[owner{res: r.Name, path: in.Path}] {
+			o := owner{res: r.Name, path: in.Path}
+			if !d.all[r.Name] && !d.read[o] {
 				continue
 			}
-			if err := m.refresh(ctx, sess, w, r, in); err != nil {
+			if err := m.refresh(ctx, sess, w, oneShot, r, in); err != nil {
 				return err
 			}
-			delete(d.read, owner{res: r.Name, path: in.Path})
+			delete(d.read, o)
 		}
+		delete(d.all, r.Name)
 	}
 	clear(d.read) // instances no longer followed
-	d.all = false
 	return nil
 }
 
@@ -282,27 +304,22 @@ func (m *Model) followed(name string) []inspect.Instance {
 	return out
 }
 
-// discover lists r's instances (setting watches on the listed nodes),
-// keeps the first MaxInstances, and marks new ones for reading.
-func (m *Model) discover(ctx context.Context, w *watcher, r *spec.Resource, d *dirty) error {
-	ins, err := inspect.Expand(ctx, lister{w: w, o: owner{res: r.Name}}, r)
+// discover takes r's instances from the mirror, keeps the first
+// MaxInstances, and marks new ones for reading.
+func (m *Model) discover(mir *inspect.Mirror, r *spec.Resource, d *dirty) {
+	ins, err := mir.Instances(r)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer m.bump()
 	if err != nil {
-		if runtime.IsRecoverable(err) || errors.Is(err, zk.ErrConnectionClosed) || ctx.Err() != nil {
-			return err
-		}
-		m.mu.Lock()
 		m.listErr[r.Name] = err
-		m.bump()
-		m.mu.Unlock()
-		return nil
+		return
 	}
 	cut := 0
 	if len(ins) > m.opt.MaxInstances {
 		cut = len(ins) - m.opt.MaxInstances
 		ins = ins[:m.opt.MaxInstances]
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	old := map[string]*instance{}
 	for _, in := range m.insts[r.Name] {
 		old[in.in.Path] = in
@@ -318,18 +335,19 @@ func (m *Model) discover(ctx context.Context, w *watcher, r *spec.Resource, d *d
 	}
 	m.insts[r.Name], m.cut[r.Name] = next, cut
 	delete(m.listErr, r.Name)
-	m.bump()
-	return nil
 }
 
-// refresh sets the watches of one instance, then reads it: a change after
-// the watches are set is reported by them, so none is missed.
-func (m *Model) refresh(ctx context.Context, sess *runtime.Session, w *watcher, r *spec.Resource, in inspect.Instance) error {
-	o := owner{res: r.Name, path: in.Path}
-	listed := map[string][]string{}
-	for _, wt := range inspect.Watches(r, in.Path) {
-		if err := w.arm(wt, o, listed); err != nil {
-			return err
+// refresh reads one instance. In one-shot mode it first sets the kind's
+// watches below it: a change after they are set is reported by them, so
+// none is missed. (In persistent mode the mirror's watch reports them.)
+func (m *Model) refresh(ctx context.Context, sess *runtime.Session, w *watcher, oneShot bool, r *spec.Resource, in inspect.Instance) error {
+	if oneShot {
+		o := owner{res: r.Name, path: in.Path}
+		listed := map[string][]string{}
+		for _, wt := range inspect.Watches(r, in.Path) {
+			if err := w.arm(wt, o, listed); err != nil {
+				return err
+			}
 		}
 	}
 	res, err := inspect.Read(ctx, sess, r, in)
@@ -350,28 +368,66 @@ func (m *Model) refresh(ctx context.Context, sess *runtime.Session, w *watcher, 
 
 // dirty is what the model must read again.
 type dirty struct {
-	discover map[string]bool // resource names
+	discover map[string]bool // resource names: take the instances again
 	read     map[owner]bool  // instances
-	all      bool            // every followed instance
+	all      map[string]bool // resource names: read every followed instance
 }
 
-func newDirty() *dirty { return &dirty{discover: map[string]bool{}, read: map[owner]bool{}} }
-
-func (d *dirty) empty() bool { return len(d.discover) == 0 && len(d.read) == 0 && !d.all }
-
-// everything marks every resource for listing and every instance for
-// reading.
-func (d *dirty) everything(s *spec.Spec) {
-	for _, r := range s.Resources {
-		d.discover[r.Name] = true
-	}
-	d.all = true
+func newDirty() *dirty {
+	return &dirty{discover: map[string]bool{}, read: map[owner]bool{}, all: map[string]bool{}}
 }
 
-func (d *dirty) add(o owner) {
-	if o.path == "" {
-		d.discover[o.res] = true
-		return
+func (d *dirty) empty() bool { return len(d.discover) == 0 && len(d.read) == 0 && len(d.all) == 0 }
+
+func (d *dirty) add(o owner) { d.read[o] = true }
+
+// event notes a change of the mirror: an instance added or removed is a
+// new discovery; a resync done (Synced, after the first load and after
+// each reconnection) reads the resource's instances all again; a cache
+// that failed is the resource's listing error (discover reports it).
+func (d *dirty) event(ev inspect.MirrorEvent) {
+	switch ev.Kind {
+	case runtime.CacheAdded, runtime.CacheRemoved, runtime.CacheFailed:
+		d.discover[ev.Resource.Name] = true
+	case runtime.CacheSynced:
+		d.discover[ev.Resource.Name] = true
+		d.all[ev.Resource.Name] = true
 	}
-	d.read[o] = true
+}
+
+// touches are the instances the mirror reported changed below, gathered
+// on the session's event delivery (add must not block) for the loop.
+type touches struct {
+	mu   sync.Mutex
+	set  map[owner]bool
+	wake chan struct{}
+}
+
+func newTouches() *touches { return &touches{set: map[owner]bool{}, wake: make(chan struct{}, 1)} }
+
+// add notes that the instance of r at path, or a node below it, changed.
+func (t *touches) add(r *spec.Resource, path string) {
+	t.mu.Lock()
+	t.set[owner{res: r.Name, path: path}] = true
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain moves the touched instances to d.
+func (t *touches) drain(d *dirty) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for o := range t.set {
+		d.add(o)
+	}
+	clear(t.set)
+}
+
+func (t *touches) empty() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.set) == 0
 }

@@ -102,6 +102,7 @@ func TestLivePage(t *testing.T) {
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(`[data-resource="order_lock"]`),
 		contains("#status", "live"),
+		contains("#status", "persistent watch"),
 	)
 	// the page's identity: a reload would lose it
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.loaded = "once"`)); err != nil {

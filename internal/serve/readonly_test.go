@@ -106,7 +106,10 @@ func everyKind(ctx context.Context, t *testing.T, c *coord.Client) {
 type apiState struct {
 	Up      bool   `json:"zookeeper_up"`
 	Session string `json:"session"`
-	Outage  *struct {
+	Cache   struct {
+		Mode string `json:"mode"`
+	} `json:"cache"`
+	Outage *struct {
 		Reason string `json:"reason"`
 	} `json:"outage"`
 	Resources []struct {

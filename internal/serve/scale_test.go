@@ -32,7 +32,7 @@ func BenchmarkServeScale(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c := exampleClient(b, ctx, srv.Servers())
-	held := holdLocks(ctx, b, c, locks)
+	held := holdLocks(ctx, b, c, 0, locks)
 	q := c.Outbox()
 	for done := 0; done < items; {
 		batch := make([]coord.Job, min(1000, items-done))
@@ -107,19 +107,19 @@ func BenchmarkServeScale(b *testing.B) {
 	}
 }
 
-// holdLocks takes n instances of order_lock, 16 at a time.
-func holdLocks(ctx context.Context, b *testing.B, c *coord.Client, n int) []coord.OrderLockHandle {
-	held := make([]coord.OrderLockHandle, n)
+// holdLocks takes instances from to to-1 of order_lock, 16 at a time.
+func holdLocks(ctx context.Context, b testing.TB, c *coord.Client, from, to int) []coord.OrderLockHandle {
+	held := make([]coord.OrderLockHandle, to-from)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
-	errs := make(chan error, n)
-	for i := range n {
+	errs := make(chan error, len(held))
+	for i := range held {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			held[i] = c.OrderLock(i)
+			held[i] = c.OrderLock(from + i)
 			if err := held[i].Lock(ctx); err != nil {
 				errs <- err
 			}
@@ -219,7 +219,7 @@ func quiet(p *zktest.Proxy) {
 // watchCount parses mntr's zk_watch_count: the server's data and child
 // watches of every session (the benchmark's own sessions hold none: their
 // locks are held, their queue handles idle).
-func watchCount(b *testing.B, mntr string) int {
+func watchCount(b testing.TB, mntr string) int {
 	for _, line := range strings.Split(mntr, "\n") {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == "zk_watch_count" {
 			n, _ := strconv.Atoi(f[1])

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkgen/zkgen/internal/graph"
 	"github.com/zkgen/zkgen/internal/inspect"
+	"github.com/zkgen/zkgen/runtime"
 )
 
 // State is what /api/state serves and the live page draws: the snapshot
@@ -19,12 +20,51 @@ type State struct {
 	ZooKeeperUp bool    `json:"zookeeper_up"`
 	Outage      *Outage `json:"outage,omitempty"`
 	Session     string  `json:"session,omitempty"` // the model's session id, hex
+	// Cache is how the model learns of changes.
+	Cache CacheState `json:"cache"`
 	// Cut counts, per resource, the instances past --max-instances that
 	// the model does not follow.
 	Cut map[string]int `json:"instances_cut,omitempty"`
 	// Topology is the spec's resources as zkgen graph draws them: boxes
 	// by first path segment, each resource with its settings.
 	Topology []Box `json:"topology"`
+}
+
+// CacheState is the model's mirror of the tree (inspect.Mirror) on the
+// current session.
+type CacheState struct {
+	// Mode is "persistent" (one persistent recursive watch on the spec's
+	// root, ZooKeeper 3.6 and later), "one-shot" (ZooKeeper 3.5: one-shot
+	// watches) or "starting" (no watch set yet).
+	Mode string `json:"mode"`
+	// Watches is zkgen_serve_watches: 1 in persistent mode; in one-shot
+	// mode the one-shot watches set.
+	Watches int64 `json:"watches"`
+	// Instances is the number of instances the mirror holds.
+	Instances int `json:"instances"`
+	// Notifications counts the notifications that named an instance.
+	Notifications int64 `json:"notifications"`
+
+	requests int64 // the mirror's and the watches' requests on this session
+}
+
+// cacheLocked returns the state of the current session's mirror; m.mu is
+// held.
+func (m *Model) cacheLocked() CacheState {
+	cs := CacheState{Mode: runtime.CacheStarting.String()}
+	if m.mirror == nil {
+		return cs
+	}
+	st := m.mirror.Stats()
+	cs.Mode, cs.Instances, cs.Notifications = st.Mode.String(), st.Nodes, st.Notifications
+	cs.requests = st.Lists + st.Reads + m.watcher.requests.Load()
+	switch st.Mode {
+	case runtime.CachePersistent:
+		cs.Watches = 1 // the caches share the server's one watch on the root
+	case runtime.CacheOneShot:
+		cs.Watches = st.Watches + m.watcher.watches.Load()
+	}
+	return cs
 }
 
 // Outage is why ZooKeeper does not answer the model, since when.
@@ -76,7 +116,7 @@ func (m *Model) stateLocked(now time.Time) State {
 		}
 	}
 	snap.SetAges(now)
-	st := State{Snapshot: snap, ZooKeeperUp: m.up, Topology: topology(m)}
+	st := State{Snapshot: snap, ZooKeeperUp: m.up, Cache: m.cacheLocked(), Topology: topology(m)}
 	if !m.up {
 		st.Outage = &Outage{Since: m.since, Reason: m.reason}
 	}

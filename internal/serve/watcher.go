@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"errors"
 	"path"
 	"strings"
@@ -27,8 +26,10 @@ type wkey struct {
 	data bool
 }
 
-// watcher sets watches on one session and reports, for each that fires,
-// the owners that asked for it. It asks the server for a watch only when
+// watcher sets one-shot watches on one session and reports, for each that
+// fires, the owners that asked for it: the watches below the instances
+// (inspect.Watches) that the model needs when its mirror runs in one-shot
+// mode (ZooKeeper 3.5), where no persistent watch reports them. It asks the server for a watch only when
 // that watch is not already set, so each path costs at most two watches
 // whatever the number of owners.
 type watcher struct {
@@ -190,24 +191,4 @@ func (w *watcher) arm(wt inspect.Watch, o owner, listed map[string][]string) err
 		}
 	}
 	return nil
-}
-
-// lister is inspect's Lister over the watcher: every listing Expand makes
-// leaves a children watch for o, so that an instance appearing or
-// disappearing is noticed.
-type lister struct {
-	w *watcher
-	o owner
-}
-
-func (l lister) Children(ctx context.Context, p string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	kids, err := l.w.children(p, l.o, true)
-	if err == nil && kids == nil {
-		// absent: Expand skips a missing node by this error
-		return nil, zk.ErrNoNode
-	}
-	return kids, err
 }

@@ -204,7 +204,8 @@ function render() {
   const outage = document.getElementById("outage");
   document.body.classList.toggle("down", !state.zookeeper_up);
   if (state.zookeeper_up) {
-    status.textContent = "live" + (state.session ? " · session " + state.session : "");
+    status.textContent = "live" + (state.session ? " · session " + state.session : "") +
+      (state.cache ? " · " + state.cache.mode + " watch" : "");
     outage.hidden = true;
   } else {
     status.textContent = "ZooKeeper outage";
