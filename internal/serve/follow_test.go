@@ -19,13 +19,29 @@ import (
 // smallest a client can make — shows in /api/state: the kinds' watches
 // cover every node their state is read from. Each step waits for its
 // change before the next is made, so no change rides on another's event.
+// It holds in both of the cache's modes: persistent (ZooKeeper 3.6+), and
+// one-shot, through a proxy that answers addWatch as ZooKeeper 3.5 does.
 func TestServeFollowsEachChange(t *testing.T) {
+	for _, mode := range []string{"persistent", "one-shot"} {
+		t.Run(mode, func(t *testing.T) { followEachChange(t, mode) })
+	}
+}
+
+func followEachChange(t *testing.T, mode string) {
 	// The server's container sweep, which removes empty directories (and
 	// so changes their parents' children), is kept out of the test's way:
 	// no change may ride on it.
 	srv := zktest.Start(t, zktest.WithTTLNodes(10*time.Minute))
 	provision(t, srv.Addr())
-	base := startServe(t, srv.Addr())
+	addr := srv.Addr()
+	if mode == "one-shot" {
+		p := zktest.NewProxy(t, srv.Addr())
+		p.Refuse(zktest.OpAddWatch, true)
+		addr = p.Addr()
+	}
+	base := startServe(t, addr)
+	awaitState(t, base, func(s apiState) bool { return s.Up && s.Cache.Mode == mode })
+	awaitMetrics(t, base, func(m metrics) bool { return m[`zkgen_serve_cache_mode{mode="`+mode+`"}`] == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, c2 := exampleClient(t, ctx, srv.Servers()), exampleClient(t, ctx, srv.Servers())
