@@ -201,17 +201,11 @@ func Select(s *spec.Spec, names []string) (*spec.Spec, error) {
 // session itself or ctx. A resource with path parameters none of whose
 // instances exists gets one entry with NoInstances set.
 func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot, error) {
-	m, err := NewMirror(s, nil)
+	m, stop, err := runSynced(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = m.Run(mctx, sess) }()
-	defer func() { cancel(); <-ran }()
-	if err := m.Sync(ctx); err != nil {
-		return nil, err
-	}
+	defer stop()
 	snap := &Snapshot{Spec: s.File, Root: s.RootPath(), Resources: []Resource{}}
 	now := time.Now()
 	for _, r := range s.Resources {

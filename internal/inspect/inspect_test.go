@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
 	"github.com/zkgen/zkgen/spec"
 )
 
@@ -45,18 +46,41 @@ resources:
   start:      {kind: barrier, path: /barriers/start}
 `
 
-func TestExpand(t *testing.T) {
-	s := parse(t, testSpec)
-	tree := fakeTree{
-		"/app/locks/orders":   {"10", "9", "x", "-1", "007"},
-		"/app/locks/tables":   {"b", "a"},
-		"/app/locks/tables/a": {"users"},
-		"/app/locks/tables/b": {},
-		"/app/config":         {"flags"},
+// TestMirrorInstances: the mirror finds a resource's instances in the
+// tree, each parameter segment matched by the runtime's rule (an int in
+// strconv.Itoa's form, a string of at most runtime.MaxParamLen bytes), in
+// inspect's order (ints numerically, strings bytewise), with the literals
+// after the last parameter appended; a resource without parameters has
+// its path, whether its node exists or not.
+func TestMirrorInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
 	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sess, err := runtime.Connect(ctx, srv.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	long := strings.Repeat("x", runtime.MaxParamLen+1)
+	for _, p := range []string{"/app/locks/orders/10", "/app/locks/orders/9", "/app/locks/orders/x", "/app/locks/orders/-1",
+		"/app/locks/orders/007", "/app/locks/tables/b", "/app/locks/tables/a/users", "/app/locks/tables/" + long + "/t",
+		"/app/runs/r1", "/app/config"} {
+		if _, err := sess.CreatePersistent(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := parse(t, testSpec+"  runs:       {kind: barrier, path: \"/runs/{id:string}/ready\"}\n")
+	m, stop, err := runSynced(ctx, sess, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
 	var got []string
 	for _, r := range s.Resources {
-		ins, err := Expand(context.Background(), tree, r)
+		ins, err := m.Instances(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,23 +91,26 @@ func TestExpand(t *testing.T) {
 	want := []string{
 		"/app/locks/orders/-1[{shard -1}]", "/app/locks/orders/9[{shard 9}]", "/app/locks/orders/10[{shard 10}]",
 		"/app/locks/tables/a/users[{db a} {table users}]",
-		"/app/config/flags[]", "/app/barriers/start[]",
+		"/app/config/flags[]", "/app/barriers/start[]", "/app/runs/r1/ready[{id r1}]",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 
-// TestExpandTakesTheRuntimesRule: a child the generated code could not
+// TestUnknownTakesTheRuntimesRule: a child the generated code could not
 // have made (a control character, a name over runtime.MaxParamLen bytes,
-// a code point ZooKeeper refuses) is no instance of a string parameter,
-// and inspect reports it as unknown: the same rule as runtime.Path's and
+// a code point ZooKeeper refuses) is no instance of a string parameter
+// (a runtime.Template does not match it: the runtime's tests) and inspect
+// reports it as unknown: the same rule as runtime.Path's and
 // runtime.Template's (runtime.CheckParam).
-func TestExpandTakesTheRuntimesRule(t *testing.T) {
+func TestUnknownTakesTheRuntimesRule(t *testing.T) {
 	s := parse(t, testSpec)
 	long := strings.Repeat("x", runtime.MaxParamLen+1)
 	bad := []string{"tab\there", "nl\n", "\u0085", long, "\x7f"}
 	tree := fakeTree{
+		"/app":                 {"locks"},
+		"/app/locks":           {"tables"},
 		"/app/locks/tables":    append([]string{"ok"}, bad...),
 		"/app/locks/tables/ok": {"t"},
 	}
@@ -93,12 +120,6 @@ func TestExpandTakesTheRuntimesRule(t *testing.T) {
 			t.Fatalf("runtime accepts %.20q", b)
 		}
 	}
-	ins, err := Expand(context.Background(), tree, s.Resources[1])
-	if err != nil || len(ins) != 1 || ins[0].Path != "/app/locks/tables/ok/t" {
-		t.Fatalf("Expand: %d instances, %v; want /app/locks/tables/ok/t alone", len(ins), err)
-	}
-	tree["/app"] = []string{"locks"}
-	tree["/app/locks"] = []string{"tables"}
 	got, err := Unknown(context.Background(), tree, s)
 	if err != nil || len(got) != len(bad) {
 		t.Errorf("Unknown: %q, %v; want the %d refused names", got, err, len(bad))

@@ -45,6 +45,11 @@ var afterList func(dir string)
 // the server's creation time with this machine's clock.
 func Reap(ctx context.Context, sess *runtime.Session, s *spec.Spec, o ReapOptions) ([]Reaped, error) {
 	var out []Reaped
+	m, stop, err := runSynced(ctx, sess, s)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	now := time.Now()
 	cutoff := now.Add(-o.OlderThan)
 	for _, r := range s.Resources {
@@ -52,7 +57,7 @@ func Reap(ctx context.Context, sess *runtime.Session, s *spec.Spec, o ReapOption
 		if open == nil {
 			continue
 		}
-		ins, err := Expand(ctx, sess, r)
+		ins, err := m.Instances(r)
 		if err != nil {
 			return out, err
 		}
