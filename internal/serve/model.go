@@ -6,6 +6,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -277,20 +278,47 @@ func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, mir *inspect
 	}
 	oneShot := mir.Mode() == runtime.CacheOneShot
 	for _, r := range m.opt.Spec.Resources {
+		var todo []inspect.Instance
 		for _, in := range m.followed(r.Name) {
-			o := owner{res: r.Name, path: in.Path}
-			if !d.all[r.Name] && !d.read[o] {
-				continue
+			if d.all[r.Name] || d.read[owner{res: r.Name, path: in.Path}] {
+				todo = append(todo, in)
 			}
-			if err := m.refresh(ctx, sess, w, oneShot, r, in); err != nil {
-				return err
+		}
+		errs := m.refreshAll(ctx, sess, w, oneShot, r, todo)
+		for i, in := range todo {
+			if errs[i] == nil {
+				delete(d.read, owner{res: r.Name, path: in.Path})
 			}
-			delete(d.read, o)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err // d.all stays: every instance is read again
 		}
 		delete(d.all, r.Name)
 	}
 	clear(d.read) // instances no longer followed
 	return nil
+}
+
+// refreshReaders is the most instance reads a pass has in flight.
+const refreshReaders = 16
+
+// refreshAll reads the instances ins of r, refreshReaders at a time, and
+// returns each one's error.
+func (m *Model) refreshAll(ctx context.Context, sess *runtime.Session, w *watcher, oneShot bool, r *spec.Resource, ins []inspect.Instance) []error {
+	errs := make([]error, len(ins))
+	sem := make(chan struct{}, refreshReaders)
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = m.refresh(ctx, sess, w, oneShot, r, in)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // followed lists the instances of resource name the model follows.
