@@ -110,6 +110,8 @@ type viewer struct {
 	every time.Duration // --watch; 0: once
 	tty   bool
 	sess  *runtime.Session
+	mir   *inspect.Mirror // --watch: followed on sess across frames
+	stop  func()          // ends mir's run
 
 	frames   int
 	rootOK   bool      // the spec's root was found once
@@ -145,11 +147,7 @@ func (v *viewer) once(ctx context.Context) error {
 // with a new session once ZooKeeper answers. Only a missing root ends it,
 // as it does without --watch.
 func (v *viewer) watch(ctx context.Context) error {
-	defer func() {
-		if v.sess != nil {
-			v.sess.Close()
-		}
-	}()
+	defer v.closeSession()
 	for ctx.Err() == nil {
 		err := v.frame(ctx)
 		var fe fatal
@@ -189,15 +187,19 @@ func (f fatal) Error() string { return f.err.Error() }
 // within --timeout and shows it.
 func (v *viewer) frame(ctx context.Context) error {
 	if v.sess != nil && v.sess.Err() != nil {
-		v.sess.Close()
-		v.sess = nil
+		v.closeSession()
 	}
 	if v.sess == nil {
 		sess, err := v.dial(ctx)
 		if err != nil {
 			return err
 		}
-		v.sess = sess
+		mir, stop, err := inspect.Follow(ctx, sess, v.s)
+		if err != nil {
+			sess.Close()
+			return fatal{err}
+		}
+		v.sess, v.mir, v.stop = sess, mir, stop
 	}
 	if !v.rootOK {
 		err := inspect.CheckRoot(ctx, v.sess, v.s)
@@ -211,7 +213,7 @@ func (v *viewer) frame(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithTimeout(ctx, v.f.timeout)
 	defer cancel()
-	snap, err := inspect.Gather(gctx, v.sess, v.s)
+	snap, err := inspect.GatherFrom(gctx, v.sess, v.mir, v.s)
 	if err != nil {
 		if v.sess.Err() != nil {
 			err = fmt.Errorf("session ended: %w", v.sess.Err())
@@ -232,6 +234,16 @@ func (v *viewer) frame(ctx context.Context) error {
 		return fatal{err}
 	}
 	return nil
+}
+
+// closeSession ends the mirror's run and the session, if there is one.
+func (v *viewer) closeSession() {
+	if v.sess == nil {
+		return
+	}
+	v.stop()
+	v.sess.Close()
+	v.sess, v.mir, v.stop = nil, nil, nil
 }
 
 // outage shows that ZooKeeper does not answer: on stdout for the table (the

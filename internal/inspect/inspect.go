@@ -193,19 +193,28 @@ func Select(s *spec.Spec, names []string) (*spec.Spec, error) {
 	return &c, nil
 }
 
-// Gather reads the state of every declared resource of s through sess.
-// It finds the instances through the Mirror zkgen serve follows (run on
-// sess until Gather returns, synced once), then reads each. Problems with
-// one resource (a node that cannot be decoded, a permission error) are
-// reported in its Error field; the error returned is for a failure of the
-// session itself or ctx. A resource with path parameters none of whose
-// instances exists gets one entry with NoInstances set.
+// Gather reads the state of every declared resource of s through sess:
+// GatherFrom with a Mirror (the one zkgen serve follows) run on sess until
+// Gather returns.
 func Gather(ctx context.Context, sess *runtime.Session, s *spec.Spec) (*Snapshot, error) {
-	m, stop, err := runSynced(ctx, sess, s)
+	m, stop, err := Follow(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
+	return GatherFrom(ctx, sess, m, s)
+}
+
+// GatherFrom reads the state of every declared resource of s through
+// sess, whose instances m (running on sess: Follow) holds once synced.
+// Problems with one resource (a node that cannot be decoded, a permission
+// error) are reported in its Error field; the error returned is for a
+// failure of the session itself or ctx. A resource with path parameters
+// none of whose instances exists gets one entry with NoInstances set.
+func GatherFrom(ctx context.Context, sess *runtime.Session, m *Mirror, s *spec.Spec) (*Snapshot, error) {
+	if err := m.Sync(ctx); err != nil {
+		return nil, err
+	}
 	snap := &Snapshot{Spec: s.File, Root: s.RootPath(), Resources: []Resource{}}
 	now := time.Now()
 	for _, r := range s.Resources {

@@ -73,11 +73,14 @@ func TestMirrorInstances(t *testing.T) {
 		}
 	}
 	s := parse(t, testSpec+"  runs:       {kind: barrier, path: \"/runs/{id:string}/ready\"}\n")
-	m, stop, err := runSynced(ctx, sess, s)
+	m, stop, err := Follow(ctx, sess, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, r := range s.Resources {
 		ins, err := m.Instances(r)

@@ -110,22 +110,19 @@ func (m *Mirror) Run(ctx context.Context, sess *runtime.Session) error {
 	return errors.Join(errs...)
 }
 
-// runSynced runs a mirror of s on sess and waits until it is synced, for
-// the commands that read the tree once (inspect, reap); stop ends the
-// run.
-func runSynced(ctx context.Context, sess *runtime.Session, s *spec.Spec) (m *Mirror, stop func(), err error) {
+// Follow runs a mirror of s on sess until stop is called (stop waits for
+// the run to end), ctx ends or sess does. It does not wait for the
+// mirror to load: Sync does. A command that reads the tree repeatedly
+// (inspect --watch) keeps one, so that each GatherFrom reads only the
+// instances, not the whole tree again.
+func Follow(ctx context.Context, sess *runtime.Session, s *spec.Spec) (m *Mirror, stop func(), err error) {
 	if m, err = NewMirror(s, nil); err != nil {
 		return nil, nil, err
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { defer close(ran); _ = m.Run(mctx, sess) }()
-	stop = func() { cancel(); <-ran }
-	if err := m.Sync(ctx); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return m, stop, nil
+	return m, func() { cancel(); <-ran }, nil
 }
 
 // Sync waits until every cache reflects every change made before the

@@ -45,11 +45,14 @@ var afterList func(dir string)
 // the server's creation time with this machine's clock.
 func Reap(ctx context.Context, sess *runtime.Session, s *spec.Spec, o ReapOptions) ([]Reaped, error) {
 	var out []Reaped
-	m, stop, err := runSynced(ctx, sess, s)
+	m, stop, err := Follow(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
+	if err := m.Sync(ctx); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	cutoff := now.Add(-o.OlderThan)
 	for _, r := range s.Resources {
