@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +108,7 @@ func (m *Mirror) Run(ctx context.Context, sess *runtime.Session) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return FirstError(errs)
 }
 
 // Follow runs a mirror of s on sess until stop is called (stop waits for
@@ -247,4 +248,25 @@ func compareValues(typ, a, b string) int {
 		}
 	}
 	return strings.Compare(a, b)
+}
+
+// FirstError returns the first non-nil error of errs, saying how many
+// others failed too, on one line (an error text is one line in logs);
+// nil when every err is nil.
+func FirstError(errs []error) error {
+	var first error
+	more := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+		default:
+			more++
+		}
+	}
+	if more > 0 {
+		return fmt.Errorf("%w (and %d more)", first, more)
+	}
+	return first
 }

@@ -6,7 +6,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -290,7 +289,7 @@ func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, mir *inspect
 				delete(d.read, owner{res: r.Name, path: in.Path})
 			}
 		}
-		if err := errors.Join(errs...); err != nil {
+		if err := inspect.FirstError(errs); err != nil {
 			return err // d.all stays: every instance is read again
 		}
 		delete(d.all, r.Name)
