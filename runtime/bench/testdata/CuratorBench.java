@@ -23,6 +23,9 @@
 //	                   election       clients sessions, one LeaderLatch each
 //	                   group          members ephemeral member nodes, a
 //	                                  CuratorCache watching them
+//	                   cache          a CuratorCache of path: the first
+//	                                  round loads it, each later one is
+//	                                  one change seen by its listener
 //	path=/bench/x      the recipe's path
 //	n=1000             operations (queue: items; election: failovers)
 //	clients=8          sessions (lock-contended, election)
@@ -34,13 +37,20 @@
 //	item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
 //	lock_path=0        queue: 1 gives the consumers a lock path (the
 //	                   at-least-once DistributedQueue)
+//	nodes=1000         cache: the nodes under path (n-000000, ...)
+//	changes=200        cache: the rounds after the load (and 2 more, the
+//	                   Go benchmark's reconnection and expiry rounds)
+//	writer_zk=...      cache: connect string of the writer's session
+//	load_timeout_s=120 cache: bound on the load
 //	warmup_ms=1000     before ready, run the workload for this long (at
 //	                   least one operation) to warm the JIT (not for
 //	                   election)
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -54,6 +64,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
@@ -138,6 +149,9 @@ public final class CuratorBench {
                     w = new Group(path, Integer.parseInt(opt.getOrDefault("members", "10")), n,
                             opt.getOrDefault("members_zk", zk));
                     break;
+                case "cache":
+                    w = new Cache(path, opt);
+                    break;
                 default:
                     throw new IllegalArgumentException("unknown workload " + opt.get("workload"));
             }
@@ -163,7 +177,7 @@ public final class CuratorBench {
                     throw new IllegalArgumentException("expected go, got " + line);
                 }
                 long[] res = w.round();
-                System.out.println("done ns=" + res[0] + " n=" + res[1]);
+                System.out.println("done ns=" + res[0] + " n=" + res[1] + (res.length > 2 ? " mem=" + res[2] : ""));
                 System.out.flush();
             }
             for (String line; (line = in.readLine()) != null && !line.equals("quit");) {
@@ -610,6 +624,134 @@ public final class CuratorBench {
             }
             joined = !joined;
             return new long[] {waitSize(joined ? k + 1 : k) - t0, 1};
+        }
+
+        public void close() {
+            if (cache != null) {
+                cache.close();
+            }
+        }
+    }
+
+    /**
+     * Cache: a CuratorCache of path, built as Curator's docs have it
+     * (CuratorCache.build, a listener, start). The first round builds and
+     * starts it and ends when the listener's initialized is called; it
+     * reports the heap the cache took (used heap after full collections,
+     * before and after). Each later round is one change: the writer's own
+     * session (writer_zk, not through the counting proxy) sets one node's
+     * data to a value not written before, and the round ends when the
+     * listener has seen that value.
+     */
+    private static final class Cache implements Workload {
+        private final String path, writerZk;
+        private final int nodes, rounds;
+        private final long loadTimeoutS;
+        private final Object mu = new Object();
+        private CuratorFramework writer, reader;
+        private CuratorCache cache;
+        private long initAt; // guarded by mu: when initialized was called
+        private String wantPath; // guarded by mu: the change waited for
+        private byte[] wantData; // guarded by mu
+        private long seenAt; // guarded by mu: when it was seen, 0 before
+        private int round;
+
+        Cache(String path, Map<String, String> opt) {
+            this.path = path;
+            this.writerZk = opt.getOrDefault("writer_zk", zk);
+            this.nodes = Integer.parseInt(opt.getOrDefault("nodes", "1000"));
+            this.rounds = 1 + Integer.parseInt(opt.getOrDefault("changes", "200")) + 2;
+            this.loadTimeoutS = Long.parseLong(opt.getOrDefault("load_timeout_s", String.valueOf(TIMEOUT_S)));
+        }
+
+        /** value is round r's payload, the Go benchmark's cacheValue: 32 bytes. */
+        static byte[] value(int r) {
+            return (String.format("v%08d", r) + "x".repeat(23)).getBytes(StandardCharsets.UTF_8);
+        }
+
+        public int rounds() {
+            return rounds;
+        }
+
+        public void prepare() throws Exception {
+            if (writer == null) {
+                writer = connect(writerZk);
+                reader = connect();
+            }
+        }
+
+        private void seen(ChildData d) {
+            synchronized (mu) {
+                if (d.getPath().equals(wantPath) && Arrays.equals(d.getData(), wantData)) {
+                    seenAt = System.nanoTime();
+                    mu.notifyAll();
+                }
+            }
+        }
+
+        private static long usedHeap() {
+            for (int i = 0; i < 3; i++) {
+                System.gc();
+            }
+            return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+        }
+
+        public long[] round() throws Exception {
+            return cache == null ? load() : change();
+        }
+
+        private long[] load() throws Exception {
+            long before = usedHeap();
+            long t0 = System.nanoTime();
+            cache = CuratorCache.build(reader, path);
+            cache.listenable().addListener(CuratorCacheListener.builder()
+                    .forInitialized(() -> {
+                        synchronized (mu) {
+                            initAt = System.nanoTime();
+                            mu.notifyAll();
+                        }
+                    })
+                    .forCreates(this::seen)
+                    .forChanges((old, now) -> seen(now))
+                    .build());
+            cache.start();
+            long deadline = t0 + TimeUnit.SECONDS.toNanos(loadTimeoutS);
+            synchronized (mu) {
+                while (initAt == 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new IllegalStateException("load: not initialized after " + loadTimeoutS + "s, "
+                                + cache.size() + " nodes cached");
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(mu, left);
+                }
+            }
+            long elapsed = initAt - t0;
+            return new long[] {elapsed, cache.size() - 1, usedHeap() - before}; // size counts path itself
+        }
+
+        private long[] change() throws Exception {
+            round++;
+            String p = String.format("%s/n-%06d", path, (int) ((long) round * 7919 % nodes));
+            byte[] v = value(round);
+            synchronized (mu) {
+                wantPath = p;
+                wantData = v;
+                seenAt = 0;
+            }
+            long t0 = System.nanoTime();
+            writer.setData().forPath(p, v);
+            long deadline = t0 + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+            synchronized (mu) {
+                while (seenAt == 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new IllegalStateException("change " + round + " of " + p + " not seen after " + TIMEOUT_S + "s");
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(mu, left);
+                }
+                return new long[] {seenAt - t0, 1};
+            }
         }
 
         public void close() {

@@ -27,6 +27,9 @@ Arguments are key=value pairs:
                        election        clients sessions, one Election each
                        group           members Party members, a ChildrenWatch
                                        watching them
+                       cache           a TreeCache of path: the first round
+                                       loads it, each later one is one
+                                       change seen by its listener
     path=/bench/x      the recipe's path
     n=1000             operations (queue: items; election: failovers)
     clients=8          sessions (lock-contended, election)
@@ -35,6 +38,11 @@ Arguments are key=value pairs:
     producers=4
     consumers=4
     item_bytes=0       queue: items of JSON of this many bytes (0: 16 bytes)
+    nodes=1000         cache: the nodes under path (n-000000, ...)
+    changes=200        cache: the rounds after the load (and 2 more, the Go
+                       benchmark's reconnection and expiry rounds)
+    writer_zk=...      cache: hosts of the writer's session
+    load_timeout_s=120 cache: bound on the load
     warmup_ms=1000     before ready, run the workload for this long (at
                        least one operation; not for election)
     depth=0            queue: items put (in transactions of 1000) before
@@ -44,6 +52,7 @@ Arguments are key=value pairs:
                        ends; the others do not
 """
 
+import gc
 import multiprocessing
 import os
 import queue
@@ -52,6 +61,7 @@ import threading
 import time
 
 from kazoo.client import KazooClient
+from kazoo.recipe.cache import TreeCache, TreeEvent
 
 TIMEOUT_S = 120.0  # bound on any single wait
 PAYLOAD = b"0123456789abcdef"
@@ -540,6 +550,95 @@ class Group(object):
         return self.wait_size(self.k + 1 if self.joined else self.k) - t0, 1
 
 
+def rss():
+    """The process's resident memory in bytes, after a collection."""
+    gc.collect()
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def cache_value(r):
+    """Round r's payload, the Go benchmark's cacheValue: 32 bytes."""
+    return b"v%08d" % r + b"x" * 23
+
+
+class Cache(object):
+    """A TreeCache of path, as kazoo's docs have it (TreeCache, listen,
+    start). The first round starts it and ends at its INITIALIZED event; it
+    reports the memory the cache took (the process's resident memory after
+    a collection, before and after: Python keeps what it allocated). Each
+    later round is one change: the writer's own session (writer_zk, not
+    through the counting proxy) sets one node's data to a value not written
+    before, and the round ends when the listener has seen that value."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        self.path = opt["path"]
+        self.nodes = int(opt.get("nodes", "1000"))
+        self.rounds = 1 + int(opt.get("changes", "200")) + 2
+        self.load_timeout = float(opt.get("load_timeout_s", TIMEOUT_S))
+        self.cond = threading.Condition()
+        self.init_at = 0  # guarded by cond
+        self.want = None  # guarded by cond: (path, data) waited for
+        self.seen_at = 0  # guarded by cond
+        self.cache = None
+        self.writer = None
+        self.r = 0
+
+    def prepare(self):
+        if self.writer is None:
+            self.writer = connect(self.opt.get("writer_zk", self.opt["zk"]))
+            self.reader = connect(self.opt["zk"])
+
+    def listen(self, ev):
+        with self.cond:
+            if ev.event_type == TreeEvent.INITIALIZED:
+                self.init_at = time.monotonic_ns()
+                self.cond.notify_all()
+            elif ev.event_type in (TreeEvent.NODE_ADDED, TreeEvent.NODE_UPDATED):
+                d = ev.event_data
+                if self.want == (d.path, d.data):
+                    self.seen_at = time.monotonic_ns()
+                    self.cond.notify_all()
+
+    def wait(self, done, t0, timeout, what):
+        with self.cond:
+            while not done():
+                left = t0 / 1e9 + timeout - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("%s after %ss" % (what(), timeout))
+                self.cond.wait(left)
+
+    def round(self):
+        if self.cache is None:
+            return self.load()
+        return self.change()
+
+    def load(self):
+        before = rss()
+        t0 = time.monotonic_ns()
+        self.cache = TreeCache(self.reader, self.path)
+        self.cache.listen(self.listen)
+        self.cache.start()
+        self.wait(lambda: self.init_at, t0, self.load_timeout,
+                  lambda: "load: not initialized, %d nodes cached"
+                  % len(self.cache.get_children(self.path, set())))
+        n = len(self.cache.get_children(self.path, set()))
+        return self.init_at - t0, n, rss() - before
+
+    def change(self):
+        self.r += 1
+        p = "%s/n-%06d" % (self.path, self.r * 7919 % self.nodes)
+        v = cache_value(self.r)
+        with self.cond:
+            self.want, self.seen_at = (p, v), 0
+        t0 = time.monotonic_ns()
+        self.writer.set(p, v)
+        self.wait(lambda: self.seen_at, t0, TIMEOUT_S,
+                  lambda: "change %d of %s not seen" % (self.r, p))
+        return self.seen_at - t0, 1
+
+
 def main(argv):
     opt = {}
     for a in argv:
@@ -560,6 +659,8 @@ def main(argv):
         w = Election(opt)
     elif workload == "group":
         w = Group(opt)
+    elif workload == "cache":
+        w = Cache(opt)
     else:
         raise ValueError("unknown workload %r" % workload)
     try:
@@ -571,8 +672,9 @@ def main(argv):
                 return
             if line != "go":
                 raise ValueError("expected go, got %r" % line)
-            ns, n = w.round()
-            print("done ns=%d n=%d" % (ns, n), flush=True)
+            res = w.round()
+            extra = " mem=%d" % res[2] if len(res) > 2 else ""
+            print("done ns=%d n=%d%s" % (res[0], res[1], extra), flush=True)
         for line in sys.stdin:
             if line.strip() == "quit":
                 break
