@@ -40,6 +40,7 @@
 //	nodes=1000         cache: the nodes under path (n-000000, ...)
 //	changes=200        cache: the rounds after the load (and 2 more, the
 //	                   Go benchmark's reconnection and expiry rounds)
+//	spread=10          cache: the nodes each of the last 2 rounds sets
 //	writer_zk=...      cache: connect string of the writer's session
 //	load_timeout_s=120 cache: bound on the load
 //	warmup_ms=1000     before ready, run the workload for this long (at
@@ -651,16 +652,19 @@ public final class CuratorBench {
         private CuratorFramework writer, reader;
         private CuratorCache cache;
         private long initAt; // guarded by mu: when initialized was called
-        private String wantPath; // guarded by mu: the change waited for
-        private byte[] wantData; // guarded by mu
-        private long seenAt; // guarded by mu: when it was seen, 0 before
+        private final int changes, spread;
+        private final java.util.Set<String> want = new java.util.HashSet<>(); // guarded by mu: the paths not seen yet
+        private byte[] wantData; // guarded by mu: the value they are set to
+        private long seenAt; // guarded by mu: when the last was seen, 0 before
         private int round;
 
         Cache(String path, Map<String, String> opt) {
             this.path = path;
             this.writerZk = opt.getOrDefault("writer_zk", zk);
             this.nodes = Integer.parseInt(opt.getOrDefault("nodes", "1000"));
-            this.rounds = 1 + Integer.parseInt(opt.getOrDefault("changes", "200")) + 2;
+            this.changes = Integer.parseInt(opt.getOrDefault("changes", "200"));
+            this.spread = Integer.parseInt(opt.getOrDefault("spread", "10"));
+            this.rounds = 1 + changes + 2;
             this.loadTimeoutS = Long.parseLong(opt.getOrDefault("load_timeout_s", String.valueOf(TIMEOUT_S)));
         }
 
@@ -682,7 +686,7 @@ public final class CuratorBench {
 
         private void seen(ChildData d) {
             synchronized (mu) {
-                if (d.getPath().equals(wantPath) && Arrays.equals(d.getData(), wantData)) {
+                if (Arrays.equals(d.getData(), wantData) && want.remove(d.getPath()) && want.isEmpty()) {
                     seenAt = System.nanoTime();
                     mu.notifyAll();
                 }
@@ -730,23 +734,35 @@ public final class CuratorBench {
             return new long[] {elapsed, cache.size() - 1, usedHeap() - before}; // size counts path itself
         }
 
+        /**
+         * change sets one node (after the changes: spread nodes spread over
+         * the tree, the Go benchmark's cacheNodes) to a new value and waits
+         * until the listener has seen them all.
+         */
         private long[] change() throws Exception {
             round++;
-            String p = String.format("%s/n-%06d", path, (int) ((long) round * 7919 % nodes));
+            int k = round > changes ? spread : 1;
+            List<String> paths = new ArrayList<>();
+            for (int j = 0; j < k; j++) {
+                paths.add(String.format("%s/n-%06d", path, (int) (((long) round * 7919 + (long) j * (nodes / k)) % nodes)));
+            }
             byte[] v = value(round);
             synchronized (mu) {
-                wantPath = p;
+                want.clear();
+                want.addAll(paths);
                 wantData = v;
                 seenAt = 0;
             }
             long t0 = System.nanoTime();
-            writer.setData().forPath(p, v);
+            for (String p : paths) {
+                writer.setData().forPath(p, v);
+            }
             long deadline = t0 + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
             synchronized (mu) {
                 while (seenAt == 0) {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
-                        throw new IllegalStateException("change " + round + " of " + p + " not seen after " + TIMEOUT_S + "s");
+                        throw new IllegalStateException("round " + round + ": " + want + " not seen after " + TIMEOUT_S + "s");
                     }
                     TimeUnit.NANOSECONDS.timedWait(mu, left);
                 }

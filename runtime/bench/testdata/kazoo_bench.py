@@ -41,6 +41,7 @@ Arguments are key=value pairs:
     nodes=1000         cache: the nodes under path (n-000000, ...)
     changes=200        cache: the rounds after the load (and 2 more, the Go
                        benchmark's reconnection and expiry rounds)
+    spread=10          cache: the nodes each of the last 2 rounds sets
     writer_zk=...      cache: hosts of the writer's session
     load_timeout_s=120 cache: bound on the load
     warmup_ms=1000     before ready, run the workload for this long (at
@@ -575,12 +576,15 @@ class Cache(object):
         self.opt = opt
         self.path = opt["path"]
         self.nodes = int(opt.get("nodes", "1000"))
-        self.rounds = 1 + int(opt.get("changes", "200")) + 2
+        self.changes = int(opt.get("changes", "200"))
+        self.spread = int(opt.get("spread", "10"))
+        self.rounds = 1 + self.changes + 2
         self.load_timeout = float(opt.get("load_timeout_s", TIMEOUT_S))
         self.cond = threading.Condition()
         self.init_at = 0  # guarded by cond
-        self.want = None  # guarded by cond: (path, data) waited for
-        self.seen_at = 0  # guarded by cond
+        self.want = set()  # guarded by cond: the paths not seen yet
+        self.want_data = None  # guarded by cond: the value they are set to
+        self.seen_at = 0  # guarded by cond: when the last was seen
         self.cache = None
         self.writer = None
         self.r = 0
@@ -597,9 +601,11 @@ class Cache(object):
                 self.cond.notify_all()
             elif ev.event_type in (TreeEvent.NODE_ADDED, TreeEvent.NODE_UPDATED):
                 d = ev.event_data
-                if self.want == (d.path, d.data):
-                    self.seen_at = time.monotonic_ns()
-                    self.cond.notify_all()
+                if d.data == self.want_data and d.path in self.want:
+                    self.want.discard(d.path)
+                    if not self.want:
+                        self.seen_at = time.monotonic_ns()
+                        self.cond.notify_all()
 
     def wait(self, done, t0, timeout, what):
         with self.cond:
@@ -627,15 +633,21 @@ class Cache(object):
         return self.init_at - t0, n, rss() - before
 
     def change(self):
+        """Sets one node (after the changes: spread nodes spread over the
+        tree, the Go benchmark's cacheNodes) to a new value and waits until
+        the listener has seen them all."""
         self.r += 1
-        p = "%s/n-%06d" % (self.path, self.r * 7919 % self.nodes)
+        k = self.spread if self.r > self.changes else 1
+        paths = ["%s/n-%06d" % (self.path, (self.r * 7919 + j * (self.nodes // k)) % self.nodes)
+                 for j in range(k)]
         v = cache_value(self.r)
         with self.cond:
-            self.want, self.seen_at = (p, v), 0
+            self.want, self.want_data, self.seen_at = set(paths), v, 0
         t0 = time.monotonic_ns()
-        self.writer.set(p, v)
+        for p in paths:
+            self.writer.set(p, v)
         self.wait(lambda: self.seen_at, t0, TIMEOUT_S,
-                  lambda: "change %d of %s not seen" % (self.r, p))
+                  lambda: "round %d: %s not seen" % (self.r, sorted(self.want)))
         return self.seen_at - t0, 1
 
 
