@@ -42,7 +42,8 @@ const (
 
 // javaOpts are the JVM's options for the Curator driver: a small heap and
 // the serial collector, which keeps the collector's threads off the
-// machine's few cores.
+// machine's few cores. ZKGEN_BENCH_JAVA_OPTS adds more (space-separated),
+// such as -Djute.maxbuffer=4194304 for the client's largest reply.
 var javaOpts = []string{"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC"}
 
 // peerImpl is a peer library whose driver runs as a subprocess.
@@ -90,6 +91,7 @@ func findCurator() ([]string, error) {
 		return nil, err
 	}
 	argv := append([]string{java}, javaOpts...)
+	argv = append(argv, strings.Fields(os.Getenv("ZKGEN_BENCH_JAVA_OPTS"))...)
 	return append(argv, "-cp", cp, "CuratorBench"), nil
 }
 
