@@ -14,4 +14,13 @@
 //
 //	go test ./runtime/bench -run '^$' -bench . -benchtime 500x -count 6 | tee new.txt
 //	benchstat -col /impl new.txt
+//
+// BenchmarkCache (cache_test.go) is a sequence, not a loop: run it with
+// -benchtime 1x. Its sub-benchmarks are n=<nodes>/impl=<name> (1,000,
+// 10,000 and 100,000 nodes: select sizes with -bench, the largest takes
+// minutes), and a peer that cannot load a size is skipped with what
+// happened, which only -v prints:
+//
+//	go test ./runtime/bench -run '^$' -bench 'Cache/n=(1000|10000)$' -benchtime 1x -count 2
+//	go test ./runtime/bench -run '^$' -bench 'Cache/n=100000$' -benchtime 1x -v
 package bench
