@@ -29,22 +29,24 @@ import (
 // (the next batch written while it has none). At every quiet
 // point (the end of a batch) the cache, once synced, must hold exactly
 // what a direct listing of the tree gives; and the two backends must
-// agree at every quiet point. ZKGEN_CACHE_DIFF_SEEDS sets the number of
+// agree at every quiet point. Both watch modes (persistent, one-shot). ZKGEN_CACHE_DIFF_SEEDS sets the number of
 // seeds (default 2), ZKGEN_CACHE_DIFF_SEED the first (default 1).
 func TestCacheDifferential(t *testing.T) {
 	real := server(t)
 	seeds, first := envInt("ZKGEN_CACHE_DIFF_SEEDS", 2), envInt("ZKGEN_CACHE_DIFF_SEED", 1)
-	for seed := first; seed < first+seeds; seed++ {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			onReal := cacheDiffRun(t, real.Addr(), uint64(seed))
-			onSim := cacheDiffRun(t, sim.Start(t).Addr(), uint64(seed))
-			for i := range min(len(onReal), len(onSim)) {
-				if !maps.Equal(onReal[i], onSim[i]) {
-					t.Fatalf("quiet point %d: ZooKeeper's cache holds %v\nthe simulator's %v", i, onReal[i], onSim[i])
+	bothModes(t, func(t *testing.T, opts ...runtime.CacheOption) {
+		for seed := first; seed < first+seeds; seed++ {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				onReal := cacheDiffRun(t, real.Addr(), uint64(seed), opts...)
+				onSim := cacheDiffRun(t, sim.Start(t).Addr(), uint64(seed), opts...)
+				for i := range min(len(onReal), len(onSim)) {
+					if !maps.Equal(onReal[i], onSim[i]) {
+						t.Fatalf("quiet point %d: ZooKeeper's cache holds %v\nthe simulator's %v", i, onReal[i], onSim[i])
+					}
 				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // cacheDiffBatches is the number of batches of writes of a run, and
@@ -54,12 +56,12 @@ const cacheDiffBatches, cacheDiffOps = 12, 12
 // cacheDiffRun runs seed's operations against the server at addr and
 // returns the cache's contents (paths below the run's root) at each quiet
 // point, each checked against a direct listing.
-func cacheDiffRun(t *testing.T, addr string, seed uint64) []map[string]string {
+func cacheDiffRun(t *testing.T, addr string, seed uint64, opts ...runtime.CacheOption) []map[string]string {
 	ctx := testCtx(t, 3*time.Minute)
 	p, w := zktest.NewProxy(t, addr), connect(t, []string{addr})
 	root := testRoot(t)
 	makeDirs(t, w, "/zkgen-test", root)
-	c := newStrCache(t, runtime.TemplateAt(root).Str("svc").Int("shard"))
+	c := newStrCache(t, runtime.TemplateAt(root).Str("svc").Int("shard"), opts...)
 	sessions, _ := superviseCache(t, ctx, c, p)
 	cur := <-sessions
 	rng := rand.New(rand.NewPCG(seed, 45))
