@@ -421,10 +421,18 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 // chunk's items from every consumer. Another consumer's claim of the same
 // name (made after this one was deleted) is left alone.
 func (q *queue[T]) releaseClaim(claim string) {
+	q.keepReleasing(claim, func(ctx context.Context) error { return q.deleteIfOwned(ctx, claim) })
+}
+
+// keepReleasing runs release (a delete of claim) in the background until
+// it succeeds or the session ends, each attempt bounded by cleanupTimeout
+// and a second apart: a claim given up must not stay while the session
+// lives, whatever outage its first attempts met.
+func (q *queue[T]) keepReleasing(claim string, release func(context.Context) error) {
 	go func() {
 		for q.s.Err() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
-			err := q.deleteIfOwned(ctx, claim)
+			err := release(ctx)
 			cancel()
 			if err == nil || q.s.Err() != nil {
 				return

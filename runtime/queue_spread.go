@@ -493,17 +493,21 @@ func (q *queue[T]) releaseOwn() {
 }
 
 // dropOwn deletes claim, a chunk claim this consumer holds, in the
-// background: one delete, since nobody else can hold it while this session
-// lives (unlike releaseClaim, which first reads who owns a claim it may or
-// may not have made). If that fails, the session's end removes it.
+// background: a plain delete, which after a connection loss deletes only
+// while this session still owns the claim (DeleteOwned: another consumer
+// may have claimed the chunk again since). It keeps trying, as
+// releaseClaim does, until the claim is gone or the session ends: a
+// release that gave up with the retry policy (an outage longer than its
+// ten attempts) left the claim for the session's lifetime, keeping the
+// chunk's items from the others for chunkWait and the claim in ZooKeeper
+// (TestQueueChunkReleaseOutlivesAnOutage).
 func (q *queue[T]) dropOwn(claim string) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
-		defer cancel()
-		if err := q.s.Ops().Delete(ctx, claim, -1); err != nil && !client.IsNoNode(err) && q.s.Err() == nil {
-			q.s.Ops().Log().Debug("could not release a queue chunk claim", "path", claim, "err", err)
+	q.keepReleasing(claim, func(ctx context.Context) error {
+		if err := q.s.Ops().DeleteOwned(ctx, claim); !client.IsNoNode(err) {
+			return err
 		}
-	}()
+		return nil
+	})
 }
 
 // lingerOwn arms the release of the consumer's chunk claim claimLinger from

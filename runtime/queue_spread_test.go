@@ -110,11 +110,23 @@ func TestQueueIdleConsumerReleasesItsChunk(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	dir := testRoot(t)
 	admin := connect(t, srv.Servers())
+	spreadClaimOne(t, ctx, admin, connect(t, srv.Servers()), dir)
+	waitChildren(t, ctx, admin, dir+"/claims", 0)
+	q := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int]())
+	if n, err := q.Len(ctx); err != nil || n != 39 {
+		t.Fatalf("Len = %d, %v; want 39", n, err)
+	}
+}
+
+// spreadClaimOne puts 40 items into the queue at dir (with admin) and takes
+// the first with cs, a consumer that spreads out: the Take leaves one chunk
+// claim, which it checks.
+func spreadClaimOne(t *testing.T, ctx context.Context, admin, cs *runtime.Session, dir string) {
+	t.Helper()
 	q := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[int]())
 	if _, err := q.PutAll(ctx, seq(0, 40)); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, srv.Servers())
 	cq := runtime.NewQueue(cs, runtime.At(dir), runtime.JSONCodec[int]())
 	runtime.Contend(cq)
 	if v, err := cq.Take(ctx); err != nil || v != 0 {
@@ -123,9 +135,36 @@ func TestQueueIdleConsumerReleasesItsChunk(t *testing.T) {
 	if claims := childrenOf(t, admin, dir+"/claims"); len(claims) != 1 {
 		t.Fatalf("claims after a Take of a listed chunk: %v, want one", claims)
 	}
+}
+
+// A consumer that spreads out and then stops taking gives its chunk claim
+// up also when ZooKeeper cannot be reached for longer than its retry policy
+// lasts when the claim's second is up: it keeps trying while its session
+// lives, and the claim is deleted once the connection is back. (Seen in
+// TestQueueEnsembleFailover: a release during a no-quorum outage of about
+// 16 s gave up after the policy's ten attempts, and the claim stayed for as
+// long as the session lived.) The outage here is 6 s, with a policy of two
+// attempts (about 2 s without a server); the session outlives it.
+func TestQueueChunkReleaseOutlivesAnOutage(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	px := zktest.NewProxy(t, srv.Addr())
+	cs := connect(t, viaProxy(px), runtime.WithSessionTimeout(30*time.Second),
+		runtime.WithRetry(runtime.RetryPolicy{Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond, Attempts: 2}))
+	spreadClaimOne(t, ctx, admin, cs, dir)
+	px.Reject(true)
+	px.CutAll()
+	select {
+	case <-time.After(6 * time.Second): // the outage's length, not a synchronisation
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	px.Reject(false)
 	waitChildren(t, ctx, admin, dir+"/claims", 0)
-	if n, err := q.Len(ctx); err != nil || n != 39 {
-		t.Fatalf("Len = %d, %v; want 39", n, err)
+	if err := cs.Err(); err != nil {
+		t.Fatalf("the consumer's session did not outlive the outage: %v", err)
 	}
 }
 
