@@ -335,10 +335,19 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 // it creates nothing (errItemGone), so no attempts node is left for a gone
 // item if this session ends before it could clean up. (A lost multi of
 // ours that went through cannot be the case: our claim would have kept
-// every other consumer off the item.)
+// every other consumer off the item.) An error after a lost reply leaves
+// the claim unsettled: it is released in the background if ours, else it
+// would keep the item from every consumer, this one too (it reads its own
+// claim as another's), for the session's lifetime
+// (TestAckQueueClaimLostInOutageReleased).
 func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (ok bool, attempt int, err error) {
 	att := q.attemptsPath(claim)
 	retried := false
+	defer func() {
+		if retried && err != nil {
+			q.releaseClaim(claim)
+		}
+	}()
 	first := true // no attempts node seen: create it with the claim
 	for {
 		ops := []any{
