@@ -69,8 +69,9 @@ type ident struct {
 
 // checkNames reports Go identifiers that collide after case conversion.
 // Package level: Client, New, API, every type, every priority/participant
-// constant and every resource's <GoName>Handle interface. Client methods:
-// every resource, and the generated Session.
+// constant and every resource's <GoName>Handle interface and <GoName>Key
+// cache key type. Client methods: every resource, its <GoName>Cache, and
+// the generated Session.
 func (p *parser) checkNames() {
 	var pkg []ident
 	for _, t := range p.spec.Types {
@@ -80,7 +81,9 @@ func (p *parser) checkNames() {
 	var methods []ident
 	for _, r := range p.spec.Resources {
 		methods = append(methods, ident{r.GoName, r.Pos, join("resources", r.Name), "resource " + quote(r.Name), false})
-		pkg = append(pkg, ident{r.GoName + "Handle", r.Pos, join("resources", r.Name), "the handle interface of resource " + quote(r.Name), true})
+		pkg = append(pkg, ident{r.GoName + "Handle", r.Pos, join("resources", r.Name), "the handle interface of resource " + quote(r.Name), true},
+			ident{r.GoName + "Key", r.Pos, join("resources", r.Name), "the cache key type of resource " + quote(r.Name), true})
+		methods = append(methods, ident{r.GoName + "Cache", r.Pos, join("resources", r.Name), "the cache method of resource " + quote(r.Name), true})
 	}
 	p.collisions(pkg, map[string]string{
 		"Client": "the generated Client type",

@@ -26,6 +26,7 @@ func init() {
 				"Watch follows creation, changes and deletion (Exists false).",
 			}
 		},
+		cache: valueCache(func(r *spec.Resource) *spec.TypeRef { return r.Value }, "the value of each instance that exists, with its stat"),
 	})
 	register(spec.KindCounter, descriptor{
 		handle: func(*spec.Resource) (string, []jen.Code) { return "Counter", nil },

@@ -87,21 +87,31 @@ func params(r *spec.Resource) []jen.Code {
 
 // pathExpr builds the runtime.Path expression of r: the longest literal
 // prefix as the base, then one call per later segment.
-func pathExpr(r *spec.Resource) *jen.Statement {
+func pathExpr(r *spec.Resource) *jen.Statement { return segmentsExpr(r, "At", true) }
+
+// segmentsExpr calls runtime.<start> with the longest literal prefix of r's
+// path, then Lit, Int or Str per later segment, each parameter's call with
+// its name and, with values, the Go argument of the same name.
+func segmentsExpr(r *spec.Resource, start string, values bool) *jen.Statement {
 	i := 0
 	var lit []string
 	for ; i < len(r.Segments) && r.Segments[i].Param == nil; i++ {
 		lit = append(lit, r.Segments[i].Literal)
 	}
-	e := jen.Qual(runtimePkg, "At").Call(jen.Lit("/" + strings.Join(lit, "/")))
+	e := jen.Qual(runtimePkg, start).Call(jen.Lit("/" + strings.Join(lit, "/")))
 	for _, seg := range r.Segments[i:] {
-		switch {
-		case seg.Param == nil:
+		if seg.Param == nil {
 			e = e.Dot("Lit").Call(jen.Lit(seg.Literal))
-		case seg.Param.Type == "int":
-			e = e.Dot("Int").Call(jen.Lit(seg.Param.Name), jen.Id(seg.Param.GoName))
-		default:
-			e = e.Dot("Str").Call(jen.Lit(seg.Param.Name), jen.Id(seg.Param.GoName))
+			continue
+		}
+		args := []jen.Code{jen.Lit(seg.Param.Name)}
+		if values {
+			args = append(args, jen.Id(seg.Param.GoName))
+		}
+		if seg.Param.Type == "int" {
+			e = e.Dot("Int").Call(args...)
+		} else {
+			e = e.Dot("Str").Call(args...)
 		}
 	}
 	return e

@@ -37,6 +37,9 @@ type descriptor struct {
 	// decls emits declarations the method needs before it (constants);
 	// nil for none.
 	decls func(f *jen.File, r *spec.Resource)
+	// cache describes the kind's cache (the Client method <GoName>Cache);
+	// nil for a kind without one yet.
+	cache *cacheDesc
 }
 
 // descriptors holds the kinds the generator emits code for. Kinds not
@@ -116,6 +119,9 @@ func emit(f *jen.File, s *spec.Spec, r *spec.Resource, d descriptor) {
 		args = d.args(r)
 	}
 	clientMethod(f, s, r, newHandle(r, "New"+typ, append([]jen.Code{jen.Id("c").Dot("sess"), pathExpr(r)}, args...)...))
+	if d.cache != nil {
+		emitCache(f, r, d.cache)
+	}
 }
 
 func kindList(ks []spec.Kind) string {

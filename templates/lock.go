@@ -12,11 +12,13 @@ import (
 )
 
 func init() {
-	register(spec.KindLock, lockDescriptor("Lock", "a contender for the exclusive lock",
+	register(spec.KindLock, lockDescriptor("Lock", "a contender for the exclusive lock", lockCache("NewLockCache",
+		"the holder and the waiters of each instance that has a contender (runtime.LockState)"),
 		"Lock blocks until this contender holds the lock (ctx cancellation removes its node);",
 		"Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;",
 		"Guarded runs ZooKeeper writes only while the lock is held."))
-	register(spec.KindRWLock, lockDescriptor("RWLock", "the read/write lock",
+	register(spec.KindRWLock, lockDescriptor("RWLock", "the read/write lock", lockCache("NewRWLockCache",
+		"the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState)"),
 		"Read and Write each return a new contender with the lock methods: readers share",
 		"the lock, a writer excludes everyone, and readers arriving after a waiting writer",
 		"queue behind it."))
@@ -58,9 +60,10 @@ func init() {
 
 // lockDescriptor describes a lock kind whose handle is runtime.<typ>: its
 // method returns what (an article and a noun) and its doc explains usage,
-// then the layout and revocation of the resource.
-func lockDescriptor(typ, what string, usage ...string) descriptor {
+// then the layout and revocation of the resource; cache is its cache.
+func lockDescriptor(typ, what string, cache *cacheDesc, usage ...string) descriptor {
 	return descriptor{
+		cache:  cache,
 		handle: func(*spec.Resource) (string, []jen.Code) { return typ, nil },
 		args:   lockOptions,
 		summary: func(r *spec.Resource) []string {

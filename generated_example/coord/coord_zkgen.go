@@ -75,6 +75,24 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
+// OrderLockCache returns a cache of order_lock at /zkgen-example/locks/orders/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/zkgen-example/locks/orders").Int("shard"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // TableLock returns the read/write lock table_lock at /zkgen-example/locks/tables/{table:string}.
 //
 // Read and Write each return a new contender with the lock methods: readers share
@@ -86,6 +104,24 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) TableLock(table string) TableLockHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second), runtime.WithResourceName("table_lock"))
+}
+
+// TableLockCache returns a cache of table_lock at /zkgen-example/locks/tables/{table:string}: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by table, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) TableLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/zkgen-example/locks/tables").Str("table"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Slots returns a participant in the semaphore slots at /zkgen-example/semaphores/slots, which grants at most 3 leases at once.
@@ -242,6 +278,24 @@ func (c *Client) Workers() WorkersHandle {
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Flags() FlagsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags](), runtime.WithResourceName("flags"))
+}
+
+// FlagsCache returns a cache of flags at /zkgen-example/config/flags: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) FlagsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, Flags], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/config/flags"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[Flags](), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Shards returns a member handle of the partitioner shards at /zkgen-example/partitioners/shards, sharing 64 partitions.

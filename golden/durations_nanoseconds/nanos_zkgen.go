@@ -73,6 +73,24 @@ func (c *Client) Lease() LeaseHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/nanos/lease"), runtime.JSONCodec[Lease](), runtime.WithResourceName("lease"))
 }
 
+// LeaseCache returns a cache of lease at /nanos/lease: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) LeaseCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, Lease], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/nanos/lease"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[Lease](), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // LeaseHandle is the interface of the handle Lease returns (runtime.ConfigHandle), for fakes in tests.
 type LeaseHandle = runtime.ConfigHandle[Lease]
 

@@ -54,6 +54,24 @@ func (c *Client) A1() A1Handle {
 	return runtime.NewLock(c.sess, runtime.At("/a1"), runtime.WithResourceName("a1"))
 }
 
+// A1Cache returns a cache of a1 at /a1: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) A1Cache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/a1"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // XYZ returns a contender for the exclusive lock x_y_z at /x/y/z.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -63,6 +81,24 @@ func (c *Client) XYZ() XYZHandle {
 	return runtime.NewLock(c.sess, runtime.At("/x/y/z"), runtime.WithResourceName("x_y_z"))
 }
 
+// XYZCache returns a cache of x_y_z at /x/y/z: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) XYZCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/x/y/z"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // HTTPServerID returns a contender for the exclusive lock http_server_id at /http/{server_id:int}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -70,6 +106,24 @@ func (c *Client) XYZ() XYZHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) HTTPServerID(serverID int) HTTPServerIDHandle {
 	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID), runtime.WithResourceName("http_server_id"))
+}
+
+// HTTPServerIDCache returns a cache of http_server_id at /http/{server_id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by serverID, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) HTTPServerIDCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/http").Int("server_id"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // UserURLJSONAPI returns a contender for the exclusive lock user_url_json_api at /users/{user_id:string}/{api_key:string}.
@@ -83,6 +137,33 @@ func (c *Client) UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHand
 	return runtime.NewLock(c.sess, runtime.At("/users").Str("user_id", userID).Str("api_key", apiKey), runtime.WithResourceName("user_url_json_api"))
 }
 
+// UserURLJSONAPIKey is the key of an instance of user_url_json_api in UserURLJSONAPICache: its path parameters.
+type UserURLJSONAPIKey struct {
+	UserID string
+	ApiKey string
+}
+
+// UserURLJSONAPICache returns a cache of user_url_json_api at /users/{user_id:string}/{api_key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by UserURLJSONAPIKey, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) UserURLJSONAPICache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[UserURLJSONAPIKey], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/users").Str("user_id").Str("api_key"), func(p runtime.Params) UserURLJSONAPIKey {
+		return UserURLJSONAPIKey{
+			UserID: p.Str(0),
+			ApiKey: p.Str(1),
+		}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock returns a contender for the exclusive lock a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock at /long/lock.
 //
 // A resource with a long name.
@@ -92,6 +173,24 @@ func (c *Client) UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHand
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/long/lock"), runtime.WithResourceName("a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock"))
+}
+
+// AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache returns a cache of a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock at /long/lock: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/long/lock"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // IPTTL returns a contender for the exclusive lock ip_ttl at /ip/{ip:string}/ttl.
@@ -105,6 +204,24 @@ func (c *Client) IPTTL(ip string) IPTTLHandle {
 	return runtime.NewLock(c.sess, runtime.At("/ip").Str("ip", ip).Lit("ttl"), runtime.WithResourceName("ip_ttl"))
 }
 
+// IPTTLCache returns a cache of ip_ttl at /ip/{ip:string}/ttl: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by ip, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) IPTTLCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/ip").Str("ip").Lit("ttl"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Client returns a contender for the exclusive lock client at /client.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -112,6 +229,24 @@ func (c *Client) IPTTL(ip string) IPTTLHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Client() ClientHandle {
 	return runtime.NewLock(c.sess, runtime.At("/client"), runtime.WithResourceName("client"))
+}
+
+// ClientCache returns a cache of client at /client: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) ClientCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/client"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // New returns a contender for the exclusive lock new at /new.
@@ -123,6 +258,24 @@ func (c *Client) New() NewHandle {
 	return runtime.NewLock(c.sess, runtime.At("/new"), runtime.WithResourceName("new"))
 }
 
+// NewCache returns a cache of new at /new: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) NewCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/new"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // API returns a contender for the exclusive lock api at /api.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -130,6 +283,24 @@ func (c *Client) New() NewHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) API() APIHandle {
 	return runtime.NewLock(c.sess, runtime.At("/api"), runtime.WithResourceName("api"))
+}
+
+// APICache returns a cache of api at /api: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) APICache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/api"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Run returns a contender for the exclusive lock run at /run.
@@ -141,6 +312,24 @@ func (c *Client) Run() RunHandle {
 	return runtime.NewLock(c.sess, runtime.At("/run"), runtime.WithResourceName("run"))
 }
 
+// RunCache returns a cache of run at /run: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) RunCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/run"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Sess returns a contender for the exclusive lock sess at /sess.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -150,6 +339,24 @@ func (c *Client) Sess() SessHandle {
 	return runtime.NewLock(c.sess, runtime.At("/sess"), runtime.WithResourceName("sess"))
 }
 
+// SessCache returns a cache of sess at /sess: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) SessCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/sess"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // ClientHandle returns a contender for the exclusive lock client_handle at /client_handle.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -157,6 +364,24 @@ func (c *Client) Sess() SessHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) ClientHandle() ClientHandleHandle {
 	return runtime.NewLock(c.sess, runtime.At("/client_handle"), runtime.WithResourceName("client_handle"))
+}
+
+// ClientHandleCache returns a cache of client_handle at /client_handle: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) ClientHandleCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/client_handle"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // A1Handle is the interface of the handle A1 returns (runtime.LockHandle), for fakes in tests.

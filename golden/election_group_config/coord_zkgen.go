@@ -131,6 +131,24 @@ func (c *Client) Limits() LimitsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int](), runtime.WithResourceName("limits"))
 }
 
+// LimitsCache returns a cache of limits at /app/config/limits: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) LimitsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/app/config/limits"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[int](), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Endpoints returns the name-service entry endpoints at /app/names/endpoints/{service:string}.
 //
 // Service name -> host:port.
@@ -144,6 +162,24 @@ func (c *Client) Endpoints(service string) EndpointsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("endpoints"))
 }
 
+// EndpointsCache returns a cache of endpoints at /app/names/endpoints/{service:string}: the value of each instance that exists, with its stat, keyed by service, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) EndpointsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, string], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/app/names/endpoints").Str("service"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.StringCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Raw returns the config value raw at /app/config/raw.
 //
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
@@ -151,6 +187,24 @@ func (c *Client) Endpoints(service string) EndpointsHandle {
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) Raw() RawHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec(), runtime.WithResourceName("raw"))
+}
+
+// RawCache returns a cache of raw at /app/config/raw: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) RawCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, []byte], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/app/config/raw"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.BytesCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Requests returns the counter requests at /app/counters/requests (an int64, 0 until first added to).

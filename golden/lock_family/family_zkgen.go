@@ -57,6 +57,24 @@ func (c *Client) Accounts(account int) AccountsHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/accounts").Int("account", account), runtime.WithResourceName("accounts"))
 }
 
+// AccountsCache returns a cache of accounts at /family/rw/accounts/{account:int}: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by account, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) AccountsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/accounts").Int("account"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Schema returns the read/write lock schema at /family/rw/schema.
 //
 // Read and Write each return a new contender with the lock methods: readers share
@@ -65,6 +83,24 @@ func (c *Client) Accounts(account int) AccountsHandle {
 // Revocable: RequestRevoke asks the holder to release (its Revoked closes).
 func (c *Client) Schema() SchemaHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/schema"), runtime.WithRevocation(0), runtime.WithResourceName("schema"))
+}
+
+// SchemaCache returns a cache of schema at /family/rw/schema: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) SchemaCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/schema"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // LeaderOnly returns a contender for the exclusive lock leader_only at /family/locks/leader-only.
@@ -76,6 +112,24 @@ func (c *Client) Schema() SchemaHandle {
 // without release, deletes the holder's node (its Lost fires).
 func (c *Client) LeaderOnly() LeaderOnlyHandle {
 	return runtime.NewLock(c.sess, runtime.At("/family/locks/leader-only"), runtime.WithRevocation(1500*time.Millisecond), runtime.WithResourceName("leader_only"))
+}
+
+// LeaderOnlyCache returns a cache of leader_only at /family/locks/leader-only: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) LeaderOnlyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/family/locks/leader-only"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // PythonShared returns a contender for the exclusive lock python_shared at /family/locks/python/{name:string}.
@@ -90,6 +144,24 @@ func (c *Client) PythonShared(name string) PythonSharedHandle {
 	return runtime.NewLock(c.sess, runtime.At("/family/locks/python").Str("name", name), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_shared"))
 }
 
+// PythonSharedCache returns a cache of python_shared at /family/locks/python/{name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by name, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) PythonSharedCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/family/locks/python").Str("name"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // PythonRw returns the read/write lock python_rw at /family/rw/python.
 //
 // Read and Write each return a new contender with the lock methods: readers share
@@ -100,6 +172,24 @@ func (c *Client) PythonShared(name string) PythonSharedHandle {
 // without release, deletes the holder's node (its Lost fires).
 func (c *Client) PythonRw() PythonRwHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithRevocation(2*time.Minute), runtime.WithResourceName("python_rw"))
+}
+
+// PythonRwCache returns a cache of python_rw at /family/rw/python: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) PythonRwCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // OneSlot returns a participant in the semaphore one_slot at /family/sem/one, which grants at most 1 lease at once.

@@ -56,6 +56,24 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
+// OrderLockCache returns a cache of order_lock at /params/locks/orders/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/orders").Int("shard"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // UserLock returns a contender for the exclusive lock user_lock at /params/locks/users/{name:string}.
 //
 // Held while a user's profile is rewritten.
@@ -67,6 +85,24 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) UserLock(name string) UserLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/users").Str("name", name), runtime.WithResourceName("user_lock"))
+}
+
+// UserLockCache returns a cache of user_lock at /params/locks/users/{name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by name, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) UserLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/users").Str("name"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // RegionTenantLock returns a contender for the exclusive lock region_tenant_lock at /params/locks/regions/{region:string}/tenants/{tenant_id:int}/jobs/{job_name:string}.
@@ -82,6 +118,35 @@ func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) R
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/regions").Str("region", region).Lit("tenants").Int("tenant_id", tenantID).Lit("jobs").Str("job_name", jobName), runtime.WithResourceName("region_tenant_lock"))
 }
 
+// RegionTenantLockKey is the key of an instance of region_tenant_lock in RegionTenantLockCache: its path parameters.
+type RegionTenantLockKey struct {
+	Region   string
+	TenantID int
+	JobName  string
+}
+
+// RegionTenantLockCache returns a cache of region_tenant_lock at /params/locks/regions/{region:string}/tenants/{tenant_id:int}/jobs/{job_name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by RegionTenantLockKey, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) RegionTenantLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[RegionTenantLockKey], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/regions").Str("region").Lit("tenants").Int("tenant_id").Lit("jobs").Str("job_name"), func(p runtime.Params) RegionTenantLockKey {
+		return RegionTenantLockKey{
+			Region:   p.Str(0),
+			TenantID: p.Int(1),
+			JobName:  p.Str(2),
+		}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // FirstParamLock returns a contender for the exclusive lock first_param_lock at /params/{bucket:int}/lock.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -89,6 +154,24 @@ func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) R
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"), runtime.WithResourceName("first_param_lock"))
+}
+
+// FirstParamLockCache returns a cache of first_param_lock at /params/{bucket:int}/lock: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by bucket, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) FirstParamLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params").Int("bucket").Lit("lock"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // LastParamLock returns a contender for the exclusive lock last_param_lock at /params/by-day/{day:string}.
@@ -100,6 +183,24 @@ func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) LastParamLock(day string) LastParamLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/by-day").Str("day", day), runtime.WithResourceName("last_param_lock"))
+}
+
+// LastParamLockCache returns a cache of last_param_lock at /params/by-day/{day:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by day, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) LastParamLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/by-day").Str("day"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.

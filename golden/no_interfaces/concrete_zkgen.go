@@ -59,6 +59,24 @@ func (c *Client) Gate(id int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/concrete/gates").Int("id", id), runtime.WithResourceName("gate"))
 }
 
+// GateCache returns a cache of gate at /concrete/gates/{id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by id, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) GateCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/concrete/gates").Int("id"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Inbox returns a handle on the FIFO queue inbox at /concrete/inbox, of Job (JSON) items, delivered at least once.
 //
 // Put appends an item (once, even across a connection loss); PutAll puts many in multis;

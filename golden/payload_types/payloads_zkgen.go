@@ -99,6 +99,24 @@ func (c *Client) ShardLock(shardID int) ShardLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID), runtime.WithResourceName("shard_lock"))
 }
 
+// ShardLockCache returns a cache of shard_lock at /payloads/locks/{shard_id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shardID, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) ShardLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/payloads/locks").Int("shard_id"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // ShardConfig returns the name-service entry shard_config at /payloads/config/{shard_id:int}.
 //
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
@@ -106,6 +124,24 @@ func (c *Client) ShardLock(shardID int) ShardLockHandle {
 // Watch follows creation, changes and deletion (Exists false).
 func (c *Client) ShardConfig(shardID int) ShardConfigHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/payloads/config").Int("shard_id", shardID), runtime.JSONCodec[Shard](), runtime.WithResourceName("shard_config"))
+}
+
+// ShardConfigCache returns a cache of shard_config at /payloads/config/{shard_id:int}: the value of each instance that exists, with its stat, keyed by shardID, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) ShardConfigCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[int, Shard], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/payloads/config").Int("shard_id"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.JSONCodec[Shard](), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // ShardLockHandle is the interface of the handle ShardLock returns (runtime.LockHandle), for fakes in tests.

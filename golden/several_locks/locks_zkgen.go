@@ -56,6 +56,24 @@ func (c *Client) InvoiceRun() InvoiceRunHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"), runtime.WithResourceName("invoice_run"))
 }
 
+// InvoiceRunCache returns a cache of invoice_run at /billing/locks/invoice-run: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) InvoiceRunCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/invoice-run"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // LedgerShard returns a contender for the exclusive lock ledger_shard at /billing/locks/ledger/{shard:int}.
 //
 // Guards one ledger shard while entries are appended.
@@ -66,6 +84,24 @@ func (c *Client) InvoiceRun() InvoiceRunHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) LedgerShard(shard int) LedgerShardHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard), runtime.WithResourceName("ledger_shard"))
+}
+
+// LedgerShardCache returns a cache of ledger_shard at /billing/locks/ledger/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) LedgerShardCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/ledger").Int("shard"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Account returns a contender for the exclusive lock account at /billing/locks/accounts/{account_id:string}.
@@ -81,6 +117,24 @@ func (c *Client) Account(accountID string) AccountHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/accounts").Str("account_id", accountID), runtime.WithResourceName("account"))
 }
 
+// AccountCache returns a cache of account at /billing/locks/accounts/{account_id:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by accountID, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) AccountCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/accounts").Str("account_id"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // RefundBatch returns a contender for the exclusive lock refund_batch at /billing/locks/refund-batch.
 //
 // Taken by the nightly refund batch.
@@ -90,6 +144,24 @@ func (c *Client) Account(accountID string) AccountHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) RefundBatch() RefundBatchHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"), runtime.WithResourceName("refund_batch"))
+}
+
+// RefundBatchCache returns a cache of refund_batch at /billing/locks/refund-batch: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) RefundBatchCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/refund-batch"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // CurrencyRates returns a contender for the exclusive lock currency_rates at /billing/locks/currency-rates.
@@ -103,6 +175,24 @@ func (c *Client) CurrencyRates() CurrencyRatesHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"), runtime.WithResourceName("currency_rates"))
 }
 
+// CurrencyRatesCache returns a cache of currency_rates at /billing/locks/currency-rates: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) CurrencyRatesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/currency-rates"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Archive returns a contender for the exclusive lock archive at /billing/locks/archive/{year:int}/{month:int}.
 //
 // Archiving of one month of invoices.
@@ -112,6 +202,33 @@ func (c *Client) CurrencyRates() CurrencyRatesHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Archive(year int, month int) ArchiveHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month), runtime.WithResourceName("archive"))
+}
+
+// ArchiveKey is the key of an instance of archive in ArchiveCache: its path parameters.
+type ArchiveKey struct {
+	Year  int
+	Month int
+}
+
+// ArchiveCache returns a cache of archive at /billing/locks/archive/{year:int}/{month:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by ArchiveKey, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) ArchiveCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[ArchiveKey], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/archive").Int("year").Int("month"), func(p runtime.Params) ArchiveKey {
+		return ArchiveKey{
+			Year:  p.Int(0),
+			Month: p.Int(1),
+		}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // InvoiceRunHandle is the interface of the handle InvoiceRun returns (runtime.LockHandle), for fakes in tests.

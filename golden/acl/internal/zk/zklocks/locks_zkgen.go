@@ -59,6 +59,24 @@ func (c *Client) Migration() MigrationHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"), runtime.WithNodeACL(runtime.CreatorAllACL()), runtime.WithResourceName("migration"))
 }
 
+// MigrationCache returns a cache of migration at /prod/eu-west-1/app/locks/migration: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/migration"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -71,6 +89,24 @@ func (c *Client) Migration() MigrationHandle {
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
 func (c *Client) CacheFill(key string) CacheFillHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key), runtime.WithNodeACL(runtime.WorldReadACL()), runtime.WithResourceName("cache_fill"))
+}
+
+// CacheFillCache returns a cache of cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by key, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/cache").Str("key"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
@@ -86,6 +122,24 @@ func (c *Client) Partition(partition int) PartitionHandle {
 		runtime.DigestUser{ID: "ops:YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=", Perms: "rwcda"},
 		runtime.DigestUser{ID: "reader:MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A=", Perms: "r"},
 	)), runtime.WithResourceName("partition"))
+}
+
+// PartitionCache returns a cache of partition at /prod/eu-west-1/app/locks/partitions/{partition:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by partition, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/partitions").Int("partition"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Jobs returns a handle on the FIFO queue jobs at /prod/eu-west-1/app/queues/jobs, of string (raw UTF-8) items, delivered at least once.

@@ -56,6 +56,24 @@ func (c *Client) Migration() MigrationHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"), runtime.WithResourceName("migration"))
 }
 
+// MigrationCache returns a cache of migration at /prod/eu-west-1/app/locks/migration: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/migration"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -67,6 +85,24 @@ func (c *Client) CacheFill(key string) CacheFillHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key), runtime.WithResourceName("cache_fill"))
 }
 
+// CacheFillCache returns a cache of cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by key, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/cache").Str("key"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
 //
 // Lock blocks until this contender holds the lock (ctx cancellation removes its node);
@@ -74,6 +110,24 @@ func (c *Client) CacheFill(key string) CacheFillHandle {
 // Guarded runs ZooKeeper writes only while the lock is held.
 func (c *Client) Partition(partition int) PartitionHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition), runtime.WithResourceName("partition"))
+}
+
+// PartitionCache returns a cache of partition at /prod/eu-west-1/app/locks/partitions/{partition:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by partition, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
+	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/partitions").Int("partition"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.

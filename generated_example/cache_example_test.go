@@ -1,0 +1,240 @@
+package example_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/zkgen/zkgen/generated_example/coord"
+	"github.com/zkgen/zkgen/runtime"
+)
+
+// purposes returns the purposes of the contenders of a lock state, holders
+// then waiters.
+func purposes(st runtime.LockState) (holders, waiters []string) {
+	for _, h := range st.Holders {
+		holders = append(holders, h.Owner.Purpose)
+	}
+	for _, h := range st.Waiters {
+		waiters = append(waiters, h.Owner.Purpose)
+	}
+	return holders, waiters
+}
+
+// lockStateIs syncs the cache and fails unless instance k shows exactly
+// the holders and waiters given (by purpose).
+func lockStateIs[K comparable](t *testing.T, ctx context.Context, cache *runtime.LockCache[K], k K, holders, waiters []string) {
+	t.Helper()
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := cache.Get(k)
+	hs, ws := purposes(st)
+	if ok != (len(holders)+len(waiters) > 0) || !equal(hs, holders) || !equal(ws, waiters) {
+		t.Fatalf("instance %v: ok %v, holders %v, waiters %v; want holders %v, waiters %v", k, ok, hs, ws, holders, waiters)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitEvent reads events until one satisfies ok.
+func awaitEvent[K comparable, T any](t *testing.T, ctx context.Context, evs <-chan runtime.CacheEvent[K, T], what string, ok func(runtime.CacheEvent[K, T]) bool) runtime.CacheEvent[K, T] {
+	t.Helper()
+	for {
+		select {
+		case ev, open := <-evs:
+			if !open {
+				t.Fatalf("stream closed before %s", what)
+			}
+			if ok(ev) {
+				return ev
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s: %v", what, ctx.Err())
+		}
+	}
+}
+
+// The generated lock cache shows an instance's holder and its waiter, then
+// the waiter as holder once the first releases, then nothing: docs/locks.md
+// (what the cache mirrors).
+func TestGeneratedLockCache(t *testing.T) {
+	ctx, cs, _ := clients(t, 3)
+	a, b, watcher := cs[0], cs[1], cs[2]
+	cache, err := watcher.OrderLockCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := cache.Events(ctx)
+
+	first := a.OrderLock(7)
+	first.SetPurpose("a")
+	if err := first.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockStateIs(t, ctx, cache, 7, []string{"a"}, nil)
+	awaitEvent(t, ctx, evs, "shard 7 added", func(ev runtime.CacheEvent[int, runtime.LockState]) bool {
+		return ev.Kind == runtime.CacheAdded && ev.Key == 7
+	})
+
+	second := b.OrderLock(7)
+	second.SetPurpose("b")
+	locked := make(chan error, 1)
+	go func() { locked <- second.Lock(ctx) }()
+	awaitEvent(t, ctx, evs, "a waiter on shard 7", func(ev runtime.CacheEvent[int, runtime.LockState]) bool {
+		return ev.Key == 7 && len(ev.Value.Waiters) == 1
+	})
+	lockStateIs(t, ctx, cache, 7, []string{"a"}, []string{"b"})
+
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	lockStateIs(t, ctx, cache, 7, []string{"b"}, nil)
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockStateIs(t, ctx, cache, 7, nil, nil)
+	awaitEvent(t, ctx, evs, "shard 7 removed", func(ev runtime.CacheEvent[int, runtime.LockState]) bool {
+		return ev.Kind == runtime.CacheRemoved && ev.Key == 7
+	})
+	if n := cache.Len(); n != 0 {
+		t.Fatalf("%d instances held after every release", n)
+	}
+}
+
+// The read/write lock's cache shows two readers holding and a writer
+// waiting behind them, then the writer alone once they release.
+func TestGeneratedRWLockCache(t *testing.T) {
+	ctx, cs, _ := clients(t, 3)
+	a, b, watcher := cs[0], cs[1], cs[2]
+	cache, err := watcher.TableLockCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := cache.Events(ctx)
+	var readers []runtime.LockHandle
+	for _, p := range []string{"r1", "r2"} {
+		r := a.TableLock("users").Read()
+		r.SetPurpose(p)
+		if err := r.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+	}
+	w := b.TableLock("users").Write()
+	w.SetPurpose("w")
+	locked := make(chan error, 1)
+	go func() { locked <- w.Lock(ctx) }()
+	awaitEvent(t, ctx, evs, "a writer waiting", func(ev runtime.CacheEvent[string, runtime.LockState]) bool {
+		return ev.Key == "users" && len(ev.Value.Waiters) == 1
+	})
+	lockStateIs(t, ctx, cache, "users", []string{"r1", "r2"}, []string{"w"})
+	st, _ := cache.Get("users")
+	if !st.Holders[0].Read || st.Waiters[0].Read {
+		t.Fatalf("read flags: holders %+v, waiters %+v", st.Holders, st.Waiters)
+	}
+	for _, r := range readers {
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	lockStateIs(t, ctx, cache, "users", []string{"w"}, nil)
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockStateIs(t, ctx, cache, "users", nil, nil)
+}
+
+// The generated config cache reads its own writes after Sync: another
+// session's Set, a compare-and-set, then the deletion.
+func TestGeneratedConfigCache(t *testing.T) {
+	ctx, cs, _ := clients(t, 2)
+	writer, watcher := cs[0], cs[1]
+	cache, err := watcher.FlagsCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cache.Get(struct{}{}); ok {
+		t.Fatal("a value before any Set")
+	}
+	evs := cache.Events(ctx)
+	ver, err := writer.Flags().Set(ctx, coord.Flags{MaxBatch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	valueIs := func(want coord.Flags, version runtime.Version) {
+		t.Helper()
+		if err := cache.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := cache.Get(struct{}{})
+		if !ok || e.Err != nil || e.Value != want || runtime.Version(e.Stat.Version) != version {
+			t.Fatalf("cache holds %+v (ok %v); want %+v at version %d", e, ok, want, version)
+		}
+	}
+	valueIs(coord.Flags{MaxBatch: 10}, ver)
+	ver, err = writer.Flags().CompareAndSet(ctx, coord.Flags{DarkMode: true, MaxBatch: 20}, ver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valueIs(coord.Flags{DarkMode: true, MaxBatch: 20}, ver)
+	// A reader that has not taken the Added yet gets it with the newest
+	// value (the change folded in).
+	ev := awaitEvent(t, ctx, evs, "the change", func(ev runtime.CacheEvent[struct{}, coord.Flags]) bool {
+		return (ev.Kind == runtime.CacheChanged || ev.Kind == runtime.CacheAdded) && ev.Value.DarkMode
+	})
+	if ev.Zxid == 0 || ev.Zxid != ev.Stat.Mzxid {
+		t.Fatalf("change event zxid %d, stat %+v", ev.Zxid, ev.Stat)
+	}
+	if err := writer.Flags().Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := cache.Get(struct{}{}); ok {
+		t.Fatalf("deleted value still held: %+v", e)
+	}
+}
+
+// A bound below what the instances need stops the cache with
+// runtime.ErrCacheFull, not a larger cache.
+func TestGeneratedCacheBound(t *testing.T) {
+	ctx, cs, _ := clients(t, 2)
+	c, watcher := cs[0], cs[1]
+	for i := range 3 {
+		l := c.OrderLock(i)
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache, err := watcher.OrderLockCache(ctx, runtime.WithMaxNodes(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Sync(ctx); !errors.Is(err, runtime.ErrCacheFull) {
+		t.Fatalf("Sync with 3 contenders and a bound of 2: %v", err)
+	}
+	if n := cache.Stats().Nodes; n > 2 {
+		t.Fatalf("the cache holds %d nodes past its bound of 2", n)
+	}
+}
