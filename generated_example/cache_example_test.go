@@ -238,3 +238,63 @@ func TestGeneratedCacheBound(t *testing.T) {
 		t.Fatalf("the cache holds %d nodes past its bound of 2", n)
 	}
 }
+
+// The group's cache shows its members in join order with their typed
+// payloads, then one fewer after a Leave, then none once the last
+// member's session ends (its node is ephemeral).
+func TestGeneratedGroupCache(t *testing.T) {
+	ctx, cs, ss := clients(t, 3)
+	watcher := cs[2]
+	cache, err := watcher.WorkersCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := cache.Events(ctx)
+	membersAre := func(want ...coord.Member) {
+		t.Helper()
+		if err := cache.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, ok := cache.Get(struct{}{})
+		var got []coord.Member
+		for _, m := range st.Members {
+			if m.Err != nil {
+				t.Fatalf("member %s: %v", m.Node, m.Err)
+			}
+			got = append(got, m.Value)
+		}
+		if ok != (len(want) > 0) || len(got) != len(want) {
+			t.Fatalf("members %+v (ok %v); want %+v", got, ok, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("members %+v; want %+v", got, want)
+			}
+		}
+	}
+	first, second := coord.Member{Host: "a", Port: 1}, coord.Member{Host: "b", Port: 2}
+	ma, err := cs[0].Workers().Join(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[1].Workers().Join(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	membersAre(first, second)
+	// Taken before the members go: a reader that never took the Added
+	// gets no Removed (the changes fold into none).
+	awaitEvent(t, ctx, evs, "the group added", func(ev runtime.CacheEvent[struct{}, runtime.GroupState[coord.Member]]) bool {
+		return ev.Kind == runtime.CacheAdded
+	})
+	if err := ma.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	membersAre(second)
+	if err := ss[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	membersAre()
+	awaitEvent(t, ctx, evs, "the group removed", func(ev runtime.CacheEvent[struct{}, runtime.GroupState[coord.Member]]) bool {
+		return ev.Kind == runtime.CacheRemoved
+	})
+}

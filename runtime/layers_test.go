@@ -35,10 +35,10 @@ var (
 		"twopc":       {"twopc.go"},
 		"config":      {"config.go", "counter.go"},
 		"cache":       {"cache.go", "cache_apply.go", "cache_events.go", "cache_feed.go", "cache_read.go", "cache_run.go"},
-		"kindcache":   {"cache_lock.go"},
+		"kindcache":   {"cache_children.go", "cache_kinds.go"},
 	}
 	// below lists, for a family built on another, the families it may use.
-	below = map[string][]string{"partitioner": {"group"}, "kindcache": {"cache", "locks"}}
+	below = map[string][]string{"partitioner": {"group"}, "kindcache": {"cache", "locks", "group"}}
 )
 
 // TestLayersRunOneWay finds, for each file, the package-level names it uses

@@ -48,11 +48,15 @@ func lockCache(ctor, mirrors string) *cacheDesc {
 		typ: func(_ *spec.Resource, key jen.Code) jen.Code {
 			return jen.Op("*").Qual(runtimePkg, "LockCache").Types(key)
 		},
-		args: func(r *spec.Resource) []jen.Code {
-			return []jen.Code{jen.Qual(runtimePkg, bind.Layouts[cmp.Or(r.Layout, spec.LayoutCurator)].Name)}
-		},
+		args:    func(r *spec.Resource) []jen.Code { return []jen.Code{layoutArg(r)} },
 		mirrors: func(*spec.Resource) string { return mirrors },
 	}
+}
+
+// layoutArg names the runtime layout of r (runtime.LayoutCurator unless
+// the spec says otherwise).
+func layoutArg(r *spec.Resource) jen.Code {
+	return jen.Qual(runtimePkg, bind.Layouts[cmp.Or(r.Layout, spec.LayoutCurator)].Name)
 }
 
 // emitCache emits r's key type (for two parameters or more) and its

@@ -26,5 +26,15 @@ func init() {
 			}
 			return lines
 		},
+		cache: &cacheDesc{
+			ctor: "NewGroupCache",
+			typ: func(r *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "GroupCache").Types(key, goType(r.Member))
+			},
+			args: func(r *spec.Resource) []jen.Code { return append([]jen.Code{codecExpr(r.Member)}, layoutArg(r)) },
+			mirrors: func(*spec.Resource) string {
+				return "the members of each instance that has one, in join order (runtime.GroupState)"
+			},
+		},
 	})
 }

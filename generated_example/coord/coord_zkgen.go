@@ -271,6 +271,24 @@ func (c *Client) Workers() WorkersHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member](), runtime.WithResourceName("workers"))
 }
 
+// WorkersCache returns a cache of workers at /zkgen-example/groups/workers: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) WorkersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, Member], error) {
+	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/zkgen-example/groups/workers"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[Member](), runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Flags returns the config value flags at /zkgen-example/config/flags.
 //
 // Get reads the value and its version; Set writes it; CompareAndSet writes only
@@ -336,6 +354,24 @@ func (c *Client) PythonSlots() PythonSlotsHandle {
 // Member nodes are named as Python kazoo's Party names them.
 func (c *Client) PythonParty() PythonPartyHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
+}
+
+// PythonPartyCache returns a cache of python_party at /zkgen-example/groups/python: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, string], error) {
+	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/zkgen-example/groups/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.StringCodec(), runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Hits returns the counter hits at /zkgen-example/counters/hits (an int64, 0 until first added to).

@@ -101,6 +101,24 @@ func (c *Client) Nodes() NodesHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node](), runtime.WithResourceName("nodes"))
 }
 
+// NodesCache returns a cache of nodes at /app/groups/nodes: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) NodesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, Node], error) {
+	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/nodes"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[Node](), runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Tenants returns a member handle of the group tenants at /app/groups/tenants/{tenant:string}.
 //
 // Join adds an ephemeral member node (it leaves with Leave or the session);
@@ -112,6 +130,24 @@ func (c *Client) Tenants(tenant string) TenantsHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec(), runtime.WithResourceName("tenants"))
 }
 
+// TenantsCache returns a cache of tenants at /app/groups/tenants/{tenant:string}: the members of each instance that has one, in join order (runtime.GroupState), keyed by tenant, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) TenantsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[string, string], error) {
+	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/tenants").Str("tenant"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.StringCodec(), runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // PythonParty returns a member handle of the group python_party at /app/groups/python.
 //
 // Join adds an ephemeral member node (it leaves with Leave or the session);
@@ -120,6 +156,24 @@ func (c *Client) Tenants(tenant string) TenantsHandle {
 // Member nodes are named as Python kazoo's Party names them.
 func (c *Client) PythonParty() PythonPartyHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
+}
+
+// PythonPartyCache returns a cache of python_party at /app/groups/python: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, string], error) {
+	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.StringCodec(), runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Limits returns the config value limits at /app/config/limits.
