@@ -298,3 +298,62 @@ func TestGeneratedGroupCache(t *testing.T) {
 		return ev.Kind == runtime.CacheRemoved
 	})
 }
+
+// The barrier's cache holds the runs whose barrier is up; the double
+// barrier's, the participants entered and whether it is ready.
+func TestGeneratedBarrierCaches(t *testing.T) {
+	ctx, cs, _ := clients(t, 4)
+	watcher := cs[3]
+	starts, err := watcher.StartCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs[0].Start("r1").Raise(ctx); err != nil {
+		t.Fatal(err)
+	}
+	upIs := func(want bool) {
+		t.Helper()
+		if err := starts.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := starts.Get("r1"); ok != want {
+			t.Fatalf("barrier r1 up in the cache: %v, want %v", ok, want)
+		}
+	}
+	upIs(true)
+	if err := cs[0].Start("r1").Lower(ctx); err != nil {
+		t.Fatal(err)
+	}
+	upIs(false)
+
+	epochs, err := watcher.EpochCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := epochs.Events(ctx)
+	entered := make(chan error, 3)
+	for _, c := range cs[:2] {
+		go func() { entered <- c.Epoch(5).Enter(ctx) }()
+	}
+	awaitEvent(t, ctx, evs, "two participants", func(ev runtime.CacheEvent[int, runtime.DoubleBarrierState]) bool {
+		return ev.Key == 5 && len(ev.Value.Participants) == 2
+	})
+	stateIs := func(participants int, ready bool) {
+		t.Helper()
+		if err := epochs.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := epochs.Get(5)
+		if len(st.Participants) != participants || st.Ready != ready {
+			t.Fatalf("epoch 5: %d participants, ready %v; want %d, %v", len(st.Participants), st.Ready, participants, ready)
+		}
+	}
+	stateIs(2, false)
+	go func() { entered <- cs[2].Epoch(5).Enter(ctx) }()
+	for range 3 {
+		if err := <-entered; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stateIs(3, true)
+}

@@ -166,3 +166,37 @@ func NewGroupCache[K comparable, T any](tmpl Template, key func(Params) K, codec
 	}
 	return &GroupCache[K, T]{c}, nil
 }
+
+// A DoubleBarrierCache mirrors every instance of a double barrier
+// resource: the participants that have entered and not left, in order,
+// and whether the barrier is ready (its ready node exists), as
+// DoubleBarrier.State reads them, from a Cache over the nodes below each
+// instance's directory. Its methods are LockCache's (see there), with
+// the instance's DoubleBarrierState as the value; an instance is there
+// while it has a participant or its ready node.
+type DoubleBarrierCache[K comparable] struct {
+	*childCache[K, lockNodeData, DoubleBarrierState]
+}
+
+// NewDoubleBarrierCache returns a cache of the double barrier instances
+// of tmpl (as NewDoubleBarrier's paths), keyed by key(parameters). opts
+// are the Cache's (WithMaxNodes bounds the nodes held). It holds nothing
+// until Run; it fails only when tmpl is invalid.
+func NewDoubleBarrierCache[K comparable](tmpl Template, key func(Params) K, opts ...CacheOption) (*DoubleBarrierCache[K], error) {
+	derive := func(es []*CacheEntry[childKey[K], lockNodeData]) (DoubleBarrierState, []string) {
+		st, shown := deriveLock(curatorParticipants, es)
+		ds := DoubleBarrierState{Participants: st.Holders}
+		for _, e := range es {
+			if e.Key.name == readyName {
+				ds.Ready = true
+				shown = append(shown, e.Path)
+			}
+		}
+		return ds, shown
+	}
+	c, err := newChildCache(tmpl, key, Codec[lockNodeData](lockNodeCodec{}), derive, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &DoubleBarrierCache[K]{c}, nil
+}

@@ -38,7 +38,7 @@ var (
 		"kindcache":   {"cache_children.go", "cache_kinds.go"},
 	}
 	// below lists, for a family built on another, the families it may use.
-	below = map[string][]string{"partitioner": {"group"}, "kindcache": {"cache", "locks", "group"}}
+	below = map[string][]string{"partitioner": {"group"}, "kindcache": {"cache", "locks", "group", "barrier"}}
 )
 
 // TestLayersRunOneWay finds, for each file, the package-level names it uses

@@ -20,6 +20,7 @@ func init() {
 				"cancellation stops waiting; Wait creates nothing).",
 			}
 		},
+		cache: valueCache(func(*spec.Resource) *spec.TypeRef { return nil }, "each instance that is up (its node exists)"),
 	})
 	register(spec.KindDoubleBarrier, descriptor{
 		handle: func(*spec.Resource) (string, []jen.Code) { return "DoubleBarrier", nil },
@@ -35,6 +36,16 @@ func init() {
 				"are ephemeral: one whose session ends neither counts nor blocks the others.",
 				"ctx cancellation of Enter removes this participant's node.",
 			}
+		},
+		cache: &cacheDesc{
+			ctor: "NewDoubleBarrierCache",
+			typ: func(_ *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "DoubleBarrierCache").Types(key)
+			},
+			args: func(*spec.Resource) []jen.Code { return nil },
+			mirrors: func(*spec.Resource) string {
+				return "the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState)"
+			},
 		},
 	})
 }

@@ -222,6 +222,24 @@ func (c *Client) Start(run string) StartHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run), runtime.WithResourceName("start"))
 }
 
+// StartCache returns a cache of start at /zkgen-example/barriers/start/{run:string}: each instance that is up (its node exists), keyed by run, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) StartCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, []byte], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/barriers/start").Str("run"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.BytesCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Epoch returns a participant in the double barrier epoch at /zkgen-example/barriers/epoch/{n:int}, for 3 participants.
 //
 // Enter blocks until 3 participants have entered; Leave blocks until all have left. Participants
@@ -229,6 +247,24 @@ func (c *Client) Start(run string) StartHandle {
 // ctx cancellation of Enter removes this participant's node.
 func (c *Client) Epoch(n int) EpochHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3, runtime.WithResourceName("epoch"))
+}
+
+// EpochCache returns a cache of epoch at /zkgen-example/barriers/epoch/{n:int}: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by n, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) EpochCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[int], error) {
+	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/zkgen-example/barriers/epoch").Int("n"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // The participants of the two-phase commit deploy.

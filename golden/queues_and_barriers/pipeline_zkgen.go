@@ -185,6 +185,24 @@ func (c *Client) Maintenance() MaintenanceHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/maintenance"), runtime.WithResourceName("maintenance"))
 }
 
+// MaintenanceCache returns a cache of maintenance at /pipeline/barriers/maintenance: each instance that is up (its node exists), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) MaintenanceCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, []byte], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/pipeline/barriers/maintenance"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.BytesCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // BatchStart returns a handle on the barrier batch_start, up while the node /pipeline/barriers/batch/{day:string}/{hour:int} exists.
 //
 // Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
@@ -193,6 +211,33 @@ func (c *Client) Maintenance() MaintenanceHandle {
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) BatchStart(day string, hour int) BatchStartHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/batch").Str("day", day).Int("hour", hour), runtime.WithResourceName("batch_start"))
+}
+
+// BatchStartKey is the key of an instance of batch_start in BatchStartCache: its path parameters.
+type BatchStartKey struct {
+	Day  string
+	Hour int
+}
+
+// BatchStartCache returns a cache of batch_start at /pipeline/barriers/batch/{day:string}/{hour:int}: each instance that is up (its node exists), keyed by BatchStartKey, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) BatchStartCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[BatchStartKey, []byte], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/pipeline/barriers/batch").Str("day").Int("hour"), func(p runtime.Params) BatchStartKey {
+		return BatchStartKey{
+			Day:  p.Str(0),
+			Hour: p.Int(1),
+		}
+	}, runtime.BytesCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Solo returns a participant in the double barrier solo at /pipeline/barriers/solo, for 1 participant.
@@ -204,6 +249,24 @@ func (c *Client) Solo() SoloHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/solo"), 1, runtime.WithResourceName("solo"))
 }
 
+// SoloCache returns a cache of solo at /pipeline/barriers/solo: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) SoloCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[struct{}], error) {
+	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/pipeline/barriers/solo"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Stage returns a participant in the double barrier stage at /pipeline/barriers/stage/{job:string}/{step:int}, for 12 participants.
 //
 // Enter blocks until 12 participants have entered; Leave blocks until all have left. Participants
@@ -213,6 +276,33 @@ func (c *Client) Solo() SoloHandle {
 // characters makes every method return runtime.ErrInvalidPath.
 func (c *Client) Stage(job string, step int) StageHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/stage").Str("job", job).Int("step", step), 12, runtime.WithResourceName("stage"))
+}
+
+// StageKey is the key of an instance of stage in StageCache: its path parameters.
+type StageKey struct {
+	Job  string
+	Step int
+}
+
+// StageCache returns a cache of stage at /pipeline/barriers/stage/{job:string}/{step:int}: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by StageKey, read from memory.
+// It runs on c's session until ctx ends or the session does (then its readers get
+// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
+// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
+// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+func (c *Client) StageCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[StageKey], error) {
+	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/pipeline/barriers/stage").Str("job").Int("step"), func(p runtime.Params) StageKey {
+		return StageKey{
+			Job:  p.Str(0),
+			Step: p.Int(1),
+		}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // RawFramesHandle is the interface of the handle RawFrames returns (runtime.QueueHandle), for fakes in tests.
