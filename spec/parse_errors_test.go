@@ -323,3 +323,17 @@ func TestEmitInterfaces(t *testing.T) {
 		t.Fatalf("a type named like a handle interface: %v", err)
 	}
 }
+
+// The names the generated caches take (<Resource>Cache methods, <Resource>Key
+// types) collide with a resource's or a type's of the same Go name.
+func TestCacheNamesCollide(t *testing.T) {
+	for _, tc := range []struct{ spec, name string }{
+		{"resources:\n  a: {kind: lock, path: /a}\n  a_cache: {kind: lock, path: /b}\n", "ACache"},
+		{"resources:\n  a: {kind: lock, path: \"/a/{x:int}/{y:int}\"}\ntypes:\n  AKey: {fields: {x: int}}\n", "AKey"},
+	} {
+		_, err := Parse("zkgen.yaml", []byte("version: 1\npackage: p\n"+tc.spec))
+		if err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
