@@ -210,6 +210,8 @@ package runtime
 //	cache_read.go      reads of a resync
 //	cache_apply.go     applying what was read, never going back (Sync)
 //	cache_events.go    the cache's event stream (CacheEvent)
+//	cache_children.go  a state per instance derived from the nodes below it
+//	cache_kinds.go     the kinds' caches on it: LockCache, GroupCache, DoubleBarrierCache
 //
 // Long-running services (Supervise is the client layer's):
 //
