@@ -13,8 +13,8 @@ import (
 // inside an object payload, or a [class, value] pair around a scalar);
 // reading, the class is ignored and the payload decoded as T; writing,
 // the class is added when WithJavaClass names one, so that a Curator
-// reader with a typed payload class can cast it. Without it a Curator
-// reader gets a Map (Jackson's default for an untyped object).
+// reader with a typed payload class accepts it. Without it such a
+// reader leaves the instance out; one typed Map or Object reads it.
 type curatorInstance struct {
 	Name                string          `json:"name"`
 	ID                  string          `json:"id"`

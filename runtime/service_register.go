@@ -70,8 +70,8 @@ type servicesConfig struct {
 // WithJavaClass makes registrations write the payload with Jackson's
 // class property ("@class": class), as Curator's JsonInstanceSerializer
 // with that payload class writes it: a Curator reader typed with a
-// payload class needs it to cast the payload. Default: none (a Curator
-// reader gets the payload as a Map).
+// payload class leaves out an instance without it. Default: none (a
+// Curator reader whose payload class is Map or Object reads it).
 func WithJavaClass(class string) ServicesOption {
 	return func(c *servicesConfig) { c.javaClass = class }
 }
