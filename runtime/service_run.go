@@ -72,17 +72,20 @@ func (d *Services[T]) attach(ctx context.Context, s *Session) (*serviceRun, erro
 	return d.run, nil
 }
 
-// detach waits for run's keepers (its ctx has ended) and returns the
-// registrations held then.
+// detach ends run: no keeper starts on it any more; it waits for run's
+// keepers (run's ctx has ended) and returns the registrations they held,
+// withdrawn ones included, for Run to delete their nodes when its ctx
+// ended. d.run is cleared first, so that no keeper is added while the
+// wait is under way.
 func (d *Services[T]) detach(run *serviceRun) []*serviceReg {
-	run.wg.Wait()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.run = nil
-	regs := make([]*serviceReg, 0, len(d.regs))
-	for _, r := range d.regs {
+	regs := make([]*serviceReg, 0, len(run.keepers))
+	for r := range run.keepers {
 		regs = append(regs, r)
 	}
+	d.mu.Unlock()
+	run.wg.Wait()
 	return regs
 }
 

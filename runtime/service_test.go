@@ -365,3 +365,27 @@ func TestServiceReadsCuratorJSON(t *testing.T) {
 		t.Fatalf("read %+v", in)
 	}
 }
+
+// When Run's ctx ends while its session lives, Run deletes the nodes of
+// its registrations before it returns nil.
+func TestServiceRunEndDeletes(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	root := testRoot(t)
+	s := connect(t, srv.Servers())
+	d := runtime.NewServices[svcPayload](runtime.At(root))
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(runCtx, s) }()
+	in, err := d.Register(ctx, runtime.ServiceInstance[svcPayload]{Name: "payments"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, _, ok := nodeOf(t, ctx, s, root+"/payments/"+in.ID); ok {
+		t.Fatal("the registration's node outlived Run on a live session")
+	}
+}
