@@ -212,6 +212,11 @@ package runtime
 //	cache_events.go    the cache's event stream (CacheEvent)
 //	cache_children.go  a state per instance derived from the nodes below it
 //	cache_kinds.go     the kinds' caches on it: LockCache, GroupCache, DoubleBarrierCache
+//	service.go         service discovery in Curator's layout: its names and errors
+//	service_register.go  Services: registrations that follow the process
+//	service_run.go     Run: the registrations held on a session, the base mirrored
+//	service_find.go    Instances, Provider and its strategies, Changes
+//	service_json.go    Curator's ServiceInstance JSON
 //
 // Long-running services (Supervise is the client layer's):
 //
