@@ -38,6 +38,16 @@ func OnOwnerCreated(fn func(partition int)) {
 	ownerCreated.Store(&fn)
 }
 
+// OnOwnedSent makes fn run after a set was sent on an Owned stream,
+// before the stream records it as delivered; nil removes it.
+func OnOwnedSent(fn func(set []int)) {
+	if fn == nil {
+		ownedSent.Store(nil)
+		return
+	}
+	ownedSent.Store(&fn)
+}
+
 // InlineItem decodes an item node name that carries its item (a small
 // item rides in its name), for tests that diagnose nodes left behind.
 func InlineItem[T any](name string, codec Codec[T]) (v T, ok bool) {

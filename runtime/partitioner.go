@@ -518,11 +518,19 @@ func (a *Assignment[T]) Owned() <-chan []int {
 		for {
 			cur, changed := a.snapshot()
 			if !sent || !slices.Equal(cur, last) {
+				// Offered before the send: once the send is done the reader
+				// has cur, before delivered records it, and a release
+				// checking in between must count cur as received.
+				a.offer(st, cur)
 				select {
 				case out <- cur:
 					last, sent = cur, true
+					if hook := ownedSent.Load(); hook != nil {
+						(*hook)(cur)
+					}
 					a.delivered(st, cur)
 				case <-changed:
+					a.offer(st, nil)
 				case <-a.done:
 					return
 				}
@@ -541,14 +549,29 @@ func (a *Assignment[T]) Owned() <-chan []int {
 // ownedStream is one Owned stream as releases see it.
 type ownedStream struct {
 	last      []int // the newest set its reader received
+	offered   []int // the set being sent, which the reader may hold already
 	abandoned bool  // kept a release waiting too long
+}
+
+// ownedSent, set by tests only, runs after a set was sent on an Owned
+// stream and before the stream records it as delivered.
+var ownedSent atomic.Pointer[func(set []int)]
+
+// offer records set as being sent on st (nil: no longer), and wakes
+// releases.
+func (a *Assignment[T]) offer(st *ownedStream, set []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.offered = set
+	close(a.handed)
+	a.handed = make(chan struct{})
 }
 
 // delivered records that st's reader received set and wakes releases.
 func (a *Assignment[T]) delivered(st *ownedStream, set []int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st.last = set
+	st.last, st.offered = set, nil
 	close(a.handed)
 	a.handed = make(chan struct{})
 }
@@ -568,11 +591,19 @@ func (a *Assignment[T]) handedOver(i int) (bool, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for st := range a.streams {
-		if _, in := slices.BinarySearch(st.last, i); in && !st.abandoned {
+		if st.holds(i) && !st.abandoned {
 			return false, a.handed
 		}
 	}
 	return true, a.handed
+}
+
+// holds reports whether st's reader may hold partition i: in the set it
+// received last, or in the one being sent.
+func (st *ownedStream) holds(i int) bool {
+	_, in := slices.BinarySearch(st.last, i)
+	_, offered := slices.BinarySearch(st.offered, i)
+	return in || offered
 }
 
 // abandonStreams marks the streams whose reader still has partition i.
@@ -580,7 +611,7 @@ func (a *Assignment[T]) abandonStreams(i int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for st := range a.streams {
-		if _, in := slices.BinarySearch(st.last, i); in {
+		if st.holds(i) {
 			st.abandoned = true
 		}
 	}
@@ -665,7 +696,7 @@ func (a *Assignment[T]) notHandedOver() []int {
 	}
 	for st := range a.streams {
 		if !st.abandoned {
-			for _, i := range st.last {
+			for _, i := range slices.Concat(st.last, st.offered) {
 				set[i] = true
 			}
 		}

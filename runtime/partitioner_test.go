@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -455,6 +456,43 @@ func TestPartitionerCloseBoundSaysWhat(t *testing.T) {
 	}
 	if !errors.Is(s.Err(), runtime.ErrClosed) {
 		t.Fatalf("session after Close: %v", s.Err())
+	}
+	t.Log(err)
+}
+
+// TestPartitionerCloseCountsASetBeingSent: a set an Owned stream has sent
+// is its reader's as soon as the send is done, before the stream records
+// it. A Close whose hand-over looked in between took the reader's
+// partitions as handed over and closed the session at once, so the next
+// owner could overlap a reader still working on them (CI failure of
+// TestPartitionerCloseBoundSaysWhat, 2026-11-28). The hook holds the
+// stream in that window until Close returns.
+func TestPartitionerCloseCountsASetBeingSent(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s := connect(t, srv.Servers())
+	release := make(chan struct{})
+	var once sync.Once
+	runtime.OnOwnedSent(func(set []int) {
+		if len(set) > 0 {
+			once.Do(func() { <-release })
+		}
+	})
+	defer runtime.OnOwnedSent(nil)
+	defer close(release)
+	a, err := runtime.NewPartitioner(s, runtime.At(testRoot(t)+"/p"), 2, runtime.StringCodec()).Join(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set []int
+	for set = range a.Owned() {
+		if len(set) > 0 {
+			break // the stream now waits in the hook, the set not recorded
+		}
+	}
+	err = s.Close()
+	if err == nil || !strings.Contains(err.Error(), "not reported released") {
+		t.Fatalf("Close while the reader holds %v = %v, want an error that they were not reported released", set, err)
 	}
 	t.Log(err)
 }
