@@ -225,7 +225,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	node, err := d.s.Ops().CreateProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(0), ownerData(d.s, ""))
+	node, err := d.s.Ops().CreateProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(d.s.Ops().Rand(), 0), ownerData(d.s, ""))
 	if err != nil {
 		return err
 	}

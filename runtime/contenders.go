@@ -33,16 +33,17 @@ type contender struct {
 	kind int    // index of its marker in the family
 }
 
-// prefix returns a fresh, GUID-carrying name prefix for a node of kind k.
-func (f *family) prefix(k int) string {
+// prefix returns a fresh, GUID-carrying name prefix for a node of kind k,
+// its GUID drawn from r (the session's).
+func (f *family) prefix(r *client.Rand, k int) string {
 	var g [36]byte
 	var b strings.Builder // one allocation: the name itself
 	b.Grow(len(client.ProtectedPrefix) + len(g) + 1 + len(f.markers[k]))
 	if f.kazoo {
-		b.Write(client.AppendGUID(g[:0], false))
+		b.Write(r.AppendGUID(g[:0], false))
 	} else {
 		b.WriteString(client.ProtectedPrefix)
-		b.Write(client.AppendGUID(g[:0], true))
+		b.Write(r.AppendGUID(g[:0], true))
 		b.WriteByte('-')
 	}
 	b.WriteString(f.markers[k])

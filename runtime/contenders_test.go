@@ -105,10 +105,10 @@ func TestFamilies(t *testing.T) {
 	if len(kz) != 3 || kz[0].kind != kindRead || kz[1].kind != kindWrite || kazooRW.blocker(kz, 2) != 1 || kazooRW.blocker(kz, 1) != 0 {
 		t.Fatalf("kazoo rw: %+v", kz)
 	}
-	if p := kazooMutex.prefix(0); len(p) != 32+len("__lock__") {
+	if p := kazooMutex.prefix(nil, 0); len(p) != 32+len("__lock__") {
 		t.Fatalf("kazoo prefix %q", p)
 	}
-	if p := curatorRW.prefix(kindWrite); len(p) != 3+36+1+len("__WRIT__") {
+	if p := curatorRW.prefix(nil, kindWrite); len(p) != 3+36+1+len("__WRIT__") {
 		t.Fatalf("curator prefix %q", p)
 	}
 }

@@ -195,7 +195,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
 	// The first children read goes out with the create (pipeline.go).
-	node, first, err := e.s.Ops().CreateListed(ctx, e.acl, e.dir, e.fam.prefix(0), data, false)
+	node, first, err := e.s.Ops().CreateListed(ctx, e.acl, e.dir, e.fam.prefix(e.s.Ops().Rand(), 0), data, false)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -114,7 +113,7 @@ func (g *Group[T]) Join(ctx context.Context, member T) (_ *Membership[T], err er
 }
 
 func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership[T], error) {
-	node, err := g.s.Ops().CreateProtected(ctx, g.acl, g.dir, g.fam.prefix(0), data)
+	node, err := g.s.Ops().CreateProtected(ctx, g.acl, g.dir, g.fam.prefix(g.s.Ops().Rand(), 0), data)
 	if err != nil {
 		return nil, err
 	}
@@ -423,14 +422,15 @@ func stay(ctx context.Context, s *Session, what string, join func(context.Contex
 			return err
 		}
 		s.Ops().Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
-		if err := client.SleepCtx(ctx, rejoinPause()); err != nil {
+		if err := client.SleepCtx(ctx, rejoinPause(s.Ops().Rand())); err != nil {
 			return nil
 		}
 	}
 }
 
 // rejoinPause is the random pause before a re-join, so that members whose
-// nodes were removed together do not all come back at once.
-func rejoinPause() time.Duration {
-	return client.SuperviseBackoff.Initial + time.Duration(rand.Int64N(int64(client.SuperviseBackoff.Initial)*5))
+// nodes were removed together do not all come back at once; drawn from r
+// (the session's).
+func rejoinPause(r *client.Rand) time.Duration {
+	return client.SuperviseBackoff.Initial + time.Duration(r.Int64N(int64(client.SuperviseBackoff.Initial)*5))
 }

@@ -229,7 +229,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		return nil, err
 	}
 	// The first children read goes out with the create (pipeline.go).
-	prefix := l.fam.prefix(l.kind)
+	prefix := l.fam.prefix(l.s.Ops().Rand(), l.kind)
 	l.setPending(prefix) // RequestRevoke never targets it, even before it holds
 	defer l.setPending("")
 	node, first, err := l.s.Ops().CreateListed(ctx, l.cfg.acl, l.dir, prefix, ownerData(l.s, purpose), false)

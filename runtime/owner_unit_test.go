@@ -34,14 +34,14 @@ func TestOwnerJSON(t *testing.T) {
 func TestFamilyPrefix(t *testing.T) {
 	curator := regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-$`)
 	kazoo := regexp.MustCompile(`^[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}__lock__$`)
-	a, b := curatorMutex.prefix(0), curatorMutex.prefix(0)
+	a, b := curatorMutex.prefix(nil, 0), curatorMutex.prefix(nil, 0)
 	if !curator.MatchString(a) || a == b {
 		t.Fatalf("curator prefixes %q, %q", a, b)
 	}
-	if k := kazooMutex.prefix(0); !kazoo.MatchString(k) {
+	if k := kazooMutex.prefix(nil, 0); !kazoo.MatchString(k) {
 		t.Fatalf("kazoo prefix %q", k)
 	}
-	if g := client.NewGUID(); len(g) != 36 || !curator.MatchString("_c_"+g+"-lock-") {
+	if g := (*client.Rand)(nil).NewGUID(); len(g) != 36 || !curator.MatchString("_c_"+g+"-lock-") {
 		t.Fatalf("guid %q", g)
 	}
 }

@@ -294,7 +294,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	if err := guardSpec(ctx, p.s, p.dir, p.acl, p.record()); err != nil {
 		return nil, err
 	}
-	node, err := p.s.Ops().CreateProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(0), data)
+	node, err := p.s.Ops().CreateProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(p.s.Ops().Rand(), 0), data)
 	if err != nil {
 		return nil, err
 	}

@@ -161,7 +161,7 @@ func (f *follower[T]) loop() error {
 			failures++
 			f.s.Ops().Log().Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
 			f.needMembers, f.needPlan = true, true
-			if f.s.Ops().Sleep(ctx, f.s.Ops().Policy().Delay(min(failures, 10))) != nil {
+			if f.s.Ops().Sleep(ctx, f.s.Ops().Backoff(min(failures, 10))) != nil {
 				return ErrMembershipLost
 			}
 			continue

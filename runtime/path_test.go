@@ -59,11 +59,11 @@ func TestRetryDelay(t *testing.T) {
 }
 
 func TestGUID(t *testing.T) {
-	g := client.NewGUID()
+	g := (*client.Rand)(nil).NewGUID()
 	if len(g) != 36 || g[8] != '-' || g[13] != '-' || g[14] != '4' || g[18] != '-' || g[23] != '-' {
 		t.Fatalf("bad guid %q", g)
 	}
-	if client.NewGUID() == g {
+	if (*client.Rand)(nil).NewGUID() == g {
 		t.Fatal("guid repeated")
 	}
 }

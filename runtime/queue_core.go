@@ -308,7 +308,9 @@ func (q *queue[T]) flushWhileWaiting() (stop func()) {
 }
 
 // newMarker returns the path of a fresh marker node.
-func (q *queue[T]) newMarker() string { return joinPath(joinPath(q.dir, marksDir), client.NewGUID()) }
+func (q *queue[T]) newMarker() string {
+	return joinPath(joinPath(q.dir, marksDir), q.s.Ops().Rand().NewGUID())
+}
 
 // markedMulti runs a queue multi that creates marker — a put's or a take's,
 // m being the pending marker of that side — in RetryUncertain. After a

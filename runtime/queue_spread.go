@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -189,7 +188,7 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 // that waited race little. Items of such a chunk reach consumers out of
 // order.
 func (q *queue[T]) overstayedCands(i, end int) []qitem {
-	k := i + 1 + rand.IntN(end-i-1)
+	k := i + 1 + q.s.Ops().Rand().IntN(end-i-1)
 	return q.cut(k, k+1)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ func (q *queue[T]) standBack(ctx context.Context, began time.Time) error {
 		return nil
 	}
 	if d := time.Since(began); d > 0 {
-		return q.s.Ops().Sleep(ctx, time.Duration(rand.Int64N(int64(d))))
+		return q.s.Ops().Sleep(ctx, time.Duration(q.s.Ops().Rand().Int64N(int64(d))))
 	}
 	return nil
 }

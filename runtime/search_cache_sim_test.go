@@ -51,7 +51,7 @@ func cacheSearch(r *searchRun) {
 		r.stall("the writers did not finish")
 	}
 	r.quiet(root, 0)
-	cs.write(ctx, -1, r.session(), root+"/final", "final", false)
+	cs.write(ctx, -1, r.session(-3), root+"/final", "final", false)
 	for j, c := range caches {
 		cs.converged(ctx, writers+j, c.cache, root)
 		c.stop()
@@ -74,7 +74,7 @@ type cacheCheck struct {
 
 // writer runs writer who's operations.
 func (cs *cacheCheck) writer(ctx context.Context, who int, root string) {
-	w := cs.r.session()
+	w := cs.r.session(who)
 	rng := cs.r.procRand(who)
 	for n := 0; n < cs.r.cfg.Ops && ctx.Err() == nil; n++ {
 		p := fmt.Sprintf("%s/k%d", root, rng.IntN(5))
@@ -114,7 +114,7 @@ func (cs *cacheCheck) reader(ctx context.Context, who int, root string) *strCach
 		cs.r.Fatalf("%v", err)
 	}
 	rctx, stop := context.WithCancel(ctx)
-	w := cs.r.session()
+	w := cs.r.session(who)
 	go func() {
 		for rctx.Err() == nil {
 			s, err := w.get(rctx)

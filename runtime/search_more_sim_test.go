@@ -71,7 +71,7 @@ func barrierSearch(r *searchRun) {
 	wg.Add(1)
 	go func() { // the coordinator, p0
 		defer wg.Done()
-		w := r.session()
+		w := r.session(0)
 		rng := r.procRand(0)
 		for k := 0; k < rounds && ctx.Err() == nil; k++ {
 			for ctx.Err() == nil {
@@ -108,7 +108,7 @@ func barrierSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(who)
 			rng := r.procRand(who)
 			for k := 0; k < rounds && ctx.Err() == nil; k++ {
 				select {
@@ -215,7 +215,7 @@ func doubleBarrierSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			rng := r.procRand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; k++ {
 				st := rs[k]
@@ -366,7 +366,7 @@ func groupSearch(r *searchRun) {
 	}
 	ws := make([]*simSession, procs)
 	for i := range ws {
-		ws[i] = r.session()
+		ws[i] = r.session(i)
 	}
 	var wg sync.WaitGroup
 	for i := range procs {
@@ -503,7 +503,7 @@ func configSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			for n := 0; n < writes && ctx.Err() == nil; n++ {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -545,7 +545,7 @@ func configSearch(r *searchRun) {
 	rws := make([]*simSession, readers)
 	for j := range readers {
 		who := writers + j
-		rws[j] = r.session()
+		rws[j] = r.session(who)
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
@@ -604,7 +604,7 @@ func configSearch(r *searchRun) {
 	}
 	// Faults off: the last write, then every reader must see it.
 	r.quiet("/cfg", 0)
-	fw := r.session()
+	fw := r.session(100)
 	var final runtime.Version
 	for ctx.Err() == nil {
 		s, err := fw.get(ctx)
@@ -684,7 +684,7 @@ func revokeLockSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			rng := r.procRand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
@@ -846,7 +846,7 @@ func multiLockSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			rng := r.procRand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
@@ -959,7 +959,7 @@ func prefetchQueueSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(p)
 			for i := 0; i < items; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -987,7 +987,7 @@ func prefetchQueueSearch(r *searchRun) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := r.session()
+			w := r.session(producers + c)
 			rng := r.procRand(who)
 			var q *runtime.Queue[string]
 			var qs *runtime.Session
@@ -1052,7 +1052,7 @@ func prefetchQueueSearch(r *searchRun) {
 	for _, w := range r.sessions {
 		w.close()
 	}
-	drain := r.session()
+	drain := r.session(100)
 	var dq *runtime.Queue[string]
 	for {
 		s, err := drain.get(ctx)
@@ -1254,7 +1254,7 @@ func deadLetterSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(p)
 			for i := 0; i < items; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -1282,7 +1282,7 @@ func deadLetterSearch(r *searchRun) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := r.session()
+			w := r.session(producers + c)
 			rng := r.procRand(who)
 			var q *runtime.AckQueue[string]
 			var qs *runtime.Session
@@ -1316,7 +1316,7 @@ func deadLetterSearch(r *searchRun) {
 	for _, w := range r.sessions {
 		w.close()
 	}
-	drain := r.session()
+	drain := r.session(100)
 	rng := r.procRand(producers + consumers)
 	s, err := drain.get(ctx)
 	if err != nil {

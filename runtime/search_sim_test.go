@@ -161,6 +161,7 @@ func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
 type simSession struct {
 	srv     *sim.Server
 	run     *searchRun
+	seed    runtime.Option // the process's random choices (searchRun.session)
 	s       *runtime.Session
 	crashed []*runtime.Session // sessions of the process before it crashed (searchRun.crash)
 	failing bool               // the last Connect failed
@@ -180,7 +181,7 @@ func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
 	}
 	s, err := runtime.Connect(ctx, w.srv.Hosts(), runtime.WithDialer(w.srv.DialContext),
 		runtime.WithResolver(w.srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
-		runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		runtime.WithLogger(slog.New(slog.DiscardHandler)), w.seed)
 	if err != nil && ctx.Err() == nil {
 		// Connect fails at once when a server's name resolves to nothing
 		// (it left and has not joined again): the process tries again a
@@ -265,7 +266,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(p)
 			for i := 0; i < items; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -298,7 +299,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := r.session()
+			w := r.session(producers + c)
 			for {
 				select {
 				case <-done:
@@ -325,7 +326,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 	for _, w := range r.sessions { // the workers end: their claims with them
 		w.close()
 	}
-	drain := r.session()
+	drain := r.session(100)
 	for {
 		s, err := drain.get(ctx)
 		if err != nil {
@@ -474,7 +475,7 @@ func takeTenure(ctx context.Context, s *runtime.Session, kind string, i int) (lo
 // to 1.5 s until the returned stop is called: a recipe's node removed
 // under its live session, as an operator cleaning up (or zkgen reap) does.
 func (r *searchRun) operator(root string) (stop func()) {
-	w := r.session()
+	w := r.session(101)
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x0fe7))
 	halt, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -561,7 +562,7 @@ func tenureSearch(r *searchRun, kind string, reap bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			rng := r.procRand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
@@ -660,7 +661,7 @@ func simDump(srv *sim.Server, root string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(srv.DialContext),
-		runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		runtime.WithLogger(slog.New(slog.DiscardHandler)), runtime.WithRandomSeed(1))
 	if err != nil {
 		return "dump: " + err.Error()
 	}
@@ -704,7 +705,7 @@ func counterSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			for n := 0; n < adds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -736,7 +737,7 @@ func counterSearch(r *searchRun) {
 		r.stall("the workers did not finish")
 	}
 	r.calm()
-	w := r.session()
+	w := r.session(100)
 	s, err := w.get(ctx)
 	if err != nil {
 		r.Fatalf("%v", err)
@@ -796,7 +797,7 @@ func partitionerSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(m)
 			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -884,7 +885,7 @@ func ttlLeaseSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(h)
 			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -992,7 +993,7 @@ func twoPCSearch(r *searchRun) {
 		wg.Add(1)
 		go func() { // the coordinator
 			defer wg.Done()
-			w := r.session()
+			w := r.session(4 * k)
 			for ctx.Err() == nil {
 				s, err := w.get(ctx)
 				if err != nil {
@@ -1012,11 +1013,11 @@ func twoPCSearch(r *searchRun) {
 				return tx(s, k).Coordinate(ctx)
 			})
 		}()
-		for _, p := range parts {
+		for j, p := range parts {
 			wg.Add(1)
 			go func() { // a participant
 				defer wg.Done()
-				w := r.session()
+				w := r.session(4*k + 1 + j)
 				for ctx.Err() == nil {
 					s, err := w.get(ctx)
 					if err != nil {
@@ -1125,7 +1126,7 @@ func superviseSearch(r *searchRun) {
 					}
 					_ = err // a lost lock or a fault: take it again
 				}
-			}, runtime.WithDialer(srv.DialContext), runtime.WithSessionTimeout(4*time.Second),
+			}, runtime.WithDialer(srv.DialContext), runtime.WithSessionTimeout(4*time.Second), runtime.WithRandomSeed(r.procSeed(i)),
 				runtime.WithLogger(slog.New(slog.DiscardHandler)),
 				runtime.WithSessionEvents(func(ev runtime.SessionEvent) {
 					if ev.Generation > 1 {
@@ -1164,7 +1165,7 @@ func fencedReapSearch(r *searchRun) {
 	r.server()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	setup := r.session()
+	setup := r.session(100)
 	for _, p := range []string{"/fr", "/fr/log"} {
 		for ctx.Err() == nil {
 			s0, err := setup.get(ctx)
@@ -1198,7 +1199,7 @@ func fencedReapSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session()
+			w := r.session(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
 				s, err := w.get(ctx)
 				if err != nil {

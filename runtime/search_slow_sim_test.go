@@ -56,7 +56,7 @@ func slowQueueSearch(r *searchRun, ack bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	consumers := max(2, r.cfg.Procs)
-	producer := r.session()
+	producer := r.session(100)
 	// The consumers' takes end only when the run does: a take that waits
 	// behind the slow consumer is timed to its end.
 	cctx, stop := context.WithCancel(ctx)
@@ -96,7 +96,7 @@ func slowQueueSearch(r *searchRun, ack bool) {
 // drain takes (and acks) what uncertain takes and acks of the first
 // batch left in the queue, until nothing comes for 10 virtual seconds.
 func (sr *slowRun) drain(ctx context.Context) {
-	w := sr.r.session()
+	w := sr.r.session(101)
 	s, err := w.get(ctx)
 	if err != nil {
 		sr.r.Fatalf("the drain cannot connect without faults: %v", err)
@@ -196,7 +196,7 @@ func (sr *slowRun) waitDrained(ctx context.Context, batch string) {
 // consume is consumer who's loop until ctx ends: the slow one works
 // slowWork on each item before it acks (or takes the next).
 func (sr *slowRun) consume(ctx context.Context, who int, slow bool) {
-	w := sr.r.session()
+	w := sr.r.session(who)
 	for ctx.Err() == nil {
 		s, err := w.get(ctx)
 		if err != nil {

@@ -163,7 +163,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	dir := m.leasesDir()
 	// The first watched children read goes out with the create
 	// (pipeline.go).
-	node, first, err := m.s.Ops().CreateListed(ctx, m.acl, dir, curatorLeases.prefix(0), ownerData(m.s, purpose), true)
+	node, first, err := m.s.Ops().CreateListed(ctx, m.acl, dir, curatorLeases.prefix(m.s.Ops().Rand(), 0), ownerData(m.s, purpose), true)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 		return nil, err
 	}
 	defer m.unlockInternal()
-	node := joinPath(m.dir, strings.ReplaceAll(client.NewGUID(), "-", ""))
+	node := joinPath(m.dir, string(m.s.Ops().Rand().AppendGUID(nil, false)))
 	var token int64
 	for {
 		r, err := m.s.Ops().ChildrenW(ctx, m.dir)

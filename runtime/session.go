@@ -266,6 +266,19 @@ func WithEnsembleConfig(follow bool) Option { return client.WithEnsembleConfig(f
 // timeout. Runtime bookkeeping (liveness, zxids) sees the plaintext.
 func WithTLS(cfg *tls.Config) Option { return client.WithTLS(cfg) }
 
+// WithRandomSeed makes the sessions opened with this option draw their
+// random choices from seed instead of the system's randomness: the GUIDs
+// in their node names, the jitter of their back-offs, the order they try
+// the servers in and the recipes' random pauses. It is for simulations
+// (runtime/zktest/sim), where a run must make the same choices each time
+// it is replayed. Each Connect given this one option value draws from a
+// stream of its own (and Supervise, for its own pauses, from one more),
+// so one process's successive sessions never share a GUID; two option
+// values made from one seed do, so give every process a seed of its own.
+// Not for production: GUIDs are then only as unique as the seeds.
+// Default: the system's randomness.
+func WithRandomSeed(seed uint64) Option { return client.WithRandomSeed(seed) }
+
 // WithSessionEvents makes Supervise call fn each time it has opened a
 // session, before it runs the work on it. fn must not block. Connect
 // ignores it.

@@ -53,7 +53,7 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 				}
 				failures++
 				s.Ops().Log().Warn("watch: read failed; retrying", "what", what, "err", err)
-				if s.Ops().Sleep(ctx, s.Ops().Policy().Delay(min(failures, 10))) != nil {
+				if s.Ops().Sleep(ctx, s.Ops().Backoff(min(failures, 10))) != nil {
 					finish() // the session ended, or ctx: then nothing is sent
 					return
 				}

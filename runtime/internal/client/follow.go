@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -188,7 +187,7 @@ func (f *configFollower) apply(data []byte) {
 // up to moveJitter, if it is still connected there and the list still
 // lacks addr; go-zookeeper then connects to a listed server.
 func (f *configFollower) leave(addr string) {
-	if !pause(context.Background(), rand.N(moveJitter), f.s.done) {
+	if !pause(context.Background(), time.Duration(f.s.rand.Int64N(int64(moveJitter))), f.s.done) {
 		return
 	}
 	if c := f.s.live.Load(); c != nil && c.addr == addr && !f.s.hosts.lists(addr) {

@@ -1,9 +1,10 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -39,7 +40,7 @@ func WithResolver(resolve ResolveFunc) Option {
 // server name.
 type hostList struct {
 	resolve ResolveFunc // nil: hosts are handed on as configured (WithDialer)
-	seed    maphash.Seed
+	salt    uint64      // the order of the servers (newRound)
 	log     *slog.Logger
 	learned []string // what an earlier session learned (withLearned): tried besides the servers given to Init
 
@@ -73,7 +74,7 @@ const (
 // newHostList returns the host provider for s's options: WithResolver's
 // lookups, none with a dialer alone, the system resolver's otherwise.
 func newHostList(s *Session) *hostList {
-	h := &hostList{resolve: s.resolve, seed: maphash.MakeSeed(), log: s.log, learned: s.learned}
+	h := &hostList{resolve: s.resolve, salt: s.rand.Uint64(), log: s.log, learned: s.learned}
 	if h.resolve == nil && s.dialer == nil {
 		h.resolve = net.DefaultResolver.LookupHost
 	}
@@ -174,15 +175,21 @@ func (h *hostList) newRound() {
 		}
 	}
 	slices.SortStableFunc(h.round, func(a, b hostAddr) int {
-		ka, kb := maphash.String(h.seed, a.addr), maphash.String(h.seed, b.addr)
-		switch {
-		case ka < kb:
-			return -1
-		case ka > kb:
-			return 1
-		}
-		return 0
+		return cmp.Compare(h.rank(a.addr), h.rank(b.addr))
 	})
+}
+
+// rank is addr's place in the list's order: a hash of addr salted by the
+// list's draw (the session's Rand).
+func (h *hostList) rank(addr string) uint64 {
+	f := fnv.New64a()
+	f.Write([]byte(addr))
+	x := f.Sum64() ^ h.salt
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // Len returns the number of addresses in the current round.

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"path"
@@ -464,30 +463,6 @@ const ProtectedPrefix = "_c_"
 // CleanupTimeout bounds the background removal of a node created for a
 // request that was cancelled.
 const CleanupTimeout = 30 * time.Second
-
-// NewGUID returns a random (version 4) UUID in its canonical 36-character
-// form, the form Curator's protected nodes carry.
-func NewGUID() string { return string(AppendGUID(nil, true)) }
-
-// AppendGUID appends a fresh random (version 4) UUID to b: in its canonical
-// form, or with dashes false as 32 hex digits (kazoo's form).
-func AppendGUID(b []byte, dashes bool) []byte {
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
-		panic("runtime: crypto/rand failed: " + err.Error())
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	for i, c := range u {
-		if dashes && (i == 4 || i == 6 || i == 8 || i == 10) {
-			b = append(b, '-')
-		}
-		b = append(b, hexDigits[c>>4], hexDigits[c&0x0f])
-	}
-	return b
-}
-
-const hexDigits = "0123456789abcdef"
 
 // CreateProtected creates an ephemeral sequential node dir/<prefix><seq>
 // with data and returns its full path; prefix carries a fresh GUID (see

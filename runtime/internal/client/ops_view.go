@@ -2,6 +2,7 @@ package client
 
 import (
 	"log/slog"
+	"time"
 )
 
 // Ops is a session's view for the recipes: its operations, each bound to
@@ -19,6 +20,14 @@ func (o *Ops) Log() *slog.Logger { return o.log }
 
 // Policy returns the session's retry policy (WithRetry).
 func (o *Ops) Policy() RetryPolicy { return o.policy }
+
+// Rand returns the session's source of random choices (WithRandomSeed;
+// nil, the system's, by default).
+func (o *Ops) Rand() *Rand { return o.rand }
+
+// Backoff returns the retry policy's delay before retry n (see
+// RetryPolicy.Delay), its jitter drawn from the session's Rand.
+func (o *Ops) Backoff(n int) time.Duration { return o.policy.delay(n, o.rand) }
 
 // ReadOnly reports whether the session may connect to a read-only server
 // (WithReadOnly).

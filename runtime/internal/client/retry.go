@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
@@ -21,7 +20,10 @@ var DefaultRetry = RetryPolicy{Initial: 50 * time.Millisecond, Max: 2 * time.Sec
 
 // Delay returns the backoff before attempt n (1-based retry number), with
 // up to 25% jitter so contending clients do not retry in lockstep.
-func (p RetryPolicy) Delay(n int) time.Duration {
+func (p RetryPolicy) Delay(n int) time.Duration { return p.delay(n, nil) }
+
+// delay is Delay with its jitter drawn from r (see Rand).
+func (p RetryPolicy) delay(n int, r *Rand) time.Duration {
 	d := p.Initial
 	if d <= 0 {
 		d = DefaultRetry.Initial
@@ -34,7 +36,7 @@ func (p RetryPolicy) Delay(n int) time.Duration {
 		d *= 2
 	}
 	d = min(d, maxD)
-	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+	return d - time.Duration(r.Int64N(int64(d)/4+1))
 }
 
 func (p RetryPolicy) attempts() int {
@@ -83,7 +85,7 @@ func (s *Ops) retry(ctx context.Context, attempts int, op func() error) error {
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
 		s.metrics.retried(Recoverable)
-		if werr := s.Sleep(ctx, s.policy.Delay(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.Backoff(n)); werr != nil {
 			return werr
 		}
 	}
@@ -187,7 +189,7 @@ func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
 		if last && w.Settle == nil {
 			return w.giveUp(n, err)
 		}
-		if werr := s.Sleep(ctx, s.policy.Delay(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.Backoff(n)); werr != nil {
 			if w.Interrupted != nil {
 				return w.Interrupted(werr)
 			}

@@ -33,6 +33,7 @@ type Session struct {
 	hosts   *hostList   // go-zookeeper's host provider
 	static  bool        // WithEnsembleConfig(false)
 	learned []string    // servers an earlier session learned (withLearned)
+	rand    *Rand       // WithRandomSeed; nil: the system's randomness
 
 	done     chan struct{}
 	doneOnce sync.Once

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -81,7 +80,7 @@ func Supervise(ctx context.Context, servers []string, fn func(ctx context.Contex
 	}
 	var prev *Session
 	for gen := 1; ; gen++ {
-		s, err := superviseConnect(ctx, servers, prev, probe.log, opts)
+		s, err := superviseConnect(ctx, servers, prev, &probe, opts)
 		if errors.Is(err, ErrTLSHandshake) {
 			return err
 		}
@@ -202,15 +201,17 @@ func (e *endError) Error() string { return e.text }
 
 // superviseConnect opens the next session: it waits until the previous one
 // is surely over on the server, then connects, retrying with backoff. It
-// fails only when ctx ends, or with ErrTLSHandshake.
-func superviseConnect(ctx context.Context, servers []string, prev *Session, log *slog.Logger, opts []Option) (*Session, error) {
+// fails only when ctx ends, or with ErrTLSHandshake. probe holds opts'
+// settings: the logger, and the source of the pauses' jitter.
+func superviseConnect(ctx context.Context, servers []string, prev, probe *Session, opts []Option) (*Session, error) {
+	log := probe.log
 	if prev != nil {
 		if err := awaitOver(ctx, servers, prev, log); err != nil {
 			return nil, err
 		}
 		// A short random wait too, so that a fleet whose sessions ended
 		// together (an ensemble outage) does not come back at once.
-		jitter := time.Duration(rand.Int64N(int64(SuperviseBackoff.Initial) * 5))
+		jitter := time.Duration(probe.rand.Int64N(int64(SuperviseBackoff.Initial) * 5))
 		if err := SleepCtx(ctx, jitter); err != nil {
 			return nil, err
 		}
@@ -231,7 +232,7 @@ func superviseConnect(ctx context.Context, servers []string, prev *Session, log 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		d := SuperviseBackoff.Delay(attempt)
+		d := SuperviseBackoff.delay(attempt, probe.rand)
 		log.Warn("zookeeper unreachable; retrying", "attempt", attempt, "in", d, "err", err)
 		if err := SleepCtx(ctx, d); err != nil {
 			return nil, err
@@ -261,7 +262,7 @@ func awaitOver(ctx context.Context, servers []string, prev *Session, log *slog.L
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		d := SuperviseBackoff.Delay(attempt)
+		d := SuperviseBackoff.delay(attempt, prev.rand)
 		log.Warn("could not close the previous session yet; retrying", "session", id, "attempt", attempt, "in", d, "err", err)
 		if err := SleepCtx(ctx, d); err != nil {
 			return err
