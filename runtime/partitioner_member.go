@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -131,7 +132,7 @@ func (f *follower[T]) releaseAll(ctx context.Context) error {
 // an owner node the member does not know it has would stay, unowned by
 // any handle, for the rest of the session.
 func (f *follower[T]) settleMaybe(ctx context.Context) error {
-	for i := range f.maybe {
+	for _, i := range slices.Sorted(maps.Keys(f.maybe)) { // one order of reads on a replay
 		_, st, err := f.s.Ops().Get(ctx, f.p.ownerNode(i))
 		switch {
 		case client.IsNoNode(err):

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -413,7 +415,8 @@ func (q *queue[T]) listClaims(ctx context.Context) error {
 // the consumer chooses a chunk while some are.
 func (q *queue[T]) checkOver(ctx context.Context) error {
 	sp := &q.cons.spread
-	for name, czxid := range sp.over {
+	for _, name := range slices.Sorted(maps.Keys(sp.over)) { // one order of reads on a replay
+		czxid := sp.over[name]
 		_, st, err := q.s.Ops().Get(ctx, joinPath(joinPath(q.dir, claimsDir), name))
 		switch {
 		case client.IsNoNode(err):

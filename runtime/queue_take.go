@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -315,7 +316,7 @@ func (q *queue[T]) retryClaimed(ctx context.Context) error {
 			return err
 		}
 	}
-	for b := range c.pendingDrop {
+	for _, b := range slices.Sorted(maps.Keys(c.pendingDrop)) { // one order of requests on a replay
 		if gone, err := q.dropBucket(ctx, b); err != nil || gone {
 			delete(c.pendingDrop, b)
 		}

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,12 +23,15 @@ type closeHook struct {
 	wait <-chan struct{}
 }
 
-// hooks are the handles' registrations on one session.
+// hooks are the handles' registrations on one session, each with its
+// place in the order of registration: hooks run in that order, the same
+// on every run of a simulation.
 type hooks struct {
 	mu    sync.Mutex
-	close map[*closeHook]struct{}
-	end   map[Ender]struct{}
-	ended bool // end hooks ran: OnEnd refuses
+	close map[*closeHook]uint64
+	end   map[Ender]uint64
+	seq   uint64 // registrations so far
+	ended bool   // end hooks ran: OnEnd refuses
 }
 
 // OnClose registers what Close does for a handle: run is called while the
@@ -41,9 +46,10 @@ func (s *Session) OnClose(run func(context.Context) error, wait <-chan struct{})
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()
 	if s.hooks.close == nil {
-		s.hooks.close = map[*closeHook]struct{}{}
+		s.hooks.close = map[*closeHook]uint64{}
 	}
-	s.hooks.close[h] = struct{}{}
+	s.hooks.seq++
+	s.hooks.close[h] = s.hooks.seq
 	return func() {
 		s.hooks.mu.Lock()
 		delete(s.hooks.close, h)
@@ -69,9 +75,12 @@ func (s *Session) OnEnd(e Ender) bool {
 		return false
 	}
 	if s.hooks.end == nil {
-		s.hooks.end = map[Ender]struct{}{}
+		s.hooks.end = map[Ender]uint64{}
 	}
-	s.hooks.end[e] = struct{}{}
+	if _, ok := s.hooks.end[e]; !ok {
+		s.hooks.seq++
+		s.hooks.end[e] = s.hooks.seq
+	}
 	return true
 }
 
@@ -105,10 +114,7 @@ func (s *Session) Untrack() { s.tenures.Done() }
 // runEnd runs the end hooks, once the session's end is told.
 func (h *hooks) runEnd() {
 	h.mu.Lock()
-	es := make([]Ender, 0, len(h.end))
-	for e := range h.end {
-		es = append(es, e)
-	}
+	es := inOrder(h.end)
 	h.end, h.ended = nil, true
 	h.mu.Unlock()
 	for _, e := range es {
@@ -120,11 +126,18 @@ func (h *hooks) runEnd() {
 func (h *hooks) closing() []*closeHook {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	cs := make([]*closeHook, 0, len(h.close))
-	for c := range h.close {
-		cs = append(cs, c)
+	return inOrder(h.close)
+}
+
+// inOrder returns the keys of m by their values: registrations in the
+// order they were made.
+func inOrder[K comparable](m map[K]uint64) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
 	}
-	return cs
+	slices.SortFunc(ks, func(a, b K) int { return cmp.Compare(m[a], m[b]) })
+	return ks
 }
 
 // runClose runs every registered run function, concurrently, and returns
