@@ -129,13 +129,14 @@ func (ch *chaos) run(events int) {
 	}
 }
 
-// pause waits d, or until stop: it reports whether the schedule goes on.
+// pause waits d, or until stop, then for its step (WithSteps): it
+// reports whether the schedule goes on.
 func (ch *chaos) pause(d time.Duration) bool {
 	select {
 	case <-ch.calmed:
 		return false
 	case <-time.After(d):
-		return true
+		return ch.s.turn(keyTimer + "chaos")
 	}
 }
 
@@ -179,7 +180,7 @@ func (ch *chaos) sessionCut() {
 			ch.s.Isolate(id, false)
 		}
 	}
-	ch.later(d, letThrough)
+	ch.later(d, fmt.Sprintf("session %x back", id), letThrough)
 }
 
 // serverCut cuts a server off for 1 to 4 s.
@@ -188,7 +189,7 @@ func (ch *chaos) serverCut() {
 	ch.s.IsolateServer(i, true)
 	ch.log(fmt.Sprintf("chaos: server %d cut off", i))
 	d := time.Duration(1000+ch.rng.IntN(3000)) * time.Millisecond
-	ch.later(d, func() { ch.s.IsolateServer(i, false) })
+	ch.later(d, fmt.Sprintf("server %d back", i), func() { ch.s.IsolateServer(i, false) })
 }
 
 // election holds a leader election of 0.2 s to upTo ms.
@@ -215,7 +216,7 @@ func (ch *chaos) replace(i int) time.Duration {
 	if i == 0 {
 		ch.election(1000)
 	}
-	ch.later(d, func() { _ = ch.s.JoinServer(i) })
+	ch.later(d, fmt.Sprintf("server %d joins", i), func() { _ = ch.s.JoinServer(i) })
 	return d
 }
 
@@ -251,9 +252,14 @@ func (ch *chaos) presentServer() int {
 	return present[ch.rng.IntN(len(present))]
 }
 
-// later runs undo after d, or at stop if it has not run by then.
-func (ch *chaos) later(d time.Duration, undo func()) {
-	timer := time.AfterFunc(d, undo)
+// later runs undo after d, as the step what (WithSteps), or at stop if
+// it has not run by then.
+func (ch *chaos) later(d time.Duration, what string, undo func()) {
+	timer := time.AfterFunc(d, func() {
+		if ch.s.turn(keyTimer + "chaos: " + what) {
+			undo()
+		}
+	})
 	ch.undo = append(ch.undo, func() {
 		if timer.Stop() {
 			undo()

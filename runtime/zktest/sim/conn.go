@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,6 +15,8 @@ import (
 // queue (replies and watch events, in the order they were queued).
 type conn struct {
 	srv  *Server
+	id   int64   // the order it was opened in
+	key  string  // the order of its steps (connKey), and of Server.sortedConns
 	m    *member // the server of the ensemble it is connected to
 	nc   net.Conn
 	ip   string
@@ -34,8 +38,9 @@ type conn struct {
 	once    sync.Once
 }
 
-// serve starts serving nc.
-func (s *Server) serve(nc net.Conn, m *member) {
+// serve starts serving nc, a connection of the named client (DialerFor;
+// "": none).
+func (s *Server) serve(nc net.Conn, m *member, client string) {
 	c := &conn{srv: s, m: m, nc: nc, ip: "127.0.0.1", wake: make(chan struct{}, 1)}
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = a.IP.String()
@@ -46,11 +51,27 @@ func (s *Server) serve(nc net.Conn, m *member) {
 		nc.Close()
 		return
 	}
+	s.nextConn++
+	c.id, c.key = s.nextConn, s.connKey(client)
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	s.wg.Add(2)
 	go c.writeLoop()
 	go c.readLoop()
+}
+
+// sortedConns returns the connections keep selects (nil: all), in the
+// order they were opened (under the server's lock): what the server does
+// to several connections at once, it does in one order on every run.
+func (s *Server) sortedConns(keep func(*conn) bool) []*conn {
+	var out []*conn
+	for c := range s.conns {
+		if keep == nil || keep(c) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *conn) int { return cmp.Compare(a.key, b.key) })
+	return out
 }
 
 // send queues a frame (under the server's lock, so that replies and events
@@ -94,6 +115,10 @@ func (c *conn) writeLoop() {
 			return
 		}
 		for _, f := range out {
+			if !c.srv.turnOf(keyWrite+c.key, func() string { return describeFrame(f) }) {
+				c.close()
+				return
+			}
 			if _, err := c.nc.Write(f); err != nil {
 				c.close()
 				return
@@ -146,24 +171,43 @@ func (c *conn) isClosing() bool {
 // close closes the connection now; the session stays (until it expires).
 func (c *conn) close() {
 	c.once.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		c.out = nil
-		c.mu.Unlock()
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-		c.nc.Close()
-		s := c.srv
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.dropWatches(c)
-		if c.sess != nil && c.sess.conn == c {
-			c.sess.conn = nil
-		}
-		s.mu.Unlock()
+		c.shut()
+		c.srv.mu.Lock()
+		c.forget()
+		c.srv.mu.Unlock()
 	})
+}
+
+// closeLocked is close under the server's lock: the connection is closed
+// before the lock is let go, within the step that closes it.
+func (c *conn) closeLocked() {
+	c.once.Do(func() {
+		c.shut()
+		c.forget()
+	})
+}
+
+// shut marks c closed and closes its network connection.
+func (c *conn) shut() {
+	c.mu.Lock()
+	c.closed = true
+	c.out = nil
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	c.nc.Close()
+}
+
+// forget drops c from the server (under the server's lock).
+func (c *conn) forget() {
+	s := c.srv
+	delete(s.conns, c)
+	s.dropWatches(c)
+	if c.sess != nil && c.sess.conn == c {
+		c.sess.conn = nil
+	}
 }
 
 func (c *conn) readLoop() {
@@ -176,12 +220,13 @@ func (c *conn) readLoop() {
 	if !ok {
 		return
 	}
+	if c.srv.steps != nil {
+		c.execSteps() // each request in a step of its own (steps.go)
+		return
+	}
 	for {
 		f, err := readFrame(c.nc, c.srv.cfg.maxBuffer)
-		if err != nil {
-			return
-		}
-		if !c.srv.handle(c, f) {
+		if err != nil || !c.srv.handle(c, f) {
 			return
 		}
 	}
@@ -203,7 +248,7 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 		return false, nil
 	}
 	f := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, f); err != nil {
+	if _, err := io.ReadFull(c.nc, f); err != nil || !c.srv.turn(keyRequest+c.key) {
 		return false, nil
 	}
 	r := &reader{b: f}
@@ -251,7 +296,7 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 		}
 		if old := ss.conn; old != nil && old != c {
 			ss.conn = nil
-			go old.close()
+			old.closeLocked()
 		}
 	}
 	ss.timeout = timeout

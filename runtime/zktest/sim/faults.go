@@ -49,6 +49,7 @@ type Fault struct {
 	At   time.Time // the server's clock: virtual time in a synctest bubble
 	Op   int32     // the request's opcode
 	Kind string    // "cut before the request", "cut after the request", "hold replies after the request"
+	Step uint64    // the step it fired in on a stepped server (Steps), else 0
 }
 
 // String reads "s3#17 cut after the request (op 2)".
@@ -191,7 +192,7 @@ func (s *Server) faultFor(ss *session, op int32) faultKind {
 		return faultNone
 	}
 	k := faultKind(1 + mix(h)%3)
-	f.log = append(f.log, Fault{ID: id, At: time.Now(), Op: op, Kind: k.String()})
+	f.log = append(f.log, Fault{ID: id, At: time.Now(), Op: op, Kind: k.String(), Step: s.Steps()})
 	return k
 }
 

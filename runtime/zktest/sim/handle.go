@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -31,7 +32,7 @@ func (s *Server) drain(c *conn) {
 		c.backlog = c.backlog[1:]
 		if !s.handleLocked(c, f) {
 			c.backlog = nil
-			go c.close()
+			c.closeLocked()
 			return
 		}
 	}
@@ -69,7 +70,7 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 	case faultCutBefore:
 		return false
 	case faultCutAfter:
-		defer func() { go c.close() }()
+		defer c.closeLocked()
 		c.mute()
 	case faultHoldReplies:
 		c.mute()
@@ -448,7 +449,9 @@ func (s *Server) hasWatches(c *conn, path string, typ int32, remove bool) bool {
 }
 
 // setWatches re-registers a reconnected client's watches, firing at once
-// those whose event it missed (ZooKeeper's DataTree.setWatches).
+// those whose event it missed (ZooKeeper's DataTree.setWatches), each list
+// in path order: go-zookeeper lists them in its map's order, which
+// differs from run to run, and the events would too.
 func (s *Server) setWatches(c *conn, r *reader, v2 bool) {
 	rel := r.int64()
 	data, exist, child := r.strings(), r.strings(), r.strings()
@@ -458,6 +461,9 @@ func (s *Server) setWatches(c *conn, r *reader, v2 bool) {
 	}
 	if r.err != nil {
 		return
+	}
+	for _, l := range [][]string{data, exist, child, pers, recursive} {
+		slices.Sort(l)
 	}
 	t := c.m.view
 	for _, ps := range []struct {

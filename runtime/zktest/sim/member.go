@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"net"
 	"time"
 )
@@ -78,6 +79,9 @@ func (m *member) advance(now time.Time) {
 	}
 	if len(m.queue) > 0 && m.up() {
 		m.timer = time.AfterFunc(time.Until(m.queue[0].at.Add(m.delay)), func() {
+			if !m.s.turn(fmt.Sprintf("%sapply %d", keyTimer, m.id)) {
+				return
+			}
 			m.s.mu.Lock()
 			defer m.s.mu.Unlock()
 			if !m.s.closed {
@@ -136,8 +140,9 @@ func (m *member) flush() {
 		n++
 	}
 	m.pending = m.pending[n:]
-	for c := range m.s.conns {
-		if c.m == m && len(c.backlog) > 0 && c.waitZxid <= m.applied {
+	waiting := func(c *conn) bool { return c.m == m && len(c.backlog) > 0 && c.waitZxid <= m.applied }
+	for _, c := range m.s.sortedConns(waiting) {
+		if waiting(c) { // still: a drain before it may have drained it
 			m.s.drain(c)
 		}
 	}
@@ -191,13 +196,7 @@ func (s *Server) IsolateServer(i int, on bool) {
 
 // connsOf returns the connections to member m (under the server's lock).
 func (s *Server) connsOf(m *member) []*conn {
-	var out []*conn
-	for c := range s.conns {
-		if c.m == m {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.sortedConns(func(c *conn) bool { return c.m == m })
 }
 
 // ChangeLeader runs a leader election that lasts d, as when the leader
@@ -211,15 +210,15 @@ func (s *Server) connsOf(m *member) []*conn {
 func (s *Server) ChangeLeader(d time.Duration) {
 	s.mu.Lock()
 	s.electing++
-	var cut []*conn
-	for c := range s.conns {
-		cut = append(cut, c)
-	}
+	cut := s.sortedConns(nil)
 	s.mu.Unlock()
 	for _, c := range cut {
 		c.close()
 	}
 	time.AfterFunc(d, func() {
+		if !s.turn(keyTimer + "elected") {
+			return
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.electing--

@@ -16,6 +16,8 @@ type config struct {
 	faultRate     float64
 	faultLimit    int
 	faultSkip     []string
+	steps         bool                           // WithSteps
+	stepLog       func(step uint64, what string) // WithSteps
 }
 
 // The defaults are those of zktest's real servers: tickTime 200ms,

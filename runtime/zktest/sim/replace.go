@@ -179,10 +179,7 @@ func (s *Server) quorumChanged() []*conn {
 	switch {
 	case !has && !s.noQuorum:
 		s.noQuorum = true
-		cut := make([]*conn, 0, len(s.conns))
-		for c := range s.conns {
-			cut = append(cut, c)
-		}
+		cut := s.sortedConns(nil) // closed in one order on a replay
 		return cut
 	case has && s.noQuorum:
 		s.noQuorum = false

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -25,7 +27,10 @@ type Server struct {
 	sessions map[int64]*session
 	nextID   int64
 	conns    map[*conn]struct{}
-	members  []*member // the servers of the ensemble (one unless NewEnsemble)
+	nextConn int64          // the id of the last connection opened (conn.id)
+	dials    map[string]int // connections opened per named client (DialerFor)
+	steps    *stepper       // WithSteps; nil: not stepped
+	members  []*member      // the servers of the ensemble (one unless NewEnsemble)
 	closed   bool
 	faults   faults
 	electing int             // leader elections under way (ChangeLeader): nobody serves
@@ -80,7 +85,7 @@ func NewEnsemble(n int, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{cfg: cfg, tree: newTree(), sessions: map[int64]*session{}, conns: map[*conn]struct{}{},
-		nextID: firstSessionID, done: make(chan struct{}), retired: map[string]bool{}}
+		nextID: firstSessionID, done: make(chan struct{}), retired: map[string]bool{}, dials: map[string]int{}}
 	for i := range max(n, 1) {
 		s.members = append(s.members, &member{s: s, id: i, view: newTree(), ip: loopback(i + 1), port: memPort})
 	}
@@ -94,6 +99,11 @@ func NewEnsemble(n int, opts ...Option) *Server {
 	}
 	s.wg.Add(1)
 	go s.ticker()
+	if cfg.steps {
+		s.steps = &stepper{wake: make(chan struct{}, 1)}
+		s.wg.Add(1)
+		go s.stepLoop()
+	}
 	return s
 }
 
@@ -169,7 +179,7 @@ func (s *Server) accept(m *member, ln net.Listener) {
 			if err != nil {
 				return
 			}
-			s.serve(nc, m)
+			s.serve(nc, m, "")
 		}
 	}()
 }
@@ -206,6 +216,12 @@ func (s *Server) Servers() []string {
 // go-zookeeper's zk.WithDialer and runtime.WithDialer. The address of a
 // server that left (LeaveServer) refuses the connection.
 func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	return s.dial(network, address, "")
+}
+
+// dial connects in memory to the server at address for the named client
+// (DialerFor; "": none).
+func (s *Server) dial(network, address, name string) (net.Conn, error) {
 	s.mu.Lock()
 	closed, retired := s.closed, s.retired[address]
 	m := s.members[0]
@@ -222,7 +238,7 @@ func (s *Server) Dial(network, address string, timeout time.Duration) (net.Conn,
 		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("sim: %s: connection refused: its server left", address)}
 	}
 	client, server := net.Pipe()
-	s.serve(server, m)
+	s.serve(server, m, name)
 	return client, nil
 }
 
@@ -251,10 +267,7 @@ func (s *Server) Close() error {
 			m.timer.Stop()
 		}
 	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.sortedConns(nil)
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.close()
@@ -295,10 +308,14 @@ func (s *Server) ticker() {
 		select {
 		case <-s.done:
 			return
-		case now := <-tick.C:
+		case <-tick.C:
+			if !s.turn(keyTimer + "sweep") {
+				return
+			}
+			now := time.Now()
 			s.mu.Lock()
-			for _, ss := range s.sessions {
-				if s.serving() && now.Sub(ss.last) > ss.timeout {
+			for _, id := range s.sessionIDs() { // expired in one order on a replay
+				if ss := s.sessions[id]; s.serving() && now.Sub(ss.last) > ss.timeout {
 					s.endSession(ss)
 				}
 			}
@@ -380,6 +397,7 @@ func (m *member) trigger(ev watchEvent) {
 			}
 		}
 	}
+	slices.SortFunc(order, func(a, b *conn) int { return cmp.Compare(a.id, b.id) })
 	for _, c := range order {
 		if c.sess != nil && allowed(ev.acl, permRead, c.sess.ids()) {
 			c.event(ev.typ, ev.path)
@@ -433,7 +451,7 @@ func (s *Server) endSession(ss *session) {
 	if ss.conn != nil {
 		c := ss.conn
 		ss.conn = nil
-		go c.close()
+		c.closeLocked()
 	}
 }
 
