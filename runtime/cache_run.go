@@ -323,7 +323,7 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 			return nil
 		}
 		reads := make([]cacheRead, len(batch))
-		client.Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i]) })
+		r.s.Ops().Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i]) })
 		failed := false
 		for i, m := range batch {
 			f, err := r.settle(m, reads[i], cover)

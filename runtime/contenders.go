@@ -244,29 +244,22 @@ func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Ho
 	out := make([]Holder, len(cs))
 	ok := make([]bool, len(cs))
 	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16) // bound the requests in flight
-	for i, c := range cs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			p := joinPath(dir, c.name)
-			data, st, err := s.Ops().Get(ctx, p)
-			if errors.Is(err, zk.ErrNoNode) {
-				return
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			o, known := parseOwner(data)
-			out[i] = Holder{Node: p, Seq: c.seq, Token: st.Czxid, Created: time.UnixMilli(st.Ctime).UTC(), Owner: o, Known: known,
-				Holds: fam.blocker(cs, i) < 0, Read: len(fam.markers) == 2 && c.kind == kindRead}
-			ok[i] = true
-		}()
-	}
-	wg.Wait()
+	s.Ops().Parallel(len(cs), 16, func(i int) { // at most 16 requests in flight
+		c := cs[i]
+		p := joinPath(dir, c.name)
+		data, st, err := s.Ops().Get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		o, known := parseOwner(data)
+		out[i] = Holder{Node: p, Seq: c.seq, Token: st.Czxid, Created: time.UnixMilli(st.Ctime).UTC(), Owner: o, Known: known,
+			Holds: fam.blocker(cs, i) < 0, Read: len(fam.markers) == 2 && c.kind == kindRead}
+		ok[i] = true
+	})
 	if err := client.JoinErrors(errs...); err != nil {
 		return nil, err
 	}

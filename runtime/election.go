@@ -294,7 +294,7 @@ func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, 
 	var kids []string
 	var err error
 	pre := &ackReads{}
-	client.Parallel(2, 2, func(i int) {
+	e.s.Ops().Parallel(2, 2, func(i int) {
 		if i == 0 {
 			kids, err = e.s.Ops().Children(ctx, e.dir)
 		} else {
@@ -458,7 +458,7 @@ type ackReads struct {
 // readAck reads the acknowledgement and the epoch node concurrently.
 func (e *Election[T]) readAck(ctx context.Context) ackReads {
 	var r ackReads
-	client.Parallel(2, 2, func(i int) {
+	e.s.Ops().Parallel(2, 2, func(i int) {
 		if i == 0 {
 			r.ack, r.ackStat, r.ackErr = e.s.Ops().Get(ctx, e.ackPath())
 		} else {
@@ -582,13 +582,13 @@ func (e *Election[T]) dropAck(ctx context.Context, node string) {
 	if e.dropAckOnce(ctx, node) == nil || e.s.Err() != nil {
 		return
 	}
-	go func() {
+	e.s.Ops().Spawn(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
 		if err := e.dropAckOnce(cctx, node); err != nil && e.s.Err() == nil {
 			e.s.Ops().Log().Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
 		}
-	}()
+	})
 }
 
 func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {

@@ -379,13 +379,9 @@ func (l *Lock) notes() bool {
 // event before the replies of later requests); otherwise it lists.
 func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dials int64) (*hold, error) {
 	var ownErr error
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		_, _, ownErr = l.s.Ops().Get(ctx, node)
-	}()
+	read := l.s.Ops().Spawn(func() { _, _, ownErr = l.s.Ops().Get(ctx, node) })
 	data, st, err := l.s.Ops().Get(ctx, l.dir)
-	<-read
+	read()
 	switch {
 	case client.IsNoNode(ownErr):
 		return nil, fmt.Errorf("lock %s: contender node deleted while waiting: %w", node, ErrLockLost)

@@ -150,7 +150,7 @@ func (f *follower[T]) settleMaybe(ctx context.Context) error {
 // membership (the hold's loss error).
 func (f *follower[T]) loop() error {
 	ctx := f.a.h.context() // ends when the membership is lost
-	failures := 0
+	failures, key := 0, f.s.Ops().BackoffKey()
 	for {
 		err := f.step(ctx)
 		switch {
@@ -162,7 +162,7 @@ func (f *follower[T]) loop() error {
 			failures++
 			f.s.Ops().Log().Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
 			f.needMembers, f.needPlan = true, true
-			if f.s.Ops().Sleep(ctx, f.s.Ops().Backoff(min(failures, 10))) != nil {
+			if f.s.Ops().Sleep(ctx, f.s.Ops().Backoff(key, min(failures, 10))) != nil {
 				return ErrMembershipLost
 			}
 			continue
@@ -362,7 +362,7 @@ func (f *follower[T]) acquire(ctx context.Context, is []int) error {
 		return client.OpError("create", f.p.ownerNode(is[0]), err)
 	}
 	res := make([]acquireResult, len(is))
-	client.Parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
+	f.s.Ops().Parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
 	var owned []int
 	var tokens []int64
 	var first error
@@ -400,7 +400,7 @@ func (f *follower[T]) fence(ctx context.Context, is []int, tokens []int64) ([]in
 		return is, tokens, nil
 	}
 	errs := make([]error, len(is))
-	client.Parallel(len(is), inFlight, func(k int) { errs[k] = fence(ctx, is[k], tokens[k]) })
+	f.s.Ops().Parallel(len(is), inFlight, func(k int) { errs[k] = fence(ctx, is[k], tokens[k]) })
 	var passed []int
 	var passedTokens []int64
 	var first error
@@ -523,7 +523,7 @@ func (f *follower[T]) deletePending(ctx context.Context) error {
 	}
 	slices.Sort(is)
 	errs := make([]error, len(is))
-	client.Parallel(len(is), inFlight, func(k int) {
+	f.s.Ops().Parallel(len(is), inFlight, func(k int) {
 		if err := f.s.Ops().DeleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !client.IsNoNode(err) {
 			errs[k] = err
 		}

@@ -233,7 +233,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 	bp := q.bucketPath(bucket)
 	cdir := joinPath(q.dir, claimsDir)
 	cs := make([]claimed, len(cands))
-	client.Parallel(len(cands), 32, func(i int) {
+	q.s.Ops().Parallel(len(cands), 32, func(i int) {
 		p := joinPath(bp, cands[i].name)
 		c := joinPath(cdir, q.claimName(p))
 		ok, attempt, err := q.createClaim(ctx, cdir, c, p)

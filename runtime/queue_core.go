@@ -272,13 +272,13 @@ func (q *queue[T]) flushMarker(sd *side) {
 // dropMarker deletes a marker in the background (it is ephemeral: if
 // this fails, the session's end removes it).
 func (q *queue[T]) dropMarker(marker string) {
-	go func() {
+	q.s.Ops().Spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
 		if err := q.s.Ops().Delete(ctx, marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
 			q.s.Ops().Log().Debug("could not remove put marker", "path", marker, "err", err)
 		}
-	}()
+	})
 }
 
 // flushWhileWaiting gives up, markerLinger into a wait of a Take (which

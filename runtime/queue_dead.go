@@ -259,7 +259,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	q.dropStrayReasons(ctx, reasons, kids)
 	out := make([]*DeadLetter[T], len(kids))
 	errs := make([]error, len(kids))
-	client.Parallel(len(kids), 32, func(i int) {
+	q.s.Ops().Parallel(len(kids), 32, func(i int) {
 		p := joinPath(dir, kids[i])
 		data, st, err := q.s.Ops().Get(ctx, p)
 		if err != nil {

@@ -429,7 +429,7 @@ func (q *queue[T]) releaseClaim(claim string) {
 // and a second apart: a claim given up must not stay while the session
 // lives, whatever outage its first attempts met.
 func (q *queue[T]) keepReleasing(claim string, release func(context.Context) error) {
-	go func() {
+	q.s.Ops().Spawn(func() {
 		for q.s.Err() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 			err := release(ctx)
@@ -444,7 +444,7 @@ func (q *queue[T]) keepReleasing(claim string, release func(context.Context) err
 			case <-time.After(time.Second):
 			}
 		}
-	}()
+	})
 }
 
 // deleteIfOwned deletes path if it exists and this session owns it (at the

@@ -545,7 +545,7 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 	if len(reads) == 0 {
 		return out
 	}
-	client.Parallel(len(reads), 32, func(k int) {
+	q.s.Ops().Parallel(len(reads), 32, func(k int) {
 		i := reads[k]
 		d, st, err := q.s.Ops().Get(ctx, paths[i])
 		if items[i].hasIn {

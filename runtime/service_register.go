@@ -148,7 +148,9 @@ func (d *Services[T]) Register(ctx context.Context, inst ServiceInstance[T]) (Se
 // fillInstance gives inst its defaults (see Register).
 func fillInstance[T any](inst ServiceInstance[T]) ServiceInstance[T] {
 	if inst.ID == "" {
-		inst.ID = client.NewGUID()
+		// A registration belongs to the process, not to a session: its id
+		// is not drawn from a session's seed (a nil Rand: crypto/rand).
+		inst.ID = (*client.Rand)(nil).NewGUID()
 	}
 	if inst.Registered.IsZero() {
 		inst.Registered = time.Now()

@@ -31,7 +31,8 @@ type snapshot[T any] struct {
 // logged and the read retried after the retry policy's backoff.
 func stream[T any](ctx context.Context, s *Session, what string, read func(context.Context) (snapshot[T], error), ended func(last T, err error) T) <-chan T {
 	out := make(chan T)
-	go func() {
+	key := s.Ops().BackoffKey()
+	s.Ops().Spawn(func() { // its first read goes out before the caller's next request
 		defer close(out)
 		var (
 			pending  T
@@ -53,7 +54,7 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 				}
 				failures++
 				s.Ops().Log().Warn("watch: read failed; retrying", "what", what, "err", err)
-				if s.Ops().Sleep(ctx, s.Ops().Backoff(min(failures, 10))) != nil {
+				if s.Ops().Sleep(ctx, s.Ops().Backoff(key, min(failures, 10))) != nil {
 					finish() // the session ended, or ctx: then nothing is sent
 					return
 				}
@@ -81,7 +82,7 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 				}
 			}
 		}
-	}()
+	})
 	return out
 }
 

@@ -219,7 +219,7 @@ func armHold(s *Session, h *hold) {
 			untrackEnd(h)
 			go monitorHold(s, h, nil, false)
 		}
-		go func() {
+		s.Ops().Spawn(func() { // its read goes out before the caller's next request
 			r, err := watchOwn(context.Background(), s, h.node, false)
 			switch {
 			case err == nil:
@@ -229,7 +229,7 @@ func armHold(s *Session, h *hold) {
 				h.end(true)
 			}
 			// Other errors mean the session ended: the monitor sees that.
-		}()
+		})
 	})
 }
 
@@ -351,13 +351,13 @@ func releaseHoldAs(ctx context.Context, s *Session, h *hold, label string, remov
 		h.end(true)
 		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
 	case s.Err() == nil:
-		go func() {
+		s.Ops().Spawn(func() {
 			cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 			defer cancel()
 			if err := remove(cctx); err != nil && !errors.Is(err, zk.ErrNoNode) && s.Err() == nil {
 				s.Ops().Log().Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
 			}
-		}()
+		})
 	}
 	h.end(false)
 	return err

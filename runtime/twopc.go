@@ -652,21 +652,16 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, w *txWatches) (d Decis
 	}
 	w.forward(r.Watch)
 	votes := make([]voteState, len(t.parts))
-	var wg sync.WaitGroup
-	gate := make(chan struct{}, evalReads)
+	var reads []int
 	for i, p := range t.parts {
-		if w.isSettled(p) {
-			continue
+		if !w.isSettled(p) {
+			reads = append(reads, i)
 		}
-		wg.Add(1)
-		gate <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-gate }()
-			votes[i] = t.readVote(ctx, p, w)
-		}()
 	}
-	wg.Wait()
+	t.s.Ops().Parallel(len(reads), evalReads, func(k int) {
+		i := reads[k]
+		votes[i] = t.readVote(ctx, t.parts[i], w)
+	})
 	abort, all := false, true
 	for _, v := range votes {
 		if v.err != nil {

@@ -155,7 +155,11 @@ func (h *hooks) runClose(deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	errs := make([]error, len(runs))
-	Parallel(len(runs), len(runs), func(i int) { errs[i] = runs[i](ctx) })
+	var wg sync.WaitGroup
+	for i, run := range runs { // not Ops.Parallel: a hook may wait for another
+		wg.Go(func() { errs[i] = run(ctx) })
+	}
+	wg.Wait()
 	return JoinErrors(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -184,12 +185,7 @@ func (h *hostList) newRound() {
 func (h *hostList) rank(addr string) uint64 {
 	f := fnv.New64a()
 	f.Write([]byte(addr))
-	x := f.Sum64() ^ h.salt
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return rand.NewPCG(h.salt, f.Sum64()).Uint64()
 }
 
 // Len returns the number of addresses in the current round.

@@ -75,6 +75,7 @@ func (c *liveConn) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	c.s.sends.wrote(p)
+	c.s.frames.wrote()
 	return len(p), nil
 }
 

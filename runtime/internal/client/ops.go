@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -699,27 +698,3 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 
 // IsNoNode reports whether err is ZooKeeper's no-node result.
 func IsNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
-
-// Parallel runs fn(0..n-1) on up to workers goroutines and waits.
-func Parallel(n, workers int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(n, workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-}

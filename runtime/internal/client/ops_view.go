@@ -26,8 +26,15 @@ func (o *Ops) Policy() RetryPolicy { return o.policy }
 func (o *Ops) Rand() *Rand { return o.rand }
 
 // Backoff returns the retry policy's delay before retry n (see
-// RetryPolicy.Delay), its jitter drawn from the session's Rand.
-func (o *Ops) Backoff(n int) time.Duration { return o.policy.delay(n, o.rand) }
+// RetryPolicy.Delay) of the loop of key (BackoffKey), its jitter drawn
+// from the session's Rand for that key and n alone (Rand.Int64NFor).
+func (o *Ops) Backoff(key uint64, n int) time.Duration {
+	return o.policy.delay(n, o.rand, key<<8^uint64(n))
+}
+
+// BackoffKey returns a key for a loop that backs off (Backoff): a new
+// one each call.
+func (o *Ops) BackoffKey() uint64 { return o.rand.NewKey() }
 
 // ReadOnly reports whether the session may connect to a read-only server
 // (WithReadOnly).

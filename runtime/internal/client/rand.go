@@ -14,8 +14,10 @@ import (
 // session given WithRandomSeed draws from its seed, so that a simulated
 // run makes the same choices each time. Safe for concurrent use.
 type Rand struct {
-	mu sync.Mutex
-	r  *rand.Rand
+	mu           sync.Mutex
+	r            *rand.Rand
+	seed, stream uint64 // Int64NFor's
+	keys         atomic.Uint64
 }
 
 // WithRandomSeed makes the sessions opened with this option draw their
@@ -34,7 +36,28 @@ func WithRandomSeed(seed uint64) Option {
 
 // newRand returns the source of stream n of seed.
 func newRand(seed, n uint64) *Rand {
-	return &Rand{r: rand.New(rand.NewPCG(seed, n))}
+	return &Rand{r: rand.New(rand.NewPCG(seed, n)), seed: seed, stream: n}
+}
+
+// NewKey returns a key for Int64NFor: a new one each call, in the order
+// of the calls.
+func (r *Rand) NewKey() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.keys.Add(1)
+}
+
+// Int64NFor returns a number in [0, n) drawn for key alone: the same for
+// one key (of one seed and stream) whatever else was drawn before, so
+// that goroutines woken at once draw the same numbers in whatever order
+// they run — as the callers flushed together by a lost connection do,
+// each with the key of its own call. A nil Rand draws a random one.
+func (r *Rand) Int64NFor(key uint64, n int64) int64 {
+	if r == nil {
+		return rand.Int64N(n)
+	}
+	return rand.New(rand.NewPCG(r.seed, r.stream<<32^key)).Int64N(n)
 }
 
 // Int64N returns a number in [0, n).

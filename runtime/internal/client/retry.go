@@ -20,10 +20,10 @@ var DefaultRetry = RetryPolicy{Initial: 50 * time.Millisecond, Max: 2 * time.Sec
 
 // Delay returns the backoff before attempt n (1-based retry number), with
 // up to 25% jitter so contending clients do not retry in lockstep.
-func (p RetryPolicy) Delay(n int) time.Duration { return p.delay(n, nil) }
+func (p RetryPolicy) Delay(n int) time.Duration { return p.delay(n, nil, 0) }
 
-// delay is Delay with its jitter drawn from r (see Rand).
-func (p RetryPolicy) delay(n int, r *Rand) time.Duration {
+// delay is Delay with its jitter drawn from r for key (Rand.Int64NFor).
+func (p RetryPolicy) delay(n int, r *Rand, key uint64) time.Duration {
 	d := p.Initial
 	if d <= 0 {
 		d = DefaultRetry.Initial
@@ -36,7 +36,7 @@ func (p RetryPolicy) delay(n int, r *Rand) time.Duration {
 		d *= 2
 	}
 	d = min(d, maxD)
-	return d - time.Duration(r.Int64N(int64(d)/4+1))
+	return d - time.Duration(r.Int64NFor(key, int64(d)/4+1))
 }
 
 func (p RetryPolicy) attempts() int {
@@ -72,6 +72,7 @@ func (s *Ops) retry(ctx context.Context, attempts int, op func() error) error {
 	if ctx.Value(settlingKey{}) != nil {
 		attempts = 0
 	}
+	key := s.BackoffKey()
 	for n := 1; ; n++ {
 		if err := s.session().Err(); err != nil {
 			return err
@@ -85,7 +86,7 @@ func (s *Ops) retry(ctx context.Context, attempts int, op func() error) error {
 		}
 		s.log.Debug("recoverable zookeeper error, retrying", "err", err, "attempt", n)
 		s.metrics.retried(Recoverable)
-		if werr := s.Sleep(ctx, s.Backoff(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.Backoff(key, n)); werr != nil {
 			return werr
 		}
 	}
@@ -176,6 +177,7 @@ type UncertainWrite struct {
 // RetryUncertain runs w until its outcome is known, or the retry policy
 // gives up (see above).
 func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
+	key := s.BackoffKey()
 	for n := 1; ; n++ {
 		o, err := w.Attempt(n)
 		switch o {
@@ -189,7 +191,7 @@ func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
 		if last && w.Settle == nil {
 			return w.giveUp(n, err)
 		}
-		if werr := s.Sleep(ctx, s.Backoff(n)); werr != nil {
+		if werr := s.Sleep(ctx, s.Backoff(key, n)); werr != nil {
 			if w.Interrupted != nil {
 				return w.Interrupted(werr)
 			}

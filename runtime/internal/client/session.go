@@ -42,8 +42,9 @@ type Session struct {
 	err      atomic.Pointer[error]    // why done is closed
 	ended    atomic.Bool              // set before done closes; checked by the dialer
 
-	pipe  pipeStats // pipelined create-and-list outcomes (pipeline.go)
-	sends sentWaits // listings waiting for their create to be written (pipeline.go)
+	pipe   pipeStats   // pipelined create-and-list outcomes (pipeline.go)
+	sends  sentWaits   // listings waiting for their create to be written (pipeline.go)
+	frames frameSignal // who waits for a frame to be written (order.go)
 
 	// go-zookeeper's reconnect race (zxid.go)
 	lastZxid atomic.Int64 // greatest zxid seen in a reply

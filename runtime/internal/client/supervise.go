@@ -232,7 +232,7 @@ func superviseConnect(ctx context.Context, servers []string, prev, probe *Sessio
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		d := SuperviseBackoff.delay(attempt, probe.rand)
+		d := SuperviseBackoff.delay(attempt, probe.rand, uint64(attempt))
 		log.Warn("zookeeper unreachable; retrying", "attempt", attempt, "in", d, "err", err)
 		if err := SleepCtx(ctx, d); err != nil {
 			return nil, err
@@ -262,7 +262,7 @@ func awaitOver(ctx context.Context, servers []string, prev *Session, log *slog.L
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		d := SuperviseBackoff.delay(attempt, prev.rand)
+		d := SuperviseBackoff.delay(attempt, prev.rand, uint64(attempt))
 		log.Warn("could not close the previous session yet; retrying", "session", id, "attempt", attempt, "in", d, "err", err)
 		if err := SleepCtx(ctx, d); err != nil {
 			return err
