@@ -298,18 +298,30 @@ func (in *inbox) await() bool {
 	}
 }
 
-// next is the index of the frame to execute next. In xid order (the
-// earliest of equal xids first), a write goes next; reads before the first
-// write go in the order of their bytes after the xid — opcode, then path —
-// since reads in flight together come from goroutines that raced to number
-// them, and reads change nothing the others read: any order of them is
-// one ZooKeeper could have seen.
+// next is the index of the frame to execute next. A setWatches goes
+// first: go-zookeeper sends it on a goroutine of its own as it reconnects,
+// racing the requests it queued meanwhile, which no client orders after
+// it (beside a closeSession it goes last, dropped with what follows the
+// close). Else, in xid order (the earliest of equal xids first), a write goes
+// next; reads before the first write go in the order of their bytes after
+// the xid — opcode, then path — since reads in flight together come from
+// goroutines that raced to number them, and reads change nothing the
+// others read: any order of them is one ZooKeeper could have seen.
 func (in *inbox) next() int {
 	order := make([]int, len(in.frames))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(frameXid(in.frames[a]), frameXid(in.frames[b])) })
+	isSetWatches := func(i int) bool { op := frameOp(in.frames[i]); return op == opSetWatches || op == opSetWatches2 }
+	if slices.ContainsFunc(in.frames, func(f []byte) bool { return frameOp(f) == opCloseSession }) {
+		// The session is closing: what a setWatches would fire reaches a
+		// client going away (go-zookeeper, as it closes, sends one or not,
+		// as its select picks), so it goes after the close, dropped.
+		order = slices.DeleteFunc(order, isSetWatches)
+	} else if i := slices.IndexFunc(order, isSetWatches); i >= 0 {
+		return order[i]
+	}
 	k := order[0]
 	for _, i := range order {
 		if !isRead(in.frames[i]) {
@@ -325,14 +337,20 @@ func (in *inbox) next() int {
 // isRead reports whether a request frame only reads: executed before or
 // after another read, it answers the same.
 func isRead(f []byte) bool {
-	if len(f) < 8 {
-		return false
-	}
-	switch int32(binary.BigEndian.Uint32(f[4:])) {
+	switch frameOp(f) {
 	case opExists, opGetData, opGetACL, opGetChildren, opGetChildren2, opPing:
 		return true
 	}
 	return false
+}
+
+// frameOp is a request's opcode (a frame without its length; -1 if it is
+// too short).
+func frameOp(f []byte) int32 {
+	if len(f) < 8 {
+		return -1
+	}
+	return int32(binary.BigEndian.Uint32(f[4:]))
 }
 
 // take removes and returns the next frame (all of them with all, and nil).
