@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -451,8 +452,8 @@ func groupSearch(r *searchRun) {
 			r.violate("Watch delivers the final list", "p%d's Watch on its live session %x delivered nothing", i, s.ID())
 		}
 	}
-	for i, m := range stay {
-		leave(i, m)
+	for _, i := range slices.Sorted(maps.Keys(stay)) { // in one order on a replay
+		leave(i, stay[i])
 	}
 	r.finish("/g", 30*time.Second, "/g")
 	r.Logf("%d memberships, %d live at the end", len(joined), len(want))

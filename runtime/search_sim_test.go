@@ -161,7 +161,9 @@ func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
 type simSession struct {
 	srv     *sim.Server
 	run     *searchRun
+	who     int            // the process (searchRun.session)
 	seed    runtime.Option // the process's random choices (searchRun.session)
+	n       int            // sessions opened
 	s       *runtime.Session
 	crashed []*runtime.Session // sessions of the process before it crashed (searchRun.crash)
 	failing bool               // the last Connect failed
@@ -179,7 +181,12 @@ func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
 		}
 		w.s.Close()
 	}
-	s, err := runtime.Connect(ctx, w.srv.Hosts(), runtime.WithDialer(w.srv.DialContext),
+	// Each session a client name of its own (sim.DialerFor): the closing
+	// one's connections and the new one's are told apart, whichever dials
+	// first.
+	w.n++
+	dial := w.srv.DialerFor(fmt.Sprintf("p%d.%d", w.who, w.n))
+	s, err := runtime.Connect(ctx, w.srv.Hosts(), runtime.WithDialer(dial),
 		runtime.WithResolver(w.srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
 		runtime.WithLogger(slog.New(slog.DiscardHandler)), w.seed)
 	if err != nil && ctx.Err() == nil {
@@ -187,7 +194,7 @@ func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
 		// (it left and has not joined again): the process tries again a
 		// little later, not in a loop that stops virtual time.
 		if !w.failing {
-			w.run.event(-1, "connect failed (again every 200 ms until it succeeds): %v", err)
+			w.run.event(w.who, "connect failed (again every 200 ms until it succeeds): %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -660,7 +667,7 @@ func simDump(srv *sim.Server, root string) string {
 	srv.SetFaultRate(0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(srv.DialContext),
+	s, err := runtime.Connect(ctx, srv.Servers(), runtime.WithDialer(srv.DialerFor("dump")),
 		runtime.WithLogger(slog.New(slog.DiscardHandler)), runtime.WithRandomSeed(1))
 	if err != nil {
 		return "dump: " + err.Error()
@@ -976,11 +983,12 @@ func twoPCSearch(r *searchRun) {
 			}
 		}
 	}
-	outcome := func(who string, k int, get func() (runtime.Decision, error)) {
+	// Process 4k coordinates transaction k, 4k+1.. are its participants.
+	outcome := func(proc int, who string, k int, get func() (runtime.Decision, error)) {
 		for ctx.Err() == nil {
 			d, err := get()
 			if err == nil {
-				r.event(0, "%s: tx %d outcome %v", who, k, d)
+				r.event(proc, "%s: tx %d outcome %v", who, k, d)
 				mu.Lock()
 				outcomes[k] = append(outcomes[k], d)
 				mu.Unlock()
@@ -1000,12 +1008,12 @@ func twoPCSearch(r *searchRun) {
 					continue
 				}
 				err = tx(s, k).Propose(ctx)
-				r.event(0, "coordinator: tx %d propose: %v", k, err)
+				r.event(4*k, "coordinator: tx %d propose: %v", k, err)
 				if err == nil || errors.Is(err, runtime.ErrTxExists) {
 					break
 				}
 			}
-			outcome("coordinator", k, func() (runtime.Decision, error) {
+			outcome(4*k, "coordinator", k, func() (runtime.Decision, error) {
 				s, err := w.get(ctx)
 				if err != nil {
 					return 0, err
@@ -1028,7 +1036,7 @@ func twoPCSearch(r *searchRun) {
 						continue
 					}
 					err = h.Vote(ctx, p, votes[k][p])
-					r.event(0, "%s: tx %d vote %v: %v", p, k, votes[k][p], err)
+					r.event(4*k+1+j, "%s: tx %d vote %v: %v", p, k, votes[k][p], err)
 					if err == nil {
 						mu.Lock()
 						accepted[k][p] = votes[k][p]
@@ -1039,7 +1047,7 @@ func twoPCSearch(r *searchRun) {
 						break
 					}
 				}
-				outcome(string(p), k, func() (runtime.Decision, error) {
+				outcome(4*k+1+j, string(p), k, func() (runtime.Decision, error) {
 					s, err := w.get(ctx)
 					if err != nil {
 						return 0, err
@@ -1126,7 +1134,7 @@ func superviseSearch(r *searchRun) {
 					}
 					_ = err // a lost lock or a fault: take it again
 				}
-			}, runtime.WithDialer(srv.DialContext), runtime.WithSessionTimeout(4*time.Second), runtime.WithRandomSeed(r.procSeed(i)),
+			}, runtime.WithDialer(srv.DialerFor(fmt.Sprintf("p%d", i))), runtime.WithSessionTimeout(4*time.Second), runtime.WithRandomSeed(r.procSeed(i)),
 				runtime.WithLogger(slog.New(slog.DiscardHandler)),
 				runtime.WithSessionEvents(func(ev runtime.SessionEvent) {
 					if ev.Generation > 1 {
