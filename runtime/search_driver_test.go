@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -42,6 +43,10 @@ import (
 //	ZKGEN_SIM_REPLAY    "RECIPE CONFIG": replay one run instead of searching
 //	ZKGEN_SIM_REPLAYS   how many times a replay runs (default 10)
 //	ZKGEN_SIM_SHRINK    the wall time shrinking may take (default 2m)
+//	ZKGEN_SIM_RECHECK   run every n-th seed of a deterministic workload again
+//	                    and compare the histories (default 10; 0: never)
+//	ZKGEN_SIM_STEPS     put every step of the server in the history
+//	ZKGEN_SIM_HISTORIES a directory: a replay writes each distinct history there
 
 // workload is one recipe's search.
 type workload struct {
@@ -141,6 +146,35 @@ type violation struct {
 // errStopRun ends a run from its workload's goroutine (searchRun.Fatalf).
 type errStopRun struct{}
 
+// histEntry is one line of a run's history: when (the virtual time since
+// the start, then the server's steps taken by then: sim.WithSteps), who
+// (a process; -1 the chaos and the harness; -2 a fault), and its place in
+// the record. A history is in that order: what processes record between
+// two steps of the server is in process order, whatever order Go's
+// scheduler ran them in.
+type histEntry struct {
+	at   time.Duration
+	step uint64
+	who  int
+	seq  int
+	text string
+}
+
+func (e histEntry) String() string {
+	p := fmt.Sprintf("p%d", e.who)
+	switch e.who {
+	case -1:
+		p = "--"
+	case -2:
+		p = "fault"
+	}
+	return fmt.Sprintf("%9.3fs %s %s", e.at.Seconds(), p, e.text)
+}
+
+func byHistory(a, b histEntry) int {
+	return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.step, b.step), cmp.Compare(a.who, b.who), cmp.Compare(a.seq, b.seq))
+}
+
 // searchRun is one run of a workload: its configuration, the server, and
 // what the processes saw.
 type searchRun struct {
@@ -153,8 +187,8 @@ type searchRun struct {
 	stopChaos  func()         // calm: the chaos stops
 	crashed    map[int64]bool // sessions of crashed processes (crash)
 	mu         sync.Mutex
-	lost       int      // sessions that expired under a process (simSession.get)
-	history    []string // what happened, with the virtual time since start
+	lost       int         // sessions that expired under a process (simSession.get)
+	history    []histEntry // what happened
 	violations []violation
 	logs       []string
 	sessions   []*simSession
@@ -169,6 +203,10 @@ func (r *searchRun) server(opts ...sim.Option) *sim.Server {
 	}
 	if len(r.cfg.Skip) > 0 {
 		opts = append(opts, sim.WithoutFaults(r.cfg.Skip...))
+	}
+	opts = append(opts, sim.WithSteps())    // one thing at a time: a replay repeats the run
+	if os.Getenv("ZKGEN_SIM_STEPS") != "" { // every step of the server in the history
+		opts = append(opts, sim.WithStepLog(func(n uint64, what string) { r.event(-1, "step %d: %s", n, what) }))
 	}
 	r.srv = sim.NewEnsemble(max(r.ens, 1), opts...)
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0xd1a7))
@@ -196,9 +234,12 @@ func (r *searchRun) calm() {
 // back-off jitter, server order) from the run's seed and who, one stream
 // per session (runtime.WithRandomSeed): a replay makes the same ones.
 func (r *searchRun) session(who int) *simSession {
-	w := &simSession{srv: r.srv, run: r, seed: runtime.WithRandomSeed(r.procSeed(who))}
+	w := &simSession{srv: r.srv, run: r, who: who, seed: runtime.WithRandomSeed(r.procSeed(who))}
 	r.mu.Lock()
 	r.sessions = append(r.sessions, w)
+	// In process order, not the order the processes asked in: the harness
+	// closes them in this order.
+	slices.SortStableFunc(r.sessions, func(a, b *simSession) int { return cmp.Compare(a.who, b.who) })
 	r.mu.Unlock()
 	return w
 }
@@ -211,15 +252,16 @@ func (r *searchRun) since(t time.Time) string {
 	return fmt.Sprintf("%9.3fs", t.Sub(r.start).Seconds())
 }
 
-// event adds a line to the history: process who did or saw something.
+// event adds a line to the history: process who did or saw something
+// (-1: the chaos, or the harness).
 func (r *searchRun) event(who int, format string, args ...any) {
-	p := fmt.Sprintf("p%d", who)
-	if who < 0 {
-		p = "--"
+	e := histEntry{at: time.Since(r.start), who: max(who, -1), text: fmt.Sprintf(format, args...)}
+	if r.srv != nil {
+		e.step = r.srv.Steps()
 	}
-	line := fmt.Sprintf("%s %s %s", r.since(time.Now()), p, fmt.Sprintf(format, args...))
 	r.mu.Lock()
-	r.history = append(r.history, line)
+	e.seq = len(r.history)
+	r.history = append(r.history, e)
 	r.mu.Unlock()
 }
 
@@ -275,14 +317,28 @@ func (r *searchRun) faults() []sim.Fault {
 	return r.srv.FaultLog()
 }
 
-// timeline merges the processes' history with the faults, in virtual time.
-func (r *searchRun) timeline() []string {
-	lines := slices.Clone(r.history)
-	for _, f := range r.faults() {
-		lines = append(lines, fmt.Sprintf("%s fault %s", r.since(f.At), f))
+// entries merges the processes' history with the faults, in the
+// history's order (histEntry).
+func (r *searchRun) entries() []histEntry {
+	r.mu.Lock()
+	es := slices.Clone(r.history)
+	r.mu.Unlock()
+	for i, f := range r.faults() {
+		es = append(es, histEntry{at: f.At.Sub(r.start), step: f.Step, who: -2, seq: i, text: f.String()})
 	}
-	slices.SortStableFunc(lines, func(a, b string) int { return strings.Compare(a[:10], b[:10]) })
-	return lines
+	slices.SortFunc(es, byHistory)
+	return es
+}
+
+// timeline is the run's history, line by line (entries).
+func (r *searchRun) timeline() []string { return lines(r.entries()) }
+
+func lines(es []histEntry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.String()
+	}
+	return out
 }
 
 // finish ends every run the same way, after its processes released what
@@ -350,7 +406,7 @@ type simNode struct {
 func (r *searchRun) walk(root string) []simNode {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := runtime.Connect(ctx, r.srv.Servers(), runtime.WithDialer(r.srv.DialContext),
+	s, err := runtime.Connect(ctx, r.srv.Servers(), runtime.WithDialer(r.srv.DialerFor("walk")),
 		runtime.WithLogger(slog.New(slog.DiscardHandler)), runtime.WithRandomSeed(r.procSeed(-2)))
 	if err != nil {
 		r.Fatalf("walking %s: %v", root, err)
@@ -467,10 +523,11 @@ func TestSimSearch(t *testing.T) {
 	fmt.Printf("sim: searching %d workloads for %v from seed %d (chaos faults: %s)\n", len(ws), d, start,
 		cmp.Or(os.Getenv("ZKGEN_SIM_FAULTS"), "all"))
 	type tally struct {
-		seeds int
-		wall  time.Duration
-		fault int
-		lost  int
+		seeds   int
+		wall    time.Duration
+		fault   int
+		lost    int
+		checked int // seeds run again to check that they replay
 	}
 	tallies := make([]tally, len(ws))
 	began := time.Now()
@@ -485,10 +542,20 @@ func TestSimSearch(t *testing.T) {
 			tallies[i].fault += len(r.faults())
 			tallies[i].lost += r.lost
 			if r.failed() {
-				fmt.Printf("sim: %s: seed %d failed after %v of search; shrinking\n", w.name, cfg.Seed, time.Since(began).Round(time.Second))
+				fmt.Printf("sim: %s: seed %d failed after %v of search; running it again\n", w.name, cfg.Seed, time.Since(began).Round(time.Second))
+				if checkReplay(t, w, cfg, r) {
+					fmt.Printf("sim: it replays to history %016x; shrinking\n", hashOf(r.timeline()))
+				}
 				small, sr, tries := shrink(t, w, cfg, r)
 				report(t, w, sr, small, tries)
 				return
+			}
+			checked, ok := recheck(t, w, k, cfg, r)
+			if checked {
+				tallies[i].checked++
+			}
+			if !ok {
+				return // a bug of the search: checkReplay failed the test
 			}
 		}
 		if time.Since(lastNote) >= time.Minute {
@@ -505,11 +572,12 @@ func TestSimSearch(t *testing.T) {
 	// seeds/min alone: the rate of a search of that workload by itself.
 	// lost: sessions the processes saw expire (or give up by their own
 	// clock) and replaced; a crashed process's session is not counted.
-	fmt.Printf("%-20s %7s %10s %16s %8s %6s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults", "lost")
+	// replayed: seeds run again to check that they replay.
+	fmt.Printf("%-20s %7s %10s %16s %8s %6s %9s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults", "lost", "replayed")
 	for i, w := range ws {
 		ta := tallies[i]
 		per := ta.wall.Seconds() * 1000 / float64(ta.seeds)
-		fmt.Printf("%-20s %7d %10.1f %16.0f %8d %6d\n", w.name, ta.seeds, per, 60000/per, ta.fault, ta.lost)
+		fmt.Printf("%-20s %7d %10.1f %16.0f %8d %6d %9d\n", w.name, ta.seeds, per, 60000/per, ta.fault, ta.lost, ta.checked)
 	}
 }
 
@@ -630,19 +698,26 @@ func report(t *testing.T, w workload, r *searchRun, cfg searchConfig, shrinkTrie
 		fmt.Fprintf(&b, "  broken: %s: %s\n", v.invariant, v.detail)
 	}
 	fmt.Fprintf(&b, "history (virtual seconds since the start):\n")
-	for _, l := range r.timeline() {
+	tl := r.timeline()
+	for _, l := range tl {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	for _, l := range r.logs {
 		fmt.Fprintf(&b, "  log: %s\n", l)
 	}
-	again := 0
+	fmt.Fprintf(&b, "history hash %016x (%d lines)\n", hashOf(tl), len(tl))
+	again, other := 0, 0
 	for range 10 {
-		if runOnce(t, w, cfg).failed() {
+		rr := runOnce(t, w, cfg)
+		if rr.failed() {
 			again++
+		}
+		if hashOf(rr.timeline()) != hashOf(tl) {
+			other++
 		}
 	}
 	fmt.Fprintf(&b, "replayed 10 times: failed %d\n", again)
+	fmt.Fprintf(&b, "replays to another history: %d of 10\n", other)
 	fmt.Fprintf(&b, "replay: bash .ci/sim replay %s %s\n", w.name, cfg)
 	fmt.Print(b.String())
 	t.Fatalf("%s: %s broken (seed %d)", w.name, r.violations[0].invariant, cfg.Seed)
@@ -666,10 +741,20 @@ func replaySearch(t *testing.T, spec string) {
 	}
 	var first *searchRun
 	failed := 0
-	histories := map[string]bool{} // how deterministic: the distinct histories
-	for range n {
+	histories := map[uint64][]string{} // how deterministic: the distinct histories
+	var order []uint64                 // the distinct hashes, by the first run with each
+	runOf := map[uint64]int{}
+	for k := range n {
 		r := runOnce(t, ws[0], cfg)
-		histories[strings.Join(r.timeline(), "\n")] = true
+		tl := r.timeline()
+		h := hashOf(tl)
+		fmt.Printf("sim: run %d of %d: history %016x (%d lines, failed %v)\n", k+1, n, h, len(tl), r.failed())
+		if histories[h] == nil {
+			histories[h], order, runOf[h] = tl, append(order, h), k+1
+			if dir := os.Getenv("ZKGEN_SIM_HISTORIES"); dir != "" { // each distinct history, to compare
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%016x.txt", ws[0].name, h)), []byte(strings.Join(tl, "\n")+"\n"), 0o644)
+			}
+		}
 		if r.failed() {
 			failed++
 			if first == nil {
@@ -678,6 +763,9 @@ func replaySearch(t *testing.T, spec string) {
 		}
 	}
 	fmt.Printf("sim: replay of %s %s: failed %d of %d runs; %d distinct histories\n", ws[0].name, cfg, failed, n, len(histories))
+	if len(order) > 1 {
+		fmt.Printf("sim: runs 1 and %d: %s", runOf[order[1]], divergence(histories[order[0]], histories[order[1]]))
+	}
 	if first != nil {
 		report(t, ws[0], first, cfg, 0)
 	}
