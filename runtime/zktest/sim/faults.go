@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,9 +36,10 @@ type faults struct {
 	random   bool // WithRandomFaults
 	seed     uint64
 	rate     float64
-	limit    int             // WithFaultLimit: at most this many random faults; 0: no limit
-	skip     map[string]bool // WithoutFaults: fault ids that do not fire
-	log      []Fault         // what the random schedule did, for the test's report
+	limit    int                  // WithFaultLimit: at most this many random faults; 0: no limit
+	skip     map[string]bool      // WithoutFaults: fault ids that do not fire
+	plan     map[string]faultKind // WithFaultPlan: the faults that fire, by id; nil: drawn
+	log      []Fault              // what the random schedule did, for the test's report
 }
 
 // Fault is one random fault that fired (WithRandomFaults).
@@ -150,6 +153,42 @@ func WithoutFaults(ids ...string) Option {
 	return func(c *config) { c.faultSkip = append(c.faultSkip, ids...) }
 }
 
+// WithFaultPlan makes the random faults those of plan (a FaultLog saved
+// from an earlier run) instead of drawn: the request whose place
+// (Fault.ID) a fault of plan names gets that fault's Kind, and no other
+// request gets one. A run of changed code that makes its requests in the
+// order the saved run did meets the same faults; one that makes them in
+// another order meets them at the same places (the n-th request of the
+// k-th session) all the same. SetFaultRate(0) still stops them, and
+// WithoutFaults still leaves ids out. It panics on a Kind no Fault has.
+func WithFaultPlan(plan []Fault) Option {
+	return func(c *config) { c.faultPlan = slices.Clone(plan) }
+}
+
+// init sets the random faults up from cfg (WithRandomFaults,
+// WithFaultPlan, WithFaultLimit, WithoutFaults).
+func (f *faults) init(cfg config) {
+	if cfg.faultPlan != nil {
+		f.plan = map[string]faultKind{}
+		for _, x := range cfg.faultPlan {
+			k := slices.IndexFunc([]faultKind{faultCutBefore, faultCutAfter, faultHoldReplies}, func(k faultKind) bool { return k.String() == x.Kind })
+			if k < 0 {
+				panic(fmt.Sprintf("sim: no fault kind %q", x.Kind))
+			}
+			f.plan[x.ID] = faultKind(1 + k)
+		}
+		cfg.faultRate = cmp.Or(cfg.faultRate, 1)
+	}
+	if cfg.faultRate > 0 {
+		f.random, f.seed, f.rate = true, cfg.faultSeed, cfg.faultRate
+		f.limit = cfg.faultLimit
+		f.skip = map[string]bool{}
+		for _, id := range cfg.faultSkip {
+			f.skip[id] = true
+		}
+	}
+}
+
 // SetFaultRate changes the probability of a random fault (see
 // WithRandomFaults); 0 stops them, for a workload's quiet end.
 func (s *Server) SetFaultRate(rate float64) {
@@ -183,17 +222,26 @@ func (s *Server) faultFor(ss *session, op int32) faultKind {
 	if f.limit > 0 && len(f.log) >= f.limit {
 		return faultNone
 	}
+	id := fmt.Sprintf("s%d#%d", ss.ordinal, ss.requests)
+	k := f.draw(ss)
+	if f.plan != nil && f.rate > 0 {
+		k = f.plan[id]
+	}
+	if k == faultNone || f.skip[id] {
+		return faultNone
+	}
+	f.log = append(f.log, Fault{ID: id, At: time.Now(), Op: op, Kind: k.String(), Step: s.Steps()})
+	return k
+}
+
+// draw is the random fault of ss's latest request: none, or one drawn
+// from the seed and the request's place.
+func (f *faults) draw(ss *session) faultKind {
 	h := mix(mix(f.seed^uint64(ss.ordinal)*0x9e3779b97f4a7c15) ^ uint64(ss.requests)*0xbf58476d1ce4e5b9)
 	if float64(h>>11)/(1<<53) >= f.rate {
 		return faultNone
 	}
-	id := fmt.Sprintf("s%d#%d", ss.ordinal, ss.requests)
-	if f.skip[id] {
-		return faultNone
-	}
-	k := faultKind(1 + mix(h)%3)
-	f.log = append(f.log, Fault{ID: id, At: time.Now(), Op: op, Kind: k.String(), Step: s.Steps()})
-	return k
+	return faultKind(1 + mix(h)%3)
 }
 
 // mix is splitmix64's finaliser: a well-spread hash of x.

@@ -16,6 +16,7 @@ type config struct {
 	faultRate     float64
 	faultLimit    int
 	faultSkip     []string
+	faultPlan     []Fault                        // WithFaultPlan
 	steps         bool                           // WithSteps
 	stepLog       func(step uint64, what string) // WithSteps
 }

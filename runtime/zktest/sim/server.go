@@ -89,14 +89,7 @@ func NewEnsemble(n int, opts ...Option) *Server {
 	for i := range max(n, 1) {
 		s.members = append(s.members, &member{s: s, id: i, view: newTree(), ip: loopback(i + 1), port: memPort})
 	}
-	if cfg.faultRate > 0 {
-		s.faults.random, s.faults.seed, s.faults.rate = true, cfg.faultSeed, cfg.faultRate
-		s.faults.limit = cfg.faultLimit
-		s.faults.skip = map[string]bool{}
-		for _, id := range cfg.faultSkip {
-			s.faults.skip[id] = true
-		}
-	}
+	s.faults.init(cfg)
 	s.wg.Add(1)
 	go s.ticker()
 	if cfg.steps {
