@@ -42,6 +42,8 @@ import (
 //	                    sim.ChaosFaults ("replace+rolling"); all if empty
 //	ZKGEN_SIM_REPLAY    "RECIPE CONFIG": replay one run instead of searching
 //	ZKGEN_SIM_REPLAYS   how many times a replay runs (default 10)
+//	ZKGEN_SIM_REPLAY_FILE a schedule file to replay (search_schedule_test.go)
+//	ZKGEN_SIM_SCHEDULES where a failure's schedule file goes (default: $TMPDIR)
 //	ZKGEN_SIM_SHRINK    the wall time shrinking may take (default 2m)
 //	ZKGEN_SIM_RECHECK   run every n-th seed of a deterministic workload again
 //	                    and compare the histories (default 10; 0: never)
@@ -68,6 +70,9 @@ type searchConfig struct {
 	Skip   []string // faults left out (sim.Fault.ID)
 	Chaos  int      // partitions of sessions and servers (searchRun.chaos)
 	Faults []string // the chaos faults drawn (sim.Chaos.Faults); all if none
+	// Plan forces a saved run's request faults (a schedule file's) instead
+	// of drawing them from Seed (sim.WithFaultPlan); not in String.
+	Plan []sim.Fault
 }
 
 func (c searchConfig) String() string {
@@ -200,6 +205,9 @@ func (r *searchRun) server(opts ...sim.Option) *sim.Server {
 	opts = append(opts, sim.WithRandomFaults(r.cfg.Seed, r.cfg.Rate))
 	if r.cfg.Limit > 0 {
 		opts = append(opts, sim.WithFaultLimit(r.cfg.Limit))
+	}
+	if r.cfg.Plan != nil {
+		opts = append(opts, sim.WithFaultPlan(r.cfg.Plan))
 	}
 	if len(r.cfg.Skip) > 0 {
 		opts = append(opts, sim.WithoutFaults(r.cfg.Skip...))
@@ -500,6 +508,10 @@ func TestSimSearch(t *testing.T) {
 		replaySearch(t, spec)
 		return
 	}
+	if file := os.Getenv("ZKGEN_SIM_REPLAY_FILE"); file != "" {
+		replaySchedule(t, file)
+		return
+	}
 	ws := selectWorkloads(t, strings.Fields(os.Getenv("ZKGEN_SIM_RECIPES")))
 	if _, err := parseFaults(os.Getenv("ZKGEN_SIM_FAULTS")); err != nil {
 		t.Fatalf("ZKGEN_SIM_FAULTS: %v", err)
@@ -719,6 +731,11 @@ func report(t *testing.T, w workload, r *searchRun, cfg searchConfig, shrinkTrie
 	fmt.Fprintf(&b, "replayed 10 times: failed %d\n", again)
 	fmt.Fprintf(&b, "replays to another history: %d of 10\n", other)
 	fmt.Fprintf(&b, "replay: bash .ci/sim replay %s %s\n", w.name, cfg)
+	if file, err := saveSchedule(w, cfg, r); err != nil {
+		fmt.Fprintf(&b, "schedule: not saved: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "schedule: %s (replay it on later code: bash .ci/sim replay %s)\n", file, file)
+	}
 	fmt.Print(b.String())
 	t.Fatalf("%s: %s broken (seed %d)", w.name, r.violations[0].invariant, cfg.Seed)
 }
@@ -735,6 +752,13 @@ func replaySearch(t *testing.T, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	replayRuns(t, ws[0], cfg, nil)
+}
+
+// replayRuns runs cfg ZKGEN_SIM_REPLAYS times, and compares each run's
+// history with saved's (a schedule file's; nil: none).
+func replayRuns(t *testing.T, w workload, cfg searchConfig, saved *schedule) {
+	ws := []workload{w}
 	n := 10
 	if k, err := strconv.Atoi(os.Getenv("ZKGEN_SIM_REPLAYS")); err == nil && k > 0 {
 		n = k
@@ -749,6 +773,7 @@ func replaySearch(t *testing.T, spec string) {
 		tl := r.timeline()
 		h := hashOf(tl)
 		fmt.Printf("sim: run %d of %d: history %016x (%d lines, failed %v)\n", k+1, n, h, len(tl), r.failed())
+		saved.compare(k+1, tl)
 		if histories[h] == nil {
 			histories[h], order, runOf[h] = tl, append(order, h), k+1
 			if dir := os.Getenv("ZKGEN_SIM_HISTORIES"); dir != "" { // each distinct history, to compare
