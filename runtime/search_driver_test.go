@@ -617,10 +617,9 @@ func fails(t *testing.T, w workload, cfg searchConfig, need, tries int) *searchR
 // shrink cuts cfg down while it still fails — fewer processes, fewer
 // operations per process, fewer faults (a limit, then each fault left out
 // in turn) — within ZKGEN_SIM_SHRINK of wall time. A candidate counts as
-// failing if 2 of 4 runs fail (the goroutines' interleaving is not fixed
-// by the seed; one failure in many would shrink to a configuration that
-// rarely replays). It returns the smallest failing configuration, its
-// run, and the candidates tried.
+// failing if it fails twice to one history (shrinkFails): the shrunk
+// configuration replays. It returns the smallest failing configuration,
+// its run, and the candidates tried.
 func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchConfig, *searchRun, int) {
 	budget := 2 * time.Minute
 	if d, err := time.ParseDuration(os.Getenv("ZKGEN_SIM_SHRINK")); err == nil {
@@ -633,7 +632,7 @@ func shrink(t *testing.T, w workload, cfg searchConfig, r *searchRun) (searchCon
 			return false
 		}
 		tries++
-		if fr := fails(t, w, c, 2, 4); fr != nil {
+		if fr := shrinkFails(t, w, c); fr != nil {
 			cfg, r = c, fr
 			return true
 		}
