@@ -187,6 +187,7 @@ type searchRun struct {
 	cfg    searchConfig
 	ens    int
 	start  time.Time
+	took   time.Duration // the virtual time the run took (runOnce)
 	srv    *sim.Server
 
 	stopChaos  func()         // calm: the chaos stops
@@ -461,6 +462,7 @@ func runOnce(t *testing.T, w workload, cfg searchConfig) *searchRun {
 		}()
 		r.start = time.Now()
 		w.run(r)
+		r.took = time.Since(r.start)
 	})
 	return r
 }
@@ -539,7 +541,8 @@ func TestSimSearch(t *testing.T) {
 		wall    time.Duration
 		fault   int
 		lost    int
-		checked int // seeds run again to check that they replay
+		virtual time.Duration // simulated
+		checked int           // seeds run again to check that they replay
 	}
 	tallies := make([]tally, len(ws))
 	began := time.Now()
@@ -553,6 +556,7 @@ func TestSimSearch(t *testing.T) {
 			tallies[i].wall += time.Since(t0)
 			tallies[i].fault += len(r.faults())
 			tallies[i].lost += r.lost
+			tallies[i].virtual += r.took
 			if r.failed() {
 				fmt.Printf("sim: %s: seed %d failed after %v of search; running it again\n", w.name, cfg.Seed, time.Since(began).Round(time.Second))
 				if checkReplay(t, w, cfg, r) {
@@ -584,12 +588,13 @@ func TestSimSearch(t *testing.T) {
 	// seeds/min alone: the rate of a search of that workload by itself.
 	// lost: sessions the processes saw expire (or give up by their own
 	// clock) and replaced; a crashed process's session is not counted.
-	// replayed: seeds run again to check that they replay.
-	fmt.Printf("%-20s %7s %10s %16s %8s %6s %9s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults", "lost", "replayed")
+	// replayed: seeds run again to check that they replay; sim/real: the
+	// simulated time per second of wall time.
+	fmt.Printf("%-20s %7s %10s %16s %8s %6s %9s %8s\n", "recipe", "seeds", "ms/seed", "seeds/min alone", "faults", "lost", "replayed", "sim/real")
 	for i, w := range ws {
 		ta := tallies[i]
 		per := ta.wall.Seconds() * 1000 / float64(ta.seeds)
-		fmt.Printf("%-20s %7d %10.1f %16.0f %8d %6d %9d\n", w.name, ta.seeds, per, 60000/per, ta.fault, ta.lost, ta.checked)
+		fmt.Printf("%-20s %7d %10.1f %16.0f %8d %6d %9d %8.0f\n", w.name, ta.seeds, per, 60000/per, ta.fault, ta.lost, ta.checked, ta.virtual.Seconds()/ta.wall.Seconds())
 	}
 }
 
