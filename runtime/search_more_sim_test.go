@@ -325,13 +325,17 @@ func groupSearch(r *searchRun) {
 	views := make([][]string, procs) // the newest list of each process's Watch
 	viewSess := make([]int64, procs) // the session that Watch ran on
 	watched := make([]int64, procs)  // the session each process watches on
+	// Not under mu: a goroutine waiting for a mutex is not durably
+	// blocked, and holds every step of the server back (sim.WithSteps)
+	// while Watch waits for its first read.
 	ensureWatch := func(who int, s *runtime.Session) {
 		mu.Lock()
-		defer mu.Unlock()
-		if watched[who] == s.ID() {
+		same := watched[who] == s.ID()
+		watched[who] = s.ID()
+		mu.Unlock()
+		if same {
 			return
 		}
-		watched[who] = s.ID()
 		ch := runtime.NewGroup(s, at, codec).Watch(ctx)
 		go func() {
 			for ml := range ch {

@@ -36,7 +36,11 @@ import (
 // WithSteps makes the server take one step at a time (see above), for
 // replays that repeat their history. The server must be made inside a
 // testing/synctest bubble, whose synctest.Wait only the server may then
-// call. Default: off, each connection served as its goroutines run.
+// call. A goroutine of the bubble waiting for a sync.Mutex is not
+// durably blocked: while one waits for a mutex another holds across a
+// request, no step is taken and the run hangs — hold no mutex across a
+// call to the server. Default: off, each connection served as its
+// goroutines run.
 func WithSteps() Option {
 	return func(c *config) { c.steps = true }
 }
