@@ -90,13 +90,13 @@ func NewEnsemble(n int, opts ...Option) *Server {
 		s.members = append(s.members, &member{s: s, id: i, view: newTree(), ip: loopback(i + 1), port: memPort})
 	}
 	s.faults.init(cfg)
-	s.wg.Add(1)
-	go s.ticker()
-	if cfg.steps {
+	if cfg.steps { // before the ticker, whose steps read it
 		s.steps = &stepper{wake: make(chan struct{}, 1)}
 		s.wg.Add(1)
 		go s.stepLoop()
 	}
+	s.wg.Add(1)
+	go s.ticker()
 	return s
 }
 
