@@ -169,13 +169,15 @@ func (c *conn) isClosing() bool {
 }
 
 // close closes the connection now; the session stays (until it expires).
+//
+// It takes the server's lock before c's once, as closeLocked's callers
+// hold it: taking them the other way round deadlocked a write loop's
+// close against a request's closeLocked (TestSimRandomFaultsLock/seed=3
+// hung in CI, 2026-11-28).
 func (c *conn) close() {
-	c.once.Do(func() {
-		c.shut()
-		c.srv.mu.Lock()
-		c.forget()
-		c.srv.mu.Unlock()
-	})
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	c.closeLocked()
 }
 
 // closeLocked is close under the server's lock: the connection is closed
