@@ -3,7 +3,6 @@ package sim
 import (
 	"slices"
 	"strings"
-	"time"
 )
 
 // handle executes one request frame from c and queues its reply; it
@@ -64,7 +63,7 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 		c.mu.Unlock()
 		return true // lost on the way
 	}
-	ss.last = time.Now()
+	s.heard(c.m, ss)
 	fault := s.faultFor(ss, op)
 	switch fault {
 	case faultCutBefore:

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type member struct {
 	queue    []*entry     // committed, not applied yet, in zxid order
 	timer    *time.Timer
 	pending  []pendingReply // replies waiting for their zxid to be applied
+	// heard holds the sessions this follower heard from since its last
+	// report to the leader (see Server.heard).
+	heard map[int64]bool
 }
 
 // entry is one committed transaction, as the servers apply it.
@@ -194,6 +198,20 @@ func (s *Server) IsolateServer(i int, on bool) {
 	}
 }
 
+// sessionsOn returns the sessions connected to server i now, in id order.
+func (s *Server) sessionsOn(i int) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for _, c := range s.connsOf(s.members[i]) {
+		if id := c.sessID(); id != 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // connsOf returns the connections to member m (under the server's lock).
 func (s *Server) connsOf(m *member) []*conn {
 	return s.sortedConns(func(c *conn) bool { return c.m == m })
@@ -239,4 +257,43 @@ func (s *Server) Zxid() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.zxid
+}
+
+// Session activity and the leader's clock. The ensemble's leader expires
+// sessions; it hears from a client connected to a follower only through
+// that follower's reports, sent each time the leader pings it (every half
+// tick), and it counts the session alive from the report's arrival. A
+// follower cut off from the leader (IsolateServer) or gone (LeaveServer)
+// takes the activity it has not reported yet with it: the leader's clock
+// then starts at the session's earlier report, up to a half tick (or, for
+// a quiet client, a ping interval) before the client last heard from its
+// server. Server 0 is the leader's seat: what it hears counts at once.
+
+// heard records that member m heard from session ss now (under the
+// server's lock).
+func (s *Server) heard(m *member, ss *session) {
+	if m == s.members[0] {
+		ss.last = time.Now()
+		return
+	}
+	if m.heard == nil {
+		m.heard = map[int64]bool{}
+	}
+	m.heard[ss.id] = true
+}
+
+// report delivers each follower's report of the sessions it heard from to
+// the leader at now; a follower that is not up reports nothing, and what
+// it had heard is lost (under the server's lock).
+func (s *Server) report(now time.Time) {
+	for _, m := range s.members[1:] {
+		if m.up() {
+			for id := range m.heard { // each set to now: the order is not seen
+				if ss := s.sessions[id]; ss != nil && ss.last.Before(now) {
+					ss.last = now
+				}
+			}
+		}
+		m.heard = nil
+	}
 }

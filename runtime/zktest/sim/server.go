@@ -307,6 +307,7 @@ func (s *Server) ticker() {
 			}
 			now := time.Now()
 			s.mu.Lock()
+			s.report(now)                       // the followers' reports reach the leader first
 			for _, id := range s.sessionIDs() { // expired in one order on a replay
 				if ss := s.sessions[id]; s.serving() && now.Sub(ss.last) > ss.timeout {
 					s.endSession(ss)
