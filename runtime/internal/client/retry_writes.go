@@ -72,22 +72,36 @@ func (s *Ops) SetVersion(ctx context.Context, path string, data []byte, version 
 }
 
 // DeleteAll deletes paths, at any version, in one multi, retrying
-// recoverable errors. ErrNoNode after an attempt whose reply was lost
-// counts as success (the lost attempt did it), so it is only for nodes no
-// other session deletes meanwhile, such as a claimed item and its claim.
-// ErrNoNode at the first attempt is returned. sent reports whether an
+// recoverable errors. ErrNoNode for the first path after an attempt whose
+// reply was lost counts as success (the lost attempt deleted them all), so
+// the first path must be one no other session deletes meanwhile, such as
+// a claimed item. ErrNoNode for a later path, with the first still there,
+// is returned: that node went by another's hand, as does ErrNoNode at the
+// first attempt. sent reports whether an
 // attempt was sent at all: when the session ends after one was, the
 // deletion may or may not have happened.
 func (s *Ops) DeleteAll(ctx context.Context, paths ...string) (sent bool, err error) {
-	ops := make([]any, len(paths))
+	dels := make([]*zk.DeleteRequest, len(paths))
 	for i, p := range paths {
-		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+		dels[i] = &zk.DeleteRequest{Path: p, Version: -1}
+	}
+	return s.DeleteAllAt(ctx, dels...)
+}
+
+// DeleteAllAt is DeleteAll with a version for each node (-1: any): a node
+// at another version fails every attempt with ErrBadVersion, so a version
+// fences the deletion against a writer that came between (an at-least-once
+// Ack against a later claim of its item).
+func (s *Ops) DeleteAllAt(ctx context.Context, dels ...*zk.DeleteRequest) (sent bool, err error) {
+	ops := make([]any, len(dels))
+	for i, d := range dels {
+		ops[i] = d
 	}
 	retried := false
 	err = s.Retry(ctx, func() error {
 		sent = true
-		_, err := Await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
-		if errors.Is(err, zk.ErrNoNode) && retried {
+		res, err := Await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
+		if i, _ := FailedOp(res); errors.Is(err, zk.ErrNoNode) && retried && i == 0 {
 			return nil
 		}
 		if IsRecoverable(err) {
