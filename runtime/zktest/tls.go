@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -202,19 +203,30 @@ func (s *Server) TLSServers() []string {
 	return nil
 }
 
-// tlsReady reports whether the TLS client port accepts connections (the
-// server opens it after the plain one).
+// tlsReady reports whether the TLS client port completes a handshake. The
+// server opens the port after the plain one, and the first handshake it
+// serves sets up its TLS machinery, which on a loaded machine takes longer
+// than a client's connect timeout: TestLiveCommandsTLS failed so (the
+// CLI's 5 s ran out; the server's log showed that first handshake end 5 s
+// after the port was bound). A server with a TLS port is ready once it
+// has served one handshake; each try waits up to tlsFirstHandshake.
 func (s *Server) tlsReady() bool {
 	if s.tlsPort == 0 {
 		return true
 	}
-	c, err := net.DialTimeout("tcp", s.TLSAddr(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), tlsFirstHandshake)
+	defer cancel()
+	d := tls.Dialer{Config: s.cfg.tls.ClientConfig()}
+	c, err := d.DialContext(ctx, "tcp", s.TLSAddr())
 	if err != nil {
 		return false
 	}
 	c.Close()
 	return true
 }
+
+// tlsFirstHandshake bounds one try of tlsReady.
+const tlsFirstHandshake = 30 * time.Second
 
 func checkTLSConfig(c config) error {
 	if c.tls == nil {
