@@ -118,21 +118,33 @@ func TestCacheSessionExpiry(t *testing.T) {
 
 // TestCacheServerRestart: the server is killed and started again (its
 // sessions restored from its log); the cache's session reconnects, and the
-// cache follows the changes made after the restart.
+// cache follows the changes made after the restart. The premise is that
+// the session is back before its give-up point (35% of its timeout). In a
+// CI run on a loaded machine (load about 20) the sessions of a 30 s
+// timeout were given up 10.5 s after the connection was lost, although
+// the server's log has it serving again about 7 s after; the cache, run
+// on that one session, rightly stopped. Why the reconnection took the
+// other 3.5 s is not known yet. The timeout is 60 s (21 s to come back),
+// and a restart that alone takes longer is reported as such.
 func TestCacheServerRestart(t *testing.T) {
 	srv := zktest.Start(t)
 	srv.RequireLocal(t)
 	ctx := testCtx(t, 2*time.Minute)
-	s := connect(t, srv.Servers(), runtime.WithSessionTimeout(30*time.Second))
-	w := connect(t, srv.Servers(), runtime.WithSessionTimeout(30*time.Second))
+	const timeout = time.Minute
+	s := connect(t, srv.Servers(), runtime.WithSessionTimeout(timeout))
+	w := connect(t, srv.Servers(), runtime.WithSessionTimeout(timeout))
 	root := testRoot(t)
 	put(t, w, map[string]string{root + "/a": "1"})
 	c := newStrCache(t, runtime.TemplateAt(root).Str("k"))
 	runCache(t, c, s)
 	requireContents(t, ctx, c, map[string]string{root + "/a": "1"})
 	log := record(t, c)
+	began := time.Now()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
+	}
+	if took, giveUp := time.Since(began), timeout*35/100; took >= giveUp {
+		t.Fatalf("the restart took %v, past the session's give-up point (%v): this test's premise did not hold", took.Round(time.Millisecond), giveUp)
 	}
 	w = connect(t, srv.Servers()) // the first may still be reconnecting
 	put(t, w, map[string]string{root + "/a": "2", root + "/b": "1"})
