@@ -57,7 +57,14 @@ type workload struct {
 	minProcs   int     // shrinking keeps at least this many processes
 	rate       float64 // the probability of a fault per request
 	run        func(r *searchRun)
-	ensemble   int // servers; 0 or 1: one
+	ensemble   int  // servers; 0 or 1: one
+	reap       bool // an operator deletes the recipe's ephemeral nodes by hand (searchRun.reaper)
+	// hold, if set, is the longest a holder holds a tenure, quiet (its
+	// client only pings), instead of a 50 ms burst of work (tenureSearch).
+	hold time.Duration
+	// faults, if set, are the chaos faults drawn when the run names none
+	// (searchConfig.Faults; sim.Chaos.Faults).
+	faults []string
 }
 
 // searchConfig is what fixes a run: the seed and the size.
@@ -183,12 +190,15 @@ func byHistory(a, b histEntry) int {
 // searchRun is one run of a workload: its configuration, the server, and
 // what the processes saw.
 type searchRun struct {
-	recipe string
-	cfg    searchConfig
-	ens    int
-	start  time.Time
-	took   time.Duration // the virtual time the run took (runOnce)
-	srv    *sim.Server
+	recipe   string
+	cfg      searchConfig
+	ens      int
+	reap     bool // the workload's reap: see reaper
+	hold     time.Duration
+	chaosMix []string // the workload's chaos faults, unless cfg names some
+	start    time.Time
+	took     time.Duration // the virtual time the run took (runOnce)
+	srv      *sim.Server
 
 	stopChaos  func()         // calm: the chaos stops
 	crashed    map[int64]bool // sessions of crashed processes (crash)
@@ -226,7 +236,11 @@ func (r *searchRun) server(opts ...sim.Option) *sim.Server {
 	}
 	// Sessions and servers cut off, lagging followers (sim.StartChaos);
 	// a crashed process's session is spared: it stays dead.
-	r.stopChaos = r.srv.StartChaos(sim.Chaos{Seed: r.cfg.Seed, Events: r.cfg.Chaos, Faults: r.cfg.Faults,
+	faults := r.cfg.Faults
+	if len(faults) == 0 {
+		faults = r.chaosMix
+	}
+	r.stopChaos = r.srv.StartChaos(sim.Chaos{Seed: r.cfg.Seed, Events: r.cfg.Chaos, Faults: faults,
 		Spare: r.isCrashed, Log: func(what string) { r.event(-1, "%s", what) }})
 	return r.srv
 }
@@ -444,7 +458,7 @@ func (r *searchRun) walk(root string) []simNode {
 
 // runOnce runs w under cfg in a bubble of its own.
 func runOnce(t *testing.T, w workload, cfg searchConfig) *searchRun {
-	r := &searchRun{recipe: w.name, cfg: cfg, ens: w.ensemble}
+	r := &searchRun{recipe: w.name, cfg: cfg, ens: w.ensemble, reap: w.reap, hold: w.hold, chaosMix: w.faults}
 	synctest.Test(t, func(*testing.T) {
 		defer settleBubble()
 		defer func() {

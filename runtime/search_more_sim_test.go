@@ -373,6 +373,10 @@ func groupSearch(r *searchRun) {
 	for i := range ws {
 		ws[i] = r.session(i)
 	}
+	// Under reap-group, a member whose node the operator deleted is told
+	// its membership is lost and leaves (Leave: ErrMembershipLost): the
+	// membership counts as left, as the contract says it is.
+	stopOperator := r.reaper("/g")
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Add(1)
@@ -400,6 +404,7 @@ func groupSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
+	stopOperator()
 	if ctx.Err() != nil {
 		r.stall("the members did not finish their rounds\n%s", simDump(srv, "/g"))
 	}

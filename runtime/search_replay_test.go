@@ -52,6 +52,9 @@ var notYetDeterministic = map[string]nondeterminism{
 	"rwlock":               {2, "a take's session expiry is known before a holder's turn, or after"},
 	"ensemble-election":    {2, "a leader's session expiry and a new holder's turn woken at one instant act in either order"},
 	"cache":                {2, "a writer's request goes out before its connection's cut is known, or after"},
+	// Measured the same way: 4 distinct histories in 20 runs on one
+	// processor (and seed 9000 of a search); what races is not known yet.
+	"reap-partitioner": {1, "not known yet: a member's next request after an operator's delete comes in either order"},
 }
 
 // nondeterminism is what is left to chance in a workload.

@@ -1,0 +1,35 @@
+package runtime_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// foundBySearch are failures the search found, each kept shrunk as its
+// report printed it (bash .ci/sim replay RECIPE CONFIG) with what was wrong.
+// Each runs once in TestSimFoundSeeds and must pass: the fix stays fixed.
+var foundBySearch = []struct{ recipe, config, bug string }{
+	{"reap-ackqueue", "seed=7075,procs=4,ops=30,rate=0.03,chaos=1,limit=10",
+		"an operator deleted a consumer's claim, its Ack's retry after a lost reply found the claim gone and reported success; " +
+			"another consumer had claimed the item anew and acked it too (acked twice)"},
+}
+
+func TestSimFoundSeeds(t *testing.T) {
+	for _, f := range foundBySearch {
+		t.Run(f.recipe, func(t *testing.T) {
+			cfg, err := parseSearchConfig(f.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := runOnce(t, selectWorkloads(t, []string{f.recipe})[0], cfg)
+			if r.failed() {
+				var broken []string
+				for _, v := range r.violations {
+					broken = append(broken, v.invariant+": "+v.detail)
+				}
+				t.Fatalf("%s %s fails again (%s):\n%s\nhistory:\n%s", f.recipe, f.config, f.bug,
+					strings.Join(broken, "\n"), strings.Join(r.timeline(), "\n"))
+			}
+		})
+	}
+}
