@@ -16,7 +16,7 @@ import (
 // Listen callbacks, as "Type path".
 func listen(t *testing.T, s *runtime.Session, root string) <-chan string {
 	got := make(chan string, 100)
-	remove := s.Ops().Listen(func(ev zk.Event) {
+	remove := runtime.OpsOf(s).Listen(func(ev zk.Event) {
 		if ev.Type != zk.EventSession && len(ev.Path) >= len(root) && ev.Path[:len(root)] == root {
 			select {
 			case got <- fmt.Sprint(ev.Type, " ", ev.Path[len(root):]):
@@ -41,7 +41,7 @@ func TestAddWatchRecursive(t *testing.T) {
 	s, w := connect(t, srv.Servers()), connect(t, srv.Servers())
 	root := testRoot(t)
 	got := listen(t, s, root)
-	if _, err := s.Ops().AddWatchRecursive(ctx, root); err != nil {
+	if _, err := runtime.OpsOf(s).AddWatchRecursive(ctx, root); err != nil {
 		t.Fatal(err)
 	}
 	makeDirs(t, w, "/zkgen-test", root, root+"/a", root+"/a/b")
@@ -52,7 +52,7 @@ func TestAddWatchRecursive(t *testing.T) {
 	if err := w.Conn().Delete(root+"/a/b", -1); err != nil {
 		t.Fatal(err)
 	}
-	z, err := s.Ops().SyncZxid(ctx, root)
+	z, err := runtime.OpsOf(s).SyncZxid(ctx, root)
 	if err != nil || z < st.Mzxid {
 		t.Fatalf("SyncZxid = %#x, %v; want at least the set's %#x", z, err, st.Mzxid)
 	}
@@ -77,10 +77,10 @@ func TestAddWatchRefused(t *testing.T) {
 	s := connect(t, viaProxy(p))
 	p.Refuse(zktest.OpAddWatch, true)
 	before := p.Accepted()
-	if _, err := s.Ops().AddWatchRecursive(ctx, "/"); !errors.Is(err, runtime.ErrUnimplemented) {
+	if _, err := runtime.OpsOf(s).AddWatchRecursive(ctx, "/"); !errors.Is(err, runtime.ErrUnimplemented) {
 		t.Fatalf("AddWatchRecursive on a 3.5 server: %v, want ErrUnimplemented", err)
 	}
-	if _, err := s.Ops().Children(ctx, "/"); err != nil || s.Err() != nil {
+	if _, err := runtime.OpsOf(s).Children(ctx, "/"); err != nil || s.Err() != nil {
 		t.Fatalf("session after the refusal: %v, %v", err, s.Err())
 	}
 	if p.Accepted() == before {

@@ -41,9 +41,9 @@ func (b *Barrier) Raise(ctx context.Context) (err error) {
 	}
 	parent := b.node[:strings.LastIndexByte(b.node, '/')]
 	for {
-		_, err := b.s.Ops().CreateIfAbsent(ctx, b.node, nil, 0, b.acl)
+		_, err := opsOf(b.s).CreateIfAbsent(ctx, b.node, nil, 0, b.acl)
 		if errors.Is(err, zk.ErrNoNode) && parent != "" {
-			if err := b.s.Ops().EnsurePath(ctx, b.acl, parent); err != nil {
+			if err := opsOf(b.s).EnsurePath(ctx, b.acl, parent); err != nil {
 				return err
 			}
 			continue
@@ -59,7 +59,7 @@ func (b *Barrier) Lower(ctx context.Context) (err error) {
 	if b.err != nil {
 		return b.err
 	}
-	err = b.s.Ops().Delete(ctx, b.node, -1)
+	err = opsOf(b.s).Delete(ctx, b.node, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (b *Barrier) Wait(ctx context.Context) (err error) {
 		return b.err
 	}
 	for {
-		r, err := b.s.Ops().GetW(ctx, b.node)
+		r, err := opsOf(b.s).GetW(ctx, b.node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -221,11 +221,11 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 		return err
 	}
 	// Watch for ready before registering, so its creation cannot be missed.
-	up, _, ready, err := d.s.Ops().ExistsW(ctx, d.readyPath())
+	up, _, ready, err := opsOf(d.s).ExistsW(ctx, d.readyPath())
 	if err != nil {
 		return err
 	}
-	node, err := d.s.Ops().CreateProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(d.s.Ops().Rand(), 0), ownerData(d.s, ""))
+	node, err := opsOf(d.s).CreateProtected(ctx, d.acl, d.dir, curatorParticipants.prefix(opsOf(d.s).Rand(), 0), ownerData(d.s, ""))
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 			return abandonNode(d.s, node, err)
 		}
 		if lowest != nil { // for Leave: see leaveFast
-			if _, err := d.s.Ops().CreateIfAbsent(ctx, d.readyPath(), lowest, 0, d.acl); err != nil {
+			if _, err := opsOf(d.s).CreateIfAbsent(ctx, d.readyPath(), lowest, 0, d.acl); err != nil {
 				return abandonNode(d.s, node, err)
 			}
 		} else {
@@ -259,14 +259,14 @@ func (d *DoubleBarrier) Enter(ctx context.Context) (err error) {
 // it is never below the participants, and only the last arrivals list n
 // names instead of every participant.
 func (d *DoubleBarrier) complete(ctx context.Context) ([]byte, error) {
-	_, st, err := d.s.Ops().Get(ctx, d.dir)
+	_, st, err := opsOf(d.s).Get(ctx, d.dir)
 	if err != nil {
 		return nil, err
 	}
 	if int(st.NumChildren) < d.size {
 		return nil, nil
 	}
-	kids, err := d.s.Ops().Children(ctx, d.dir)
+	kids, err := opsOf(d.s).Children(ctx, d.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +319,7 @@ func (d *DoubleBarrier) leave(ctx context.Context) (err error) {
 		return err
 	}
 	for {
-		kids, err := d.s.Ops().Children(ctx, d.dir)
+		kids, err := opsOf(d.s).Children(ctx, d.dir)
 		if err != nil {
 			if ctx.Err() != nil {
 				return abandonNode(d.s, node, ctx.Err())
@@ -332,7 +332,7 @@ func (d *DoubleBarrier) leave(ctx context.Context) (err error) {
 		}
 		me := indexOf(ps, name)
 		if me >= 0 && len(ps) == 1 {
-			if err := d.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := opsOf(d.s).Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 			return d.dropReady(ctx)
@@ -341,7 +341,7 @@ func (d *DoubleBarrier) leave(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		w, err := d.s.Ops().GetW(ctx, joinPath(d.dir, wait))
+		w, err := opsOf(d.s).GetW(ctx, joinPath(d.dir, wait))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -370,15 +370,15 @@ func (d *DoubleBarrier) leave(ctx context.Context) (err error) {
 // version) or this participant is the lowest; Leave's loop then settles
 // the rest as before, listing an almost empty directory.
 func (d *DoubleBarrier) leaveFast(ctx context.Context, node, name string) error {
-	data, _, err := d.s.Ops().Get(ctx, d.readyPath())
+	data, _, err := opsOf(d.s).Get(ctx, d.readyPath())
 	lowest := string(data)
 	if err != nil || lowest == "" || lowest == name || checkSegment(lowest) != "" {
 		return nil // the loop lists and decides
 	}
-	if err := d.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := opsOf(d.s).Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	w, err := d.s.Ops().GetW(ctx, joinPath(d.dir, lowest))
+	w, err := opsOf(d.s).GetW(ctx, joinPath(d.dir, lowest))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -404,7 +404,7 @@ func (d *DoubleBarrier) leaveTurn(ctx context.Context, node string, ps []contend
 		return ps[len(ps)-1].name, nil // lowest: wait for the highest
 	}
 	if me > 0 {
-		if err := d.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := opsOf(d.s).Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return "", err
 		}
 	}
@@ -414,7 +414,7 @@ func (d *DoubleBarrier) leaveTurn(ctx context.Context, node string, ps []contend
 // dropReady deletes the ready node once everyone has left, so the
 // directory (a container) goes away.
 func (d *DoubleBarrier) dropReady(ctx context.Context) error {
-	err := d.s.Ops().Delete(ctx, d.readyPath(), -1)
+	err := opsOf(d.s).Delete(ctx, d.readyPath(), -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

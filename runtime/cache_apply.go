@@ -153,7 +153,7 @@ func (c *Cache[K, T]) Sync(ctx context.Context) error {
 		if done, err := r.sync(ctx); done || err != nil {
 			return err
 		}
-		if err := r.s.Ops().Sleep(ctx, r.s.Ops().Policy().Delay(min(n, 10))); ctx.Err() != nil {
+		if err := opsOf(r.s).Sleep(ctx, opsOf(r.s).Policy().Delay(min(n, 10))); ctx.Err() != nil {
 			return err
 		}
 	}
@@ -182,7 +182,7 @@ func (c *Cache[K, T]) awaitRun(ctx context.Context) (*cacheRun[K, T], error) {
 // sync is one attempt of Sync on run r; done is false when it must be
 // tried again (the connection was lost, or the run ended).
 func (r *cacheRun[K, T]) sync(ctx context.Context) (done bool, err error) {
-	z, err := r.s.Ops().SyncZxid(ctx, r.c.tmpl.base)
+	z, err := opsOf(r.s).SyncZxid(ctx, r.c.tmpl.base)
 	if err != nil {
 		return ctx.Err() != nil, ctx.Err()
 	}

@@ -93,7 +93,7 @@ func (c *Cache[K, T]) Run(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
-	remove := s.Ops().Listen(r.feed.listen)
+	remove := opsOf(s).Listen(r.feed.listen)
 	r.feed.askResync()
 	c.publish(r)
 	err = r.loop(ctx)
@@ -195,9 +195,9 @@ func (r *cacheRun[K, T]) resync(ctx context.Context, since uint64) error {
 		if ctx.Err() == nil && r.s.Err() == nil && !client.IsRecoverable(err) {
 			// Not the connection's loss (whose next connection asks for
 			// a resync): try again after a pause.
-			r.s.Ops().Log().Warn("cache: cannot set its watch; retrying", "base", r.c.tmpl.base, "err", err)
+			opsOf(r.s).Log().Warn("cache: cannot set its watch; retrying", "base", r.c.tmpl.base, "err", err)
 			r.fails++
-			_ = r.s.Ops().Sleep(ctx, r.s.Ops().Policy().Delay(min(r.fails, 10)))
+			_ = opsOf(r.s).Sleep(ctx, opsOf(r.s).Policy().Delay(min(r.fails, 10)))
 			r.feed.signal()
 		}
 		return nil
@@ -223,7 +223,7 @@ func (r *cacheRun[K, T]) watch(ctx context.Context) (int64, error) {
 			watchesOf(r.s).hold(base)
 			r.holds = true
 		}
-		z, err := r.s.Ops().AddWatchRecursive(ctx, base)
+		z, err := opsOf(r.s).AddWatchRecursive(ctx, base)
 		if err == nil {
 			r.c.setMode(CachePersistent, false)
 			return z, nil
@@ -231,12 +231,12 @@ func (r *cacheRun[K, T]) watch(ctx context.Context) (int64, error) {
 		if !errors.Is(err, ErrUnimplemented) {
 			return 0, err
 		}
-		r.s.Ops().Log().Warn("cache: the server refuses persistent watches (ZooKeeper before 3.6); falling back to one-shot watches", "base", base)
+		opsOf(r.s).Log().Warn("cache: the server refuses persistent watches (ZooKeeper before 3.6); falling back to one-shot watches", "base", base)
 		watchesOf(r.s).refusedNow()
 		r.feed.oneShot.Store(true)
 	}
 	r.c.setMode(CacheOneShot, true)
-	return r.s.Ops().SyncZxid(ctx, base)
+	return opsOf(r.s).SyncZxid(ctx, base)
 }
 
 // unwatch removes the run's persistent watch from the session's
@@ -301,12 +301,12 @@ func (w *cacheWatches) release(s *Session, base string) {
 	if s.Err() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), cacheUnwatch)
 		defer cancel()
-		err := s.Ops().RemoveWatchRecursive(ctx, base)
+		err := opsOf(s).RemoveWatchRecursive(ctx, base)
 		switch {
 		case errors.Is(err, ErrUnimplemented):
-			s.Ops().Log().Debug("cache: the server cannot remove a persistent watch; it lasts as long as the connection", "base", base)
+			opsOf(s).Log().Debug("cache: the server cannot remove a persistent watch; it lasts as long as the connection", "base", base)
 		case err != nil && !client.IsRecoverable(err):
-			s.Ops().Log().Warn("cache: could not remove its watch", "base", base, "err", err)
+			opsOf(s).Log().Warn("cache: could not remove its watch", "base", base, "err", err)
 		}
 	}
 }
@@ -323,7 +323,7 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 			return nil
 		}
 		reads := make([]cacheRead, len(batch))
-		r.s.Ops().Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i]) })
+		opsOf(r.s).Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i]) })
 		failed := false
 		for i, m := range batch {
 			f, err := r.settle(m, reads[i], cover)
@@ -338,7 +338,7 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 		}
 		if failed {
 			r.fails++
-			if r.s.Ops().Sleep(ctx, r.s.Ops().Policy().Delay(min(r.fails, 10))) != nil {
+			if opsOf(r.s).Sleep(ctx, opsOf(r.s).Policy().Delay(min(r.fails, 10))) != nil {
 				return nil
 			}
 		} else {
@@ -354,7 +354,7 @@ func (r *cacheRun[K, T]) settle(m takenMark, rd cacheRead, cover uint64) (failed
 	switch {
 	case rd.err == nil:
 	case errors.Is(rd.err, zk.ErrNoAuth):
-		r.s.Ops().Log().Warn("cache: a node the session may not read is left out", "path", m.path)
+		opsOf(r.s).Log().Warn("cache: a node the session may not read is left out", "path", m.path)
 		rd.found, rd.err = false, nil
 	case errors.Is(rd.err, errBaseCreated):
 		r.feed.requeue(m.path)
@@ -363,7 +363,7 @@ func (r *cacheRun[K, T]) settle(m takenMark, rd cacheRead, cover uint64) (failed
 		r.feed.park(m.path)
 		return false, nil
 	default:
-		r.s.Ops().Log().Warn("cache: read failed; retrying", "path", m.path, "err", rd.err)
+		opsOf(r.s).Log().Warn("cache: read failed; retrying", "path", m.path, "err", rd.err)
 		r.feed.requeue(m.path)
 		return true, nil
 	}

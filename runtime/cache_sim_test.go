@@ -108,7 +108,7 @@ func TestCacheLeavesNoWatch(t *testing.T) {
 		<-got
 	}
 	put(t, w, map[string]string{root + "/x": "2", root + "/y": "1"})
-	if _, err := s.Ops().SyncZxid(ctx, root); err != nil {
+	if _, err := runtime.OpsOf(s).SyncZxid(ctx, root); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 0 {

@@ -87,7 +87,7 @@ func (c *Config[T]) Get(ctx context.Context) (_ T, _ Version, err error) {
 	if c.err != nil {
 		return zero, NoVersion, c.err
 	}
-	data, st, err := c.s.Ops().Get(ctx, c.path)
+	data, st, err := opsOf(c.s).Get(ctx, c.path)
 	if client.IsNoNode(err) {
 		return zero, NoVersion, fmt.Errorf("config %s: %w", c.path, ErrNoValue)
 	}
@@ -122,7 +122,7 @@ func (c *Config[T]) Set(ctx context.Context, v T) (_ Version, err error) {
 	}
 	for {
 		ver := NoVersion
-		_, st, err := c.s.Ops().Get(ctx, c.path)
+		_, st, err := opsOf(c.s).Get(ctx, c.path)
 		switch {
 		case err == nil:
 			ver = Version(st.Version)
@@ -179,7 +179,7 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 	}
 	got := NoVersion
 	var unknown error // the write's outcome cannot be learnt
-	err := c.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: op, Path: c.path,
+	err := opsOf(c.s).RetryUncertain(ctx, client.UncertainWrite{Op: op, Path: c.path,
 		Attempt: func(int) (client.Outcome, error) {
 			var o client.Outcome
 			var err error
@@ -207,14 +207,14 @@ func (c *Config[T]) write(ctx context.Context, data []byte, ver Version, blind b
 func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Version) (Version, client.Outcome, error) {
 	var err error
 	if ver == NoVersion {
-		_, err = client.Await(ctx, c.s, func() (string, error) { return c.s.Ops().Create(c.path, data, 0, c.acl) })
+		_, err = client.Await(ctx, c.s, func() (string, error) { return opsOf(c.s).Create(c.path, data, 0, c.acl) })
 		switch {
 		case err == nil:
 			return 0, client.OutcomeKnown, nil
 		case errors.Is(err, zk.ErrNodeExists):
 			return NoVersion, client.OutcomeKnown, fmt.Errorf("config %s: exists: %w", c.path, ErrVersionConflict)
 		case client.IsNoNode(err):
-			if err := c.s.Ops().EnsurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
+			if err := opsOf(c.s).EnsurePath(ctx, c.acl, path.Dir(c.path)); err != nil {
 				return NoVersion, client.OutcomeKnown, err
 			}
 			return NoVersion, client.OutcomeResend, nil
@@ -237,10 +237,10 @@ func (c *Config[T]) send(ctx context.Context, op string, data []byte, ver Versio
 // version ver happened: it syncs and reads the node (see write). unknown is
 // the error when it cannot tell.
 func (c *Config[T]) settle(ctx context.Context, data []byte, ver Version, blind bool, unknown error) (Version, client.Outcome, error) {
-	if err := c.s.Ops().Sync(ctx, c.path); err != nil {
+	if err := opsOf(c.s).Sync(ctx, c.path); err != nil {
 		return NoVersion, client.OutcomeKnown, err
 	}
-	now, st, gerr := c.s.Ops().Get(ctx, c.path)
+	now, st, gerr := opsOf(c.s).Get(ctx, c.path)
 	switch {
 	case client.IsNoNode(gerr) && ver == NoVersion:
 		return NoVersion, client.OutcomeResend, nil // not created: send again
@@ -263,7 +263,7 @@ func (c *Config[T]) Delete(ctx context.Context) (err error) {
 	if c.err != nil {
 		return c.err
 	}
-	if err := c.s.Ops().Delete(ctx, c.path, -1); err != nil && !client.IsNoNode(err) {
+	if err := opsOf(c.s).Delete(ctx, c.path, -1); err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	return nil
@@ -288,7 +288,7 @@ func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 		return failedStream(ctx, Versioned[T]{Version: NoVersion, Err: c.err})
 	}
 	return stream(ctx, c.s, "config "+c.path, func(ctx context.Context) (snapshot[Versioned[T]], error) {
-		r, ok, err := c.s.Ops().GetOrExistsW(ctx, c.path)
+		r, ok, err := opsOf(c.s).GetOrExistsW(ctx, c.path)
 		if err != nil {
 			return snapshot[Versioned[T]]{}, err
 		}
@@ -297,7 +297,7 @@ func (c *Config[T]) Watch(ctx context.Context) <-chan Versioned[T] {
 		}
 		out := Versioned[T]{Version: Version(r.Stat.Version), Exists: true}
 		if out.Value, err = c.codec.Decode(r.Data); err != nil {
-			c.s.Ops().Log().Warn("config: undecodable value", "path", c.path, "err", err)
+			opsOf(c.s).Log().Warn("config: undecodable value", "path", c.path, "err", err)
 			out.Err = fmt.Errorf("config %s: %w", c.path, err)
 		}
 		return snapshot[Versioned[T]]{v: out, key: fmt.Sprint(r.Stat.Mzxid), watch: r.Watch}, nil

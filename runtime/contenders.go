@@ -233,7 +233,7 @@ type Holder struct {
 // listHolders lists the contenders of dir in queue order; those that no earlier
 // node blocks hold.
 func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Holder, error) {
-	kids, err := s.Ops().Children(ctx, dir)
+	kids, err := opsOf(s).Children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -244,10 +244,10 @@ func listHolders(ctx context.Context, s *Session, dir string, fam *family) ([]Ho
 	out := make([]Holder, len(cs))
 	ok := make([]bool, len(cs))
 	errs := make([]error, len(cs))
-	s.Ops().Parallel(len(cs), 16, func(i int) { // at most 16 requests in flight
+	opsOf(s).Parallel(len(cs), 16, func(i int) { // at most 16 requests in flight
 		c := cs[i]
 		p := joinPath(dir, c.name)
-		data, st, err := s.Ops().Get(ctx, p)
+		data, st, err := opsOf(s).Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return
 		}
@@ -289,14 +289,14 @@ func reapListed(ctx context.Context, s *Session, dir string, hs []Holder, olderT
 		if !h.Created.Before(cutoff) {
 			continue
 		}
-		err := s.Ops().Delete(ctx, h.Node, -1)
+		err := opsOf(s).Delete(ctx, h.Node, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return removed, fmt.Errorf("reap %s: %w", dir, err)
 		}
-		s.Ops().Log().Info("reaped lock node", "path", h.Node, "owner", h.Owner.Host, "created", h.Created)
+		opsOf(s).Log().Info("reaped lock node", "path", h.Node, "owner", h.Owner.Host, "created", h.Created)
 		removed = append(removed, h)
 	}
 	return removed, nil

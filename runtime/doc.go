@@ -146,10 +146,13 @@ package runtime
 // Two layers. The client layer, internal/client, is what go-zookeeper
 // lacks: sessions (Connect, the session's own clock, expiry, Close,
 // Supervise), operations bound to a context with retries and the
-// resolution of uncertain writes (Session.Ops), pipelining, TLS and host
+// resolution of uncertain writes (OpsOf), pipelining, TLS and host
 // resolution, the session's own counters, and the general hooks through
 // which handles register what they need at the session's close and end
-// (OnClose, OnEnd, Track, Shared). Below it, internal/wire reads and
+// (OnClose, OnEnd, Track, Shared). The operations and the hooks are
+// functions of that layer taking the session, not its methods, so that
+// they stay out of Session's public method set (TestSessionMethodSet).
+// Below it, internal/wire reads and
 // rewrites go-zookeeper's frames. The recipes, in this package, use only
 // the client layer's exported API, and it names none of them; session.go
 // here re-exports its public names (Session, Connect, the options, the

@@ -195,7 +195,7 @@ func (e *Election[T]) Campaign(ctx context.Context, payload T) (*Leadership[T], 
 
 func (e *Election[T]) campaign(ctx context.Context, data []byte) (*hold, int64, error) {
 	// The first children read goes out with the create (pipeline.go).
-	node, first, err := e.s.Ops().CreateListed(ctx, e.acl, e.dir, e.fam.prefix(e.s.Ops().Rand(), 0), data, false)
+	node, first, err := opsOf(e.s).CreateListed(ctx, e.acl, e.dir, e.fam.prefix(opsOf(e.s).Rand(), 0), data, false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -255,7 +255,7 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *client.
 		}
 		// Watch only the candidate just before ours. If it is already
 		// gone, read the children again (no lost wake-up).
-		pred, err := e.s.Ops().GetW(ctx, joinPath(e.dir, before))
+		pred, err := opsOf(e.s).GetW(ctx, joinPath(e.dir, before))
 		if client.IsNoNode(err) {
 			continue
 		}
@@ -288,15 +288,15 @@ func (e *Election[T]) waitFirst(ctx context.Context, node string, first *client.
 // and the epoch, in the same round trip (pipelined).
 func (e *Election[T]) readCandidates(ctx context.Context, woke bool) ([]string, *ackReads, error) {
 	if !woke {
-		kids, err := e.s.Ops().Children(ctx, e.dir)
+		kids, err := opsOf(e.s).Children(ctx, e.dir)
 		return kids, nil, err
 	}
 	var kids []string
 	var err error
 	pre := &ackReads{}
-	e.s.Ops().Parallel(2, 2, func(i int) {
+	opsOf(e.s).Parallel(2, 2, func(i int) {
 		if i == 0 {
-			kids, err = e.s.Ops().Children(ctx, e.dir)
+			kids, err = opsOf(e.s).Children(ctx, e.dir)
 		} else {
 			*pre = e.readAck(ctx)
 			pre.woke = telOf(e.s).now()
@@ -315,7 +315,7 @@ func (e *Election[T]) withdraw(h *hold) {
 	cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if rerr := e.retire(cctx, h.node); rerr != nil && !client.IsNoNode(rerr) {
-		e.s.Ops().Log().Warn("could not withdraw candidate", "path", h.node, "err", rerr)
+		opsOf(e.s).Log().Warn("could not withdraw candidate", "path", h.node, "err", rerr)
 	}
 }
 
@@ -327,7 +327,7 @@ func (e *Election[T]) withdraw(h *hold) {
 // candidate first; they serve the first attempt.
 func (e *Election[T]) acknowledge(ctx context.Context, h *hold, payload []byte, pre *ackReads) (int64, error) {
 	var epoch int64
-	err := e.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: e.ackPath(),
+	err := opsOf(e.s).RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: e.ackPath(),
 		Attempt: func(int) (client.Outcome, error) {
 			r := pre
 			if r == nil {
@@ -390,8 +390,8 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 		return 0, client.OutcomeKnown, err
 	}
 	hd := ackHeader{Epoch: next, Candidate: name, Session: fmt.Sprintf("0x%x", e.s.ID())}
-	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: e.s.Ops().NodeACL(e.acl), Flags: zk.FlagEphemeral})
-	res, err := e.s.Ops().Multi(ctx, ops...)
+	ops = append(ops, epochOp, &zk.CreateRequest{Path: ackPath, Data: encodeAck(hd, payload), Acl: opsOf(e.s).NodeACL(e.acl), Flags: zk.FlagEphemeral})
+	res, err := opsOf(e.s).Multi(ctx, ops...)
 	if err == nil {
 		return next, client.OutcomeKnown, nil
 	}
@@ -411,7 +411,7 @@ func (e *Election[T]) ackOnce(ctx context.Context, h *hold, payload []byte, r *a
 // still there, it is on its way out: previousGone waits for it and reports
 // false, to read again.
 func (e *Election[T]) previousGone(ctx context.Context, candidate string) (bool, error) {
-	prev, err := e.s.Ops().GetW(ctx, joinPath(e.dir, candidate))
+	prev, err := opsOf(e.s).GetW(ctx, joinPath(e.dir, candidate))
 	if client.IsNoNode(err) {
 		return true, nil
 	}
@@ -441,7 +441,7 @@ func (e *Election[T]) nextEpoch(r *ackReads) (int64, any, error) {
 		next := cur + 1
 		return next, &zk.SetDataRequest{Path: epochPath, Data: []byte(strconv.FormatInt(next, 10)), Version: st.Version}, nil
 	case client.IsNoNode(err):
-		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: e.s.Ops().NodeACL(e.acl)}, nil
+		return 1, &zk.CreateRequest{Path: epochPath, Data: []byte("1"), Acl: opsOf(e.s).NodeACL(e.acl)}, nil
 	default:
 		return 0, nil, err
 	}
@@ -458,11 +458,11 @@ type ackReads struct {
 // readAck reads the acknowledgement and the epoch node concurrently.
 func (e *Election[T]) readAck(ctx context.Context) ackReads {
 	var r ackReads
-	e.s.Ops().Parallel(2, 2, func(i int) {
+	opsOf(e.s).Parallel(2, 2, func(i int) {
 		if i == 0 {
-			r.ack, r.ackStat, r.ackErr = e.s.Ops().Get(ctx, e.ackPath())
+			r.ack, r.ackStat, r.ackErr = opsOf(e.s).Get(ctx, e.ackPath())
 		} else {
-			r.epoch, r.epochStat, r.epochErr = e.s.Ops().Get(ctx, e.epochPath())
+			r.epoch, r.epochStat, r.epochErr = opsOf(e.s).Get(ctx, e.epochPath())
 		}
 	})
 	return r
@@ -474,7 +474,7 @@ func (e *Election[T]) readAck(ctx context.Context) ackReads {
 // otherwise it returns ErrNoNode.
 func (e *Election[T]) retire(ctx context.Context, node string) error {
 	retried := false
-	return e.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: node,
+	return opsOf(e.s).RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: node,
 		Attempt: func(int) (client.Outcome, error) {
 			o, err := e.retireOnce(ctx, node, retried)
 			if o == client.OutcomeHidden {
@@ -488,19 +488,19 @@ func (e *Election[T]) retire(ctx context.Context, node string) error {
 // retireOnce is one attempt of retire; retried tells that an earlier one
 // lost its reply.
 func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool) (client.Outcome, error) {
-	data, st, err := e.s.Ops().Get(ctx, e.ackPath())
+	data, st, err := opsOf(e.s).Get(ctx, e.ackPath())
 	if err != nil && !client.IsNoNode(err) {
 		return client.OutcomeKnown, err
 	}
 	hd, _, derr := decodeAck(data)
 	if err != nil || derr != nil || hd.Candidate != baseName(node) {
-		err := e.s.Ops().Delete(ctx, node, -1)
+		err := opsOf(e.s).Delete(ctx, node, -1)
 		if client.IsNoNode(err) && retried {
 			return client.OutcomeKnown, nil
 		}
 		return client.OutcomeKnown, err
 	}
-	res, err := e.s.Ops().Multi(ctx,
+	res, err := opsOf(e.s).Multi(ctx,
 		&zk.DeleteRequest{Path: e.ackPath(), Version: st.Version},
 		&zk.DeleteRequest{Path: node, Version: -1})
 	if err == nil {
@@ -511,7 +511,7 @@ func (e *Election[T]) retireOnce(ctx context.Context, node string, retried bool)
 	case i == 1 && client.IsNoNode(opErr):
 		// The candidate was deleted under us (an operator, Reap) but the
 		// acknowledgement naming it is this session's: it goes too.
-		if derr := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); derr != nil && !client.IsNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
+		if derr := opsOf(e.s).Delete(ctx, e.ackPath(), st.Version); derr != nil && !client.IsNoNode(derr) && !errors.Is(derr, zk.ErrBadVersion) {
 			return client.OutcomeKnown, derr
 		}
 		if retried {
@@ -582,17 +582,17 @@ func (e *Election[T]) dropAck(ctx context.Context, node string) {
 	if e.dropAckOnce(ctx, node) == nil || e.s.Err() != nil {
 		return
 	}
-	e.s.Ops().Spawn(func() {
+	opsOf(e.s).Spawn(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
 		if err := e.dropAckOnce(cctx, node); err != nil && e.s.Err() == nil {
-			e.s.Ops().Log().Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
+			opsOf(e.s).Log().Warn("could not remove the acknowledgement of a lost leadership", "path", e.ackPath(), "err", err)
 		}
 	})
 }
 
 func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
-	data, st, err := e.s.Ops().Get(ctx, e.ackPath())
+	data, st, err := opsOf(e.s).Get(ctx, e.ackPath())
 	switch {
 	case client.IsNoNode(err):
 		return nil
@@ -602,7 +602,7 @@ func (e *Election[T]) dropAckOnce(ctx context.Context, node string) error {
 	if hd, _, derr := decodeAck(data); derr != nil || hd.Candidate != baseName(node) || st.EphemeralOwner != e.s.ID() {
 		return nil // another's, or nobody's to take away
 	}
-	if err := e.s.Ops().Delete(ctx, e.ackPath(), st.Version); err != nil && !client.IsNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+	if err := opsOf(e.s).Delete(ctx, e.ackPath(), st.Version); err != nil && !client.IsNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
 		return err
 	}
 	return nil
@@ -615,7 +615,7 @@ func (e *Election[T]) State(ctx context.Context) (LeaderState[T], error) {
 	if e.err != nil {
 		return LeaderState[T]{}, e.err
 	}
-	data, _, err := e.s.Ops().Get(ctx, e.ackPath())
+	data, _, err := opsOf(e.s).Get(ctx, e.ackPath())
 	if client.IsNoNode(err) {
 		return LeaderState[T]{}, nil
 	}
@@ -630,7 +630,7 @@ func (e *Election[T]) state(ctx context.Context, data []byte) (LeaderState[T], e
 	if err != nil {
 		return LeaderState[T]{}, fmt.Errorf("election %s: %w", e.ackPath(), err)
 	}
-	if _, _, err := e.s.Ops().Get(ctx, joinPath(e.dir, hd.Candidate)); client.IsNoNode(err) {
+	if _, _, err := opsOf(e.s).Get(ctx, joinPath(e.dir, hd.Candidate)); client.IsNoNode(err) {
 		return LeaderState[T]{}, nil
 	} else if err != nil {
 		return LeaderState[T]{}, err
@@ -669,7 +669,7 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 		return failedStream(ctx, LeaderState[T]{Err: e.err})
 	}
 	return stream(ctx, e.s, "election "+e.dir, func(ctx context.Context) (snapshot[LeaderState[T]], error) {
-		r, ok, err := e.s.Ops().GetOrExistsW(ctx, e.ackPath())
+		r, ok, err := opsOf(e.s).GetOrExistsW(ctx, e.ackPath())
 		if err != nil {
 			return snapshot[LeaderState[T]]{}, err
 		}
@@ -682,7 +682,7 @@ func (e *Election[T]) Observe(ctx context.Context) <-chan LeaderState[T] {
 			return snapshot[LeaderState[T]]{}, err
 		}
 		if err != nil {
-			e.s.Ops().Log().Warn("election: undecodable leader acknowledgement", "path", e.ackPath(), "err", err)
+			opsOf(e.s).Log().Warn("election: undecodable leader acknowledgement", "path", e.ackPath(), "err", err)
 			st.Err = err
 		}
 		snap.v = st
@@ -711,7 +711,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	kids, err := e.s.Ops().Children(ctx, e.dir)
+	kids, err := opsOf(e.s).Children(ctx, e.dir)
 	if client.IsNoNode(err) {
 		return nil, nil
 	}
@@ -721,7 +721,7 @@ func (e *Election[T]) Candidates(ctx context.Context) ([]Candidate[T], error) {
 	var out []Candidate[T]
 	for _, c := range e.fam.sortContenders(kids) {
 		p := joinPath(e.dir, c.name)
-		data, st, err := e.s.Ops().Get(ctx, p)
+		data, st, err := opsOf(e.s).Get(ctx, p)
 		if client.IsNoNode(err) {
 			continue
 		}

@@ -120,3 +120,6 @@ func HeldResources(s *Session) int {
 // ChunkWait is how long a spread consumer waits for others' chunk claims
 // to go before it takes their items (queue_spread.go).
 const ChunkWait = chunkWait
+
+// OpsOf returns s's operations, for tests that reach below the recipes.
+func OpsOf(s *Session) *client.Ops { return opsOf(s) }

@@ -113,7 +113,7 @@ func (g *Group[T]) Join(ctx context.Context, member T) (_ *Membership[T], err er
 }
 
 func (g *Group[T]) join(ctx context.Context, member T, data []byte) (*Membership[T], error) {
-	node, err := g.s.Ops().CreateProtected(ctx, g.acl, g.dir, g.fam.prefix(g.s.Ops().Rand(), 0), data)
+	node, err := opsOf(g.s).CreateProtected(ctx, g.acl, g.dir, g.fam.prefix(opsOf(g.s).Rand(), 0), data)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (g *Group[T]) Members(ctx context.Context) ([]T, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	kids, err := g.s.Ops().Children(ctx, g.dir)
+	kids, err := opsOf(g.s).Children(ctx, g.dir)
 	if client.IsNoNode(err) {
 		return nil, nil
 	}
@@ -194,7 +194,7 @@ func (g *Group[T]) readMembers(ctx context.Context, kids []string, strict bool) 
 			continue // kazoo's Party counts only its own names
 		}
 		p := joinPath(g.dir, name)
-		data, st, err := g.s.Ops().Get(ctx, p)
+		data, st, err := opsOf(g.s).Get(ctx, p)
 		if client.IsNoNode(err) {
 			continue // left meanwhile
 		}
@@ -206,7 +206,7 @@ func (g *Group[T]) readMembers(ctx context.Context, kids []string, strict bool) 
 			return nil, nil, nil, fmt.Errorf("group %s: member %s: %w", g.dir, name, err)
 		}
 		if err != nil {
-			g.s.Ops().Log().Warn("group: undecodable member", "path", p, "err", err)
+			opsOf(g.s).Log().Warn("group: undecodable member", "path", p, "err", err)
 			if ours {
 				bad = append(bad, fmt.Errorf("group member %s: %w", p, err))
 				badNames = append(badNames, "!"+name)
@@ -266,14 +266,14 @@ func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot
 	var r client.Result
 	for {
 		var err error
-		r, err = g.s.Ops().ChildrenW(ctx, g.dir)
+		r, err = opsOf(g.s).ChildrenW(ctx, g.dir)
 		if err == nil {
 			break
 		}
 		if !client.IsNoNode(err) {
 			return snapshot[MemberList[T]]{}, err
 		}
-		ok, _, w, err := g.s.Ops().ExistsW(ctx, g.dir)
+		ok, _, w, err := opsOf(g.s).ExistsW(ctx, g.dir)
 		if err != nil {
 			return snapshot[MemberList[T]]{}, err
 		}
@@ -421,8 +421,8 @@ func stay(ctx context.Context, s *Session, what string, join func(context.Contex
 		if err := s.Err(); err != nil {
 			return err
 		}
-		s.Ops().Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
-		if err := client.SleepCtx(ctx, rejoinPause(s.Ops().Rand())); err != nil {
+		opsOf(s).Log().Warn(what+" membership lost while the session lives; joining again", "path", m.Node())
+		if err := client.SleepCtx(ctx, rejoinPause(opsOf(s).Rand())); err != nil {
 			return nil
 		}
 	}

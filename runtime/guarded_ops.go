@@ -76,7 +76,7 @@ func guardedRequests(s *Session, ops []any) ([]any, error) {
 		case *zk.CreateRequest:
 			if len(r.Acl) == 0 {
 				c := *r
-				c.Acl = s.Ops().NodeACL(nil)
+				c.Acl = opsOf(s).NodeACL(nil)
 				r = &c
 			}
 			out[i] = r

@@ -21,7 +21,7 @@ func TestGuardedOps(t *testing.T) {
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ops().EnsurePath(ctx, nil, dir); err != nil {
+	if err := runtime.OpsOf(s).EnsurePath(ctx, nil, dir); err != nil {
 		t.Fatal(err)
 	}
 	node := dir + "/done"

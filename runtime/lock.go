@@ -229,10 +229,10 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		return nil, err
 	}
 	// The first children read goes out with the create (pipeline.go).
-	prefix := l.fam.prefix(l.s.Ops().Rand(), l.kind)
+	prefix := l.fam.prefix(opsOf(l.s).Rand(), l.kind)
 	l.setPending(prefix) // RequestRevoke never targets it, even before it holds
 	defer l.setPending("")
-	node, first, err := l.s.Ops().CreateListed(ctx, l.cfg.acl, l.dir, prefix, ownerData(l.s, purpose), false)
+	node, first, err := opsOf(l.s).CreateListed(ctx, l.cfg.acl, l.dir, prefix, ownerData(l.s, purpose), false)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		var r client.Result
 		if first != nil {
 			r, first = *first, nil
-		} else if r, err = l.s.Ops().ChildrenStat(ctx, l.dir); err != nil {
+		} else if r, err = opsOf(l.s).ChildrenStat(ctx, l.dir); err != nil {
 			return nil, abandonNode(l.s, node, err)
 		}
 		p := l.fam.place(r.Kids, name)
@@ -265,8 +265,8 @@ func (l *Lock) contend(ctx context.Context, wait bool, purpose string) (*hold, e
 		// gone, it left between our children read and now: read again
 		// rather than wait for an event that will never come (the lost
 		// wake-up).
-		dials := l.s.Ops().Dials() // the wake-up and the reads on one connection, if still this
-		w, err := l.s.Ops().GetW(ctx, joinPath(l.dir, p.blocker))
+		dials := opsOf(l.s).Dials() // the wake-up and the reads on one connection, if still this
+		w, err := opsOf(l.s).GetW(ctx, joinPath(l.dir, p.blocker))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -379,8 +379,8 @@ func (l *Lock) notes() bool {
 // event before the replies of later requests); otherwise it lists.
 func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dials int64) (*hold, error) {
 	var ownErr error
-	read := l.s.Ops().Spawn(func() { _, _, ownErr = l.s.Ops().Get(ctx, node) })
-	data, st, err := l.s.Ops().Get(ctx, l.dir)
+	read := opsOf(l.s).Spawn(func() { _, _, ownErr = opsOf(l.s).Get(ctx, node) })
+	data, st, err := opsOf(l.s).Get(ctx, l.dir)
 	read()
 	switch {
 	case client.IsNoNode(ownErr):
@@ -392,7 +392,7 @@ func (l *Lock) takeOver(ctx context.Context, node, pred string, first bool, dial
 	}
 	var rec specRecord
 	noted := json.Unmarshal(data, &rec) == nil && rec.Released == pred
-	if !noted && (!first || l.s.Ops().Dials() != dials) {
+	if !noted && (!first || opsOf(l.s).Dials() != dials) {
 		return nil, nil
 	}
 	h, err := startHold(ctx, l.s, node, st.Pzxid, l.cfg.revocable)
@@ -417,7 +417,7 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 		return releaseHold(ctx, l.s, h)
 	}
 	return releaseHoldAs(ctx, l.s, h, "", func(ctx context.Context) error {
-		return l.s.Ops().DeleteNoted(ctx, h.node, l.dir, note)
+		return opsOf(l.s).DeleteNoted(ctx, h.node, l.dir, note)
 	})
 }
 
@@ -634,7 +634,7 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 	forced := false
 	for _, node := range targets {
 		for !forced {
-			r, err := l.s.Ops().GetW(ctx, node)
+			r, err := opsOf(l.s).GetW(ctx, node)
 			if errors.Is(err, zk.ErrNoNode) {
 				break // released
 			}
@@ -653,10 +653,10 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 			}
 		}
 		if forced {
-			if err := l.s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := opsOf(l.s).Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
-			l.s.Ops().Log().Warn("revocation forced: deleted holder's lock node", "path", node, "after", l.cfg.forceAfter)
+			opsOf(l.s).Log().Warn("revocation forced: deleted holder's lock node", "path", node, "after", l.cfg.forceAfter)
 		}
 	}
 	return nil
@@ -666,7 +666,7 @@ func (l *Lock) RequestRevoke(ctx context.Context) error {
 // owner metadata (compare-and-set on the node's version).
 func markRevoke(ctx context.Context, s *Session, node string) error {
 	for {
-		data, st, err := s.Ops().Get(ctx, node)
+		data, st, err := opsOf(s).Get(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil // released meanwhile
 		}
@@ -684,7 +684,7 @@ func markRevoke(ctx context.Context, s *Session, node string) error {
 			o.RevokeRequestedAt = time.Now().UTC().Truncate(time.Millisecond)
 			data, _ = json.Marshal(o)
 		}
-		_, err = s.Ops().SetVersion(ctx, node, data, st.Version)
+		_, err = opsOf(s).SetVersion(ctx, node, data, st.Version)
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil

@@ -294,7 +294,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 	if err := guardSpec(ctx, p.s, p.dir, p.acl, p.record()); err != nil {
 		return nil, err
 	}
-	node, err := p.s.Ops().CreateProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(p.s.Ops().Rand(), 0), data)
+	node, err := opsOf(p.s).CreateProtected(ctx, p.acl, p.membersDir(), groupMembers.prefix(opsOf(p.s).Rand(), 0), data)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (p *Partitioner[T]) join(ctx context.Context, member T, data []byte, cfg jo
 		changed: make(chan struct{}), leave: make(chan struct{}), closeReq: make(chan struct{}), done: make(chan struct{}), owned: map[int]bool{},
 		tokens: map[int]int64{}, guards: map[int]int{}, guarded: make(chan struct{}),
 		streams: map[*ownedStream]struct{}{}, handed: make(chan struct{})}
-	remove := p.s.OnClose(a.handOverForClose, a.done)
+	remove := client.OnClose(p.s, a.handOverForClose, a.done)
 	p.cur.Store(a)
 	holdersOf(p.s).add(partitionerHeld{p.dir}, a)
 	go func() {
@@ -636,7 +636,7 @@ func (a *Assignment[T]) waitHandedOver(i int) {
 		case <-a.h.lost:
 			return
 		case <-timeout:
-			a.s.Ops().Log().Warn("partitioner: an Owned stream was not read; no longer waiting for it", "path", a.h.node, "partition", i)
+			opsOf(a.s).Log().Warn("partitioner: an Owned stream was not read; no longer waiting for it", "path", a.h.node, "partition", i)
 			a.abandonStreams(i)
 			return
 		}
@@ -679,7 +679,7 @@ func (a *Assignment[T]) handOverForClose(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	left := a.notHandedOver()
-	a.s.Ops().Log().Warn("partitioner: Close did not wait longer for the member to hand its partitions over; closing the session anyway",
+	opsOf(a.s).Log().Warn("partitioner: Close did not wait longer for the member to hand its partitions over; closing the session anyway",
 		"path", a.h.node, "partitions", left, "bound", client.CloseBound)
 	return fmt.Errorf("partitioner %s: partitions %v not reported released within %v (a releasing hook or an Owned reader was still busy); the session was closed anyway, so the next owner may overlap their work",
 		a.h.node, left, client.CloseBound)
@@ -713,16 +713,16 @@ func (a *Assignment[T]) notHandedOver() []int {
 // the directories (containers) go too. A member joining meanwhile writes a
 // new plan: the conditional delete then fails, which is fine.
 func (p *Partitioner[T]) cleanUp(ctx context.Context) {
-	kids, err := p.s.Ops().Children(ctx, p.membersDir())
+	kids, err := opsOf(p.s).Children(ctx, p.membersDir())
 	if err != nil || len(groupMembers.sortContenders(kids)) > 0 {
 		return
 	}
-	_, st, err := p.s.Ops().Get(ctx, p.planPath())
+	_, st, err := opsOf(p.s).Get(ctx, p.planPath())
 	if err != nil {
 		return
 	}
-	if err := p.s.Ops().Delete(ctx, p.planPath(), st.Version); err != nil && !client.IsNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
-		p.s.Ops().Log().Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
+	if err := opsOf(p.s).Delete(ctx, p.planPath(), st.Version); err != nil && !client.IsNoNode(err) && !errors.Is(err, zk.ErrBadVersion) {
+		opsOf(p.s).Log().Warn("partitioner: could not remove the assignment", "path", p.planPath(), "err", err)
 	}
 }
 
@@ -746,13 +746,13 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 	for i := range out.Owner {
 		out.Owner[i] = -1
 	}
-	kids, err := p.s.Ops().Children(ctx, p.membersDir())
+	kids, err := opsOf(p.s).Children(ctx, p.membersDir())
 	if err != nil && !client.IsNoNode(err) {
 		return out, err
 	}
 	index := map[string]int{}
 	for _, c := range groupMembers.sortContenders(kids) {
-		data, _, err := p.s.Ops().Get(ctx, joinPath(p.membersDir(), c.name))
+		data, _, err := opsOf(p.s).Get(ctx, joinPath(p.membersDir(), c.name))
 		if client.IsNoNode(err) {
 			continue
 		}
@@ -767,7 +767,7 @@ func (p *Partitioner[T]) Owners(ctx context.Context) (PartitionOwners[T], error)
 		out.Members = append(out.Members, v)
 	}
 	for i := range out.Owner {
-		data, _, err := p.s.Ops().Get(ctx, p.ownerNode(i))
+		data, _, err := opsOf(p.s).Get(ctx, p.ownerNode(i))
 		if client.IsNoNode(err) {
 			continue
 		}

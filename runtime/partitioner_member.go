@@ -133,7 +133,7 @@ func (f *follower[T]) releaseAll(ctx context.Context) error {
 // any handle, for the rest of the session.
 func (f *follower[T]) settleMaybe(ctx context.Context) error {
 	for _, i := range slices.Sorted(maps.Keys(f.maybe)) { // one order of reads on a replay
-		_, st, err := f.s.Ops().Get(ctx, f.p.ownerNode(i))
+		_, st, err := opsOf(f.s).Get(ctx, f.p.ownerNode(i))
 		switch {
 		case client.IsNoNode(err):
 		case err != nil:
@@ -150,7 +150,7 @@ func (f *follower[T]) settleMaybe(ctx context.Context) error {
 // membership (the hold's loss error).
 func (f *follower[T]) loop() error {
 	ctx := f.a.h.context() // ends when the membership is lost
-	failures, key := 0, f.s.Ops().BackoffKey()
+	failures, key := 0, opsOf(f.s).BackoffKey()
 	for {
 		err := f.step(ctx)
 		switch {
@@ -160,9 +160,9 @@ func (f *follower[T]) loop() error {
 			return ErrMembershipLost
 		default:
 			failures++
-			f.s.Ops().Log().Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
+			opsOf(f.s).Log().Warn("partitioner: step failed; retrying", "path", f.p.dir, "err", err)
 			f.needMembers, f.needPlan = true, true
-			if f.s.Ops().Sleep(ctx, f.s.Ops().Backoff(key, min(failures, 10))) != nil {
+			if opsOf(f.s).Sleep(ctx, opsOf(f.s).Backoff(key, min(failures, 10))) != nil {
 				return ErrMembershipLost
 			}
 			continue
@@ -258,7 +258,7 @@ const inFlight = 64
 // read re-reads the members and the plan, when their watches fired.
 func (f *follower[T]) read(ctx context.Context) error {
 	if f.needMembers {
-		r, err := f.s.Ops().ChildrenW(ctx, f.p.membersDir())
+		r, err := opsOf(f.s).ChildrenW(ctx, f.p.membersDir())
 		if err != nil {
 			return err
 		}
@@ -273,7 +273,7 @@ func (f *follower[T]) read(ctx context.Context) error {
 		}
 	}
 	if f.needPlan {
-		r, exists, err := f.s.Ops().GetOrExistsW(ctx, f.p.planPath())
+		r, exists, err := opsOf(f.s).GetOrExistsW(ctx, f.p.planPath())
 		if err != nil {
 			return err
 		}
@@ -309,10 +309,10 @@ func (f *follower[T]) lead(ctx context.Context) error {
 	data := want.encode()
 	var err error
 	if f.planExists {
-		_, err = f.s.Ops().SetVersion(ctx, f.p.planPath(), data, f.planVer)
+		_, err = opsOf(f.s).SetVersion(ctx, f.p.planPath(), data, f.planVer)
 	} else {
 		var created bool
-		created, err = f.s.Ops().CreateIfAbsent(ctx, f.p.planPath(), data, 0, f.p.acl)
+		created, err = opsOf(f.s).CreateIfAbsent(ctx, f.p.planPath(), data, 0, f.p.acl)
 		if err == nil && !created {
 			err = zk.ErrNodeExists
 		}
@@ -357,12 +357,12 @@ func (f *follower[T]) acquire(ctx context.Context, is []int) error {
 	if len(is) == 0 {
 		return nil
 	}
-	acl := f.s.Ops().NodeACL(f.p.acl)
-	if err := f.s.Ops().Creatable(acl); err != nil {
+	acl := opsOf(f.s).NodeACL(f.p.acl)
+	if err := opsOf(f.s).Creatable(acl); err != nil {
 		return client.OpError("create", f.p.ownerNode(is[0]), err)
 	}
 	res := make([]acquireResult, len(is))
-	f.s.Ops().Parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
+	opsOf(f.s).Parallel(len(is), inFlight, func(k int) { res[k] = f.tryAcquire(ctx, is[k], acl) })
 	var owned []int
 	var tokens []int64
 	var first error
@@ -400,7 +400,7 @@ func (f *follower[T]) fence(ctx context.Context, is []int, tokens []int64) ([]in
 		return is, tokens, nil
 	}
 	errs := make([]error, len(is))
-	f.s.Ops().Parallel(len(is), inFlight, func(k int) { errs[k] = fence(ctx, is[k], tokens[k]) })
+	opsOf(f.s).Parallel(len(is), inFlight, func(k int) { errs[k] = fence(ctx, is[k], tokens[k]) })
 	var passed []int
 	var passedTokens []int64
 	var first error
@@ -424,7 +424,7 @@ func (f *follower[T]) fence(ctx context.Context, is []int, tokens []int64) ([]in
 func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acquireResult {
 	node := f.p.ownerNode(i)
 	for {
-		created, err := f.s.Ops().CreateIfAbsent(ctx, node, []byte(f.a.name), zk.FlagEphemeral, acl)
+		created, err := opsOf(f.s).CreateIfAbsent(ctx, node, []byte(f.a.name), zk.FlagEphemeral, acl)
 		if err == nil && !created {
 			err = zk.ErrNodeExists // read below: ours if a lost attempt made it
 		}
@@ -435,7 +435,7 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			}
 			// Ours: read its creation zxid, the partition's fencing token
 			// (the create's reply carries no stat).
-			_, st, gerr := f.s.Ops().Get(ctx, node)
+			_, st, gerr := opsOf(f.s).Get(ctx, node)
 			switch {
 			case client.IsNoNode(gerr):
 				continue // deleted by someone else already
@@ -446,14 +446,14 @@ func (f *follower[T]) tryAcquire(ctx context.Context, i int, acl []zk.ACL) acqui
 			}
 			return acquireResult{token: st.Czxid}
 		case errors.Is(err, zk.ErrNoNode):
-			if err := f.s.Ops().EnsurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
+			if err := opsOf(f.s).EnsurePath(ctx, f.p.acl, f.p.ownersDir()); err != nil {
 				return acquireResult{err: err}
 			}
 			continue
 		case !errors.Is(err, zk.ErrNodeExists):
 			return acquireResult{err: err}
 		}
-		r, err := f.s.Ops().GetW(ctx, node)
+		r, err := opsOf(f.s).GetW(ctx, node)
 		if client.IsNoNode(err) {
 			continue // released meanwhile: try again
 		}
@@ -523,8 +523,8 @@ func (f *follower[T]) deletePending(ctx context.Context) error {
 	}
 	slices.Sort(is)
 	errs := make([]error, len(is))
-	f.s.Ops().Parallel(len(is), inFlight, func(k int) {
-		if err := f.s.Ops().DeleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !client.IsNoNode(err) {
+	opsOf(f.s).Parallel(len(is), inFlight, func(k int) {
+		if err := opsOf(f.s).DeleteOwned(ctx, f.p.ownerNode(is[k])); err != nil && !client.IsNoNode(err) {
 			errs[k] = err
 		}
 	})

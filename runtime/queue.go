@@ -404,7 +404,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 	}
 	var oldest []string // candidate item paths, oldest first
 	for _, b := range bs {
-		kids, err := q.s.Ops().Children(ctx, q.bucketPath(b))
+		kids, err := opsOf(q.s).Children(ctx, q.bucketPath(b))
 		if client.IsNoNode(err) {
 			continue
 		}
@@ -419,7 +419,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 		}
 	}
 	for _, p := range oldest {
-		_, s, err := q.s.Ops().Get(ctx, p)
+		_, s, err := opsOf(q.s).Get(ctx, p)
 		if client.IsNoNode(err) {
 			continue // taken meanwhile: the next one is the oldest
 		}
@@ -430,7 +430,7 @@ func (q *queue[T]) stats(ctx context.Context) (_ QueueStats, err error) {
 		break
 	}
 	if q.ack {
-		kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
+		kids, err := opsOf(q.s).Children(ctx, joinPath(q.dir, claimsDir))
 		if err != nil && !client.IsNoNode(err) {
 			return st, err
 		}

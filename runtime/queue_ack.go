@@ -73,7 +73,7 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 	// session's end can make the claim go, so an outage it outlives must
 	// not fail the Ack (TestAckQueueEnsembleFailover failed so, 8 s
 	// without quorum on a loaded machine).
-	sent, err := d.q.s.Ops().DeleteAllAt(client.UntilSessionEnds(ctx), &zk.DeleteRequest{Path: d.node, Version: -1},
+	sent, err := opsOf(d.q.s).DeleteAllAt(client.UntilSessionEnds(ctx), &zk.DeleteRequest{Path: d.node, Version: -1},
 		&zk.DeleteRequest{Path: d.claim, Version: -1}, &zk.DeleteRequest{Path: d.q.attemptsPath(d.claim), Version: d.count})
 	switch {
 	case err == nil:
@@ -133,7 +133,7 @@ func (d *Delivery[T]) release(ctx context.Context, reason string, opts []Release
 		d.q.holdClaim(d.claim, after)
 		return nil
 	}
-	err = d.q.s.Ops().DeleteOwned(ctx, d.claim)
+	err = opsOf(d.q.s).DeleteOwned(ctx, d.claim)
 	switch {
 	case err == nil:
 		d.q.cons.released.Store(true)
@@ -173,7 +173,7 @@ func (o *settleOnce) undo() {
 // refreshBusy forgets the items whose claims by other consumers vanished; if
 // one did, the walk restarts from the lowest bucket to pick it up.
 func (q *queue[T]) refreshBusy(ctx context.Context) error {
-	kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
+	kids, err := opsOf(q.s).Children(ctx, joinPath(q.dir, claimsDir))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
@@ -189,7 +189,7 @@ func (q *queue[T]) claimsWatch(ctx context.Context) (w <-chan zk.Event, again bo
 	if len(q.cons.busy) == 0 && q.cons.spread.skipped == 0 {
 		return nil, false, nil
 	}
-	c, err := q.s.Ops().ChildrenW(ctx, joinPath(q.dir, claimsDir))
+	c, err := opsOf(q.s).ChildrenW(ctx, joinPath(q.dir, claimsDir))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, false, err
 	}
@@ -243,7 +243,7 @@ func (q *queue[T]) claimAll(ctx context.Context, bucket string, cands []qitem) (
 	bp := q.bucketPath(bucket)
 	cdir := joinPath(q.dir, claimsDir)
 	cs := make([]claimed, len(cands))
-	q.s.Ops().Parallel(len(cands), 32, func(i int) {
+	opsOf(q.s).Parallel(len(cands), 32, func(i int) {
 		p := joinPath(bp, cands[i].name)
 		c := joinPath(cdir, q.claimName(p))
 		ok, attempt, err := q.createClaim(ctx, cdir, c, p)
@@ -363,14 +363,14 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 	for {
 		ops := []any{
 			&zk.CheckVersionRequest{Path: item, Version: -1},
-			&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)},
+			&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)},
 		}
 		if first {
-			ops = append(ops, &zk.CreateRequest{Path: att, Acl: q.s.Ops().NodeACL(q.acl)})
+			ops = append(ops, &zk.CreateRequest{Path: att, Acl: opsOf(q.s).NodeACL(q.acl)})
 		} else {
 			ops = append(ops, &zk.SetDataRequest{Path: att, Version: -1})
 		}
-		res, hidden, err := q.s.Ops().MultiRetried(ctx, ops...)
+		res, hidden, err := opsOf(q.s).MultiRetried(ctx, ops...)
 		retried = retried || hidden
 		if err == nil {
 			if first {
@@ -384,7 +384,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 		case i == -1 && errors.Is(err, zk.ErrNoNode):
 			return false, 0, errItemGone // see above
 		case i == 0 && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.Ops().EnsurePath(ctx, q.acl, cdir); err != nil {
+			if err := opsOf(q.s).EnsurePath(ctx, q.acl, cdir); err != nil {
 				return false, 0, err
 			}
 		case i == 0 && errors.Is(err, zk.ErrNodeExists):
@@ -395,7 +395,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 				return ok, attempt, err
 			}
 		case i == 1 && first && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, attemptsDir)); err != nil {
+			if err := opsOf(q.s).EnsurePath(ctx, q.acl, joinPath(q.dir, attemptsDir)); err != nil {
 				return false, 0, err
 			}
 		case i == 1 && first && errors.Is(err, zk.ErrNodeExists):
@@ -419,7 +419,7 @@ var errClaimGone = errors.New("queue: claim gone")
 // the claim node: it is this session's (the lost multi went through, and
 // the count is read back) or another's.
 func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error) {
-	_, st, err := q.s.Ops().Get(ctx, claim)
+	_, st, err := opsOf(q.s).Get(ctx, claim)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return false, 0, errClaimGone
@@ -429,7 +429,7 @@ func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error
 		return false, 0, nil
 	}
 	att := q.attemptsPath(claim)
-	_, ast, err := q.s.Ops().Get(ctx, att)
+	_, ast, err := opsOf(q.s).Get(ctx, att)
 	if err != nil {
 		return false, 0, client.OpError("get", att, err)
 	}
@@ -447,17 +447,17 @@ func (q *queue[T]) unclaimGone(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	att := q.attemptsPath(claim)
-	_, err := q.s.Ops().DeleteAll(ctx, claim, att)
+	_, err := opsOf(q.s).DeleteAll(ctx, claim, att)
 	if errors.Is(err, zk.ErrNoNode) {
 		// Only one of them is left.
 		q.unclaim(claim)
-		if err := q.s.Ops().Delete(ctx, att, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
-			q.s.Ops().Log().Warn("could not remove attempts node", "path", att, "err", err)
+		if err := opsOf(q.s).Delete(ctx, att, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
+			opsOf(q.s).Log().Warn("could not remove attempts node", "path", att, "err", err)
 		}
 		return
 	}
 	if err != nil && q.s.Err() == nil {
-		q.s.Ops().Log().Warn("could not release claim", "path", claim, "err", err)
+		opsOf(q.s).Log().Warn("could not release claim", "path", claim, "err", err)
 	}
 }
 
@@ -465,7 +465,7 @@ func (q *queue[T]) unclaimGone(claim string) {
 func (q *queue[T]) unclaim(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
-	if err := q.s.Ops().DeleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
-		q.s.Ops().Log().Warn("could not release claim", "path", claim, "err", err)
+	if err := opsOf(q.s).DeleteOwned(ctx, claim); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
+		opsOf(q.s).Log().Warn("could not release claim", "path", claim, "err", err)
 	}
 }

@@ -146,7 +146,7 @@ func consumeLoop[T any](ctx context.Context, s *Session, b backoff, take func(co
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, ErrDecode) && d == nil:
-			s.Ops().Log().Warn("queue item skipped", "err", err)
+			opsOf(s).Log().Warn("queue item skipped", "err", err)
 			continue
 		case err != nil:
 			return err
@@ -160,7 +160,7 @@ func consumeLoop[T any](ctx context.Context, s *Session, b backoff, take func(co
 			continue
 		}
 		gaveBack++
-		if s.Ops().Sleep(ctx, b.after(gaveBack)) != nil {
+		if opsOf(s).Sleep(ctx, b.after(gaveBack)) != nil {
 			return nil // ctx or the session ended
 		}
 	}
@@ -177,10 +177,10 @@ func settleConsumed[T any](ctx context.Context, s *Session, b backoff, d *Delive
 	case ferr == nil:
 		err = d.Ack(rctx)
 	case errors.Is(ferr, ErrGiveBack):
-		s.Ops().Log().Debug("queue item given back", "node", d.Node(), "err", ferr)
+		opsOf(s).Log().Debug("queue item given back", "node", d.Node(), "err", ferr)
 		err = d.GiveBack(rctx)
 	default:
-		s.Ops().Log().Debug("queue item released after a failure", "node", d.Node(), "err", ferr)
+		opsOf(s).Log().Debug("queue item released after a failure", "node", d.Node(), "err", ferr)
 		err = d.Nack(rctx, ferr, After(b.after(d.Attempt)))
 	}
 	if err != nil && !errors.Is(err, ErrClaimLost) && s.Err() == nil {

@@ -166,7 +166,7 @@ func (q *queue[T]) telKind() (kind, path string) {
 // buckets lists the bucket names in order (none when the queue directory
 // does not exist).
 func (q *queue[T]) buckets(ctx context.Context) ([]string, error) {
-	kids, err := q.s.Ops().Children(ctx, q.dir)
+	kids, err := opsOf(q.s).Children(ctx, q.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -184,7 +184,7 @@ func nextBucket(b string) string {
 
 // createNode creates a persistent node, treating "exists" as success.
 func (q *queue[T]) createNode(ctx context.Context, path string, data []byte) error {
-	_, err := q.s.Ops().CreateIfAbsent(ctx, path, data, 0, q.acl)
+	_, err := opsOf(q.s).CreateIfAbsent(ctx, path, data, 0, q.acl)
 	return err
 }
 
@@ -199,7 +199,7 @@ func (q *queue[T]) length(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, b := range bs {
-		_, st, err := q.s.Ops().Get(ctx, q.bucketPath(b))
+		_, st, err := opsOf(q.s).Get(ctx, q.bucketPath(b))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -272,11 +272,11 @@ func (q *queue[T]) flushMarker(sd *side) {
 // dropMarker deletes a marker in the background (it is ephemeral: if
 // this fails, the session's end removes it).
 func (q *queue[T]) dropMarker(marker string) {
-	q.s.Ops().Spawn(func() {
+	opsOf(q.s).Spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 		defer cancel()
-		if err := q.s.Ops().Delete(ctx, marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
-			q.s.Ops().Log().Debug("could not remove put marker", "path", marker, "err", err)
+		if err := opsOf(q.s).Delete(ctx, marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && q.s.Err() == nil {
+			opsOf(q.s).Log().Debug("could not remove put marker", "path", marker, "err", err)
 		}
 	})
 }
@@ -309,7 +309,7 @@ func (q *queue[T]) flushWhileWaiting() (stop func()) {
 
 // newMarker returns the path of a fresh marker node.
 func (q *queue[T]) newMarker() string {
-	return joinPath(joinPath(q.dir, marksDir), q.s.Ops().Rand().NewGUID())
+	return joinPath(joinPath(q.dir, marksDir), opsOf(q.s).Rand().NewGUID())
 }
 
 // markedMulti runs a queue multi that creates marker — a put's or a take's,
@@ -321,7 +321,7 @@ func (q *queue[T]) newMarker() string {
 // session ends meanwhile, the error wraps uncertain (ErrPutUncertain or
 // ErrTakeUncertain).
 func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering, uncertain error, attempt func() (client.Outcome, error)) error {
-	return q.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: q.dir,
+	return opsOf(q.s).RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: q.dir,
 		Attempt: func(int) (client.Outcome, error) { return attempt() },
 		Settle: func(ctx context.Context) (client.Outcome, error) {
 			found, err := q.findMarker(ctx, marker)
@@ -345,7 +345,7 @@ func (q *queue[T]) markedMulti(ctx context.Context, marker string, m *lingering,
 // their sessions lived on (TestQueueEnsembleFailover, 8 s without quorum).
 func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) {
 	var found bool
-	err := q.s.Ops().RetryAlive(ctx, func() error {
+	err := opsOf(q.s).RetryAlive(ctx, func() error {
 		if _, err := client.Await(ctx, q.s, func() (string, error) { return q.s.Conn().Sync(q.dir) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
@@ -360,7 +360,7 @@ func (q *queue[T]) findMarker(ctx context.Context, marker string) (bool, error) 
 		return false, client.JoinErrors(err, q.s.Err())
 	}
 	if found {
-		q.s.Ops().Log().Debug("queue multi found by its marker after a connection loss", "marker", marker)
+		opsOf(q.s).Log().Debug("queue multi found by its marker after a connection loss", "marker", marker)
 	}
 	return found, nil
 }

@@ -65,14 +65,14 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 		&zk.DeleteRequest{Path: path, Version: -1},
 		&zk.DeleteRequest{Path: claim, Version: -1},
 		&zk.DeleteRequest{Path: q.attemptsPath(claim), Version: -1},
-		&zk.CreateRequest{Path: dead, Data: data, Acl: q.s.Ops().NodeACL(q.acl)},
+		&zk.CreateRequest{Path: dead, Data: data, Acl: opsOf(q.s).NodeACL(q.acl)},
 	}
 	if reason != "" {
-		ops = append(ops, &zk.CreateRequest{Path: q.reasonPath(dead), Data: []byte(reason), Acl: q.s.Ops().NodeACL(q.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: q.reasonPath(dead), Data: []byte(reason), Acl: opsOf(q.s).NodeACL(q.acl)})
 	}
 	retried := false
 	for {
-		res, lost, err := q.s.Ops().MultiRetried(ctx, ops...)
+		res, lost, err := opsOf(q.s).MultiRetried(ctx, ops...)
 		retried = retried || lost
 		if err == nil {
 			q.deadLettered(path)
@@ -90,7 +90,7 @@ func (q *queue[T]) moveDead(ctx context.Context, path, claim string, data []byte
 			if i == 4 {
 				parent = joinPath(q.dir, deadReasonsDir)
 			}
-			if err := q.s.Ops().EnsurePath(ctx, q.acl, parent); err != nil {
+			if err := opsOf(q.s).EnsurePath(ctx, q.acl, parent); err != nil {
 				return err
 			}
 			continue
@@ -113,7 +113,7 @@ func (q *queue[T]) reasonPath(dead string) string {
 // deadLettered is called once per item this handle moved to the dead
 // letters: it logs it and counts it (zkgen.queue.dead_lettered).
 func (q *queue[T]) deadLettered(path string) {
-	q.s.Ops().Log().Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
+	opsOf(q.s).Log().Info("queue item moved to the dead letters", "path", path, "after", q.deadAfter)
 	kind, dir := q.telKind()
 	telOf(q.s).deadLettered(kind, q.name, dir)
 }
@@ -209,7 +209,7 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 	if d.reason != "" {
 		err = d.q.discardWithReason(ctx, d.node, d.reason)
 	} else {
-		err = d.q.s.Ops().Delete(ctx, d.node, -1)
+		err = opsOf(d.q.s).Delete(ctx, d.node, -1)
 	}
 	switch {
 	case err == nil:
@@ -226,7 +226,7 @@ func (d *DeadLetter[T]) Discard(ctx context.Context) (err error) {
 // finds the dead letter gone counts as done; missing at the first attempt,
 // it is ErrNoNode.
 func (q *queue[T]) discardWithReason(ctx context.Context, node, reason string) error {
-	_, err := q.s.Ops().DeleteAll(ctx, node, reason)
+	_, err := opsOf(q.s).DeleteAll(ctx, node, reason)
 	return err
 }
 
@@ -244,12 +244,12 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	// created together, so a reason listed then whose dead letter is not in
 	// the listing that follows belongs to a dead letter removed since (by
 	// a zkgen that keeps no reasons), and is removed too.
-	reasons, err := q.s.Ops().Children(ctx, joinPath(q.dir, deadReasonsDir))
+	reasons, err := opsOf(q.s).Children(ctx, joinPath(q.dir, deadReasonsDir))
 	if err != nil && !client.IsNoNode(err) {
 		return nil, err
 	}
 	dir := joinPath(q.dir, deadDir)
-	kids, err := q.s.Ops().Children(ctx, dir)
+	kids, err := opsOf(q.s).Children(ctx, dir)
 	if client.IsNoNode(err) {
 		kids, err = nil, nil
 	}
@@ -259,9 +259,9 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 	q.dropStrayReasons(ctx, reasons, kids)
 	out := make([]*DeadLetter[T], len(kids))
 	errs := make([]error, len(kids))
-	q.s.Ops().Parallel(len(kids), 32, func(i int) {
+	opsOf(q.s).Parallel(len(kids), 32, func(i int) {
 		p := joinPath(dir, kids[i])
-		data, st, err := q.s.Ops().Get(ctx, p)
+		data, st, err := opsOf(q.s).Get(ctx, p)
 		if err != nil {
 			if !client.IsNoNode(err) { // gone meanwhile: not listed
 				errs[i] = err
@@ -275,7 +275,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 			d.Err = fmt.Errorf("queue dead letter %s: %w", p, err)
 		}
 		if slices.Contains(reasons, kids[i]) {
-			why, _, err := q.s.Ops().Get(ctx, q.reasonPath(p))
+			why, _, err := opsOf(q.s).Get(ctx, q.reasonPath(p))
 			switch {
 			case err == nil:
 				d.Reason, d.reason = string(why), q.reasonPath(p)
@@ -299,7 +299,7 @@ func (q *queue[T]) deadLetters(ctx context.Context) (_ []*DeadLetter[T], err err
 // dropStrayReasons deletes the reason nodes whose dead letter is gone
 // (best effort: another listing does it again).
 func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string) {
-	if q.s.Ops().ReadOnly() {
+	if opsOf(q.s).ReadOnly() {
 		return
 	}
 	for _, r := range reasons {
@@ -307,8 +307,8 @@ func (q *queue[T]) dropStrayReasons(ctx context.Context, reasons, dead []string)
 			continue
 		}
 		p := joinPath(joinPath(q.dir, deadReasonsDir), r)
-		if err := q.s.Ops().Delete(ctx, p, -1); err != nil && !client.IsNoNode(err) {
-			q.s.Ops().Log().Warn("could not remove the reason of a removed dead letter", "path", p, "err", err)
+		if err := opsOf(q.s).Delete(ctx, p, -1); err != nil && !client.IsNoNode(err) {
+			opsOf(q.s).Log().Warn("could not remove the reason of a removed dead letter", "path", p, "err", err)
 		}
 	}
 }

@@ -115,7 +115,7 @@ func (q *queue[T]) giveBackClaim(ctx context.Context, d *Delivery[T], keep bool)
 		ops = append(ops, &zk.DeleteRequest{Path: d.claim, Version: -1})
 	}
 	sent := false
-	return q.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "give back", Path: d.node,
+	return opsOf(q.s).RetryUncertain(ctx, client.UncertainWrite{Op: "give back", Path: d.node,
 		Attempt: func(n int) (client.Outcome, error) {
 			if err := q.s.Err(); err != nil {
 				return client.OutcomeKnown, d.ended(err, sent)
@@ -133,7 +133,7 @@ func (q *queue[T]) giveBackClaim(ctx context.Context, d *Delivery[T], keep bool)
 // the claim delete, which comes second, is not applied, so a claim another
 // consumer made since is left alone.
 func (q *queue[T]) giveBackClaimOnce(ctx context.Context, d *Delivery[T], ops []any, n int) (client.Outcome, error) {
-	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return opsOf(q.s).ConnMulti(ops...) })
 	i, _ := client.FailedOp(res)
 	switch {
 	case err == nil:
@@ -176,16 +176,16 @@ func (q *queue[T]) holdClaim(claim string, d time.Duration) {
 		}
 		for q.s.Err() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
-			err := q.s.Ops().DeleteOwned(ctx, claim)
+			err := opsOf(q.s).DeleteOwned(ctx, claim)
 			cancel()
 			if err == nil || errors.Is(err, zk.ErrNoNode) {
 				q.cons.released.Store(true)
 				return
 			}
 			if q.s.Err() == nil {
-				q.s.Ops().Log().Warn("could not release a backed-off claim; trying again", "path", claim, "err", err)
+				opsOf(q.s).Log().Warn("could not release a backed-off claim; trying again", "path", claim, "err", err)
 			}
-			_ = q.s.Ops().Sleep(context.Background(), time.Second) // ends early with the session
+			_ = opsOf(q.s).Sleep(context.Background(), time.Second) // ends early with the session
 		}
 	}()
 }

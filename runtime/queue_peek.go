@@ -27,7 +27,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	}
 	claimed := map[string]bool{}
 	if q.ack {
-		kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
+		kids, err := opsOf(q.s).Children(ctx, joinPath(q.dir, claimsDir))
 		if err != nil && !client.IsNoNode(err) {
 			return v, false, err
 		}
@@ -41,7 +41,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 	}
 	for _, b := range bs {
 		bp := q.bucketPath(b)
-		kids, err := q.s.Ops().Children(ctx, bp)
+		kids, err := opsOf(q.s).Children(ctx, bp)
 		if client.IsNoNode(err) {
 			continue // drained and dropped meanwhile
 		}
@@ -55,7 +55,7 @@ func (q *queue[T]) peek(ctx context.Context) (v T, ok bool, err error) {
 			}
 			data := it.inline
 			if !it.hasIn {
-				d, _, err := q.s.Ops().Get(ctx, p)
+				d, _, err := opsOf(q.s).Get(ctx, p)
 				if client.IsNoNode(err) {
 					continue // taken meanwhile: the next one is the head
 				}

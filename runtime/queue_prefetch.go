@@ -160,7 +160,7 @@ func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], er
 	}
 	b.items = append(b.items, ds[n:]...)
 	if b.unregister == nil {
-		b.unregister = q.s.OnClose(func(ctx context.Context) error { q.giveBack(ctx); return nil }, nil)
+		b.unregister = client.OnClose(q.s, func(ctx context.Context) error { q.giveBack(ctx); return nil }, nil)
 	}
 	return ds[:n:n], err
 }
@@ -171,7 +171,7 @@ func (q *queue[T]) keep(ds []*Delivery[T], n int, err error) ([]*Delivery[T], er
 // logged).
 func (q *queue[T]) giveBack(ctx context.Context) {
 	if err := q.lock(ctx, &q.cons.side); err != nil {
-		q.s.Ops().Log().Warn("could not give prefetched queue items back", "queue", q.dir, "err", err)
+		opsOf(q.s).Log().Warn("could not give prefetched queue items back", "queue", q.dir, "err", err)
 		return
 	}
 	defer q.unlock(&q.cons.side)
@@ -199,10 +199,10 @@ func (q *queue[T]) giveBack(ctx context.Context) {
 		}
 	}
 	if err != nil {
-		q.s.Ops().Log().Warn("could not give prefetched queue items back", "queue", q.dir, "items", len(ds), "err", err)
+		opsOf(q.s).Log().Warn("could not give prefetched queue items back", "queue", q.dir, "items", len(ds), "err", err)
 		return
 	}
-	q.s.Ops().Log().Debug("gave prefetched queue items back", "queue", q.dir, "items", len(ds), "at_tail", len(tail))
+	opsOf(q.s).Log().Debug("gave prefetched queue items back", "queue", q.dir, "items", len(ds), "at_tail", len(tail))
 }
 
 // recreate creates the items ds again under their own names, in one multi
@@ -241,7 +241,7 @@ func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delive
 	if err := q.s.Err(); err != nil {
 		return client.OutcomeKnown, 0, err
 	}
-	ops := []any{&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)}}
+	ops := []any{&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)}}
 	old := q.cons.mark.path
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
@@ -252,9 +252,9 @@ func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delive
 		if it, ok := parseItem(d.node[strings.LastIndexByte(d.node, '/')+1:]); ok && it.hasIn {
 			data = nil // the name carries it
 		}
-		ops = append(ops, &zk.CreateRequest{Path: d.node, Data: data, Acl: q.s.Ops().NodeACL(q.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: d.node, Data: data, Acl: opsOf(q.s).NodeACL(q.acl)})
 	}
-	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return opsOf(q.s).ConnMulti(ops...) })
 	if err == nil {
 		q.cons.mark.path = marker
 		return client.OutcomeKnown, 0, nil
@@ -264,7 +264,7 @@ func (q *queue[T]) recreateOnce(ctx context.Context, marker string, ds []*Delive
 	}
 	switch i, _ := client.FailedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
-		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+		if err := opsOf(q.s).EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return client.OutcomeKnown, 0, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):
@@ -378,9 +378,9 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 	for _, it := range cands {
 		ops = append(ops, &zk.CheckVersionRequest{Path: joinPath(bp, it.name), Version: -1})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
+	ops = append(ops, &zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)})
 	for {
-		res, hidden, err := q.s.Ops().MultiRetried(ctx, ops...)
+		res, hidden, err := opsOf(q.s).MultiRetried(ctx, ops...)
 		retried = retried || hidden
 		if err == nil {
 			return chunkHeld, nil
@@ -390,14 +390,14 @@ func (q *queue[T]) createChunkClaim(ctx context.Context, claim, bp string, cands
 		case i < len(cands) && errors.Is(err, zk.ErrNoNode):
 			return chunkGone, nil
 		case i == len(cands) && errors.Is(err, zk.ErrNoNode):
-			if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, claimsDir)); err != nil {
+			if err := opsOf(q.s).EnsurePath(ctx, q.acl, joinPath(q.dir, claimsDir)); err != nil {
 				return chunkGone, err
 			}
 		case i == len(cands) && errors.Is(err, zk.ErrNodeExists):
 			if !retried {
 				return chunkBusy, nil
 			}
-			_, st, err := q.s.Ops().Get(ctx, claim)
+			_, st, err := opsOf(q.s).Get(ctx, claim)
 			switch {
 			case client.IsNoNode(err):
 				// gone meanwhile: try again
@@ -429,7 +429,7 @@ func (q *queue[T]) releaseClaim(claim string) {
 // and a second apart: a claim given up must not stay while the session
 // lives, whatever outage its first attempts met.
 func (q *queue[T]) keepReleasing(claim string, release func(context.Context) error) {
-	q.s.Ops().Spawn(func() {
+	opsOf(q.s).Spawn(func() {
 		for q.s.Err() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 			err := release(ctx)
@@ -437,7 +437,7 @@ func (q *queue[T]) keepReleasing(claim string, release func(context.Context) err
 			if err == nil || q.s.Err() != nil {
 				return
 			}
-			q.s.Ops().Log().Debug("could not release a queue chunk claim yet", "path", claim, "err", err)
+			opsOf(q.s).Log().Debug("could not release a queue chunk claim yet", "path", claim, "err", err)
 			select {
 			case <-q.s.Done():
 				return
@@ -451,7 +451,7 @@ func (q *queue[T]) keepReleasing(claim string, release func(context.Context) err
 // version read, so a node of the same name made since by another session
 // stays).
 func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
-	_, st, err := q.s.Ops().Get(ctx, path)
+	_, st, err := opsOf(q.s).Get(ctx, path)
 	switch {
 	case client.IsNoNode(err):
 		return nil
@@ -460,7 +460,7 @@ func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
 	case st.EphemeralOwner != q.s.ID():
 		return nil
 	}
-	err = q.s.Ops().Delete(ctx, path, st.Version)
+	err = opsOf(q.s).Delete(ctx, path, st.Version)
 	if client.IsNoNode(err) || errors.Is(err, zk.ErrBadVersion) {
 		return nil
 	}

@@ -139,7 +139,7 @@ func (pq *prioQueue[T]) guard(ctx context.Context, create bool) error {
 // drained by the earlier version first. It reports false for a record that
 // is not of the earlier layout (the mismatch is another one).
 func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
-	data, st, err := pq.s.Ops().Get(ctx, pq.dir)
+	data, st, err := opsOf(pq.s).Get(ctx, pq.dir)
 	if err != nil {
 		return false, err
 	}
@@ -147,7 +147,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	if json.Unmarshal(data, &have) != nil || have.Kind != "priority_queue" || have.Layout != "" {
 		return false, nil
 	}
-	kids, err := pq.s.Ops().Children(ctx, pq.dir)
+	kids, err := opsOf(pq.s).Children(ctx, pq.dir)
 	if err != nil {
 		return false, err
 	}
@@ -159,7 +159,7 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	var ops []any
 	items := 0
 	for _, b := range sortBuckets(kids) {
-		_, bst, err := pq.s.Ops().Get(ctx, joinPath(pq.dir, b))
+		_, bst, err := opsOf(pq.s).Get(ctx, joinPath(pq.dir, b))
 		if client.IsNoNode(err) {
 			continue
 		}
@@ -176,10 +176,10 @@ func (pq *prioQueue[T]) upgradeLegacy(ctx context.Context) (bool, error) {
 	ops = append(ops, &zk.SetDataRequest{Path: pq.dir, Data: rec, Version: st.Version})
 	// A change found meanwhile may be our own lost attempt's: either way,
 	// look again.
-	_, _, err = pq.s.Ops().MultiRetried(ctx, ops...)
+	_, _, err = opsOf(pq.s).MultiRetried(ctx, ops...)
 	switch {
 	case err == nil:
-		pq.s.Ops().Log().Info("priority queue directory taken over from the single-directory layout", "path", pq.dir)
+		opsOf(pq.s).Log().Info("priority queue directory taken over from the single-directory layout", "path", pq.dir)
 	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNotEmpty):
 		// Changed meanwhile (taken over by another handle, or an item put
 		// by an earlier producer): look again.

@@ -81,13 +81,13 @@ func (q *queue[T]) openBucket(ctx context.Context) (string, error) {
 	}
 	var b string
 	if len(bs) == 0 {
-		if err := q.s.Ops().EnsurePath(ctx, q.acl, q.dir); err != nil {
+		if err := opsOf(q.s).EnsurePath(ctx, q.acl, q.dir); err != nil {
 			return "", err
 		}
 		b = bucketName(0)
 	} else {
 		b = bs[len(bs)-1]
-		_, st, err := q.s.Ops().Get(ctx, q.bucketPath(b))
+		_, st, err := opsOf(q.s).Get(ctx, q.bucketPath(b))
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return "", errRetryPut
@@ -153,7 +153,7 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 	bp := q.bucketPath(b)
 	old := q.prod.mark.path
 	ops := append(q.putOps(bp, marker, old, prio, datas), extra...)
-	res, err := client.Await(dctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(dctx, q.s, func() ([]zk.MultiResponse, error) { return opsOf(q.s).ConnMulti(ops...) })
 	switch {
 	case err == nil:
 		q.prod.mark.path = marker
@@ -168,7 +168,7 @@ func (q *queue[T]) putOnce(ctx, dctx context.Context, marker string, prio int, d
 	case failed == 0: // bucket sealed or deleted: find the open one
 		q.prod.bucket = ""
 	case failed == 1 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
-		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+		if err := opsOf(q.s).EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return client.OutcomeKnown, err
 		}
 	case failed == 2 && old != "" && errors.Is(err, zk.ErrNoNode):
@@ -188,7 +188,7 @@ func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []an
 	ops := make([]any, 0, len(datas)+3)
 	ops = append(ops,
 		&zk.CheckVersionRequest{Path: bp, Version: 0},
-		&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
+		&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)})
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
 	}
@@ -202,7 +202,7 @@ func (q *queue[T]) putOps(bp, marker, old string, prio int, datas [][]byte) []an
 		if q.delay {
 			name = joinPath(bp, delayItemPrefix(int64(prio)))
 		}
-		ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: q.s.Ops().NodeACL(q.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: name, Data: data, Flags: zk.FlagSequence, Acl: opsOf(q.s).NodeACL(q.acl)})
 	}
 	return ops
 }

@@ -190,7 +190,7 @@ func (q *queue[T]) claimFrom(ctx context.Context, i int) ([]qitem, error) {
 // that waited race little. Items of such a chunk reach consumers out of
 // order.
 func (q *queue[T]) overstayedCands(i, end int) []qitem {
-	k := i + 1 + q.s.Ops().Rand().IntN(end-i-1)
+	k := i + 1 + opsOf(q.s).Rand().IntN(end-i-1)
 	return q.cut(k, k+1)
 }
 
@@ -383,7 +383,7 @@ func (q *queue[T]) chunkBusy(it qitem) bool {
 func (q *queue[T]) listClaims(ctx context.Context) error {
 	c := &q.cons
 	sp := &c.spread
-	kids, err := q.s.Ops().Children(ctx, joinPath(q.dir, claimsDir))
+	kids, err := opsOf(q.s).Children(ctx, joinPath(q.dir, claimsDir))
 	if err != nil && !client.IsNoNode(err) {
 		return err
 	}
@@ -417,7 +417,7 @@ func (q *queue[T]) checkOver(ctx context.Context) error {
 	sp := &q.cons.spread
 	for _, name := range slices.Sorted(maps.Keys(sp.over)) { // one order of reads on a replay
 		czxid := sp.over[name]
-		_, st, err := q.s.Ops().Get(ctx, joinPath(joinPath(q.dir, claimsDir), name))
+		_, st, err := opsOf(q.s).Get(ctx, joinPath(joinPath(q.dir, claimsDir), name))
 		switch {
 		case client.IsNoNode(err):
 			delete(sp.over, name)
@@ -505,7 +505,7 @@ func (q *queue[T]) releaseOwn() {
 // (TestQueueChunkReleaseOutlivesAnOutage).
 func (q *queue[T]) dropOwn(claim string) {
 	q.keepReleasing(claim, func(ctx context.Context) error {
-		if err := q.s.Ops().DeleteOwned(ctx, claim); !client.IsNoNode(err) {
+		if err := opsOf(q.s).DeleteOwned(ctx, claim); !client.IsNoNode(err) {
 			return err
 		}
 		return nil

@@ -97,7 +97,7 @@ func (q *queue[T]) standBack(ctx context.Context, began time.Time) error {
 		return nil
 	}
 	if d := time.Since(began); d > 0 {
-		return q.s.Ops().Sleep(ctx, time.Duration(q.s.Ops().Rand().Int64N(int64(d))))
+		return opsOf(q.s).Sleep(ctx, time.Duration(opsOf(q.s).Rand().Int64N(int64(d))))
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ func (q *queue[T]) dropBucket(ctx context.Context, b string) (bool, error) {
 			return false, err
 		}
 	}
-	err = q.s.Ops().Delete(ctx, q.bucketPath(b), -1)
+	err = opsOf(q.s).Delete(ctx, q.bucketPath(b), -1)
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return true, nil
@@ -274,11 +274,11 @@ func (q *queue[T]) refill(ctx context.Context) error {
 		c.bucket = bs[0]
 	}
 	bp := q.bucketPath(c.bucket)
-	list := q.s.Ops().ChildrenW
+	list := opsOf(q.s).ChildrenW
 	if c.noWait && c.plain {
 		// A priority queue's level that had items: its listing's watch
 		// would only cost a notification at the next put or take.
-		list = q.s.Ops().ChildrenStat
+		list = opsOf(q.s).ChildrenStat
 	}
 	r, err := list(ctx, bp)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -380,7 +380,7 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 		default:
 		}
 	} else {
-		d, err := q.s.Ops().GetW(ctx, bp)
+		d, err := opsOf(q.s).GetW(ctx, bp)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -442,7 +442,7 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 		if err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 			return false, client.OpError("seal", bp, err)
 		}
-		q.s.Ops().Log().Debug("sealed a stale open queue bucket", "path", bp)
+		opsOf(q.s).Log().Debug("sealed a stale open queue bucket", "path", bp)
 		return true, nil
 	}
 	if key := strings.Join(bs, ","); bs[0] < q.cons.bucket && key != q.cons.walked {
@@ -456,11 +456,11 @@ func (q *queue[T]) healBuckets(ctx context.Context, ver int32) (bool, error) {
 
 // waitDir waits for the queue directory to get its first bucket.
 func (q *queue[T]) waitDir(ctx context.Context) error {
-	r, err := q.s.Ops().ChildrenW(ctx, q.dir)
+	r, err := opsOf(q.s).ChildrenW(ctx, q.dir)
 	var w <-chan zk.Event
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		ok, _, ch, err := q.s.Ops().ExistsW(ctx, q.dir)
+		ok, _, ch, err := opsOf(q.s).ExistsW(ctx, q.dir)
 		if err != nil {
 			return err
 		}
@@ -545,9 +545,9 @@ func (q *queue[T]) fetch(ctx context.Context, paths []string, items []qitem, ver
 	if len(reads) == 0 {
 		return out
 	}
-	q.s.Ops().Parallel(len(reads), 32, func(k int) {
+	opsOf(q.s).Parallel(len(reads), 32, func(k int) {
 		i := reads[k]
-		d, st, err := q.s.Ops().Get(ctx, paths[i])
+		d, st, err := opsOf(q.s).Get(ctx, paths[i])
 		if items[i].hasIn {
 			d = items[i].inline
 		}
@@ -651,7 +651,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 		return client.OutcomeKnown, nil
 	}
 	ops := make([]any, 0, len(b.items)+2)
-	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: q.s.Ops().NodeACL(q.acl)})
+	ops = append(ops, &zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)})
 	old := q.cons.mark.path
 	if old != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
@@ -663,7 +663,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	for _, f := range b.items {
 		ops = append(ops, &zk.DeleteRequest{Path: f.path, Version: f.ver})
 	}
-	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return q.s.Ops().ConnMulti(ops...) })
+	res, err := client.Await(ctx, q.s, func() ([]zk.MultiResponse, error) { return opsOf(q.s).ConnMulti(ops...) })
 	if err == nil {
 		q.cons.mark.path = marker
 		return client.OutcomeKnown, nil
@@ -682,7 +682,7 @@ func (q *queue[T]) deleteOnce(ctx context.Context, bp, marker string, b *batch[T
 	}
 	switch i, _ := client.FailedOp(res); {
 	case i == 0 && errors.Is(err, zk.ErrNoNode):
-		if err := q.s.Ops().EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+		if err := opsOf(q.s).EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
 			return client.OutcomeKnown, err
 		}
 	case i == 1 && old != "" && errors.Is(err, zk.ErrNoNode):

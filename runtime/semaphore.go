@@ -163,7 +163,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 	dir := m.leasesDir()
 	// The first watched children read goes out with the create
 	// (pipeline.go).
-	node, first, err := m.s.Ops().CreateListed(ctx, m.acl, dir, curatorLeases.prefix(m.s.Ops().Rand(), 0), ownerData(m.s, purpose), true)
+	node, first, err := opsOf(m.s).CreateListed(ctx, m.acl, dir, curatorLeases.prefix(opsOf(m.s).Rand(), 0), ownerData(m.s, purpose), true)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (m *Semaphore) acquire(ctx context.Context, purpose string, wait bool) (*ho
 		var r client.Result
 		if first != nil {
 			r, first = *first, nil
-		} else if r, err = m.s.Ops().ChildrenW(ctx, dir); err != nil {
+		} else if r, err = opsOf(m.s).ChildrenW(ctx, dir); err != nil {
 			return nil, abandonNode(m.s, node, err)
 		}
 		cs := curatorLeases.sortContenders(r.Kids)

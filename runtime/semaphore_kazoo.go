@@ -47,15 +47,15 @@ func (m *Semaphore) guardKazoo(ctx context.Context) error {
 	}
 	want := []byte(strconv.Itoa(m.leases))
 	for {
-		data, st, err := m.s.Ops().Get(ctx, m.dir)
+		data, st, err := opsOf(m.s).Get(ctx, m.dir)
 		switch {
 		case client.IsNoNode(err):
 			if parent := parentPath(m.dir); parent != "/" {
-				if err := m.s.Ops().EnsurePath(ctx, m.acl, parent); err != nil {
+				if err := opsOf(m.s).EnsurePath(ctx, m.acl, parent); err != nil {
 					return err
 				}
 			}
-			_, err := client.Await(ctx, m.s, func() (string, error) { return m.s.Ops().Create(m.dir, want, 0, m.acl) })
+			_, err := client.Await(ctx, m.s, func() (string, error) { return opsOf(m.s).Create(m.dir, want, 0, m.acl) })
 			if errors.Is(err, zk.ErrNodeExists) || client.IsNoNode(err) {
 				continue // created meanwhile, or the parent vanished: look again
 			}
@@ -95,10 +95,10 @@ func (m *Semaphore) acquireKazoo(ctx context.Context, purpose string, wait bool)
 		return nil, err
 	}
 	defer m.unlockInternal()
-	node := joinPath(m.dir, string(m.s.Ops().Rand().AppendGUID(nil, false)))
+	node := joinPath(m.dir, string(opsOf(m.s).Rand().AppendGUID(nil, false)))
 	var token int64
 	for {
-		r, err := m.s.Ops().ChildrenW(ctx, m.dir)
+		r, err := opsOf(m.s).ChildrenW(ctx, m.dir)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (m *Semaphore) unlockInternal() {
 	uctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
 	if err := m.mutex.Unlock(uctx); err != nil {
-		m.s.Ops().Log().Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
+		opsOf(m.s).Log().Warn("semaphore: releasing the internal lock", "path", m.mutex.Path(), "err", err)
 	}
 }
 
@@ -159,11 +159,11 @@ func (m *Semaphore) unlockInternal() {
 // this attempt: after a connection loss the create is sent again, and a
 // node found existing is ours if this session owns it.
 func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) error {
-	created, err := m.s.Ops().CreateIfAbsent(ctx, node, data, zk.FlagEphemeral, m.acl)
+	created, err := opsOf(m.s).CreateIfAbsent(ctx, node, data, zk.FlagEphemeral, m.acl)
 	if err != nil || created {
 		return err
 	}
-	_, st, err := m.s.Ops().Get(ctx, node)
+	_, st, err := opsOf(m.s).Get(ctx, node)
 	switch {
 	case err != nil:
 		return err
@@ -176,7 +176,7 @@ func (m *Semaphore) createLease(ctx context.Context, node string, data []byte) e
 // holdersKazoo lists the lease holders (every child of the directory, in
 // creation order) with their metadata.
 func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
-	kids, err := m.s.Ops().Children(ctx, m.dir)
+	kids, err := opsOf(m.s).Children(ctx, m.dir)
 	if client.IsNoNode(err) {
 		return nil, nil
 	}
@@ -186,7 +186,7 @@ func (m *Semaphore) holdersKazoo(ctx context.Context) ([]Holder, error) {
 	var out []Holder
 	for _, k := range kids {
 		p := joinPath(m.dir, k)
-		data, st, err := m.s.Ops().Get(ctx, p)
+		data, st, err := opsOf(m.s).Get(ctx, p)
 		if client.IsNoNode(err) {
 			continue
 		}

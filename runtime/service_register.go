@@ -263,7 +263,7 @@ func (d *Services[T]) unregister(ctx context.Context, key ServiceKey) error {
 
 // deleteOwn deletes path if it is an ephemeral node of s.
 func deleteOwn(ctx context.Context, s *Session, path string) error {
-	_, st, err := s.Ops().Get(ctx, path)
+	_, st, err := opsOf(s).Get(ctx, path)
 	if client.IsNoNode(err) {
 		return nil
 	}
@@ -273,7 +273,7 @@ func deleteOwn(ctx context.Context, s *Session, path string) error {
 	if st.EphemeralOwner != s.ID() {
 		return nil
 	}
-	if err := s.Ops().DeleteOwned(ctx, path); !client.IsNoNode(err) {
+	if err := opsOf(s).DeleteOwned(ctx, path); !client.IsNoNode(err) {
 		return err
 	}
 	return nil

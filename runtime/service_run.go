@@ -114,7 +114,7 @@ func (d *Services[T]) keep(ctx context.Context, s *Session, r *serviceReg) {
 		w, held, err := d.hold(ctx, s, r.path, data)
 		if err != nil {
 			if ctx.Err() == nil && s.Err() == nil {
-				s.Ops().Log().Warn("service registration failed; trying again", "path", r.path, "err", err)
+				opsOf(s).Log().Warn("service registration failed; trying again", "path", r.path, "err", err)
 				_ = client.SleepCtx(ctx, servicePause)
 			}
 			continue
@@ -139,7 +139,7 @@ func (d *Services[T]) keep(ctx context.Context, s *Session, r *serviceReg) {
 // data. held says path holds data on s now; the watch fires on the
 // node's next change (nil: created, read it again).
 func (d *Services[T]) hold(ctx context.Context, s *Session, path string, data []byte) (w <-chan zk.Event, held bool, err error) {
-	res, exists, err := s.Ops().GetOrExistsW(ctx, path)
+	res, exists, err := opsOf(s).GetOrExistsW(ctx, path)
 	switch {
 	case err != nil:
 		return nil, false, err
@@ -149,7 +149,7 @@ func (d *Services[T]) hold(ctx context.Context, s *Session, path string, data []
 		// Another session's node with our id: our own previous session
 		// that the server has not expired yet, or another process. Wait
 		// for it to go rather than show two registrations of one id.
-		s.Ops().Log().Warn("service registration waits for another session's node", "path", path,
+		opsOf(s).Log().Warn("service registration waits for another session's node", "path", path,
 			"owner", fmt.Sprintf("0x%x", res.Stat.EphemeralOwner))
 		return res.Watch, false, nil
 	case !bytes.Equal(res.Data, data):
@@ -167,13 +167,13 @@ func (d *Services[T]) hold(ctx context.Context, s *Session, path string, data []
 func (d *Services[T]) create(ctx context.Context, s *Session, p string, data []byte) error {
 	for range 2 {
 		_, err := client.Await(ctx, s, func() (string, error) {
-			return s.Ops().Create(p, data, zk.FlagEphemeral, d.acl)
+			return opsOf(s).Create(p, data, zk.FlagEphemeral, d.acl)
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil
 		case client.IsNoNode(err):
-			if err := s.Ops().EnsurePath(ctx, d.acl, path.Dir(p)); err != nil {
+			if err := opsOf(s).EnsurePath(ctx, d.acl, path.Dir(p)); err != nil {
 				return err
 			}
 		default:

@@ -56,7 +56,7 @@ func startServices(t *testing.T) (*zktest.Server, context.Context, string, *serv
 // nodeOf reads an instance's node: its decoded JSON and owner.
 func nodeOf(t *testing.T, ctx context.Context, s *runtime.Session, path string) (map[string]any, int64, bool) {
 	t.Helper()
-	data, st, err := s.Ops().Get(ctx, path)
+	data, st, err := runtime.OpsOf(s).Get(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, 0, false
 	}
@@ -74,7 +74,7 @@ func nodeOf(t *testing.T, ctx context.Context, s *runtime.Session, path string) 
 func awaitNode(t *testing.T, ctx context.Context, s *runtime.Session, path string, what string, ok func(m map[string]any, owner int64, exists bool) bool) map[string]any {
 	t.Helper()
 	for {
-		_, _, w, err := s.Ops().ExistsW(ctx, path)
+		_, _, w, err := runtime.OpsOf(s).ExistsW(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestServiceOperatorDeleteComesBack(t *testing.T) {
 	w := connect(t, srv.Servers())
 	path := root + "/payments/" + in.ID
 	for i := range 3 {
-		if err := w.Ops().Delete(ctx, path, -1); err != nil {
+		if err := runtime.OpsOf(w).Delete(ctx, path, -1); err != nil {
 			t.Fatalf("delete %d: %v", i, err)
 		}
 		m := awaitNode(t, ctx, w, path, "back", func(_ map[string]any, owner int64, exists bool) bool {
@@ -225,7 +225,7 @@ func TestServiceWaitsForAnotherSessionsNode(t *testing.T) {
 	if _, err := old.CreatePersistent(ctx, root+"/payments"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Ops().Create(path, []byte(`{"name":"payments","id":"fixed-id","payload":{"zone":"old"}}`), zk.FlagEphemeral, nil); err != nil {
+	if _, err := runtime.OpsOf(old).Create(path, []byte(`{"name":"payments","id":"fixed-id","payload":{"zone":"old"}}`), zk.FlagEphemeral, nil); err != nil {
 		t.Fatal(err)
 	}
 	d := runtime.NewServices[svcPayload](runtime.At(root))
@@ -351,7 +351,7 @@ func TestServiceReadsCuratorJSON(t *testing.T) {
 	data := `{"name":"payments","id":"j1","address":"10.0.0.2","port":null,"sslPort":8443,` +
 		`"payload":{"@class":"com.example.Payments","zone":"eu","weight":3},"registrationTimeUTC":1700000000000,` +
 		`"serviceType":"DYNAMIC","uriSpec":{"parts":[{"value":"scheme","variable":true},{"value":"://","variable":false}]},"enabled":false}`
-	if _, err := s.Ops().Create(root+"/payments/j1", []byte(data), 0, nil); err != nil {
+	if _, err := runtime.OpsOf(s).Create(root+"/payments/j1", []byte(data), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := d.Instances(ctx, "payments")

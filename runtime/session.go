@@ -23,16 +23,28 @@ import (
 // reports lost. A Session never opens a new ZooKeeper session by itself; after
 // expiry the application connects again.
 //
-// A Session is safe for concurrent use. Its methods (Close, Done, Err, ID,
-// Conn, Children, Exists, Delete, CreatePersistent, Ops and the hooks) are
-// documented with the type itself: go doc
-// github.com/zkgen/zkgen/runtime/internal/client.Session.
+// A Session is safe for concurrent use. What it offers its user is its
+// life and a few plain calls, and nothing else (TestSessionMethodSet):
+//
+//   - [Session.ID], [Session.Done], [Session.Err] and [Session.Close]: the
+//     session's identity, the signal and cause of its end, and its end;
+//   - [Session.Children], [Session.Exists], [Session.Delete] and
+//     [Session.CreatePersistent]: context-bound, retried reads and writes
+//     for an application's own znodes beside the recipes';
+//   - [Session.Conn]: the go-zookeeper connection, for any other request.
+//
+// Code that builds a recipe of its own uses these: Conn for its requests,
+// Done and Err to learn of the session's end. What the recipes register
+// on a session (at its close and end, the tenures Supervise waits for) and
+// the operations they are built on belong to the client layer and are not
+// reachable from here. The methods are documented with the type itself: go
+// doc github.com/zkgen/zkgen/runtime/internal/client.Session.
 type Session = client.Session
 
-// Ops is a session's operations (Session.Ops): each bound to a context and
-// retried, or its outcome resolved, as the session's policy says; the
-// layer the recipes are built on.
-type Ops = client.Ops
+// opsOf returns s's operations, as the recipes use them: each bound to a
+// context and retried, or its outcome resolved, as the session's policy
+// says.
+func opsOf(s *Session) *client.Ops { return client.OpsOf(s) }
 
 // Option configures Connect.
 type Option = client.Option
@@ -111,8 +123,8 @@ var (
 	ErrTLSHandshake = client.ErrTLSHandshake
 
 	// ErrUnimplemented means the server does not know a request: a
-	// ZooKeeper before 3.6 asked for a persistent watch
-	// (Ops.AddWatchRecursive). Such a server closes the connection after
+	// ZooKeeper before 3.6 asked for a persistent watch (as a cache
+	// sets). Such a server closes the connection after
 	// its answer; the session reconnects.
 	ErrUnimplemented = client.ErrUnimplemented
 

@@ -133,7 +133,7 @@ func guardDir(ctx context.Context, s *Session, dir string, acl []zk.ACL, want sp
 	}
 	want.Zkgen = 1
 	for {
-		data, _, err := s.Ops().Get(ctx, dir)
+		data, _, err := opsOf(s).Get(ctx, dir)
 		if errors.Is(err, zk.ErrNoNode) && !create {
 			return nil
 		}
@@ -184,15 +184,15 @@ func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, r
 	if err != nil {
 		return false, err
 	}
-	acl = s.Ops().NodeACL(acl)
-	if err := s.Ops().Creatable(acl); err != nil {
+	acl = opsOf(s).NodeACL(acl)
+	if err := opsOf(s).Creatable(acl); err != nil {
 		return false, client.OpError("create", dir, err)
 	}
 	if rec.Layout == recordKazoo {
 		return createPersistent(ctx, s, dir, acl, data)
 	}
 	// Bottom-up: one create when the parent exists (see EnsureContainer).
-	return s.Ops().EnsureContainer(ctx, acl, dir, data)
+	return opsOf(s).EnsureContainer(ctx, acl, dir, data)
 }
 
 // createPersistent creates dir as a persistent node with data (its parents
@@ -201,9 +201,9 @@ func createRecorded(ctx context.Context, s *Session, dir string, acl []zk.ACL, r
 // handle and counts on it staying, so a container the server reaps while
 // empty fails kazoo's next create with NoNodeError.
 func createPersistent(ctx context.Context, s *Session, dir string, acl []zk.ACL, data []byte) (bool, error) {
-	if err := s.Ops().EnsurePath(ctx, acl, path.Dir(dir)); err != nil {
+	if err := opsOf(s).EnsurePath(ctx, acl, path.Dir(dir)); err != nil {
 		return false, err
 	}
 	// Not created: another process's, or a lost attempt's; the caller reads it.
-	return s.Ops().CreateIfAbsent(ctx, dir, data, 0, acl)
+	return opsOf(s).CreateIfAbsent(ctx, dir, data, 0, acl)
 }

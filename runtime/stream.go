@@ -31,8 +31,8 @@ type snapshot[T any] struct {
 // logged and the read retried after the retry policy's backoff.
 func stream[T any](ctx context.Context, s *Session, what string, read func(context.Context) (snapshot[T], error), ended func(last T, err error) T) <-chan T {
 	out := make(chan T)
-	key := s.Ops().BackoffKey()
-	s.Ops().Spawn(func() { // its first read goes out before the caller's next request
+	key := opsOf(s).BackoffKey()
+	opsOf(s).Spawn(func() { // its first read goes out before the caller's next request
 		defer close(out)
 		var (
 			pending  T
@@ -53,8 +53,8 @@ func stream[T any](ctx context.Context, s *Session, what string, read func(conte
 					return
 				}
 				failures++
-				s.Ops().Log().Warn("watch: read failed; retrying", "what", what, "err", err)
-				if s.Ops().Sleep(ctx, s.Ops().Backoff(key, min(failures, 10))) != nil {
+				opsOf(s).Log().Warn("watch: read failed; retrying", "what", what, "err", err)
+				if opsOf(s).Sleep(ctx, opsOf(s).Backoff(key, min(failures, 10))) != nil {
 					finish() // the session ended, or ctx: then nothing is sent
 					return
 				}

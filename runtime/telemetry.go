@@ -358,8 +358,8 @@ func telOf(s *Session) *telemetry {
 	h := client.Shared(s, telKey{}, func() *telHolder { return &telHolder{} })
 	h.once.Do(func() {
 		var err error
-		if h.t, err = newTelemetry(s.Ops().Telemetry()); err != nil {
-			s.Ops().Log().Warn("some telemetry instruments could not be created; they record nothing", "err", err)
+		if h.t, err = newTelemetry(opsOf(s).Telemetry()); err != nil {
+			opsOf(s).Log().Warn("some telemetry instruments could not be created; they record nothing", "err", err)
 		}
 	})
 	return h.t

@@ -70,7 +70,7 @@ func askClock(s *Session, h *hold) bool {
 	if h.isEnded() {
 		return false
 	}
-	if s.Ops().CheckClock() {
+	if opsOf(s).CheckClock() {
 		h.end(true) // as its monitor, or the session's end, will
 		return false
 	}
@@ -130,7 +130,7 @@ func (h *hold) endCause() error {
 func (h *hold) end(lost bool) {
 	h.endOnce.Do(func() {
 		if h.tracked != nil {
-			defer h.tracked.Untrack()
+			defer client.Untrack(h.tracked)
 		}
 		h.wasLost.Store(lost)
 		endTenure(&h.tel, lost)
@@ -174,7 +174,7 @@ func startTenure(ctx context.Context, s *Session, node string, token int64, revo
 	}
 	var w <-chan zk.Event
 	if revocable {
-		own, err := s.Ops().GetW(ctx, node)
+		own, err := opsOf(s).GetW(ctx, node)
 		if err != nil {
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil, fmt.Errorf("%s: node vanished: %w", node, lostErr)
@@ -219,13 +219,13 @@ func armHold(s *Session, h *hold) {
 			untrackEnd(h)
 			go monitorHold(s, h, nil, false)
 		}
-		s.Ops().Spawn(func() { // its read goes out before the caller's next request
+		opsOf(s).Spawn(func() { // its read goes out before the caller's next request
 			r, err := watchOwn(context.Background(), s, h.node, false)
 			switch {
 			case err == nil:
 				h.watches <- r.Watch
 			case errors.Is(err, zk.ErrNoNode) && !h.released.Load():
-				s.Ops().Log().Warn("lost: node deleted", "path", h.node)
+				opsOf(s).Log().Warn("lost: node deleted", "path", h.node)
 				h.end(true)
 			}
 			// Other errors mean the session ended: the monitor sees that.
@@ -236,9 +236,9 @@ func armHold(s *Session, h *hold) {
 // watchOwn reads the holder's own node and watches it (see startHold).
 func watchOwn(ctx context.Context, s *Session, node string, revocable bool) (client.Result, error) {
 	if revocable {
-		return s.Ops().GetW(ctx, node)
+		return opsOf(s).GetW(ctx, node)
 	}
-	return s.Ops().ChildrenW(ctx, node)
+	return opsOf(s).ChildrenW(ctx, node)
 }
 
 // monitorHold ends the hold when it is lost — our node deleted by someone else,
@@ -252,7 +252,7 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				if !h.released.Load() {
-					s.Ops().Log().Warn("lost: node deleted", "path", h.node)
+					opsOf(s).Log().Warn("lost: node deleted", "path", h.node)
 					h.end(true)
 				}
 				return
@@ -265,7 +265,7 @@ func monitorHold(s *Session, h *hold, w <-chan zk.Event, revocable bool) {
 			r, err := watchOwn(context.Background(), s, h.node, revocable)
 			if err != nil {
 				if !h.released.Load() {
-					s.Ops().Log().Warn("lost", "path", h.node, "err", err)
+					opsOf(s).Log().Warn("lost", "path", h.node, "err", err)
 					h.end(true)
 				}
 				return
@@ -294,7 +294,7 @@ func stopHold(s *Session, h *hold) {
 // untrackEnd takes h off the tenures the session's end ends directly.
 func untrackEnd(h *hold) {
 	if h.hooked != nil {
-		h.hooked.OffEnd(h)
+		client.OffEnd(h.hooked, h)
 	}
 }
 
@@ -308,12 +308,12 @@ func (h *hold) SessionEnded() { h.end(true) }
 // counts its end (Untrack). With endDirectly, the session's end ends h
 // itself (h has no monitor to see it).
 func trackHold(s *Session, h *hold, endDirectly bool) bool {
-	if !s.Track() {
+	if !client.Track(s) {
 		return false
 	}
 	h.tracked = s
 	if endDirectly {
-		if !s.OnEnd(h) {
+		if !client.OnEnd(s, h) {
 			return false
 		}
 		h.hooked = s
@@ -323,7 +323,7 @@ func trackHold(s *Session, h *hold, endDirectly bool) bool {
 
 // releaseHold ends the tenure h by deleting its node; see releaseHoldAs.
 func releaseHold(ctx context.Context, s *Session, h *hold) error {
-	return releaseHoldAs(ctx, s, h, "", func(ctx context.Context) error { return s.Ops().Delete(ctx, h.node, -1) })
+	return releaseHoldAs(ctx, s, h, "", func(ctx context.Context) error { return opsOf(s).Delete(ctx, h.node, -1) })
 }
 
 // releaseHoldAs ends the tenure h with remove, which deletes its node (and
@@ -351,11 +351,11 @@ func releaseHoldAs(ctx context.Context, s *Session, h *hold, label string, remov
 		h.end(true)
 		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
 	case s.Err() == nil:
-		s.Ops().Spawn(func() {
+		opsOf(s).Spawn(func() {
 			cctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 			defer cancel()
 			if err := remove(cctx); err != nil && !errors.Is(err, zk.ErrNoNode) && s.Err() == nil {
-				s.Ops().Log().Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
+				opsOf(s).Log().Warn("could not remove the node of a released tenure", "path", h.node, "err", err)
 			}
 		})
 	}
@@ -384,8 +384,8 @@ func abandonNode(s *Session, node string, cause error) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), client.CleanupTimeout)
 	defer cancel()
-	if err := s.Ops().Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		s.Ops().Log().Warn("could not remove contender node", "path", node, "err", err)
+	if err := opsOf(s).Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		opsOf(s).Log().Warn("could not remove contender node", "path", node, "err", err)
 		return client.JoinErrors(cause, err)
 	}
 	return cause

@@ -164,7 +164,7 @@ func (m *TTLLeases) Holders(ctx context.Context) ([]LeaseHolder, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	kids, err := m.s.Ops().Children(ctx, m.dir)
+	kids, err := opsOf(m.s).Children(ctx, m.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -176,7 +176,7 @@ func (m *TTLLeases) Holders(ctx context.Context) ([]LeaseHolder, error) {
 		if !containsString(kids, "slot-"+strconv.Itoa(i)) {
 			continue
 		}
-		data, st, err := m.s.Ops().Get(ctx, m.slot(i))
+		data, st, err := opsOf(m.s).Get(ctx, m.slot(i))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -267,7 +267,7 @@ func (m *TTLLeases) Acquire(ctx context.Context, holder string) (_ *TTLLease, er
 // the directory again if the server removed it (a container, once empty).
 func (m *TTLLeases) scan(ctx context.Context) (client.Result, error) {
 	for {
-		r, err := m.s.Ops().ChildrenW(ctx, m.dir)
+		r, err := opsOf(m.s).ChildrenW(ctx, m.dir)
 		if !errors.Is(err, zk.ErrNoNode) {
 			return r, err
 		}
@@ -291,7 +291,7 @@ func allTrue(bs []bool) bool {
 // slot is another holder's (or gone).
 func (m *TTLLeases) reattach(ctx context.Context, i int, holder string) (*TTLLease, error) {
 	node := m.slot(i)
-	data, st, err := m.s.Ops().Get(ctx, node)
+	data, st, err := opsOf(m.s).Get(ctx, node)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -324,13 +324,13 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 	node := m.slot(i)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.CleanupTimeout)
 	defer cancel()
-	acl := m.s.Ops().NodeACL(m.acl)
-	if err := m.s.Ops().Creatable(acl); err != nil {
+	acl := opsOf(m.s).NodeACL(m.acl)
+	if err := opsOf(m.s).Creatable(acl); err != nil {
 		return nil, client.OpError("create", node, err)
 	}
 	start := time.Now()
 	var uncertain, exists, gone bool
-	err := m.s.Ops().RetryUncertain(wctx, client.UncertainWrite{Op: "create", Path: node,
+	err := opsOf(m.s).RetryUncertain(wctx, client.UncertainWrite{Op: "create", Path: node,
 		Attempt: func(int) (client.Outcome, error) {
 			_, err := client.Await(wctx, m.s, func() (string, error) {
 				return m.s.Conn().CreateTTL(node, data, zk.FlagTTL, acl, m.ttl)
@@ -363,7 +363,7 @@ func (m *TTLLeases) create(ctx context.Context, i int, holder string, data []byt
 		return nil, nil
 	}
 	// Created: read its identity (the create's reply carries no stat).
-	_, st, err := m.s.Ops().Get(wctx, node)
+	_, st, err := opsOf(m.s).Get(wctx, node)
 	if err != nil {
 		return nil, client.OpError("get", node, err)
 	}
@@ -532,7 +532,7 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 	}
 	m := l.m
 	if st.Czxid != l.czxid {
-		m.s.Ops().Log().Warn("lease: renewal wrote a node that is not ours", "path", l.node)
+		opsOf(m.s).Log().Warn("lease: renewal wrote a node that is not ours", "path", l.node)
 		return fmt.Errorf("lease %s: %w (node taken over)", l.node, ErrLeaseExpired)
 	}
 	if gap := time.Duration(st.Mtime-l.mtime) * time.Millisecond; gap > m.ttl-m.ttl/10 {
@@ -555,7 +555,7 @@ func (l *TTLLease) renew(ctx context.Context, checkDeadline bool) error {
 // node at our version, which a renewal would overwrite (see Release).
 func (l *TTLLease) set(ctx context.Context, until time.Time) (st *zk.Stat, err error) {
 	s := l.m.s
-	err = s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "set", Path: l.node,
+	err = opsOf(s).RetryUncertain(ctx, client.UncertainWrite{Op: "set", Path: l.node,
 		Attempt: func(int) (client.Outcome, error) {
 			var err error
 			st, err = client.Await(ctx, s, func() (*zk.Stat, error) {
@@ -618,7 +618,7 @@ func (l *TTLLease) settle(ctx context.Context) error {
 // look reads the node's stat; ErrLeaseExpired when it is gone or is
 // another holder's.
 func (l *TTLLease) look(ctx context.Context) (*zk.Stat, error) {
-	_, cur, err := l.m.s.Ops().Get(ctx, l.node)
+	_, cur, err := opsOf(l.m.s).Get(ctx, l.node)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, fmt.Errorf("lease %s: %w (node gone)", l.node, ErrLeaseExpired)
@@ -703,7 +703,7 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 		return err
 	}
 	version := l.version
-	return s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "delete", Path: l.node,
+	return opsOf(s).RetryUncertain(ctx, client.UncertainWrite{Op: "delete", Path: l.node,
 		Attempt: func(n int) (client.Outcome, error) {
 			_, err := client.Await(ctx, s, func() (struct{}, error) {
 				if !until.IsZero() && !time.Now().Before(until) {
@@ -726,7 +726,7 @@ func (l *TTLLease) deleteOurs(ctx context.Context, until time.Time) error {
 			return client.OutcomeHidden, err
 		},
 		Settle: func(ctx context.Context) (client.Outcome, error) {
-			_, cur, err := s.Ops().Get(ctx, l.node)
+			_, cur, err := opsOf(s).Get(ctx, l.node)
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
 				return client.OutcomeKnown, nil // the lost delete applied

@@ -253,15 +253,15 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 	if t.err != nil {
 		return t.err
 	}
-	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: t.s.Ops().NodeACL(t.acl)}}
+	ops := []any{&zk.CreateRequest{Path: t.dir, Data: data, Acl: opsOf(t.s).NodeACL(t.acl)}}
 	for _, p := range t.parts {
-		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: t.s.Ops().NodeACL(t.acl)})
+		ops = append(ops, &zk.CreateRequest{Path: t.votePath(p), Acl: opsOf(t.s).NodeACL(t.acl)})
 	}
 	marker := joinPath(t.dir, txCoordinator)
-	ops = append(ops, &zk.CreateRequest{Path: marker, Data: ownerData(t.s, ""), Acl: t.s.Ops().NodeACL(t.acl), Flags: zk.FlagEphemeral})
-	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.dir,
+	ops = append(ops, &zk.CreateRequest{Path: marker, Data: ownerData(t.s, ""), Acl: opsOf(t.s).NodeACL(t.acl), Flags: zk.FlagEphemeral})
+	return opsOf(t.s).RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.dir,
 		Attempt: func(int) (client.Outcome, error) {
-			res, err := t.s.Ops().Multi(ctx, ops...)
+			res, err := opsOf(t.s).Multi(ctx, ops...)
 			i, opErr := client.FailedOp(res)
 			switch {
 			case err == nil:
@@ -270,7 +270,7 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 			case i == 0 && errors.Is(opErr, zk.ErrNodeExists):
 				return client.OutcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
 			case i == 0 && client.IsNoNode(opErr):
-				if err := t.s.Ops().EnsurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
+				if err := opsOf(t.s).EnsurePath(ctx, t.acl, path.Dir(t.dir)); err != nil {
 					return client.OutcomeKnown, err
 				}
 				return client.OutcomeResend, nil
@@ -285,10 +285,10 @@ func (t *TwoPhaseCommit[T]) propose(ctx context.Context, data []byte) (err error
 // through. The multi is all or nothing: our marker, owned by our (living)
 // session, says it did; a transaction without it is someone else's.
 func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) (client.Outcome, error) {
-	if err := t.s.Ops().Sync(ctx, t.dir); err != nil {
+	if err := opsOf(t.s).Sync(ctx, t.dir); err != nil {
 		return client.OutcomeKnown, err
 	}
-	_, st, gerr := t.s.Ops().Get(ctx, marker)
+	_, st, gerr := opsOf(t.s).Get(ctx, marker)
 	switch {
 	case gerr == nil && st.EphemeralOwner == t.s.ID():
 		t.setProposed()
@@ -296,7 +296,7 @@ func (t *TwoPhaseCommit[T]) proposalSettled(ctx context.Context, marker string) 
 	case gerr != nil && !client.IsNoNode(gerr):
 		return client.OutcomeKnown, gerr
 	}
-	if _, _, gerr := t.s.Ops().Get(ctx, t.dir); gerr == nil {
+	if _, _, gerr := opsOf(t.s).Get(ctx, t.dir); gerr == nil {
 		return client.OutcomeKnown, fmt.Errorf("twopc %s: %w", t.dir, ErrTxExists)
 	} else if !client.IsNoNode(gerr) {
 		return client.OutcomeKnown, gerr
@@ -339,7 +339,7 @@ func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
 	if t.err != nil {
 		return zero, t.err
 	}
-	data, _, err := t.s.Ops().Get(ctx, t.dir)
+	data, _, err := opsOf(t.s).Get(ctx, t.dir)
 	if client.IsNoNode(err) {
 		return zero, fmt.Errorf("twopc %s: %w", t.dir, ErrNoTx)
 	}
@@ -356,7 +356,7 @@ func (t *TwoPhaseCommit[T]) Payload(ctx context.Context) (T, error) {
 // waitExists blocks until path exists, ctx ends or the session ends.
 func (t *TwoPhaseCommit[T]) waitExists(ctx context.Context, p string) (client.Result, error) {
 	for {
-		r, ok, err := t.s.Ops().GetOrExistsW(ctx, p)
+		r, ok, err := opsOf(t.s).GetOrExistsW(ctx, p)
 		if err != nil || ok {
 			return r, err
 		}
@@ -380,11 +380,11 @@ func (t *TwoPhaseCommit[T]) Join(ctx context.Context, p Participant) (err error)
 	if err := t.check(p); err != nil {
 		return err
 	}
-	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
+	return opsOf(t.s).RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
 		Attempt: func(int) (client.Outcome, error) { return t.joinOnce(ctx, p) },
 		Settle: func(ctx context.Context) (client.Outcome, error) {
 			// Did it go through? Our presence node says so.
-			if _, st, gerr := t.s.Ops().Get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
+			if _, st, gerr := opsOf(t.s).Get(ctx, t.presencePath(p)); gerr == nil && st.EphemeralOwner == t.s.ID() {
 				t.setJoined(p)
 				return client.OutcomeKnown, nil
 			}
@@ -402,9 +402,9 @@ func (t *TwoPhaseCommit[T]) joinOnce(ctx context.Context, p Participant) (client
 	if r.Stat.Version != 0 {
 		return client.OutcomeKnown, fmt.Errorf("twopc %s: %s: %w", t.dir, p, ErrAlreadyJoined)
 	}
-	_, err = t.s.Ops().Multi(ctx,
+	_, err = opsOf(t.s).Multi(ctx,
 		&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(txJoined), Version: 0},
-		&zk.CreateRequest{Path: t.presencePath(p), Data: ownerData(t.s, ""), Acl: t.s.Ops().NodeACL(t.acl), Flags: zk.FlagEphemeral})
+		&zk.CreateRequest{Path: t.presencePath(p), Data: ownerData(t.s, ""), Acl: opsOf(t.s).NodeACL(t.acl), Flags: zk.FlagEphemeral})
 	switch {
 	case err == nil:
 		t.setJoined(p)
@@ -427,7 +427,7 @@ func (t *TwoPhaseCommit[T]) setJoined(p Participant) {
 // joinedHere returns p's presence node if this session created it (another
 // of its handles joined p: handles made per call), else "".
 func (t *TwoPhaseCommit[T]) joinedHere(ctx context.Context, p Participant) (string, error) {
-	_, st, err := t.s.Ops().Get(ctx, t.presencePath(p))
+	_, st, err := opsOf(t.s).Get(ctx, t.presencePath(p))
 	switch {
 	case client.IsNoNode(err):
 		return "", nil
@@ -462,7 +462,7 @@ func (t *TwoPhaseCommit[T]) Vote(ctx context.Context, p Participant, d Decision)
 	t.mu.Unlock()
 	// After a connection loss, the next attempt's read tells whether the
 	// vote is in.
-	return t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
+	return opsOf(t.s).RetryUncertain(ctx, client.UncertainWrite{Op: "multi", Path: t.votePath(p),
 		Attempt: func(int) (client.Outcome, error) { return t.voteOnce(ctx, p, d, presence) },
 	})
 }
@@ -496,7 +496,7 @@ func (t *TwoPhaseCommit[T]) voteOnce(ctx context.Context, p Participant, d Decis
 	default:
 		ops = []any{&zk.SetDataRequest{Path: t.votePath(p), Data: []byte(d.String()), Version: r.Stat.Version}}
 	}
-	res, err := t.s.Ops().Multi(ctx, ops...)
+	res, err := opsOf(t.s).Multi(ctx, ops...)
 	i, opErr := client.FailedOp(res)
 	switch {
 	case err == nil:
@@ -639,7 +639,7 @@ func (x *txWatches) isSettled(p Participant) bool {
 // pipelined, so reading n votes takes about one round trip instead of n;
 // settled commit votes (see txWatches) are not read again.
 func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, w *txWatches) (d Decision, decided bool, err error) {
-	r, ok, err := t.s.Ops().GetOrExistsW(ctx, t.decisionPath())
+	r, ok, err := opsOf(t.s).GetOrExistsW(ctx, t.decisionPath())
 	if err != nil {
 		return 0, false, err
 	}
@@ -658,7 +658,7 @@ func (t *TwoPhaseCommit[T]) evaluate(ctx context.Context, w *txWatches) (d Decis
 			reads = append(reads, i)
 		}
 	}
-	t.s.Ops().Parallel(len(reads), evalReads, func(k int) {
+	opsOf(t.s).Parallel(len(reads), evalReads, func(k int) {
 		i := reads[k]
 		votes[i] = t.readVote(ctx, t.parts[i], w)
 	})
@@ -693,7 +693,7 @@ type voteState struct {
 // has not voted), leaving watches handed to w; a commit vote is settled
 // before its watch is forwarded, so that the watch firing unsettles it.
 func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWatches) voteState {
-	r, ok, err := t.s.Ops().GetOrExistsW(ctx, t.votePath(p))
+	r, ok, err := opsOf(t.s).GetOrExistsW(ctx, t.votePath(p))
 	if err != nil {
 		return voteState{err: err}
 	}
@@ -723,7 +723,7 @@ func (t *TwoPhaseCommit[T]) readVote(ctx context.Context, p Participant, w *txWa
 // its presence, and it cannot join twice). An abort vote read then counts
 // the same.
 func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, forward func(<-chan zk.Event)) (bool, error) {
-	pr, err := t.s.Ops().GetW(ctx, t.presencePath(p))
+	pr, err := opsOf(t.s).GetW(ctx, t.presencePath(p))
 	if err == nil {
 		forward(pr.Watch)
 		return false, nil
@@ -731,7 +731,7 @@ func (t *TwoPhaseCommit[T]) presenceLost(ctx context.Context, p Participant, for
 	if !client.IsNoNode(err) {
 		return false, err
 	}
-	again, _, err := t.s.Ops().Get(ctx, t.votePath(p))
+	again, _, err := opsOf(t.s).Get(ctx, t.votePath(p))
 	if err != nil && !client.IsNoNode(err) {
 		return false, err
 	}
@@ -751,10 +751,10 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 		got, o, err = t.standingDecision(ctx)
 		return o, err
 	}
-	err := t.s.Ops().RetryUncertain(ctx, client.UncertainWrite{Op: "create", Path: t.decisionPath(),
+	err := opsOf(t.s).RetryUncertain(ctx, client.UncertainWrite{Op: "create", Path: t.decisionPath(),
 		Attempt: func(int) (client.Outcome, error) {
 			_, err := client.Await(ctx, t.s, func() (string, error) {
-				return t.s.Ops().Create(t.decisionPath(), []byte(d.String()), 0, t.acl)
+				return opsOf(t.s).Create(t.decisionPath(), []byte(d.String()), 0, t.acl)
 			})
 			switch {
 			case err == nil:
@@ -778,7 +778,7 @@ func (t *TwoPhaseCommit[T]) decide(ctx context.Context, d Decision) (Decision, e
 // standingDecision reads the decision node: outcomeResend when it is
 // missing.
 func (t *TwoPhaseCommit[T]) standingDecision(ctx context.Context) (Decision, client.Outcome, error) {
-	data, _, err := t.s.Ops().Get(ctx, t.decisionPath())
+	data, _, err := opsOf(t.s).Get(ctx, t.decisionPath())
 	if client.IsNoNode(err) {
 		return 0, client.OutcomeResend, nil
 	}
@@ -810,24 +810,24 @@ func (t *TwoPhaseCommit[T]) Remove(ctx context.Context) error {
 	if t.err != nil {
 		return t.err
 	}
-	if _, _, err := t.s.Ops().Get(ctx, t.decisionPath()); client.IsNoNode(err) {
-		if _, _, err := t.s.Ops().Get(ctx, t.dir); client.IsNoNode(err) {
+	if _, _, err := opsOf(t.s).Get(ctx, t.decisionPath()); client.IsNoNode(err) {
+		if _, _, err := opsOf(t.s).Get(ctx, t.dir); client.IsNoNode(err) {
 			return nil
 		}
 		return fmt.Errorf("twopc %s: undecided: not removed", t.dir)
 	} else if err != nil {
 		return err
 	}
-	kids, err := t.s.Ops().Children(ctx, t.dir)
+	kids, err := opsOf(t.s).Children(ctx, t.dir)
 	if err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	for _, k := range kids {
-		if err := t.s.Ops().Delete(ctx, joinPath(t.dir, k), -1); err != nil && !client.IsNoNode(err) {
+		if err := opsOf(t.s).Delete(ctx, joinPath(t.dir, k), -1); err != nil && !client.IsNoNode(err) {
 			return err
 		}
 	}
-	if err := t.s.Ops().Delete(ctx, t.dir, -1); err != nil && !client.IsNoNode(err) {
+	if err := opsOf(t.s).Delete(ctx, t.dir, -1); err != nil && !client.IsNoNode(err) {
 		return err
 	}
 	t.forgetProposal()
@@ -864,7 +864,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 	st.Proposed = true
 	for _, p := range t.parts {
 		v := VoteStatus{Participant: p}
-		data, _, err := t.s.Ops().Get(ctx, t.votePath(p))
+		data, _, err := opsOf(t.s).Get(ctx, t.votePath(p))
 		switch {
 		case client.IsNoNode(err):
 		case err != nil:
@@ -879,7 +879,7 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 		}
 		st.Votes = append(st.Votes, v)
 	}
-	data, _, err := t.s.Ops().Get(ctx, t.decisionPath())
+	data, _, err := opsOf(t.s).Get(ctx, t.decisionPath())
 	switch {
 	case client.IsNoNode(err):
 	case err != nil:

@@ -119,8 +119,8 @@ func (p *prober) tryDir(ctx context.Context, dir string, acl []zk.ACL) error {
 	if !p.o.Auth && slices.ContainsFunc(acl, func(a zk.ACL) bool { return a.Scheme == "auth" }) {
 		return &probeError{stepCreate, node, errNoCredentials}
 	}
-	ops := p.sess.Ops()
-	if _, err := ops.CreateContainer(ctx, acl, node, nil); err != nil {
+	conn := p.sess.Conn()
+	if err := within(ctx, func() error { _, err := conn.CreateContainer(node, nil, zk.FlagContainer, acl); return err }); err != nil {
 		return &probeError{stepCreate, node, err}
 	}
 	child := node + "/e"
@@ -128,16 +128,16 @@ func (p *prober) tryDir(ctx context.Context, dir string, acl []zk.ACL) error {
 		step, node string
 		do         func() error
 	}{
-		{stepCreateIn, node, func() error { _, err := ops.Create(child, nil, zk.FlagEphemeral, acl); return err }},
-		{stepRead, node, func() error { _, _, err := ops.Get(ctx, node); return err }},
-		{stepWrite, node, func() error { _, err := p.sess.Conn().Set(node, []byte("probe"), -1); return err }},
-		{stepDeleteIn, node, func() error { return ops.Delete(ctx, child, -1) }},
+		{stepCreateIn, node, func() error { _, err := conn.Create(child, nil, zk.FlagEphemeral, acl); return err }},
+		{stepRead, node, func() error { return within(ctx, func() error { _, _, err := conn.Get(node); return err }) }},
+		{stepWrite, node, func() error { _, err := conn.Set(node, []byte("probe"), -1); return err }},
+		{stepDeleteIn, node, func() error { return p.sess.Delete(ctx, child) }},
 		// The container, empty now, may be gone already: the server
 		// reaps empty containers (at its check interval), so a missing
 		// node is what a container does, not a failure (TestDoctor/all
 		// met it under load, with a 100 ms interval).
 		{stepDelete, dir, func() error {
-			if err := ops.Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := p.sess.Delete(ctx, node); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 			return nil
@@ -146,13 +146,27 @@ func (p *prober) tryDir(ctx context.Context, dir string, acl []zk.ACL) error {
 	for i, s := range steps {
 		if err := s.do(); err != nil {
 			if i < len(steps)-1 {
-				ops.Delete(ctx, child, -1) // best effort; the container goes once empty
-				ops.Delete(ctx, node, -1)
+				p.sess.Delete(ctx, child) // best effort; the container goes once empty
+				p.sess.Delete(ctx, node)
 			}
 			return &probeError{s.step, s.node, err}
 		}
 	}
 	return nil
+}
+
+// within runs the request do and returns its error, or ctx's if ctx ends
+// first (do then finishes in the background: go-zookeeper ends every
+// request with its reply or the connection's loss).
+func within(ctx context.Context, do func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- do() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // isUnimplemented reports ZooKeeper's error -6 (unimplemented), which
@@ -233,7 +247,7 @@ func (p *prober) tryTTL(ctx context.Context, dir string) error {
 	if _, err := p.sess.Conn().CreateTTL(node, nil, zk.FlagTTL, aclOf(p.o.Spec.ACL), probeTTL); err != nil {
 		return &probeError{"create a TTL node", node, err}
 	}
-	if err := p.sess.Ops().Delete(ctx, node, -1); err != nil {
+	if err := p.sess.Delete(ctx, node); err != nil {
 		return &probeError{stepDelete, node, err}
 	}
 	return nil

@@ -5,7 +5,7 @@
 //     before the server expires it), expiry, Close, and Supervise, which
 //     opens a new session after each end.
 //   - Operations bound to a context, retried on recoverable errors, with
-//     the outcome of a write whose reply was lost resolved (Session.Ops:
+//     the outcome of a write whose reply was lost resolved (OpsOf:
 //     ops.go, retry.go), and a create pipelined with its listing
 //     (pipeline.go).
 //   - TLS and host resolution (tls.go, hosts.go), and the servers the

@@ -114,7 +114,7 @@ func (f *configFollower) run(w <-chan zk.Event) {
 func (f *configFollower) read() (Result, error) {
 	s := f.s
 	var r Result
-	err := s.Ops().RetryAlive(context.Background(), func() error {
+	err := OpsOf(s).RetryAlive(context.Background(), func() error {
 		if _, err := s.conn.Sync(configNode); err != nil {
 			return err
 		}

@@ -10,7 +10,10 @@ import (
 
 // What a handle needs the session to do at its close or end is registered
 // here, through OnClose and OnEnd, rather than kept in the Session's
-// fields: the session does not know the recipes.
+// fields: the session does not know the recipes. They are functions of
+// this layer, not methods of Session, so that they stay out of the public
+// Session (runtime.Session is this type): a stray Untrack would panic a
+// wait group, a stray Track make Supervise wait for ever.
 
 // CloseBound bounds what Close does for handles (a hook that does not
 // return, or a Close called from a hook).
@@ -34,14 +37,14 @@ type hooks struct {
 	ended bool   // end hooks ran: OnEnd refuses
 }
 
-// OnClose registers what Close does for a handle: run is called while the
+// OnClose registers on s what Close does for a handle: run is called while the
 // session still lives, concurrently with the other handles' (a queue
 // giving back its prefetched items, a partitioner member handing its
 // partitions over); wait is a channel Close waits for once the session's end
 // is told, before it closes the connection (a partitioner's readers
 // finishing with their partitions). Either may be nil. Close bounds both,
 // all handles together, by 5s. remove unregisters them.
-func (s *Session) OnClose(run func(context.Context) error, wait <-chan struct{}) (remove func()) {
+func OnClose(s *Session, run func(context.Context) error, wait <-chan struct{}) (remove func()) {
 	h := &closeHook{run: run, wait: wait}
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()
@@ -65,10 +68,10 @@ type Ender interface {
 	SessionEnded()
 }
 
-// OnEnd registers e: the session's end (by Close or expiry) calls
+// OnEnd registers e on s: the session's end (by Close or expiry) calls
 // e.SessionEnded once. It reports false, and does not register e, when the
 // session has ended already.
-func (s *Session) OnEnd(e Ender) bool {
+func OnEnd(s *Session, e Ender) bool {
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()
 	if s.hooks.ended || s.Err() != nil {
@@ -84,20 +87,20 @@ func (s *Session) OnEnd(e Ender) bool {
 	return true
 }
 
-// OffEnd unregisters e (see OnEnd).
-func (s *Session) OffEnd(e Ender) {
+// OffEnd unregisters e from s (see OnEnd).
+func OffEnd(s *Session, e Ender) {
 	s.hooks.mu.Lock()
 	delete(s.hooks.end, e)
 	s.hooks.mu.Unlock()
 }
 
-// Track registers a tenure: something a handle holds while the session
+// Track registers a tenure on s: something a handle holds while the session
 // lives (a lock, a lease, a leadership, a membership) and that must tell
 // its end. Supervise, once the session has ended, waits until every tracked
 // tenure has called Untrack before it cancels the work's context, so that
 // the work sees each loss first. It reports false, and registers nothing,
 // when the session has ended already.
-func (s *Session) Track() bool {
+func Track(s *Session) bool {
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()
 	if s.hooks.ended || s.Err() != nil {
@@ -109,7 +112,7 @@ func (s *Session) Track() bool {
 
 // Untrack tells that a tenure Track registered has ended; call it once per
 // Track that reported true.
-func (s *Session) Untrack() { s.tenures.Done() }
+func Untrack(s *Session) { s.tenures.Done() }
 
 // runEnd runs the end hooks, once the session's end is told.
 func (h *hooks) runEnd() {

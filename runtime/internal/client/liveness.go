@@ -152,7 +152,7 @@ func giveUpIn(s *Session) time.Duration {
 	if last == 0 {
 		last = time.Now().UnixNano()
 	}
-	deadline := time.Unix(0, last).Add(time.Duration(float64(s.Ops().Timeout()) * lostFraction))
+	deadline := time.Unix(0, last).Add(time.Duration(float64(OpsOf(s).Timeout()) * lostFraction))
 	return max(time.Until(deadline), 0)
 }
 
@@ -270,7 +270,7 @@ func clockEnded(s *Session) bool {
 		return false
 	}
 	age := time.Duration(monoNow() - at)
-	timeout := s.Ops().Timeout()
+	timeout := OpsOf(s).Timeout()
 	if age >= timeout*2/3 {
 		return true
 	}

@@ -550,7 +550,7 @@ func (g *guidCreate) attempt() (Outcome, error) {
 	case err == nil:
 		return OutcomeKnown, nil
 	case errors.Is(err, zk.ErrNoNode):
-		if err := s.Ops().EnsurePath(g.ctx, g.acl, g.dir); err != nil {
+		if err := OpsOf(s).EnsurePath(g.ctx, g.acl, g.dir); err != nil {
 			return OutcomeKnown, err
 		}
 		return OutcomeResend, nil
@@ -566,7 +566,7 @@ func (g *guidCreate) attempt() (Outcome, error) {
 
 // settle looks for the node of an attempt whose outcome was hidden.
 func (g *guidCreate) settle(ctx context.Context) (Outcome, error) {
-	found, err := g.s.Ops().FindByPrefix(ctx, g.dir, g.prefix)
+	found, err := OpsOf(g.s).FindByPrefix(ctx, g.dir, g.prefix)
 	if err != nil || found != "" {
 		g.created = found
 		return OutcomeKnown, err
@@ -578,7 +578,7 @@ func (g *guidCreate) settle(ctx context.Context) (Outcome, error) {
 // was first (with its error firstErr). g is a copy: only this path puts
 // it on the heap.
 func (g guidCreate) retry(first Outcome, firstErr error) (string, error) {
-	err := g.s.Ops().RetryUncertain(g.ctx, UncertainWrite{Op: "create", Path: g.path,
+	err := OpsOf(g.s).RetryUncertain(g.ctx, UncertainWrite{Op: "create", Path: g.path,
 		Attempt: func(n int) (Outcome, error) {
 			if n == 1 {
 				return first, firstErr
@@ -644,13 +644,13 @@ func (s *Ops) addAuth(ctx context.Context) error {
 // zk.ErrNoNode. It is a plain read for tools (zkgen inspect, provision):
 // recipes use their own handles.
 func (s *Session) Children(ctx context.Context, path string) ([]string, error) {
-	return s.Ops().Children(ctx, path)
+	return OpsOf(s).Children(ctx, path)
 }
 
 // Exists reports whether path exists, retrying recoverable errors. It sets
 // no watch.
 func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
-	_, _, err := s.Ops().Get(ctx, path)
+	_, _, err := OpsOf(s).Get(ctx, path)
 	if IsNoNode(err) {
 		return false, nil
 	}
@@ -663,7 +663,7 @@ func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
 // zk.ErrNoNode; missing on a retry after a connection loss, it counts as
 // deleted by the lost attempt.
 func (s *Session) Delete(ctx context.Context, path string) error {
-	return s.Ops().Delete(ctx, path, -1)
+	return OpsOf(s).Delete(ctx, path, -1)
 }
 
 // CreatePersistent creates path and its missing ancestors as persistent
@@ -685,7 +685,7 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 			continue
 		}
 		p := path[:i]
-		made, err := s.Ops().CreateIfAbsent(ctx, p, nil, 0, acl)
+		made, err := OpsOf(s).CreateIfAbsent(ctx, p, nil, 0, acl)
 		if err != nil {
 			return created, err
 		}

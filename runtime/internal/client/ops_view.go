@@ -8,12 +8,14 @@ import (
 // Ops is a session's view for the recipes: its operations, each bound to
 // a context and retried or resolved as the session's policy says (ops.go,
 // retry.go, pipeline.go), and what a recipe reads of the session's
-// settings. It is the same session (Session.Ops); it holds nothing of its
+// settings. It is the same session (OpsOf); it holds nothing of its
 // own.
 type Ops Session
 
-// Ops returns the session's operations and settings, for recipes.
-func (s *Session) Ops() *Ops { return (*Ops)(s) }
+// OpsOf returns s's operations and settings, for recipes. It is a
+// function, not a method, so that the operations stay out of the public
+// Session (runtime.Session is this type).
+func OpsOf(s *Session) *Ops { return (*Ops)(s) }
 
 // Log returns the session's logger (WithLogger).
 func (o *Ops) Log() *slog.Logger { return o.log }

@@ -12,7 +12,7 @@ func choices(t *testing.T, s *Session) []string {
 	s.log, s.policy = slog.Default(), DefaultRetry
 	out := []string{s.rand.NewGUID(), string(s.rand.AppendGUID(nil, false))}
 	for n := 1; n <= 4; n++ {
-		out = append(out, s.Ops().Backoff(7, n).String())
+		out = append(out, OpsOf(s).Backoff(7, n).String())
 	}
 	h := newHostList(s)
 	if err := h.Init([]string{"127.0.0.1:1", "127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1", "127.0.0.5:1"}); err != nil {

@@ -123,7 +123,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		id := s.id
 		s.mu.Unlock()
 		s.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "server", conn.Server())
-		if err := s.Ops().addAuth(ctx); err != nil {
+		if err := OpsOf(s).addAuth(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("runtime: Connect: %w", err)
 		}

@@ -156,19 +156,19 @@ func superviseRun(ctx context.Context, s *Session, fn func(context.Context, *Ses
 // the timeout): a loss whose session lives on (a node deleted by someone
 // else) is fn's failure, returned after that wait.
 func awaitFate(s *Session, err error) bool {
-	if s.Err() != nil || s.Ops().CheckClock() {
+	if s.Err() != nil || OpsOf(s).CheckClock() {
 		return true
 	}
 	if err == nil || !sessionEnd(err, true) {
 		return false
 	}
-	t := time.NewTimer(s.Ops().Timeout() * 2 / 3)
+	t := time.NewTimer(OpsOf(s).Timeout() * 2 / 3)
 	defer t.Stop()
 	select {
 	case <-s.Done():
 		return true
 	case <-t.C:
-		return s.Ops().CheckClock()
+		return OpsOf(s).CheckClock()
 	}
 }
 
@@ -281,7 +281,7 @@ func overBy(s *Session) time.Time {
 		return time.Time{}
 	}
 	last := time.Unix(0, s.lastRecv.Load())
-	timeout := s.Ops().Timeout()
+	timeout := OpsOf(s).Timeout()
 	return last.Add(timeout + timeout/2 + 100*time.Millisecond)
 }
 
