@@ -14,12 +14,7 @@ func init() {
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a handle on the barrier %s, up while the node %s exists.", r.GoName, r.Name, layout(r))}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{
-				"Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx",
-				"cancellation stops waiting; Wait creates nothing).",
-			}
-		},
+		usage: func(*spec.Resource) []string { return nil },
 		cache: valueCache(func(*spec.Resource) *spec.TypeRef { return nil }, "each instance that is up (its node exists)"),
 	})
 	register(spec.KindDoubleBarrier, descriptor{
@@ -29,14 +24,7 @@ func init() {
 			return []string{fmt.Sprintf("%s returns a participant in the double barrier %s at %s, for %d %s.",
 				r.GoName, r.Name, layout(r), r.Size, plural(r.Size, "participant", "participants"))}
 		},
-		usage: func(r *spec.Resource) []string {
-			return []string{
-				fmt.Sprintf("Enter blocks until %d %s entered; Leave blocks until all have left. Participants",
-					r.Size, plural(r.Size, "participant has", "participants have")),
-				"are ephemeral: one whose session ends neither counts nor blocks the others.",
-				"ctx cancellation of Enter removes this participant's node.",
-			}
-		},
+		usage: func(*spec.Resource) []string { return nil },
 		cache: &cacheDesc{
 			ctor: "NewDoubleBarrierCache",
 			typ: func(_ *spec.Resource, key jen.Code) jen.Code {

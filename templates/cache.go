@@ -66,10 +66,9 @@ func emitCache(f *jen.File, r *spec.Resource, d *cacheDesc) {
 	name := r.GoName + "Cache"
 	f.Comment(fmt.Sprintf("%s returns a cache of %s at %s: %s, keyed by %s, read from memory.",
 		name, r.Name, layout(r), d.mirrors(r), keyDoc(r)))
-	f.Comment("It runs on c's session until ctx ends or the session does (then its readers get")
-	f.Comment("a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).")
-	f.Comment("opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it")
-	f.Comment("stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.")
+	f.Comment(fmt.Sprintf("It is [runtime.%s]'s cache with opts, run on c's session by a goroutine of its", d.ctor))
+	f.Comment("own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends")
+	f.Comment("(or the cache stops); under Run, make a new cache in fn. See docs/caches.md.")
 	ctx := jen.Qual("context", "Context")
 	args := append([]jen.Code{templateExpr(r), keyFn}, d.args(r)...)
 	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(name).Params(

@@ -19,13 +19,7 @@ func init() {
 			}
 			return []string{fmt.Sprintf("%s returns the %s %s at %s.", r.GoName, what, r.Name, layout(r))}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{
-				"Get reads the value and its version; Set writes it; CompareAndSet writes only",
-				"at the given version (else runtime.ErrVersionConflict); Delete removes it;",
-				"Watch follows creation, changes and deletion (Exists false).",
-			}
-		},
+		usage: func(*spec.Resource) []string { return nil },
 		cache: valueCache(func(r *spec.Resource) *spec.TypeRef { return r.Value }, "the value of each instance that exists, with its stat"),
 	})
 	register(spec.KindCounter, descriptor{
@@ -35,7 +29,7 @@ func init() {
 			return []string{fmt.Sprintf("%s returns the counter %s at %s (an int64, 0 until first added to).", r.GoName, r.Name, layout(r))}
 		},
 		usage: func(r *spec.Resource) []string {
-			lines := []string{"Get reads it; Add adds by compare-and-set, retried until it wins."}
+			var lines []string
 			if r.Layout == spec.LayoutKazoo {
 				lines = append(lines, "Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):",
 					"int32 values only; an Add leaving that range fails.")

@@ -16,12 +16,7 @@ func init() {
 			return []string{fmt.Sprintf("%s returns a candidate in the leader election %s at %s.", r.GoName, r.Name, layout(r))}
 		},
 		usage: func(r *spec.Resource) []string {
-			lines := []string{
-				"Campaign blocks until this candidate is the acknowledged leader (ctx cancellation",
-				"removes its node) and returns the leadership: Epoch grows with every new leader,",
-				"Lost and Context end when it is lost, Resign hands over. Leader reads the",
-				"acknowledged leader's payload; Observe streams leadership changes, including none.",
-			}
+			var lines []string
 			if r.Layout == spec.LayoutKazoo {
 				lines = append(lines, "Candidate nodes are named as Python kazoo's Election names them.")
 			}

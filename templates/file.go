@@ -48,16 +48,14 @@ func newFile(s *spec.Spec) *jen.File {
 	f.Line()
 	f.Comment("Session returns the session c's handles use, for writes of the service's")
 	f.Comment("own beside the recipes' (under Run, the session of this run of fn: it ends")
-	f.Comment("when fn's ctx does). Closing it ends every handle.")
+	f.Comment("when fn's ctx does). Closing it ends every handle. See [runtime.Session].")
 	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id("Session").Params().Op("*").Qual(runtimePkg, "Session").Block(
 		jen.Return(jen.Id("c").Dot("sess")),
 	)
 	f.Line()
-	f.Comment("Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:")
-	f.Comment("when the session ends, fn's ctx is cancelled and, once fn has returned, fn")
-	f.Comment("runs again with a Client on a new session. It returns nil when ctx ends, or")
-	f.Comment("fn's error when fn fails for another reason than its session's end (see")
-	f.Comment("runtime.Supervise for the guarantees across a change of session).")
+	f.Comment("Run is [runtime.Supervise] with a Client: it runs fn with a Client on each")
+	f.Comment("session Supervise opens, for as long as ctx lasts. Supervise's doc says when")
+	f.Comment("fn runs again, what Run returns and what holds across a change of session.")
 	ctx := jen.Qual("context", "Context")
 	f.Func().Id("Run").Params(
 		jen.Id("ctx").Add(ctx),
@@ -152,7 +150,7 @@ func stringParamDoc(f *jen.File, r *spec.Resource) {
 	for _, p := range r.Params {
 		if p.Type == "string" {
 			f.Comment("A string parameter that is empty, \".\", \"..\" or contains \"/\" or control")
-			f.Comment("characters makes every method return runtime.ErrInvalidPath.")
+			f.Comment("characters makes every method return [runtime.ErrInvalidPath].")
 			return
 		}
 	}

@@ -31,8 +31,10 @@ type descriptor struct {
 	args func(r *spec.Resource) []jen.Code
 	// summary is the first lines of the method's doc comment.
 	summary func(r *spec.Resource) []string
-	// usage is the doc comment lines after the spec's doc: what the
-	// handle's methods do for r.
+	// usage is the doc comment lines after the spec's doc and the link
+	// to the handle's runtime type: what the spec adds to the runtime's
+	// contract for r (layout, revocation, prefetch, ...), with links to
+	// the options that hold it, never a copy of the runtime's contract.
 	usage func(r *spec.Resource) []string
 	// decls emits declarations the method needs before it (constants);
 	// nil for none.
@@ -109,11 +111,13 @@ func emit(f *jen.File, s *spec.Spec, r *spec.Resource, d descriptor) {
 	}
 	docLines(f, r.Doc)
 	f.Comment("")
+	typ, _ := d.handle(r)
+	f.Comment(fmt.Sprintf("Its methods are [runtime.%s]'s, documented there: what each blocks on, what", typ))
+	f.Comment("ctx cancellation does, what is left in ZooKeeper.")
 	for _, line := range d.usage(r) {
 		f.Comment(line)
 	}
 	stringParamDoc(f, r)
-	typ, _ := d.handle(r)
 	var args []jen.Code
 	if d.args != nil {
 		args = d.args(r)

@@ -16,11 +16,7 @@ func init() {
 			return []string{fmt.Sprintf("%s returns a member handle of the group %s at %s.", r.GoName, r.Name, layout(r))}
 		},
 		usage: func(r *spec.Resource) []string {
-			lines := []string{
-				"Join adds an ephemeral member node (it leaves with Leave or the session);",
-				"Members lists the members in join order; Watch delivers the full list after",
-				"every change.",
-			}
+			var lines []string
 			if r.Layout == spec.LayoutKazoo {
 				lines = append(lines, "Member nodes are named as Python kazoo's Party names them.")
 			}

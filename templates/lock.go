@@ -14,14 +14,11 @@ import (
 func init() {
 	register(spec.KindLock, lockDescriptor("Lock", "a contender for the exclusive lock", lockCache("NewLockCache",
 		"the holder and the waiters of each instance that has a contender (runtime.LockState)"),
-		"Lock blocks until this contender holds the lock (ctx cancellation removes its node);",
-		"Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;",
-		"Guarded runs ZooKeeper writes only while the lock is held."))
+		"Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with",
+		"[runtime.Lock.Token] or [runtime.Lock.Guarded]."))
 	register(spec.KindRWLock, lockDescriptor("RWLock", "the read/write lock", lockCache("NewRWLockCache",
 		"the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState)"),
-		"Read and Write each return a new contender with the lock methods: readers share",
-		"the lock, a writer excludes everyone, and readers arriving after a waiting writer",
-		"queue behind it."))
+		"Its sides are [runtime.RWLock.Read] and [runtime.RWLock.Write]."))
 	register(spec.KindSemaphore, descriptor{
 		handle: func(*spec.Resource) (string, []jen.Code) { return "Semaphore", nil },
 		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{jen.Lit(r.Leases)}, layoutOption(r)...) },
@@ -30,10 +27,10 @@ func init() {
 				r.GoName, r.Name, layout(r), r.Leases, plural(r.Leases, "lease", "leases"))}
 		},
 		usage: func(r *spec.Resource) []string {
-			lines := []string{"Acquire blocks until a lease is granted and returns it; Release gives it back."}
+			var lines []string
 			if r.Layout == spec.LayoutKazoo {
 				lines = append(lines, "kazoo's Semaphore layout: the node records the number of leases, and a handle",
-					"with another number is refused (runtime.ErrSpecMismatch).")
+					"with another number is refused ([runtime.ErrSpecMismatch]).")
 			}
 			return lines
 		},
@@ -48,12 +45,7 @@ func init() {
 				r.GoName, r.Name, layout(r), r.Leases, plural(r.Leases, "holder", "holders"), r.TTL)}
 		},
 		usage: func(*spec.Resource) []string {
-			return []string{
-				"A lease is a TTL node, not tied to the session: Acquire(ctx, holderID) blocks until",
-				"a lease is granted (or takes back the one holderID already holds, after a restart);",
-				"Renew extends it by the TTL, Release gives it back, and Expires says when it ends",
-				"by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).",
-			}
+			return []string{"The server must allow TTL nodes (zookeeper.extendedTypesEnabled)."}
 		},
 	})
 }
@@ -99,10 +91,9 @@ func lockOptionsDoc(r *spec.Resource) []string {
 	}
 	switch {
 	case r.Revocable && r.ForceAfter > 0:
-		lines = append(lines, fmt.Sprintf("Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after %v", r.ForceAfter),
-			"without release, deletes the holder's node (its Lost fires).")
+		lines = append(lines, fmt.Sprintf("Revocable, forced after %v ([runtime.WithRevocation]).", r.ForceAfter))
 	case r.Revocable:
-		lines = append(lines, "Revocable: RequestRevoke asks the holder to release (its Revoked closes).")
+		lines = append(lines, "Revocable, never forced ([runtime.WithRevocation]).")
 	}
 	return lines
 }

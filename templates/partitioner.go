@@ -27,14 +27,7 @@ func init() {
 			return []string{fmt.Sprintf("%s returns a member handle of the partitioner %s at %s, sharing %d partitions.",
 				r.GoName, r.Name, layout(r), r.Partitions)}
 		},
-		usage: func(*spec.Resource) []string {
-			return []string{
-				"Join adds a member and returns its assignment: Owned streams the partitions it owns",
-				"(⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);",
-				"WithPartitionHooks tells each acquire and each release as it happens; Leave releases",
-				"them all. Stay joins and stays across sessions under Run.",
-			}
-		},
+		usage: func(*spec.Resource) []string { return nil },
 	})
 }
 

@@ -42,7 +42,7 @@ func init() {
 				names[i] = p.GoName
 			}
 			return append([]string{fmt.Sprintf("Priorities, most urgent first: %s; FIFO within one priority.", strings.Join(names, ", "))},
-				queueMethodsDoc(r, "Put adds an item at a priority")...)
+				queueMethodsDoc(r)...)
 		},
 	})
 	register(spec.KindDelayQueue, descriptor{
@@ -58,27 +58,16 @@ func init() {
 
 // fifoUsage is the usage doc of a FIFO queue's accessor.
 func fifoUsage(r *spec.Resource) []string {
-	doc := queueMethodsDoc(r, "Put appends an item")
+	doc := queueMethodsDoc(r)
 	if r.Prefetch > 1 {
-		doc = append(doc, fmt.Sprintf("With prefetch %d a Take that finds the session's buffer empty takes up to %d items in one multi", r.Prefetch, r.Prefetch),
-			"and the next Takes, through any handle of this session, hand them out from memory, even after ctx",
-			"or the session ended; closing the session puts unserved ones back; a process that dies holding",
-			"some loses them.")
+		doc = append(doc, fmt.Sprintf("Takes prefetch up to %d items into the session's buffer ([runtime.WithPrefetch]).", r.Prefetch))
 	}
 	return doc
 }
 
 // delayUsage is the usage doc of a delay queue's accessor.
 func delayUsage(r *spec.Resource) []string {
-	doc := queueMethodsDoc(r, "Put adds an item due at a time")
-	if r.Delivery == spec.AtLeastOnce {
-		doc = append(doc, "Requeue puts a dead letter back at its due time, which has passed: due at once.")
-	}
-	return append([]string{
-		"Take returns an item only once its due time has passed by this process's",
-		"clock, earliest due first; it waits on a timer and a watch, without polling;",
-		"Peek shows the item due first, due or not.",
-	}, doc...)
+	return queueMethodsDoc(r)
 }
 
 // queueHandle returns the handle function of a queue kind whose
@@ -124,27 +113,13 @@ func priorityConsts(f *jen.File, r *spec.Resource) {
 	f.Line()
 }
 
-func queueMethodsDoc(r *spec.Resource, put string) []string {
-	first := put + " (once, even across a connection loss); PutAll puts many in multis;"
-	if r.Delivery == spec.AtLeastOnce {
-		doc := []string{first,
-			"Take blocks until it claims an item and returns it as a delivery: Ack consumes it,",
-			"Release gives it back, GiveBack too without counting the delivery (the consumer,",
-			"not the item, could not go on), and a consumer whose session ends before Ack",
-			"releases it; TakeN claims several; Len counts the items, claimed ones included;",
-			"Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt",
-			"counts an item's deliveries across consumers;",
-		}
-		if r.DeadLetterAfter > 0 {
-			return append(doc, fmt.Sprintf("after %d without an ack the item moves to DeadLetters (Requeue, Discard).", r.DeadLetterAfter))
-		}
-		return append(doc, "DeadLetters lists the dead letters (none unless dead_letter_after is set).")
+// queueMethodsDoc is what r's spec adds to a queue's contract: its dead
+// letters.
+func queueMethodsDoc(r *spec.Resource) []string {
+	if r.DeadLetterAfter > 0 {
+		return []string{fmt.Sprintf("An item delivered %d times without an ack moves to the dead letters ([runtime.WithDeadLetterAfter]).", r.DeadLetterAfter)}
 	}
-	return []string{first,
-		"Take blocks until it removes an item and returns it (ctx cancellation leaves",
-		"nothing behind); TakeN removes several at once; Len counts the items; Peek",
-		"shows the next one without taking it; Stats counts them.",
-	}
+	return nil
 }
 
 // itemDoc describes a payload type for doc comments.

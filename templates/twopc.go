@@ -25,19 +25,11 @@ func init() {
 			}
 		},
 		usage: func(r *spec.Resource) []string {
-			lines := []string{
-				"The coordinator calls Propose (or ProposeWith a payload); each participant may Join",
-				"(its presence is ephemeral: if its session ends before it votes, the transaction",
-				"aborts) and Votes runtime.Commit or runtime.Abort once. Outcome blocks until the",
-				"decision, written once and the same for everyone: abort as soon as any aborts,",
-				"commit when all commit.",
-			}
 			if r.Notify == spec.NotifyCoordinator {
-				lines = append(lines,
-					"Only the coordinator (the session that proposed, through any handle) watches the",
-					"votes; it must call Outcome to publish the decision the others wait for.")
+				return []string{"Only the coordinator watches the votes; it must call Outcome to publish the",
+					"decision ([runtime.WithCoordinatorNotify])."}
 			}
-			return lines
+			return nil
 		},
 	})
 }

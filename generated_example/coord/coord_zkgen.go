@@ -30,16 +30,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -68,18 +66,18 @@ type Flags struct {
 //
 // Serialises all writes to one shard of the orders table.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) OrderLock(shard int) OrderLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/zkgen-example/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
 // OrderLockCache returns a cache of order_lock at /zkgen-example/locks/orders/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/zkgen-example/locks/orders").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -95,22 +93,20 @@ func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption
 
 // TableLock returns the read/write lock table_lock at /zkgen-example/locks/tables/{table:string}.
 //
-// Read and Write each return a new contender with the lock methods: readers share
-// the lock, a writer excludes everyone, and readers arriving after a waiting writer
-// queue behind it.
-// Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 5s
-// without release, deletes the holder's node (its Lost fires).
+// Its methods are [runtime.RWLock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Its sides are [runtime.RWLock.Read] and [runtime.RWLock.Write].
+// Revocable, forced after 5s ([runtime.WithRevocation]).
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) TableLock(table string) TableLockHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/zkgen-example/locks/tables").Str("table", table), runtime.WithRevocation(5*time.Second), runtime.WithResourceName("table_lock"))
 }
 
 // TableLockCache returns a cache of table_lock at /zkgen-example/locks/tables/{table:string}: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by table, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) TableLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/zkgen-example/locks/tables").Str("table"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -126,31 +122,26 @@ func (c *Client) TableLockCache(ctx context.Context, opts ...runtime.CacheOption
 
 // Slots returns a participant in the semaphore slots at /zkgen-example/semaphores/slots, which grants at most 3 leases at once.
 //
-// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Slots() SlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3, runtime.WithResourceName("slots"))
 }
 
 // Leases returns a handle on the lease set leases at /zkgen-example/leases/workers: at most 2 holders at once, each lasting 5s unless renewed.
 //
-// A lease is a TTL node, not tied to the session: Acquire(ctx, holderID) blocks until
-// a lease is granted (or takes back the one holderID already holds, after a restart);
-// Renew extends it by the TTL, Release gives it back, and Expires says when it ends
-// by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
+// Its methods are [runtime.TTLLeases]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) Leases() LeasesHandle {
 	return runtime.NewTTLLeases(c.sess, runtime.At("/zkgen-example/leases/workers"), 2, 5*time.Second, runtime.WithResourceName("leases"))
 }
 
 // Jobs returns a handle on the FIFO queue jobs at /zkgen-example/queues/jobs, of Job (JSON) items, delivered at most once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
-// With prefetch 16 a Take that finds the session's buffer empty takes up to 16 items in one multi
-// and the next Takes, through any handle of this session, hand them out from memory, even after ctx
-// or the session ended; closing the session puts unserved ones back; a process that dies holding
-// some loses them.
+// Its methods are [runtime.Queue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Takes prefetch up to 16 items into the session's buffer ([runtime.WithPrefetch]).
 func (c *Client) Jobs() JobsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job](), runtime.WithPrefetch(16), runtime.WithResourceName("jobs"))
 }
@@ -167,66 +158,44 @@ const (
 
 // Tasks returns a handle on the priority queue tasks at /zkgen-example/queues/tasks, of Job (JSON) items, delivered at least once.
 //
+// Its methods are [runtime.AckPriorityQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Priorities, most urgent first: TasksUrgent, TasksNormal, TasksBulk; FIFO within one priority.
-// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
 func (c *Client) Tasks() TasksHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
 
 // Outbox returns a handle on the FIFO queue outbox at /zkgen-example/queues/outbox, of Job (JSON) items, delivered at least once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// after 3 without an ack the item moves to DeadLetters (Requeue, Discard).
+// Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// An item delivered 3 times without an ack moves to the dead letters ([runtime.WithDeadLetterAfter]).
 func (c *Client) Outbox() OutboxHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/zkgen-example/queues/outbox"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("outbox"))
 }
 
 // Reminders returns a handle on the delay queue reminders at /zkgen-example/queues/reminders, of Job (JSON) items, delivered at least once.
 //
-// Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling;
-// Peek shows the item due first, due or not.
-// Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
-// Requeue puts a dead letter back at its due time, which has passed: due at once.
+// Its methods are [runtime.AckDelayQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job](), runtime.WithResourceName("reminders"))
 }
 
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
 //
-// Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
-// cancellation stops waiting; Wait creates nothing).
+// Its methods are [runtime.Barrier]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Start(run string) StartHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/zkgen-example/barriers/start").Str("run", run), runtime.WithResourceName("start"))
 }
 
 // StartCache returns a cache of start at /zkgen-example/barriers/start/{run:string}: each instance that is up (its node exists), keyed by run, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) StartCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/barriers/start").Str("run"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -242,18 +211,16 @@ func (c *Client) StartCache(ctx context.Context, opts ...runtime.CacheOption) (*
 
 // Epoch returns a participant in the double barrier epoch at /zkgen-example/barriers/epoch/{n:int}, for 3 participants.
 //
-// Enter blocks until 3 participants have entered; Leave blocks until all have left. Participants
-// are ephemeral: one whose session ends neither counts nor blocks the others.
-// ctx cancellation of Enter removes this participant's node.
+// Its methods are [runtime.DoubleBarrier]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Epoch(n int) EpochHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/zkgen-example/barriers/epoch").Int("n", n), 3, runtime.WithResourceName("epoch"))
 }
 
 // EpochCache returns a cache of epoch at /zkgen-example/barriers/epoch/{n:int}: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by n, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewDoubleBarrierCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) EpochCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[int], error) {
 	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/zkgen-example/barriers/epoch").Int("n"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -277,41 +244,34 @@ const (
 // Deploy returns a handle on the two-phase commit deploy at /zkgen-example/tx/deploy/{id:string},
 // with participants database, cache, search.
 //
-// The coordinator calls Propose (or ProposeWith a payload); each participant may Join
-// (its presence is ephemeral: if its session ends before it votes, the transaction
-// aborts) and Votes runtime.Commit or runtime.Abort once. Outcome blocks until the
-// decision, written once and the same for everyone: abort as soon as any aborts,
-// commit when all commit.
+// Its methods are [runtime.TwoPhaseCommit]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Deploy(id string) DeployHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch}, runtime.WithResourceName("deploy"))
 }
 
 // Scheduler returns a candidate in the leader election scheduler at /zkgen-example/election/scheduler.
 //
-// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
-// removes its node) and returns the leadership: Epoch grows with every new leader,
-// Lost and Context end when it is lost, Resign hands over. Leader reads the
-// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Its methods are [runtime.Election]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Scheduler() SchedulerHandle {
 	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member](), runtime.WithResourceName("scheduler"))
 }
 
 // Workers returns a member handle of the group workers at /zkgen-example/groups/workers.
 //
-// Join adds an ephemeral member node (it leaves with Leave or the session);
-// Members lists the members in join order; Watch delivers the full list after
-// every change.
+// Its methods are [runtime.Group]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Workers() WorkersHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/workers"), runtime.JSONCodec[Member](), runtime.WithResourceName("workers"))
 }
 
 // WorkersCache returns a cache of workers at /zkgen-example/groups/workers: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) WorkersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, Member], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/zkgen-example/groups/workers"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -327,18 +287,16 @@ func (c *Client) WorkersCache(ctx context.Context, opts ...runtime.CacheOption) 
 
 // Flags returns the config value flags at /zkgen-example/config/flags.
 //
-// Get reads the value and its version; Set writes it; CompareAndSet writes only
-// at the given version (else runtime.ErrVersionConflict); Delete removes it;
-// Watch follows creation, changes and deletion (Exists false).
+// Its methods are [runtime.Config]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Flags() FlagsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/zkgen-example/config/flags"), runtime.JSONCodec[Flags](), runtime.WithResourceName("flags"))
 }
 
 // FlagsCache returns a cache of flags at /zkgen-example/config/flags: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) FlagsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, Flags], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/config/flags"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -354,20 +312,16 @@ func (c *Client) FlagsCache(ctx context.Context, opts ...runtime.CacheOption) (*
 
 // Shards returns a member handle of the partitioner shards at /zkgen-example/partitioners/shards, sharing 64 partitions.
 //
-// Join adds a member and returns its assignment: Owned streams the partitions it owns
-// (⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);
-// WithPartitionHooks tells each acquire and each release as it happens; Leave releases
-// them all. Stay joins and stays across sessions under Run.
+// Its methods are [runtime.Partitioner]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Shards() ShardsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/zkgen-example/partitioners/shards"), 64, runtime.JSONCodec[Member](), runtime.WithResourceName("shards"))
 }
 
 // PythonScheduler returns a candidate in the leader election python_scheduler at /zkgen-example/election/python.
 //
-// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
-// removes its node) and returns the leadership: Epoch grows with every new leader,
-// Lost and Context end when it is lost, Resign hands over. Leader reads the
-// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Its methods are [runtime.Election]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Candidate nodes are named as Python kazoo's Election names them.
 func (c *Client) PythonScheduler() PythonSchedulerHandle {
 	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_scheduler"))
@@ -375,28 +329,27 @@ func (c *Client) PythonScheduler() PythonSchedulerHandle {
 
 // PythonSlots returns a participant in the semaphore python_slots at /zkgen-example/semaphores/python, which grants at most 3 leases at once.
 //
-// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // kazoo's Semaphore layout: the node records the number of leases, and a handle
-// with another number is refused (runtime.ErrSpecMismatch).
+// with another number is refused ([runtime.ErrSpecMismatch]).
 func (c *Client) PythonSlots() PythonSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/python"), 3, runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_slots"))
 }
 
 // PythonParty returns a member handle of the group python_party at /zkgen-example/groups/python.
 //
-// Join adds an ephemeral member node (it leaves with Leave or the session);
-// Members lists the members in join order; Watch delivers the full list after
-// every change.
+// Its methods are [runtime.Group]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Member nodes are named as Python kazoo's Party names them.
 func (c *Client) PythonParty() PythonPartyHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/zkgen-example/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
 }
 
 // PythonPartyCache returns a cache of python_party at /zkgen-example/groups/python: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, string], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/zkgen-example/groups/python"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -412,78 +365,80 @@ func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOpti
 
 // Hits returns the counter hits at /zkgen-example/counters/hits (an int64, 0 until first added to).
 //
-// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Hits() HitsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/hits"), runtime.WithResourceName("hits"))
 }
 
 // PythonHits returns the counter python_hits at /zkgen-example/counters/python (an int64, 0 until first added to).
 //
-// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
 // int32 values only; an Add leaving that range fails.
 func (c *Client) PythonHits() PythonHitsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_hits"))
 }
 
-// OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
+// OrderLockHandle is the interface of the handle OrderLock returns ([runtime.LockHandle]), for fakes in tests.
 type OrderLockHandle = runtime.LockHandle
 
-// TableLockHandle is the interface of the handle TableLock returns (runtime.RWLockHandle), for fakes in tests.
+// TableLockHandle is the interface of the handle TableLock returns ([runtime.RWLockHandle]), for fakes in tests.
 type TableLockHandle = runtime.RWLockHandle
 
-// SlotsHandle is the interface of the handle Slots returns (runtime.SemaphoreHandle), for fakes in tests.
+// SlotsHandle is the interface of the handle Slots returns ([runtime.SemaphoreHandle]), for fakes in tests.
 type SlotsHandle = runtime.SemaphoreHandle
 
-// LeasesHandle is the interface of the handle Leases returns (runtime.TTLLeasesHandle), for fakes in tests.
+// LeasesHandle is the interface of the handle Leases returns ([runtime.TTLLeasesHandle]), for fakes in tests.
 type LeasesHandle = runtime.TTLLeasesHandle
 
-// JobsHandle is the interface of the handle Jobs returns (runtime.QueueHandle), for fakes in tests.
+// JobsHandle is the interface of the handle Jobs returns ([runtime.QueueHandle]), for fakes in tests.
 type JobsHandle = runtime.QueueHandle[Job]
 
-// TasksHandle is the interface of the handle Tasks returns (runtime.AckPriorityQueueHandle), for fakes in tests.
+// TasksHandle is the interface of the handle Tasks returns ([runtime.AckPriorityQueueHandle]), for fakes in tests.
 type TasksHandle = runtime.AckPriorityQueueHandle[Job]
 
-// OutboxHandle is the interface of the handle Outbox returns (runtime.AckQueueHandle), for fakes in tests.
+// OutboxHandle is the interface of the handle Outbox returns ([runtime.AckQueueHandle]), for fakes in tests.
 type OutboxHandle = runtime.AckQueueHandle[Job]
 
-// RemindersHandle is the interface of the handle Reminders returns (runtime.AckDelayQueueHandle), for fakes in tests.
+// RemindersHandle is the interface of the handle Reminders returns ([runtime.AckDelayQueueHandle]), for fakes in tests.
 type RemindersHandle = runtime.AckDelayQueueHandle[Job]
 
-// StartHandle is the interface of the handle Start returns (runtime.BarrierHandle), for fakes in tests.
+// StartHandle is the interface of the handle Start returns ([runtime.BarrierHandle]), for fakes in tests.
 type StartHandle = runtime.BarrierHandle
 
-// EpochHandle is the interface of the handle Epoch returns (runtime.DoubleBarrierHandle), for fakes in tests.
+// EpochHandle is the interface of the handle Epoch returns ([runtime.DoubleBarrierHandle]), for fakes in tests.
 type EpochHandle = runtime.DoubleBarrierHandle
 
-// DeployHandle is the interface of the handle Deploy returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
+// DeployHandle is the interface of the handle Deploy returns ([runtime.TwoPhaseCommitHandle]), for fakes in tests.
 type DeployHandle = runtime.TwoPhaseCommitHandle[[]byte]
 
-// SchedulerHandle is the interface of the handle Scheduler returns (runtime.ElectionHandle), for fakes in tests.
+// SchedulerHandle is the interface of the handle Scheduler returns ([runtime.ElectionHandle]), for fakes in tests.
 type SchedulerHandle = runtime.ElectionHandle[Member]
 
-// WorkersHandle is the interface of the handle Workers returns (runtime.GroupHandle), for fakes in tests.
+// WorkersHandle is the interface of the handle Workers returns ([runtime.GroupHandle]), for fakes in tests.
 type WorkersHandle = runtime.GroupHandle[Member]
 
-// FlagsHandle is the interface of the handle Flags returns (runtime.ConfigHandle), for fakes in tests.
+// FlagsHandle is the interface of the handle Flags returns ([runtime.ConfigHandle]), for fakes in tests.
 type FlagsHandle = runtime.ConfigHandle[Flags]
 
-// ShardsHandle is the interface of the handle Shards returns (runtime.PartitionerHandle), for fakes in tests.
+// ShardsHandle is the interface of the handle Shards returns ([runtime.PartitionerHandle]), for fakes in tests.
 type ShardsHandle = runtime.PartitionerHandle[Member]
 
-// PythonSchedulerHandle is the interface of the handle PythonScheduler returns (runtime.ElectionHandle), for fakes in tests.
+// PythonSchedulerHandle is the interface of the handle PythonScheduler returns ([runtime.ElectionHandle]), for fakes in tests.
 type PythonSchedulerHandle = runtime.ElectionHandle[string]
 
-// PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+// PythonSlotsHandle is the interface of the handle PythonSlots returns ([runtime.SemaphoreHandle]), for fakes in tests.
 type PythonSlotsHandle = runtime.SemaphoreHandle
 
-// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+// PythonPartyHandle is the interface of the handle PythonParty returns ([runtime.GroupHandle]), for fakes in tests.
 type PythonPartyHandle = runtime.GroupHandle[string]
 
-// HitsHandle is the interface of the handle Hits returns (runtime.CounterHandle), for fakes in tests.
+// HitsHandle is the interface of the handle Hits returns ([runtime.CounterHandle]), for fakes in tests.
 type HitsHandle = runtime.CounterHandle
 
-// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+// PythonHitsHandle is the interface of the handle PythonHits returns ([runtime.CounterHandle]), for fakes in tests.
 type PythonHitsHandle = runtime.CounterHandle
 
 // API is the interface of Client: depend on it where a test should be able

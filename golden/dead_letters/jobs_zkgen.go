@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -53,14 +51,9 @@ type Job struct {
 
 // Builds returns a handle on the FIFO queue builds at /jobs/queues/builds, of Job (JSON) items, delivered at least once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// after 5 without an ack the item moves to DeadLetters (Requeue, Discard).
+// Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// An item delivered 5 times without an ack moves to the dead letters ([runtime.WithDeadLetterAfter]).
 func (c *Client) Builds() BuildsHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/jobs/queues/builds"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(5), runtime.WithResourceName("builds"))
 }
@@ -75,63 +68,43 @@ const (
 
 // Deploys returns a handle on the priority queue deploys at /jobs/queues/deploys/{env:string}, of Job (JSON) items, delivered at least once.
 //
+// Its methods are [runtime.AckPriorityQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Priorities, most urgent first: DeploysHotfix, DeploysRelease; FIFO within one priority.
-// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// after 3 without an ack the item moves to DeadLetters (Requeue, Discard).
+// An item delivered 3 times without an ack moves to the dead letters ([runtime.WithDeadLetterAfter]).
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Deploys(env string) DeploysHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/jobs/queues/deploys").Str("env", env), runtime.JSONCodec[Job](), 2, runtime.WithPriorityNames("hotfix", "release"), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("deploys"))
 }
 
 // Rollouts returns a handle on the delay queue rollouts at /jobs/queues/rollouts, of Job (JSON) items, delivered at least once.
 //
-// Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling;
-// Peek shows the item due first, due or not.
-// Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// after 4 without an ack the item moves to DeadLetters (Requeue, Discard).
-// Requeue puts a dead letter back at its due time, which has passed: due at once.
+// Its methods are [runtime.AckDelayQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// An item delivered 4 times without an ack moves to the dead letters ([runtime.WithDeadLetterAfter]).
 func (c *Client) Rollouts() RolloutsHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/jobs/queues/rollouts"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(4), runtime.WithResourceName("rollouts"))
 }
 
 // Retries returns a handle on the FIFO queue retries at /jobs/queues/retries, of Job (JSON) items, delivered at least once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
+// Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Retries() RetriesHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/jobs/queues/retries"), runtime.JSONCodec[Job](), runtime.WithResourceName("retries"))
 }
 
-// BuildsHandle is the interface of the handle Builds returns (runtime.AckQueueHandle), for fakes in tests.
+// BuildsHandle is the interface of the handle Builds returns ([runtime.AckQueueHandle]), for fakes in tests.
 type BuildsHandle = runtime.AckQueueHandle[Job]
 
-// DeploysHandle is the interface of the handle Deploys returns (runtime.AckPriorityQueueHandle), for fakes in tests.
+// DeploysHandle is the interface of the handle Deploys returns ([runtime.AckPriorityQueueHandle]), for fakes in tests.
 type DeploysHandle = runtime.AckPriorityQueueHandle[Job]
 
-// RolloutsHandle is the interface of the handle Rollouts returns (runtime.AckDelayQueueHandle), for fakes in tests.
+// RolloutsHandle is the interface of the handle Rollouts returns ([runtime.AckDelayQueueHandle]), for fakes in tests.
 type RolloutsHandle = runtime.AckDelayQueueHandle[Job]
 
-// RetriesHandle is the interface of the handle Retries returns (runtime.AckQueueHandle), for fakes in tests.
+// RetriesHandle is the interface of the handle Retries returns ([runtime.AckQueueHandle]), for fakes in tests.
 type RetriesHandle = runtime.AckQueueHandle[Job]
 
 // API is the interface of Client: depend on it where a test should be able

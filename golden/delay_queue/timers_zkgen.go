@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -55,41 +53,26 @@ type Reminder struct {
 //
 // Reminders sent to users at the time they asked for.
 //
-// Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling;
-// Peek shows the item due first, due or not.
-// Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
+// Its methods are [runtime.DelayQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewDelayQueue(c.sess, runtime.At("/timers/delay/reminders"), runtime.JSONCodec[Reminder](), runtime.WithResourceName("reminders"))
 }
 
 // Retries returns a handle on the delay queue retries at /timers/delay/retries/{tenant:string}, of raw bytes items, delivered at least once.
 //
-// Take returns an item only once its due time has passed by this process's
-// clock, earliest due first; it waits on a timer and a watch, without polling;
-// Peek shows the item due first, due or not.
-// Put adds an item due at a time (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
-// Requeue puts a dead letter back at its due time, which has passed: due at once.
+// Its methods are [runtime.AckDelayQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Retries(tenant string) RetriesHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/timers/delay/retries").Str("tenant", tenant), runtime.BytesCodec(), runtime.WithResourceName("retries"))
 }
 
-// RemindersHandle is the interface of the handle Reminders returns (runtime.DelayQueueHandle), for fakes in tests.
+// RemindersHandle is the interface of the handle Reminders returns ([runtime.DelayQueueHandle]), for fakes in tests.
 type RemindersHandle = runtime.DelayQueueHandle[Reminder]
 
-// RetriesHandle is the interface of the handle Retries returns (runtime.AckDelayQueueHandle), for fakes in tests.
+// RetriesHandle is the interface of the handle Retries returns ([runtime.AckDelayQueueHandle]), for fakes in tests.
 type RetriesHandle = runtime.AckDelayQueueHandle[[]byte]
 
 // API is the interface of Client: depend on it where a test should be able

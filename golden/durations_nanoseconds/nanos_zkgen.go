@@ -31,16 +31,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -66,18 +64,16 @@ func (v *Lease) UnmarshalJSON(data []byte) error {
 
 // Lease returns the config value lease at /nanos/lease.
 //
-// Get reads the value and its version; Set writes it; CompareAndSet writes only
-// at the given version (else runtime.ErrVersionConflict); Delete removes it;
-// Watch follows creation, changes and deletion (Exists false).
+// Its methods are [runtime.Config]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Lease() LeaseHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/nanos/lease"), runtime.JSONCodec[Lease](), runtime.WithResourceName("lease"))
 }
 
 // LeaseCache returns a cache of lease at /nanos/lease: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) LeaseCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, Lease], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/nanos/lease"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -91,7 +87,7 @@ func (c *Client) LeaseCache(ctx context.Context, opts ...runtime.CacheOption) (*
 	return cache, nil
 }
 
-// LeaseHandle is the interface of the handle Lease returns (runtime.ConfigHandle), for fakes in tests.
+// LeaseHandle is the interface of the handle Lease returns ([runtime.ConfigHandle]), for fakes in tests.
 type LeaseHandle = runtime.ConfigHandle[Lease]
 
 // API is the interface of Client: depend on it where a test should be able

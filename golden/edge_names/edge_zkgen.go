@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -47,18 +45,18 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 
 // A1 returns a contender for the exclusive lock a1 at /a1.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) A1() A1Handle {
 	return runtime.NewLock(c.sess, runtime.At("/a1"), runtime.WithResourceName("a1"))
 }
 
 // A1Cache returns a cache of a1 at /a1: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) A1Cache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/a1"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -74,18 +72,18 @@ func (c *Client) A1Cache(ctx context.Context, opts ...runtime.CacheOption) (*run
 
 // XYZ returns a contender for the exclusive lock x_y_z at /x/y/z.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) XYZ() XYZHandle {
 	return runtime.NewLock(c.sess, runtime.At("/x/y/z"), runtime.WithResourceName("x_y_z"))
 }
 
 // XYZCache returns a cache of x_y_z at /x/y/z: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) XYZCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/x/y/z"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -101,18 +99,18 @@ func (c *Client) XYZCache(ctx context.Context, opts ...runtime.CacheOption) (*ru
 
 // HTTPServerID returns a contender for the exclusive lock http_server_id at /http/{server_id:int}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) HTTPServerID(serverID int) HTTPServerIDHandle {
 	return runtime.NewLock(c.sess, runtime.At("/http").Int("server_id", serverID), runtime.WithResourceName("http_server_id"))
 }
 
 // HTTPServerIDCache returns a cache of http_server_id at /http/{server_id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by serverID, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) HTTPServerIDCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/http").Int("server_id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -128,11 +126,12 @@ func (c *Client) HTTPServerIDCache(ctx context.Context, opts ...runtime.CacheOpt
 
 // UserURLJSONAPI returns a contender for the exclusive lock user_url_json_api at /users/{user_id:string}/{api_key:string}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) UserURLJSONAPI(userID string, apiKey string) UserURLJSONAPIHandle {
 	return runtime.NewLock(c.sess, runtime.At("/users").Str("user_id", userID).Str("api_key", apiKey), runtime.WithResourceName("user_url_json_api"))
 }
@@ -144,10 +143,9 @@ type UserURLJSONAPIKey struct {
 }
 
 // UserURLJSONAPICache returns a cache of user_url_json_api at /users/{user_id:string}/{api_key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by UserURLJSONAPIKey, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) UserURLJSONAPICache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[UserURLJSONAPIKey], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/users").Str("user_id").Str("api_key"), func(p runtime.Params) UserURLJSONAPIKey {
 		return UserURLJSONAPIKey{
@@ -168,18 +166,18 @@ func (c *Client) UserURLJSONAPICache(ctx context.Context, opts ...runtime.CacheO
 //
 // A resource with a long name.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/long/lock"), runtime.WithResourceName("a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock"))
 }
 
 // AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache returns a cache of a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock at /long/lock: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/long/lock"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -195,20 +193,20 @@ func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache(ct
 
 // IPTTL returns a contender for the exclusive lock ip_ttl at /ip/{ip:string}/ttl.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) IPTTL(ip string) IPTTLHandle {
 	return runtime.NewLock(c.sess, runtime.At("/ip").Str("ip", ip).Lit("ttl"), runtime.WithResourceName("ip_ttl"))
 }
 
 // IPTTLCache returns a cache of ip_ttl at /ip/{ip:string}/ttl: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by ip, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) IPTTLCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/ip").Str("ip").Lit("ttl"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -224,18 +222,18 @@ func (c *Client) IPTTLCache(ctx context.Context, opts ...runtime.CacheOption) (*
 
 // Client returns a contender for the exclusive lock client at /client.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Client() ClientHandle {
 	return runtime.NewLock(c.sess, runtime.At("/client"), runtime.WithResourceName("client"))
 }
 
 // ClientCache returns a cache of client at /client: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) ClientCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/client"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -251,18 +249,18 @@ func (c *Client) ClientCache(ctx context.Context, opts ...runtime.CacheOption) (
 
 // New returns a contender for the exclusive lock new at /new.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) New() NewHandle {
 	return runtime.NewLock(c.sess, runtime.At("/new"), runtime.WithResourceName("new"))
 }
 
 // NewCache returns a cache of new at /new: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) NewCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/new"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -278,18 +276,18 @@ func (c *Client) NewCache(ctx context.Context, opts ...runtime.CacheOption) (*ru
 
 // API returns a contender for the exclusive lock api at /api.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) API() APIHandle {
 	return runtime.NewLock(c.sess, runtime.At("/api"), runtime.WithResourceName("api"))
 }
 
 // APICache returns a cache of api at /api: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) APICache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/api"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -305,18 +303,18 @@ func (c *Client) APICache(ctx context.Context, opts ...runtime.CacheOption) (*ru
 
 // Run returns a contender for the exclusive lock run at /run.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Run() RunHandle {
 	return runtime.NewLock(c.sess, runtime.At("/run"), runtime.WithResourceName("run"))
 }
 
 // RunCache returns a cache of run at /run: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) RunCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/run"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -332,18 +330,18 @@ func (c *Client) RunCache(ctx context.Context, opts ...runtime.CacheOption) (*ru
 
 // Sess returns a contender for the exclusive lock sess at /sess.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Sess() SessHandle {
 	return runtime.NewLock(c.sess, runtime.At("/sess"), runtime.WithResourceName("sess"))
 }
 
 // SessCache returns a cache of sess at /sess: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) SessCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/sess"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -359,18 +357,18 @@ func (c *Client) SessCache(ctx context.Context, opts ...runtime.CacheOption) (*r
 
 // ClientHandle returns a contender for the exclusive lock client_handle at /client_handle.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) ClientHandle() ClientHandleHandle {
 	return runtime.NewLock(c.sess, runtime.At("/client_handle"), runtime.WithResourceName("client_handle"))
 }
 
 // ClientHandleCache returns a cache of client_handle at /client_handle: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) ClientHandleCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/client_handle"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -384,40 +382,40 @@ func (c *Client) ClientHandleCache(ctx context.Context, opts ...runtime.CacheOpt
 	return cache, nil
 }
 
-// A1Handle is the interface of the handle A1 returns (runtime.LockHandle), for fakes in tests.
+// A1Handle is the interface of the handle A1 returns ([runtime.LockHandle]), for fakes in tests.
 type A1Handle = runtime.LockHandle
 
-// XYZHandle is the interface of the handle XYZ returns (runtime.LockHandle), for fakes in tests.
+// XYZHandle is the interface of the handle XYZ returns ([runtime.LockHandle]), for fakes in tests.
 type XYZHandle = runtime.LockHandle
 
-// HTTPServerIDHandle is the interface of the handle HTTPServerID returns (runtime.LockHandle), for fakes in tests.
+// HTTPServerIDHandle is the interface of the handle HTTPServerID returns ([runtime.LockHandle]), for fakes in tests.
 type HTTPServerIDHandle = runtime.LockHandle
 
-// UserURLJSONAPIHandle is the interface of the handle UserURLJSONAPI returns (runtime.LockHandle), for fakes in tests.
+// UserURLJSONAPIHandle is the interface of the handle UserURLJSONAPI returns ([runtime.LockHandle]), for fakes in tests.
 type UserURLJSONAPIHandle = runtime.LockHandle
 
-// AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle is the interface of the handle AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock returns (runtime.LockHandle), for fakes in tests.
+// AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle is the interface of the handle AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock returns ([runtime.LockHandle]), for fakes in tests.
 type AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockHandle = runtime.LockHandle
 
-// IPTTLHandle is the interface of the handle IPTTL returns (runtime.LockHandle), for fakes in tests.
+// IPTTLHandle is the interface of the handle IPTTL returns ([runtime.LockHandle]), for fakes in tests.
 type IPTTLHandle = runtime.LockHandle
 
-// ClientHandle is the interface of the handle Client returns (runtime.LockHandle), for fakes in tests.
+// ClientHandle is the interface of the handle Client returns ([runtime.LockHandle]), for fakes in tests.
 type ClientHandle = runtime.LockHandle
 
-// NewHandle is the interface of the handle New returns (runtime.LockHandle), for fakes in tests.
+// NewHandle is the interface of the handle New returns ([runtime.LockHandle]), for fakes in tests.
 type NewHandle = runtime.LockHandle
 
-// APIHandle is the interface of the handle API returns (runtime.LockHandle), for fakes in tests.
+// APIHandle is the interface of the handle API returns ([runtime.LockHandle]), for fakes in tests.
 type APIHandle = runtime.LockHandle
 
-// RunHandle is the interface of the handle Run returns (runtime.LockHandle), for fakes in tests.
+// RunHandle is the interface of the handle Run returns ([runtime.LockHandle]), for fakes in tests.
 type RunHandle = runtime.LockHandle
 
-// SessHandle is the interface of the handle Sess returns (runtime.LockHandle), for fakes in tests.
+// SessHandle is the interface of the handle Sess returns ([runtime.LockHandle]), for fakes in tests.
 type SessHandle = runtime.LockHandle
 
-// ClientHandleHandle is the interface of the handle ClientHandle returns (runtime.LockHandle), for fakes in tests.
+// ClientHandleHandle is the interface of the handle ClientHandle returns ([runtime.LockHandle]), for fakes in tests.
 type ClientHandleHandle = runtime.LockHandle
 
 // API is the interface of Client: depend on it where a test should be able

@@ -30,16 +30,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -63,30 +61,24 @@ type Release struct {
 //
 // The primary serves writes.
 //
-// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
-// removes its node) and returns the leadership: Epoch grows with every new leader,
-// Lost and Context end when it is lost, Resign hands over. Leader reads the
-// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Its methods are [runtime.Election]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Primary() PrimaryHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node](), runtime.WithResourceName("primary"))
 }
 
 // ShardLeader returns a candidate in the leader election shard_leader at /app/election/shards/{shard:int}.
 //
-// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
-// removes its node) and returns the leadership: Epoch grows with every new leader,
-// Lost and Context end when it is lost, Resign hands over. Leader reads the
-// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Its methods are [runtime.Election]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec(), runtime.WithResourceName("shard_leader"))
 }
 
 // PythonLeader returns a candidate in the leader election python_leader at /app/election/python.
 //
-// Campaign blocks until this candidate is the acknowledged leader (ctx cancellation
-// removes its node) and returns the leadership: Epoch grows with every new leader,
-// Lost and Context end when it is lost, Resign hands over. Leader reads the
-// acknowledged leader's payload; Observe streams leadership changes, including none.
+// Its methods are [runtime.Election]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Candidate nodes are named as Python kazoo's Election names them.
 func (c *Client) PythonLeader() PythonLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_leader"))
@@ -94,18 +86,16 @@ func (c *Client) PythonLeader() PythonLeaderHandle {
 
 // Nodes returns a member handle of the group nodes at /app/groups/nodes.
 //
-// Join adds an ephemeral member node (it leaves with Leave or the session);
-// Members lists the members in join order; Watch delivers the full list after
-// every change.
+// Its methods are [runtime.Group]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Nodes() NodesHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/nodes"), runtime.JSONCodec[Node](), runtime.WithResourceName("nodes"))
 }
 
 // NodesCache returns a cache of nodes at /app/groups/nodes: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) NodesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, Node], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/nodes"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -121,20 +111,18 @@ func (c *Client) NodesCache(ctx context.Context, opts ...runtime.CacheOption) (*
 
 // Tenants returns a member handle of the group tenants at /app/groups/tenants/{tenant:string}.
 //
-// Join adds an ephemeral member node (it leaves with Leave or the session);
-// Members lists the members in join order; Watch delivers the full list after
-// every change.
+// Its methods are [runtime.Group]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Tenants(tenant string) TenantsHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/tenants").Str("tenant", tenant), runtime.StringCodec(), runtime.WithResourceName("tenants"))
 }
 
 // TenantsCache returns a cache of tenants at /app/groups/tenants/{tenant:string}: the members of each instance that has one, in join order (runtime.GroupState), keyed by tenant, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) TenantsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[string, string], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/tenants").Str("tenant"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -150,19 +138,17 @@ func (c *Client) TenantsCache(ctx context.Context, opts ...runtime.CacheOption) 
 
 // PythonParty returns a member handle of the group python_party at /app/groups/python.
 //
-// Join adds an ephemeral member node (it leaves with Leave or the session);
-// Members lists the members in join order; Watch delivers the full list after
-// every change.
+// Its methods are [runtime.Group]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Member nodes are named as Python kazoo's Party names them.
 func (c *Client) PythonParty() PythonPartyHandle {
 	return runtime.NewGroup(c.sess, runtime.At("/app/groups/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_party"))
 }
 
 // PythonPartyCache returns a cache of python_party at /app/groups/python: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, string], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/python"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -178,18 +164,16 @@ func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOpti
 
 // Limits returns the config value limits at /app/config/limits.
 //
-// Get reads the value and its version; Set writes it; CompareAndSet writes only
-// at the given version (else runtime.ErrVersionConflict); Delete removes it;
-// Watch follows creation, changes and deletion (Exists false).
+// Its methods are [runtime.Config]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Limits() LimitsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/config/limits"), runtime.JSONCodec[int](), runtime.WithResourceName("limits"))
 }
 
 // LimitsCache returns a cache of limits at /app/config/limits: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) LimitsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/app/config/limits"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -207,20 +191,18 @@ func (c *Client) LimitsCache(ctx context.Context, opts ...runtime.CacheOption) (
 //
 // Service name -> host:port.
 //
-// Get reads the value and its version; Set writes it; CompareAndSet writes only
-// at the given version (else runtime.ErrVersionConflict); Delete removes it;
-// Watch follows creation, changes and deletion (Exists false).
+// Its methods are [runtime.Config]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Endpoints(service string) EndpointsHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/names/endpoints").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("endpoints"))
 }
 
 // EndpointsCache returns a cache of endpoints at /app/names/endpoints/{service:string}: the value of each instance that exists, with its stat, keyed by service, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) EndpointsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, string], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/app/names/endpoints").Str("service"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -236,18 +218,16 @@ func (c *Client) EndpointsCache(ctx context.Context, opts ...runtime.CacheOption
 
 // Raw returns the config value raw at /app/config/raw.
 //
-// Get reads the value and its version; Set writes it; CompareAndSet writes only
-// at the given version (else runtime.ErrVersionConflict); Delete removes it;
-// Watch follows creation, changes and deletion (Exists false).
+// Its methods are [runtime.Config]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Raw() RawHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/app/config/raw"), runtime.BytesCodec(), runtime.WithResourceName("raw"))
 }
 
 // RawCache returns a cache of raw at /app/config/raw: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) RawCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/app/config/raw"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -263,23 +243,26 @@ func (c *Client) RawCache(ctx context.Context, opts ...runtime.CacheOption) (*ru
 
 // Requests returns the counter requests at /app/counters/requests (an int64, 0 until first added to).
 //
-// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Requests() RequestsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"), runtime.WithResourceName("requests"))
 }
 
 // PerTenant returns the counter per_tenant at /app/counters/tenants/{tenant:string} (an int64, 0 until first added to).
 //
-// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) PerTenant(tenant string) PerTenantHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant), runtime.WithResourceName("per_tenant"))
 }
 
 // PythonHits returns the counter python_hits at /app/counters/python (an int64, 0 until first added to).
 //
-// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Stored in 4 bytes (kazoo's Counter(support_curator=True), Curator's SharedCount):
 // int32 values only; an Add leaving that range fails.
 func (c *Client) PythonHits() PythonHitsHandle {
@@ -296,13 +279,10 @@ const (
 // Release returns a handle on the two-phase commit release at /app/tx/release/{id:string},
 // with participants api, worker, billing_db.
 //
-// The coordinator calls Propose (or ProposeWith a payload); each participant may Join
-// (its presence is ephemeral: if its session ends before it votes, the transaction
-// aborts) and Votes runtime.Commit or runtime.Abort once. Outcome blocks until the
-// decision, written once and the same for everyone: abort as soon as any aborts,
-// commit when all commit.
+// Its methods are [runtime.TwoPhaseCommit]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Release(id string) ReleaseHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb}, runtime.WithResourceName("release"))
 }
@@ -316,57 +296,54 @@ const (
 // Migrate returns a handle on the two-phase commit migrate at /app/tx/migrate/{n:int},
 // with participants primary_db, replica_db.
 //
-// The coordinator calls Propose (or ProposeWith a payload); each participant may Join
-// (its presence is ephemeral: if its session ends before it votes, the transaction
-// aborts) and Votes runtime.Commit or runtime.Abort once. Outcome blocks until the
-// decision, written once and the same for everyone: abort as soon as any aborts,
-// commit when all commit.
-// Only the coordinator (the session that proposed, through any handle) watches the
-// votes; it must call Outcome to publish the decision the others wait for.
+// Its methods are [runtime.TwoPhaseCommit]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Only the coordinator watches the votes; it must call Outcome to publish the
+// decision ([runtime.WithCoordinatorNotify]).
 func (c *Client) Migrate(n int) MigrateHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify(), runtime.WithResourceName("migrate"))
 }
 
-// PrimaryHandle is the interface of the handle Primary returns (runtime.ElectionHandle), for fakes in tests.
+// PrimaryHandle is the interface of the handle Primary returns ([runtime.ElectionHandle]), for fakes in tests.
 type PrimaryHandle = runtime.ElectionHandle[Node]
 
-// ShardLeaderHandle is the interface of the handle ShardLeader returns (runtime.ElectionHandle), for fakes in tests.
+// ShardLeaderHandle is the interface of the handle ShardLeader returns ([runtime.ElectionHandle]), for fakes in tests.
 type ShardLeaderHandle = runtime.ElectionHandle[[]byte]
 
-// PythonLeaderHandle is the interface of the handle PythonLeader returns (runtime.ElectionHandle), for fakes in tests.
+// PythonLeaderHandle is the interface of the handle PythonLeader returns ([runtime.ElectionHandle]), for fakes in tests.
 type PythonLeaderHandle = runtime.ElectionHandle[string]
 
-// NodesHandle is the interface of the handle Nodes returns (runtime.GroupHandle), for fakes in tests.
+// NodesHandle is the interface of the handle Nodes returns ([runtime.GroupHandle]), for fakes in tests.
 type NodesHandle = runtime.GroupHandle[Node]
 
-// TenantsHandle is the interface of the handle Tenants returns (runtime.GroupHandle), for fakes in tests.
+// TenantsHandle is the interface of the handle Tenants returns ([runtime.GroupHandle]), for fakes in tests.
 type TenantsHandle = runtime.GroupHandle[string]
 
-// PythonPartyHandle is the interface of the handle PythonParty returns (runtime.GroupHandle), for fakes in tests.
+// PythonPartyHandle is the interface of the handle PythonParty returns ([runtime.GroupHandle]), for fakes in tests.
 type PythonPartyHandle = runtime.GroupHandle[string]
 
-// LimitsHandle is the interface of the handle Limits returns (runtime.ConfigHandle), for fakes in tests.
+// LimitsHandle is the interface of the handle Limits returns ([runtime.ConfigHandle]), for fakes in tests.
 type LimitsHandle = runtime.ConfigHandle[int]
 
-// EndpointsHandle is the interface of the handle Endpoints returns (runtime.ConfigHandle), for fakes in tests.
+// EndpointsHandle is the interface of the handle Endpoints returns ([runtime.ConfigHandle]), for fakes in tests.
 type EndpointsHandle = runtime.ConfigHandle[string]
 
-// RawHandle is the interface of the handle Raw returns (runtime.ConfigHandle), for fakes in tests.
+// RawHandle is the interface of the handle Raw returns ([runtime.ConfigHandle]), for fakes in tests.
 type RawHandle = runtime.ConfigHandle[[]byte]
 
-// RequestsHandle is the interface of the handle Requests returns (runtime.CounterHandle), for fakes in tests.
+// RequestsHandle is the interface of the handle Requests returns ([runtime.CounterHandle]), for fakes in tests.
 type RequestsHandle = runtime.CounterHandle
 
-// PerTenantHandle is the interface of the handle PerTenant returns (runtime.CounterHandle), for fakes in tests.
+// PerTenantHandle is the interface of the handle PerTenant returns ([runtime.CounterHandle]), for fakes in tests.
 type PerTenantHandle = runtime.CounterHandle
 
-// PythonHitsHandle is the interface of the handle PythonHits returns (runtime.CounterHandle), for fakes in tests.
+// PythonHitsHandle is the interface of the handle PythonHits returns ([runtime.CounterHandle]), for fakes in tests.
 type PythonHitsHandle = runtime.CounterHandle
 
-// ReleaseHandle is the interface of the handle Release returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
+// ReleaseHandle is the interface of the handle Release returns ([runtime.TwoPhaseCommitHandle]), for fakes in tests.
 type ReleaseHandle = runtime.TwoPhaseCommitHandle[Release]
 
-// MigrateHandle is the interface of the handle Migrate returns (runtime.TwoPhaseCommitHandle), for fakes in tests.
+// MigrateHandle is the interface of the handle Migrate returns ([runtime.TwoPhaseCommitHandle]), for fakes in tests.
 type MigrateHandle = runtime.TwoPhaseCommitHandle[[]byte]
 
 // API is the interface of Client: depend on it where a test should be able

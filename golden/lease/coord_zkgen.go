@@ -30,16 +30,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -50,28 +48,26 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 //
 // Work slots that survive a worker's restart.
 //
-// A lease is a TTL node, not tied to the session: Acquire(ctx, holderID) blocks until
-// a lease is granted (or takes back the one holderID already holds, after a restart);
-// Renew extends it by the TTL, Release gives it back, and Expires says when it ends
-// by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
+// Its methods are [runtime.TTLLeases]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) Workers() WorkersHandle {
 	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/workers"), 2, 30*time.Second, runtime.WithResourceName("workers"))
 }
 
 // ShardOwner returns a handle on the lease set shard_owner at /leases/leases/shards/{shard:int}: at most 1 holder at once, each lasting 1.5s unless renewed.
 //
-// A lease is a TTL node, not tied to the session: Acquire(ctx, holderID) blocks until
-// a lease is granted (or takes back the one holderID already holds, after a restart);
-// Renew extends it by the TTL, Release gives it back, and Expires says when it ends
-// by this process's clock. The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
+// Its methods are [runtime.TTLLeases]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) ShardOwner(shard int) ShardOwnerHandle {
 	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/shards").Int("shard", shard), 1, 1500*time.Millisecond, runtime.WithResourceName("shard_owner"))
 }
 
-// WorkersHandle is the interface of the handle Workers returns (runtime.TTLLeasesHandle), for fakes in tests.
+// WorkersHandle is the interface of the handle Workers returns ([runtime.TTLLeasesHandle]), for fakes in tests.
 type WorkersHandle = runtime.TTLLeasesHandle
 
-// ShardOwnerHandle is the interface of the handle ShardOwner returns (runtime.TTLLeasesHandle), for fakes in tests.
+// ShardOwnerHandle is the interface of the handle ShardOwner returns ([runtime.TTLLeasesHandle]), for fakes in tests.
 type ShardOwnerHandle = runtime.TTLLeasesHandle
 
 // API is the interface of Client: depend on it where a test should be able

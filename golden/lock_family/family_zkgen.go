@@ -30,16 +30,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -50,18 +48,17 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 //
 // Readers audit, writers post.
 //
-// Read and Write each return a new contender with the lock methods: readers share
-// the lock, a writer excludes everyone, and readers arriving after a waiting writer
-// queue behind it.
+// Its methods are [runtime.RWLock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Its sides are [runtime.RWLock.Read] and [runtime.RWLock.Write].
 func (c *Client) Accounts(account int) AccountsHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/accounts").Int("account", account), runtime.WithResourceName("accounts"))
 }
 
 // AccountsCache returns a cache of accounts at /family/rw/accounts/{account:int}: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by account, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) AccountsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/accounts").Int("account"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -77,19 +74,18 @@ func (c *Client) AccountsCache(ctx context.Context, opts ...runtime.CacheOption)
 
 // Schema returns the read/write lock schema at /family/rw/schema.
 //
-// Read and Write each return a new contender with the lock methods: readers share
-// the lock, a writer excludes everyone, and readers arriving after a waiting writer
-// queue behind it.
-// Revocable: RequestRevoke asks the holder to release (its Revoked closes).
+// Its methods are [runtime.RWLock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Its sides are [runtime.RWLock.Read] and [runtime.RWLock.Write].
+// Revocable, never forced ([runtime.WithRevocation]).
 func (c *Client) Schema() SchemaHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/schema"), runtime.WithRevocation(0), runtime.WithResourceName("schema"))
 }
 
 // SchemaCache returns a cache of schema at /family/rw/schema: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) SchemaCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/schema"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -105,20 +101,19 @@ func (c *Client) SchemaCache(ctx context.Context, opts ...runtime.CacheOption) (
 
 // LeaderOnly returns a contender for the exclusive lock leader_only at /family/locks/leader-only.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
-// Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 1.5s
-// without release, deletes the holder's node (its Lost fires).
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
+// Revocable, forced after 1.5s ([runtime.WithRevocation]).
 func (c *Client) LeaderOnly() LeaderOnlyHandle {
 	return runtime.NewLock(c.sess, runtime.At("/family/locks/leader-only"), runtime.WithRevocation(1500*time.Millisecond), runtime.WithResourceName("leader_only"))
 }
 
 // LeaderOnlyCache returns a cache of leader_only at /family/locks/leader-only: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) LeaderOnlyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/family/locks/leader-only"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -134,21 +129,21 @@ func (c *Client) LeaderOnlyCache(ctx context.Context, opts ...runtime.CacheOptio
 
 // PythonShared returns a contender for the exclusive lock python_shared at /family/locks/python/{name:string}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // Nodes are named as Python's kazoo names them.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) PythonShared(name string) PythonSharedHandle {
 	return runtime.NewLock(c.sess, runtime.At("/family/locks/python").Str("name", name), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_shared"))
 }
 
 // PythonSharedCache returns a cache of python_shared at /family/locks/python/{name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by name, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) PythonSharedCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/family/locks/python").Str("name"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -164,21 +159,19 @@ func (c *Client) PythonSharedCache(ctx context.Context, opts ...runtime.CacheOpt
 
 // PythonRw returns the read/write lock python_rw at /family/rw/python.
 //
-// Read and Write each return a new contender with the lock methods: readers share
-// the lock, a writer excludes everyone, and readers arriving after a waiting writer
-// queue behind it.
+// Its methods are [runtime.RWLock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Its sides are [runtime.RWLock.Read] and [runtime.RWLock.Write].
 // Nodes are named as Python's kazoo names them.
-// Revocable: RequestRevoke asks the holder to release (its Revoked closes) and, after 2m0s
-// without release, deletes the holder's node (its Lost fires).
+// Revocable, forced after 2m0s ([runtime.WithRevocation]).
 func (c *Client) PythonRw() PythonRwHandle {
 	return runtime.NewRWLock(c.sess, runtime.At("/family/rw/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithRevocation(2*time.Minute), runtime.WithResourceName("python_rw"))
 }
 
 // PythonRwCache returns a cache of python_rw at /family/rw/python: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) PythonRwCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/python"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -194,7 +187,8 @@ func (c *Client) PythonRwCache(ctx context.Context, opts ...runtime.CacheOption)
 
 // OneSlot returns a participant in the semaphore one_slot at /family/sem/one, which grants at most 1 lease at once.
 //
-// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) OneSlot() OneSlotHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/one"), 1, runtime.WithResourceName("one_slot"))
 }
@@ -203,44 +197,46 @@ func (c *Client) OneSlot() OneSlotHandle {
 //
 // At most 8 concurrent downloads per host.
 //
-// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) DownloadSlots(host string) DownloadSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/downloads").Str("host", host), 8, runtime.WithResourceName("download_slots"))
 }
 
 // PythonSlots returns a participant in the semaphore python_slots at /family/sem/python, which grants at most 3 leases at once.
 //
-// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // kazoo's Semaphore layout: the node records the number of leases, and a handle
-// with another number is refused (runtime.ErrSpecMismatch).
+// with another number is refused ([runtime.ErrSpecMismatch]).
 func (c *Client) PythonSlots() PythonSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/python"), 3, runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_slots"))
 }
 
-// AccountsHandle is the interface of the handle Accounts returns (runtime.RWLockHandle), for fakes in tests.
+// AccountsHandle is the interface of the handle Accounts returns ([runtime.RWLockHandle]), for fakes in tests.
 type AccountsHandle = runtime.RWLockHandle
 
-// SchemaHandle is the interface of the handle Schema returns (runtime.RWLockHandle), for fakes in tests.
+// SchemaHandle is the interface of the handle Schema returns ([runtime.RWLockHandle]), for fakes in tests.
 type SchemaHandle = runtime.RWLockHandle
 
-// LeaderOnlyHandle is the interface of the handle LeaderOnly returns (runtime.LockHandle), for fakes in tests.
+// LeaderOnlyHandle is the interface of the handle LeaderOnly returns ([runtime.LockHandle]), for fakes in tests.
 type LeaderOnlyHandle = runtime.LockHandle
 
-// PythonSharedHandle is the interface of the handle PythonShared returns (runtime.LockHandle), for fakes in tests.
+// PythonSharedHandle is the interface of the handle PythonShared returns ([runtime.LockHandle]), for fakes in tests.
 type PythonSharedHandle = runtime.LockHandle
 
-// PythonRwHandle is the interface of the handle PythonRw returns (runtime.RWLockHandle), for fakes in tests.
+// PythonRwHandle is the interface of the handle PythonRw returns ([runtime.RWLockHandle]), for fakes in tests.
 type PythonRwHandle = runtime.RWLockHandle
 
-// OneSlotHandle is the interface of the handle OneSlot returns (runtime.SemaphoreHandle), for fakes in tests.
+// OneSlotHandle is the interface of the handle OneSlot returns ([runtime.SemaphoreHandle]), for fakes in tests.
 type OneSlotHandle = runtime.SemaphoreHandle
 
-// DownloadSlotsHandle is the interface of the handle DownloadSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+// DownloadSlotsHandle is the interface of the handle DownloadSlots returns ([runtime.SemaphoreHandle]), for fakes in tests.
 type DownloadSlotsHandle = runtime.SemaphoreHandle
 
-// PythonSlotsHandle is the interface of the handle PythonSlots returns (runtime.SemaphoreHandle), for fakes in tests.
+// PythonSlotsHandle is the interface of the handle PythonSlots returns ([runtime.SemaphoreHandle]), for fakes in tests.
 type PythonSlotsHandle = runtime.SemaphoreHandle
 
 // API is the interface of Client: depend on it where a test should be able

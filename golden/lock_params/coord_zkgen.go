@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -49,18 +47,18 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 //
 // Serializes the processing of one order shard.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) OrderLock(shard int) OrderLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/orders").Int("shard", shard), runtime.WithResourceName("order_lock"))
 }
 
 // OrderLockCache returns a cache of order_lock at /params/locks/orders/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/orders").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -78,20 +76,20 @@ func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption
 //
 // Held while a user's profile is rewritten.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) UserLock(name string) UserLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/users").Str("name", name), runtime.WithResourceName("user_lock"))
 }
 
 // UserLockCache returns a cache of user_lock at /params/locks/users/{name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by name, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) UserLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/users").Str("name"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -109,11 +107,12 @@ func (c *Client) UserLockCache(ctx context.Context, opts ...runtime.CacheOption)
 //
 // One job of one tenant in one region.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) RegionTenantLock(region string, tenantID int, jobName string) RegionTenantLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/locks/regions").Str("region", region).Lit("tenants").Int("tenant_id", tenantID).Lit("jobs").Str("job_name", jobName), runtime.WithResourceName("region_tenant_lock"))
 }
@@ -126,10 +125,9 @@ type RegionTenantLockKey struct {
 }
 
 // RegionTenantLockCache returns a cache of region_tenant_lock at /params/locks/regions/{region:string}/tenants/{tenant_id:int}/jobs/{job_name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by RegionTenantLockKey, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) RegionTenantLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[RegionTenantLockKey], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/regions").Str("region").Lit("tenants").Int("tenant_id").Lit("jobs").Str("job_name"), func(p runtime.Params) RegionTenantLockKey {
 		return RegionTenantLockKey{
@@ -149,18 +147,18 @@ func (c *Client) RegionTenantLockCache(ctx context.Context, opts ...runtime.Cach
 
 // FirstParamLock returns a contender for the exclusive lock first_param_lock at /params/{bucket:int}/lock.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params").Int("bucket", bucket).Lit("lock"), runtime.WithResourceName("first_param_lock"))
 }
 
 // FirstParamLockCache returns a cache of first_param_lock at /params/{bucket:int}/lock: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by bucket, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) FirstParamLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params").Int("bucket").Lit("lock"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -176,20 +174,20 @@ func (c *Client) FirstParamLockCache(ctx context.Context, opts ...runtime.CacheO
 
 // LastParamLock returns a contender for the exclusive lock last_param_lock at /params/by-day/{day:string}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) LastParamLock(day string) LastParamLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/params/by-day").Str("day", day), runtime.WithResourceName("last_param_lock"))
 }
 
 // LastParamLockCache returns a cache of last_param_lock at /params/by-day/{day:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by day, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) LastParamLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/by-day").Str("day"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -203,19 +201,19 @@ func (c *Client) LastParamLockCache(ctx context.Context, opts ...runtime.CacheOp
 	return cache, nil
 }
 
-// OrderLockHandle is the interface of the handle OrderLock returns (runtime.LockHandle), for fakes in tests.
+// OrderLockHandle is the interface of the handle OrderLock returns ([runtime.LockHandle]), for fakes in tests.
 type OrderLockHandle = runtime.LockHandle
 
-// UserLockHandle is the interface of the handle UserLock returns (runtime.LockHandle), for fakes in tests.
+// UserLockHandle is the interface of the handle UserLock returns ([runtime.LockHandle]), for fakes in tests.
 type UserLockHandle = runtime.LockHandle
 
-// RegionTenantLockHandle is the interface of the handle RegionTenantLock returns (runtime.LockHandle), for fakes in tests.
+// RegionTenantLockHandle is the interface of the handle RegionTenantLock returns ([runtime.LockHandle]), for fakes in tests.
 type RegionTenantLockHandle = runtime.LockHandle
 
-// FirstParamLockHandle is the interface of the handle FirstParamLock returns (runtime.LockHandle), for fakes in tests.
+// FirstParamLockHandle is the interface of the handle FirstParamLock returns ([runtime.LockHandle]), for fakes in tests.
 type FirstParamLockHandle = runtime.LockHandle
 
-// LastParamLockHandle is the interface of the handle LastParamLock returns (runtime.LockHandle), for fakes in tests.
+// LastParamLockHandle is the interface of the handle LastParamLock returns ([runtime.LockHandle]), for fakes in tests.
 type LastParamLockHandle = runtime.LockHandle
 
 // API is the interface of Client: depend on it where a test should be able

@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -52,18 +50,18 @@ type Job struct {
 
 // Gate returns a contender for the exclusive lock gate at /concrete/gates/{id:int}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Gate(id int) *runtime.Lock {
 	return runtime.NewLock(c.sess, runtime.At("/concrete/gates").Int("id", id), runtime.WithResourceName("gate"))
 }
 
 // GateCache returns a cache of gate at /concrete/gates/{id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by id, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) GateCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/concrete/gates").Int("id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -79,21 +77,16 @@ func (c *Client) GateCache(ctx context.Context, opts ...runtime.CacheOption) (*r
 
 // Inbox returns a handle on the FIFO queue inbox at /concrete/inbox, of Job (JSON) items, delivered at least once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
+// Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Inbox() *runtime.AckQueue[Job] {
 	return runtime.NewAckQueue(c.sess, runtime.At("/concrete/inbox"), runtime.JSONCodec[Job](), runtime.WithResourceName("inbox"))
 }
 
 // Tally returns the counter tally at /concrete/tally (an int64, 0 until first added to).
 //
-// Get reads it; Add adds by compare-and-set, retried until it wins.
+// Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Tally() *runtime.Counter {
 	return runtime.NewCounter(c.sess, runtime.At("/concrete/tally"), runtime.WithResourceName("tally"))
 }

@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -55,10 +53,8 @@ type Node struct {
 //
 // Kafka-style shards of the event stream.
 //
-// Join adds a member and returns its assignment: Owned streams the partitions it owns
-// (⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);
-// WithPartitionHooks tells each acquire and each release as it happens; Leave releases
-// them all. Stay joins and stays across sessions under Run.
+// Its methods are [runtime.Partitioner]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Shards() ShardsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/app/partitioners/shards"), 64, runtime.JSONCodec[Node](), runtime.WithResourceName("shards"))
 }
@@ -75,20 +71,18 @@ const (
 
 // Regions returns a member handle of the partitioner regions at /app/partitioners/regions/{tenant:string}, sharing 3 partitions.
 //
-// Join adds a member and returns its assignment: Owned streams the partitions it owns
-// (⌊N/M⌋ or ⌈N/M⌉ of them, never a partition another member owns at the same moment);
-// WithPartitionHooks tells each acquire and each release as it happens; Leave releases
-// them all. Stay joins and stays across sessions under Run.
+// Its methods are [runtime.Partitioner]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Regions(tenant string) RegionsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/app/partitioners/regions").Str("tenant", tenant), 3, runtime.StringCodec(), runtime.WithPartitionNames("eu", "us", "asia"), runtime.WithResourceName("regions"))
 }
 
-// ShardsHandle is the interface of the handle Shards returns (runtime.PartitionerHandle), for fakes in tests.
+// ShardsHandle is the interface of the handle Shards returns ([runtime.PartitionerHandle]), for fakes in tests.
 type ShardsHandle = runtime.PartitionerHandle[Node]
 
-// RegionsHandle is the interface of the handle Regions returns (runtime.PartitionerHandle), for fakes in tests.
+// RegionsHandle is the interface of the handle Regions returns ([runtime.PartitionerHandle]), for fakes in tests.
 type RegionsHandle = runtime.PartitionerHandle[string]
 
 // API is the interface of Client: depend on it where a test should be able

@@ -32,16 +32,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -92,18 +90,18 @@ func (v *Shard) UnmarshalJSON(data []byte) error {
 
 // ShardLock returns a contender for the exclusive lock shard_lock at /payloads/locks/{shard_id:int}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) ShardLock(shardID int) ShardLockHandle {
 	return runtime.NewLock(c.sess, runtime.At("/payloads/locks").Int("shard_id", shardID), runtime.WithResourceName("shard_lock"))
 }
 
 // ShardLockCache returns a cache of shard_lock at /payloads/locks/{shard_id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shardID, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) ShardLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/payloads/locks").Int("shard_id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -119,18 +117,16 @@ func (c *Client) ShardLockCache(ctx context.Context, opts ...runtime.CacheOption
 
 // ShardConfig returns the name-service entry shard_config at /payloads/config/{shard_id:int}.
 //
-// Get reads the value and its version; Set writes it; CompareAndSet writes only
-// at the given version (else runtime.ErrVersionConflict); Delete removes it;
-// Watch follows creation, changes and deletion (Exists false).
+// Its methods are [runtime.Config]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) ShardConfig(shardID int) ShardConfigHandle {
 	return runtime.NewConfig(c.sess, runtime.At("/payloads/config").Int("shard_id", shardID), runtime.JSONCodec[Shard](), runtime.WithResourceName("shard_config"))
 }
 
 // ShardConfigCache returns a cache of shard_config at /payloads/config/{shard_id:int}: the value of each instance that exists, with its stat, keyed by shardID, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) ShardConfigCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[int, Shard], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/payloads/config").Int("shard_id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -144,10 +140,10 @@ func (c *Client) ShardConfigCache(ctx context.Context, opts ...runtime.CacheOpti
 	return cache, nil
 }
 
-// ShardLockHandle is the interface of the handle ShardLock returns (runtime.LockHandle), for fakes in tests.
+// ShardLockHandle is the interface of the handle ShardLock returns ([runtime.LockHandle]), for fakes in tests.
 type ShardLockHandle = runtime.LockHandle
 
-// ShardConfigHandle is the interface of the handle ShardConfig returns (runtime.ConfigHandle), for fakes in tests.
+// ShardConfigHandle is the interface of the handle ShardConfig returns ([runtime.ConfigHandle]), for fakes in tests.
 type ShardConfigHandle = runtime.ConfigHandle[Shard]
 
 // API is the interface of Client: depend on it where a test should be able

@@ -31,16 +31,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -62,10 +60,8 @@ type Line struct {
 
 // RawFrames returns a handle on the FIFO queue raw_frames at /pipeline/queues/frames, of raw bytes items, delivered at most once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
+// Its methods are [runtime.Queue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) RawFrames() RawFramesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/frames"), runtime.BytesCodec(), runtime.WithResourceName("raw_frames"))
 }
@@ -74,36 +70,26 @@ func (c *Client) RawFrames() RawFramesHandle {
 //
 // One queue of log lines per service.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
+// Its methods are [runtime.Queue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) LogLines(service string) LogLinesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/logs").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("log_lines"))
 }
 
 // Orders returns a handle on the FIFO queue orders at /pipeline/queues/orders, of Order (JSON) items, delivered at least once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
+// Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Orders() OrdersHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order](), runtime.WithResourceName("orders"))
 }
 
 // ShardEvents returns a handle on the FIFO queue shard_events at /pipeline/queues/events/{shard:int}, of Event (JSON) items, delivered at most once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
+// Its methods are [runtime.Queue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) ShardEvents(shard int) ShardEventsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/events").Int("shard", shard), runtime.JSONCodec[json.RawMessage](), runtime.WithResourceName("shard_events"))
 }
@@ -118,11 +104,9 @@ const (
 
 // Alerts returns a handle on the priority queue alerts at /pipeline/queues/alerts, of string (raw UTF-8) items, delivered at most once.
 //
+// Its methods are [runtime.PriorityQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Priorities, most urgent first: AlertsPage, AlertsTicket; FIFO within one priority.
-// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
 func (c *Client) Alerts() AlertsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithResourceName("alerts"))
 }
@@ -143,17 +127,11 @@ const (
 //
 // Orders waiting for a picker, express first.
 //
+// Its methods are [runtime.AckPriorityQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Priorities, most urgent first: FulfilmentExpress, FulfilmentStandard, FulfilmentEconomy, FulfilmentBackfill; FIFO within one priority.
-// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Fulfilment(region string) FulfilmentHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4, runtime.WithPriorityNames("express", "standard", "economy", "backfill"), runtime.WithResourceName("fulfilment"))
 }
@@ -166,11 +144,9 @@ const (
 
 // Counts returns a handle on the priority queue counts at /pipeline/queues/counts, of int (JSON) items, delivered at most once.
 //
+// Its methods are [runtime.PriorityQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Priorities, most urgent first: CountsOnly; FIFO within one priority.
-// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
 func (c *Client) Counts() CountsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1, runtime.WithPriorityNames("only"), runtime.WithResourceName("counts"))
 }
@@ -179,17 +155,16 @@ func (c *Client) Counts() CountsHandle {
 //
 // Raised while the schema migrates.
 //
-// Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
-// cancellation stops waiting; Wait creates nothing).
+// Its methods are [runtime.Barrier]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Maintenance() MaintenanceHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/maintenance"), runtime.WithResourceName("maintenance"))
 }
 
 // MaintenanceCache returns a cache of maintenance at /pipeline/barriers/maintenance: each instance that is up (its node exists), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) MaintenanceCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/pipeline/barriers/maintenance"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -205,10 +180,10 @@ func (c *Client) MaintenanceCache(ctx context.Context, opts ...runtime.CacheOpti
 
 // BatchStart returns a handle on the barrier batch_start, up while the node /pipeline/barriers/batch/{day:string}/{hour:int} exists.
 //
-// Raise puts it up, Lower takes it down, and Wait blocks until it is down (ctx
-// cancellation stops waiting; Wait creates nothing).
+// Its methods are [runtime.Barrier]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) BatchStart(day string, hour int) BatchStartHandle {
 	return runtime.NewBarrier(c.sess, runtime.At("/pipeline/barriers/batch").Str("day", day).Int("hour", hour), runtime.WithResourceName("batch_start"))
 }
@@ -220,10 +195,9 @@ type BatchStartKey struct {
 }
 
 // BatchStartCache returns a cache of batch_start at /pipeline/barriers/batch/{day:string}/{hour:int}: each instance that is up (its node exists), keyed by BatchStartKey, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) BatchStartCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[BatchStartKey, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/pipeline/barriers/batch").Str("day").Int("hour"), func(p runtime.Params) BatchStartKey {
 		return BatchStartKey{
@@ -242,18 +216,16 @@ func (c *Client) BatchStartCache(ctx context.Context, opts ...runtime.CacheOptio
 
 // Solo returns a participant in the double barrier solo at /pipeline/barriers/solo, for 1 participant.
 //
-// Enter blocks until 1 participant has entered; Leave blocks until all have left. Participants
-// are ephemeral: one whose session ends neither counts nor blocks the others.
-// ctx cancellation of Enter removes this participant's node.
+// Its methods are [runtime.DoubleBarrier]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Solo() SoloHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/solo"), 1, runtime.WithResourceName("solo"))
 }
 
 // SoloCache returns a cache of solo at /pipeline/barriers/solo: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewDoubleBarrierCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) SoloCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[struct{}], error) {
 	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/pipeline/barriers/solo"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -269,11 +241,10 @@ func (c *Client) SoloCache(ctx context.Context, opts ...runtime.CacheOption) (*r
 
 // Stage returns a participant in the double barrier stage at /pipeline/barriers/stage/{job:string}/{step:int}, for 12 participants.
 //
-// Enter blocks until 12 participants have entered; Leave blocks until all have left. Participants
-// are ephemeral: one whose session ends neither counts nor blocks the others.
-// ctx cancellation of Enter removes this participant's node.
+// Its methods are [runtime.DoubleBarrier]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Stage(job string, step int) StageHandle {
 	return runtime.NewDoubleBarrier(c.sess, runtime.At("/pipeline/barriers/stage").Str("job", job).Int("step", step), 12, runtime.WithResourceName("stage"))
 }
@@ -285,10 +256,9 @@ type StageKey struct {
 }
 
 // StageCache returns a cache of stage at /pipeline/barriers/stage/{job:string}/{step:int}: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by StageKey, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewDoubleBarrierCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) StageCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[StageKey], error) {
 	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/pipeline/barriers/stage").Str("job").Int("step"), func(p runtime.Params) StageKey {
 		return StageKey{
@@ -305,37 +275,37 @@ func (c *Client) StageCache(ctx context.Context, opts ...runtime.CacheOption) (*
 	return cache, nil
 }
 
-// RawFramesHandle is the interface of the handle RawFrames returns (runtime.QueueHandle), for fakes in tests.
+// RawFramesHandle is the interface of the handle RawFrames returns ([runtime.QueueHandle]), for fakes in tests.
 type RawFramesHandle = runtime.QueueHandle[[]byte]
 
-// LogLinesHandle is the interface of the handle LogLines returns (runtime.QueueHandle), for fakes in tests.
+// LogLinesHandle is the interface of the handle LogLines returns ([runtime.QueueHandle]), for fakes in tests.
 type LogLinesHandle = runtime.QueueHandle[string]
 
-// OrdersHandle is the interface of the handle Orders returns (runtime.AckQueueHandle), for fakes in tests.
+// OrdersHandle is the interface of the handle Orders returns ([runtime.AckQueueHandle]), for fakes in tests.
 type OrdersHandle = runtime.AckQueueHandle[Order]
 
-// ShardEventsHandle is the interface of the handle ShardEvents returns (runtime.QueueHandle), for fakes in tests.
+// ShardEventsHandle is the interface of the handle ShardEvents returns ([runtime.QueueHandle]), for fakes in tests.
 type ShardEventsHandle = runtime.QueueHandle[json.RawMessage]
 
-// AlertsHandle is the interface of the handle Alerts returns (runtime.PriorityQueueHandle), for fakes in tests.
+// AlertsHandle is the interface of the handle Alerts returns ([runtime.PriorityQueueHandle]), for fakes in tests.
 type AlertsHandle = runtime.PriorityQueueHandle[string]
 
-// FulfilmentHandle is the interface of the handle Fulfilment returns (runtime.AckPriorityQueueHandle), for fakes in tests.
+// FulfilmentHandle is the interface of the handle Fulfilment returns ([runtime.AckPriorityQueueHandle]), for fakes in tests.
 type FulfilmentHandle = runtime.AckPriorityQueueHandle[Order]
 
-// CountsHandle is the interface of the handle Counts returns (runtime.PriorityQueueHandle), for fakes in tests.
+// CountsHandle is the interface of the handle Counts returns ([runtime.PriorityQueueHandle]), for fakes in tests.
 type CountsHandle = runtime.PriorityQueueHandle[int]
 
-// MaintenanceHandle is the interface of the handle Maintenance returns (runtime.BarrierHandle), for fakes in tests.
+// MaintenanceHandle is the interface of the handle Maintenance returns ([runtime.BarrierHandle]), for fakes in tests.
 type MaintenanceHandle = runtime.BarrierHandle
 
-// BatchStartHandle is the interface of the handle BatchStart returns (runtime.BarrierHandle), for fakes in tests.
+// BatchStartHandle is the interface of the handle BatchStart returns ([runtime.BarrierHandle]), for fakes in tests.
 type BatchStartHandle = runtime.BarrierHandle
 
-// SoloHandle is the interface of the handle Solo returns (runtime.DoubleBarrierHandle), for fakes in tests.
+// SoloHandle is the interface of the handle Solo returns ([runtime.DoubleBarrierHandle]), for fakes in tests.
 type SoloHandle = runtime.DoubleBarrierHandle
 
-// StageHandle is the interface of the handle Stage returns (runtime.DoubleBarrierHandle), for fakes in tests.
+// StageHandle is the interface of the handle Stage returns ([runtime.DoubleBarrierHandle]), for fakes in tests.
 type StageHandle = runtime.DoubleBarrierHandle
 
 // API is the interface of Client: depend on it where a test should be able

@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -49,18 +47,18 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 //
 // Only one invoice run may be in progress across the fleet.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) InvoiceRun() InvoiceRunHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/invoice-run"), runtime.WithResourceName("invoice_run"))
 }
 
 // InvoiceRunCache returns a cache of invoice_run at /billing/locks/invoice-run: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) InvoiceRunCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/invoice-run"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -79,18 +77,18 @@ func (c *Client) InvoiceRunCache(ctx context.Context, opts ...runtime.CacheOptio
 // Guards one ledger shard while entries are appended.
 // Hold it for as short a time as possible.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) LedgerShard(shard int) LedgerShardHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/ledger").Int("shard", shard), runtime.WithResourceName("ledger_shard"))
 }
 
 // LedgerShardCache returns a cache of ledger_shard at /billing/locks/ledger/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) LedgerShardCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/ledger").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -108,20 +106,20 @@ func (c *Client) LedgerShardCache(ctx context.Context, opts ...runtime.CacheOpti
 //
 // Serializes balance changes of one account.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Account(accountID string) AccountHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/accounts").Str("account_id", accountID), runtime.WithResourceName("account"))
 }
 
 // AccountCache returns a cache of account at /billing/locks/accounts/{account_id:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by accountID, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) AccountCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/accounts").Str("account_id"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -139,18 +137,18 @@ func (c *Client) AccountCache(ctx context.Context, opts ...runtime.CacheOption) 
 //
 // Taken by the nightly refund batch.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) RefundBatch() RefundBatchHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/refund-batch"), runtime.WithResourceName("refund_batch"))
 }
 
 // RefundBatchCache returns a cache of refund_batch at /billing/locks/refund-batch: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) RefundBatchCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/refund-batch"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -168,18 +166,18 @@ func (c *Client) RefundBatchCache(ctx context.Context, opts ...runtime.CacheOpti
 //
 // Held while exchange rates are refreshed.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) CurrencyRates() CurrencyRatesHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/currency-rates"), runtime.WithResourceName("currency_rates"))
 }
 
 // CurrencyRatesCache returns a cache of currency_rates at /billing/locks/currency-rates: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) CurrencyRatesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/currency-rates"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -197,9 +195,10 @@ func (c *Client) CurrencyRatesCache(ctx context.Context, opts ...runtime.CacheOp
 //
 // Archiving of one month of invoices.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Archive(year int, month int) ArchiveHandle {
 	return runtime.NewLock(c.sess, runtime.At("/billing/locks/archive").Int("year", year).Int("month", month), runtime.WithResourceName("archive"))
 }
@@ -211,10 +210,9 @@ type ArchiveKey struct {
 }
 
 // ArchiveCache returns a cache of archive at /billing/locks/archive/{year:int}/{month:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by ArchiveKey, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) ArchiveCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[ArchiveKey], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/archive").Int("year").Int("month"), func(p runtime.Params) ArchiveKey {
 		return ArchiveKey{
@@ -231,22 +229,22 @@ func (c *Client) ArchiveCache(ctx context.Context, opts ...runtime.CacheOption) 
 	return cache, nil
 }
 
-// InvoiceRunHandle is the interface of the handle InvoiceRun returns (runtime.LockHandle), for fakes in tests.
+// InvoiceRunHandle is the interface of the handle InvoiceRun returns ([runtime.LockHandle]), for fakes in tests.
 type InvoiceRunHandle = runtime.LockHandle
 
-// LedgerShardHandle is the interface of the handle LedgerShard returns (runtime.LockHandle), for fakes in tests.
+// LedgerShardHandle is the interface of the handle LedgerShard returns ([runtime.LockHandle]), for fakes in tests.
 type LedgerShardHandle = runtime.LockHandle
 
-// AccountHandle is the interface of the handle Account returns (runtime.LockHandle), for fakes in tests.
+// AccountHandle is the interface of the handle Account returns ([runtime.LockHandle]), for fakes in tests.
 type AccountHandle = runtime.LockHandle
 
-// RefundBatchHandle is the interface of the handle RefundBatch returns (runtime.LockHandle), for fakes in tests.
+// RefundBatchHandle is the interface of the handle RefundBatch returns ([runtime.LockHandle]), for fakes in tests.
 type RefundBatchHandle = runtime.LockHandle
 
-// CurrencyRatesHandle is the interface of the handle CurrencyRates returns (runtime.LockHandle), for fakes in tests.
+// CurrencyRatesHandle is the interface of the handle CurrencyRates returns ([runtime.LockHandle]), for fakes in tests.
 type CurrencyRatesHandle = runtime.LockHandle
 
-// ArchiveHandle is the interface of the handle Archive returns (runtime.LockHandle), for fakes in tests.
+// ArchiveHandle is the interface of the handle Archive returns ([runtime.LockHandle]), for fakes in tests.
 type ArchiveHandle = runtime.LockHandle
 
 // API is the interface of Client: depend on it where a test should be able

@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -49,9 +47,10 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 //
 // Held while the schema migrates.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 //
 // Nodes it creates are accessible only to the authenticated identity that created
 // them (acl: creator_all); the session needs runtime.WithAuth.
@@ -60,10 +59,9 @@ func (c *Client) Migration() MigrationHandle {
 }
 
 // MigrationCache returns a cache of migration at /prod/eu-west-1/app/locks/migration: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/migration"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -79,11 +77,12 @@ func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption
 
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 //
 // Nodes it creates are readable by everyone and writable only by the authenticated
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
@@ -92,10 +91,9 @@ func (c *Client) CacheFill(key string) CacheFillHandle {
 }
 
 // CacheFillCache returns a cache of cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by key, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/cache").Str("key"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -111,9 +109,10 @@ func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption
 
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 //
 // Nodes it creates are accessible only to the digest users ops (rwcda), reader (r);
 // the session authenticates with runtime.WithAuth("digest", []byte("user:password")).
@@ -125,10 +124,9 @@ func (c *Client) Partition(partition int) PartitionHandle {
 }
 
 // PartitionCache returns a cache of partition at /prod/eu-west-1/app/locks/partitions/{partition:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by partition, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/partitions").Int("partition"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -144,14 +142,8 @@ func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption
 
 // Jobs returns a handle on the FIFO queue jobs at /prod/eu-west-1/app/queues/jobs, of string (raw UTF-8) items, delivered at least once.
 //
-// Put appends an item (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it claims an item and returns it as a delivery: Ack consumes it,
-// Release gives it back, GiveBack too without counting the delivery (the consumer,
-// not the item, could not go on), and a consumer whose session ends before Ack
-// releases it; TakeN claims several; Len counts the items, claimed ones included;
-// Peek shows the next one without claiming it; Stats counts them. Delivery.Attempt
-// counts an item's deliveries across consumers;
-// DeadLetters lists the dead letters (none unless dead_letter_after is set).
+// Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 //
 // Nodes it creates are readable by everyone and writable only by the authenticated
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
@@ -161,7 +153,8 @@ func (c *Client) Jobs() JobsHandle {
 
 // Slots returns a participant in the semaphore slots at /prod/eu-west-1/app/semaphores/slots, which grants at most 2 leases at once.
 //
-// Acquire blocks until a lease is granted and returns it; Release gives it back.
+// Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 //
 // Nodes it creates are accessible only to the authenticated identity that created
 // them (acl: creator_all); the session needs runtime.WithAuth.
@@ -179,33 +172,31 @@ const (
 
 // Alerts returns a handle on the priority queue alerts at /prod/eu-west-1/app/queues/alerts, of string (raw UTF-8) items, delivered at most once.
 //
+// Its methods are [runtime.PriorityQueue]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
 // Priorities, most urgent first: AlertsPage, AlertsTicket; FIFO within one priority.
-// Put adds an item at a priority (once, even across a connection loss); PutAll puts many in multis;
-// Take blocks until it removes an item and returns it (ctx cancellation leaves
-// nothing behind); TakeN removes several at once; Len counts the items; Peek
-// shows the next one without taking it; Stats counts them.
 //
 // Nodes it creates are open to everyone (acl: world_all).
 func (c *Client) Alerts() AlertsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithNodeACL(runtime.WorldAllACL()), runtime.WithResourceName("alerts"))
 }
 
-// MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.
+// MigrationHandle is the interface of the handle Migration returns ([runtime.LockHandle]), for fakes in tests.
 type MigrationHandle = runtime.LockHandle
 
-// CacheFillHandle is the interface of the handle CacheFill returns (runtime.LockHandle), for fakes in tests.
+// CacheFillHandle is the interface of the handle CacheFill returns ([runtime.LockHandle]), for fakes in tests.
 type CacheFillHandle = runtime.LockHandle
 
-// PartitionHandle is the interface of the handle Partition returns (runtime.LockHandle), for fakes in tests.
+// PartitionHandle is the interface of the handle Partition returns ([runtime.LockHandle]), for fakes in tests.
 type PartitionHandle = runtime.LockHandle
 
-// JobsHandle is the interface of the handle Jobs returns (runtime.AckQueueHandle), for fakes in tests.
+// JobsHandle is the interface of the handle Jobs returns ([runtime.AckQueueHandle]), for fakes in tests.
 type JobsHandle = runtime.AckQueueHandle[string]
 
-// SlotsHandle is the interface of the handle Slots returns (runtime.SemaphoreHandle), for fakes in tests.
+// SlotsHandle is the interface of the handle Slots returns ([runtime.SemaphoreHandle]), for fakes in tests.
 type SlotsHandle = runtime.SemaphoreHandle
 
-// AlertsHandle is the interface of the handle Alerts returns (runtime.PriorityQueueHandle), for fakes in tests.
+// AlertsHandle is the interface of the handle Alerts returns ([runtime.PriorityQueueHandle]), for fakes in tests.
 type AlertsHandle = runtime.PriorityQueueHandle[string]
 
 // API is the interface of Client: depend on it where a test should be able

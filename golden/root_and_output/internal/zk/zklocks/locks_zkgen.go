@@ -29,16 +29,14 @@ func New(sess *runtime.Session) *Client {
 
 // Session returns the session c's handles use, for writes of the service's
 // own beside the recipes' (under Run, the session of this run of fn: it ends
-// when fn's ctx does). Closing it ends every handle.
+// when fn's ctx does). Closing it ends every handle. See [runtime.Session].
 func (c *Client) Session() *runtime.Session {
 	return c.sess
 }
 
-// Run runs fn with a Client on a ZooKeeper session for as long as ctx lasts:
-// when the session ends, fn's ctx is cancelled and, once fn has returned, fn
-// runs again with a Client on a new session. It returns nil when ctx ends, or
-// fn's error when fn fails for another reason than its session's end (see
-// runtime.Supervise for the guarantees across a change of session).
+// Run is [runtime.Supervise] with a Client: it runs fn with a Client on each
+// session Supervise opens, for as long as ctx lasts. Supervise's doc says when
+// fn runs again, what Run returns and what holds across a change of session.
 func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *Client) error, opts ...runtime.Option) error {
 	return runtime.Supervise(ctx, servers, func(ctx context.Context, s *runtime.Session) error {
 		return fn(ctx, New(s))
@@ -49,18 +47,18 @@ func Run(ctx context.Context, servers []string, fn func(ctx context.Context, c *
 //
 // Held while the schema migrates.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Migration() MigrationHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/migration"), runtime.WithResourceName("migration"))
 }
 
 // MigrationCache returns a cache of migration at /prod/eu-west-1/app/locks/migration: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/migration"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -76,20 +74,20 @@ func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption
 
 // CacheFill returns a contender for the exclusive lock cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 // A string parameter that is empty, ".", ".." or contains "/" or control
-// characters makes every method return runtime.ErrInvalidPath.
+// characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) CacheFill(key string) CacheFillHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/cache").Str("key", key), runtime.WithResourceName("cache_fill"))
 }
 
 // CacheFillCache returns a cache of cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by key, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/cache").Str("key"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -105,18 +103,18 @@ func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption
 
 // Partition returns a contender for the exclusive lock partition at /prod/eu-west-1/app/locks/partitions/{partition:int}.
 //
-// Lock blocks until this contender holds the lock (ctx cancellation removes its node);
-// Unlock releases it; Lost and Context end if it is lost; Token is its fencing token;
-// Guarded runs ZooKeeper writes only while the lock is held.
+// Its methods are [runtime.Lock]'s, documented there: what each blocks on, what
+// ctx cancellation does, what is left in ZooKeeper.
+// Hold it with [runtime.Lock.Lock] or [runtime.Lock.Do]; fence work with
+// [runtime.Lock.Token] or [runtime.Lock.Guarded].
 func (c *Client) Partition(partition int) PartitionHandle {
 	return runtime.NewLock(c.sess, runtime.At("/prod/eu-west-1/app/locks/partitions").Int("partition", partition), runtime.WithResourceName("partition"))
 }
 
 // PartitionCache returns a cache of partition at /prod/eu-west-1/app/locks/partitions/{partition:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by partition, read from memory.
-// It runs on c's session until ctx ends or the session does (then its readers get
-// a Gap and Sync waits for a Run on a new session: under Run, make a new cache in fn).
-// opts are the cache's (runtime.WithMaxNodes bounds the nodes it holds; more make it
-// stop with runtime.ErrCacheFull). Only an invalid path fails it. See docs/caches.md.
+// It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
 func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/partitions").Int("partition"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -130,13 +128,13 @@ func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption
 	return cache, nil
 }
 
-// MigrationHandle is the interface of the handle Migration returns (runtime.LockHandle), for fakes in tests.
+// MigrationHandle is the interface of the handle Migration returns ([runtime.LockHandle]), for fakes in tests.
 type MigrationHandle = runtime.LockHandle
 
-// CacheFillHandle is the interface of the handle CacheFill returns (runtime.LockHandle), for fakes in tests.
+// CacheFillHandle is the interface of the handle CacheFill returns ([runtime.LockHandle]), for fakes in tests.
 type CacheFillHandle = runtime.LockHandle
 
-// PartitionHandle is the interface of the handle Partition returns (runtime.LockHandle), for fakes in tests.
+// PartitionHandle is the interface of the handle Partition returns ([runtime.LockHandle]), for fakes in tests.
 type PartitionHandle = runtime.LockHandle
 
 // API is the interface of Client: depend on it where a test should be able
