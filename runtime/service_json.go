@@ -57,6 +57,12 @@ func (c serviceCodec[T]) Encode(in ServiceInstance[T]) ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// ServiceCodec is the codec of Curator's ServiceInstance JSON with
+// payload T, as Services writes and reads it, for tools that read
+// registrations without a Services (zkgen inspect reads any payload with
+// T json.RawMessage). Decode fails with ErrDecode.
+func ServiceCodec[T any]() Codec[ServiceInstance[T]] { return serviceCodec[T]{} }
+
 func (c serviceCodec[T]) Decode(data []byte) (ServiceInstance[T], error) {
 	var w curatorInstance
 	if err := json.Unmarshal(data, &w); err != nil {

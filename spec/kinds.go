@@ -36,6 +36,7 @@ const (
 	KindConfig         Kind = "config"
 	KindCounter        Kind = "counter"
 	KindPartitioner    Kind = "partitioner"
+	KindService        Kind = "service"
 )
 
 // Layout is the node naming (and stored format) a resource shares with
@@ -138,6 +139,13 @@ type Resource struct {
 
 	// config
 	Value *TypeRef
+
+	// service: Path is the base of Curator's service discovery, under
+	// which the service's instances are <base>/<ServiceName>/<id>;
+	// FullPath and Segments name the service's own node <base>/<ServiceName>.
+	Instance    *TypeRef // the payload of each instance
+	ServiceName string   // the name field, else the resource's name
+	Base        string   // Root + Path: the base path of the discovery
 }
 
 // Name is a declared name inside a resource (a priority or participant) with
@@ -292,6 +300,20 @@ var kindTable = []KindInfo{
 		Settings: partitionerSettings,
 	},
 	{
+		Kind:     KindService,
+		Doc:      "a discoverable service: its instances' registrations (Curator's service discovery)",
+		Example:  `payments: {kind: service, path: /services, instance: Member}`,
+		Fields:   []string{"instance", "name"},
+		Required: []string{"instance"},
+		Settings: func(r *Resource) []string {
+			d := typeSetting("instance", r.Instance)
+			if r.ServiceName != r.Name {
+				d = append(d, "name: "+r.ServiceName)
+			}
+			return d
+		},
+	},
+	{
 		Kind:     KindCounter,
 		Doc:      "a shared int64 counter",
 		Example:  `requests: {kind: counter, path: /counters/requests}`,
@@ -348,6 +370,8 @@ var kindFieldTable = []struct {
 	}},
 	{"member", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Member = p.valueRef(n, field) }},
 	{"value", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Value = p.valueRef(n, field) }},
+	{"instance", func(p *parser, r *Resource, n *yaml.Node, field string) { r.Instance = p.valueRef(n, field) }},
+	{"name", (*parser).serviceName},
 }
 
 // maxPriorities bounds the priorities of a priority queue.

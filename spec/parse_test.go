@@ -138,6 +138,8 @@ resources:
   c3: {kind: counter, path: "/m/{id:int}/z"}
   c4: {kind: counter, path: /m/abc}
   plain: {kind: rwlock, path: /rw, revocable: false}
+  pay: {kind: service, path: /svc, instance: Tree}
+  orders: {kind: service, path: /svc, instance: string, name: orders-v2}
   e: {kind: election, path: /e}
   g: {kind: group, path: /g}
   cfg: {kind: config, path: /cfg}
@@ -195,6 +197,13 @@ resources:
 	}
 	if p := s.Resources[7]; p.Revocable || p.Layout != "curator" {
 		t.Errorf("plain = %+v", *p)
+	}
+	pay, orders := s.Resources[8], s.Resources[9]
+	if pay.Instance.Decl != tree || pay.ServiceName != "pay" || pay.Base != "/svc" || pay.FullPath != "/svc/pay" || len(pay.Segments) != 2 {
+		t.Errorf("pay = %+v", *pay)
+	}
+	if orders.Instance.Name != "string" || orders.ServiceName != "orders-v2" || orders.FullPath != "/svc/orders-v2" || orders.Path != "/svc" {
+		t.Errorf("orders = %+v", *orders)
 	}
 	for _, r := range s.Resources[8:] {
 		if r.Payload != nil || r.Member != nil || r.Value != nil {

@@ -78,6 +78,7 @@ func (p *parser) resource(e entry, rootOK bool) *Resource {
 		}
 	}
 	p.checkPartitionNames(r, es, field)
+	p.serviceNode(r, field)
 	miss := misspelled(unknown, allowed)
 	if r.Kind == "" && !has["kind"] && !miss["kind"] {
 		p.errorf(e.key, field, "missing required field %q (one of %s)", "kind", kindList())
@@ -317,4 +318,47 @@ func (p *parser) checkPartitionNames(r *Resource, es []entry, field string) {
 			p.errorf(x.val, join(field, "names"), "must name each of the %d partitions, got %d names", r.Partitions, len(n.Content))
 		}
 	}
+}
+
+// serviceName decodes a service's name: one literal path segment, the
+// name Curator's ServiceDiscovery knows the service by.
+func (p *parser) serviceName(r *Resource, n *yaml.Node, field string) {
+	s, ok := p.str(n, field)
+	if !ok {
+		return
+	}
+	msg := literalProblem(s)
+	switch {
+	case s == "" || s == "." || s == "..":
+		msg = fmt.Sprintf(`must be a node name (not empty, "." or ".."), got %s`, quote(s))
+	case strings.Contains(s, "/"):
+		msg = fmt.Sprintf(`must be one node name, without "/", got %s`, quote(s))
+	}
+	if msg != "" {
+		p.errorf(n, field, "%s", msg)
+		return
+	}
+	r.ServiceName = s
+}
+
+// serviceNode makes a service's path its base and FullPath and Segments
+// its own node, <base>/<name>, where its instances are: so two services
+// share a base, as Curator's do, without overlapping. The base takes no
+// parameters: one handle finds every service under it.
+func (p *parser) serviceNode(r *Resource, field string) {
+	if r.Kind != KindService || r.Segments == nil {
+		return
+	}
+	if len(r.Params) > 0 {
+		p.errs = append(p.errs, &Error{File: p.file, Pos: p.pathPos[r], Field: join(field, "path"),
+			Msg: fmt.Sprintf("a service's path is the base of its instances and takes no parameters, got %s", quote(r.Path))})
+		r.Segments, r.Params = nil, nil
+		return
+	}
+	if r.ServiceName == "" {
+		r.ServiceName = r.Name
+	}
+	r.Base = r.FullPath
+	r.FullPath += "/" + r.ServiceName
+	r.Segments = append(r.Segments, Segment{Literal: r.ServiceName})
 }

@@ -57,6 +57,9 @@ var fieldSchemas = map[string]any{
 	"value":        ref("payload"),
 	"partitions":   count(MaxPartitions),
 	"names":        names(0),
+	"instance":     with(ref("payload"), "description", "the payload of each instance (Curator's ServiceInstance payload)"),
+	"name": map[string]any{"type": "string", "pattern": "^[!-.0-z|~]+$",
+		"description": "the service's name in Curator's discovery (default: the resource's name); its instances are <path>/<name>/<id>"},
 }
 
 // fieldRules are what a field, when given, asks of the others.

@@ -69,8 +69,8 @@ type ident struct {
 
 // checkNames reports Go identifiers that collide after case conversion.
 // Package level: Client, New, API, every type, every priority/participant
-// constant and every resource's <GoName>Handle interface and <GoName>Key
-// cache key type. Client methods: every resource, its <GoName>Cache, and
+// constant, every resource's <GoName>Handle interface and <GoName>Key
+// cache key type, and a service's New<GoName> and <GoName>Name. Client methods: every resource, its <GoName>Cache, and
 // the generated Session.
 func (p *parser) checkNames() {
 	var pkg []ident
@@ -84,6 +84,10 @@ func (p *parser) checkNames() {
 		pkg = append(pkg, ident{r.GoName + "Handle", r.Pos, join("resources", r.Name), "the handle interface of resource " + quote(r.Name), true},
 			ident{r.GoName + "Key", r.Pos, join("resources", r.Name), "the cache key type of resource " + quote(r.Name), true})
 		methods = append(methods, ident{r.GoName + "Cache", r.Pos, join("resources", r.Name), "the cache method of resource " + quote(r.Name), true})
+		if r.Kind == KindService {
+			pkg = append(pkg, ident{"New" + r.GoName, r.Pos, join("resources", r.Name), "the constructor of service " + quote(r.Name), true},
+				ident{r.GoName + "Name", r.Pos, join("resources", r.Name), "the name constant of service " + quote(r.Name), true})
+		}
 	}
 	p.collisions(pkg, map[string]string{
 		"Client": "the generated Client type",

@@ -42,6 +42,11 @@ type descriptor struct {
 	// cache describes the kind's cache (the Client method <GoName>Cache);
 	// nil for a kind without one yet.
 	cache *cacheDesc
+	// process, when set, emits the resource's code instead of a Client
+	// method: for a kind whose handle belongs to the process, not to one
+	// session's Client (a service's registrations). Only summary is used
+	// besides it; the resource has no handle interface in API.
+	process func(f *jen.File, s *spec.Spec, r *spec.Resource)
 }
 
 // descriptors holds the kinds the generator emits code for. Kinds not
@@ -103,6 +108,10 @@ func Generate(s *spec.Spec) (map[string][]byte, error) {
 // emit adds the code of resource r, whose kind d describes, to the file:
 // its declarations, then the Client method returning its handle.
 func emit(f *jen.File, s *spec.Spec, r *spec.Resource, d descriptor) {
+	if d.process != nil {
+		d.process(f, s, r)
+		return
+	}
 	if d.decls != nil {
 		d.decls(f, r)
 	}

@@ -39,6 +39,9 @@ func emitInterfaces(f *jen.File, s *spec.Spec) {
 	}
 	var methods []jen.Code
 	for _, r := range s.Resources {
+		if descriptors[r.Kind].process != nil {
+			continue
+		}
 		typ, args := descriptors[r.Kind].handle(r)
 		f.Comment(fmt.Sprintf("%sHandle is the interface of the handle %s returns ([runtime.%sHandle]), for fakes in tests.", r.GoName, r.GoName, typ))
 		t := jen.Qual(runtimePkg, typ+"Handle")

@@ -62,6 +62,12 @@ type Flags struct {
 	MaxBatch int  `json:"max_batch"`
 }
 
+// PaymentsInstance is the payload type PaymentsInstance declared in the spec; it is stored as JSON.
+type PaymentsInstance struct {
+	Zone    string `json:"zone"`
+	Version string `json:"version"`
+}
+
 // OrderLock returns a contender for the exclusive lock order_lock at /zkgen-example/locks/orders/{shard:int}.
 //
 // Serialises all writes to one shard of the orders table.
@@ -316,6 +322,24 @@ func (c *Client) FlagsCache(ctx context.Context, opts ...runtime.CacheOption) (*
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Shards() ShardsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/zkgen-example/partitioners/shards"), 64, runtime.JSONCodec[Member](), runtime.WithResourceName("shards"))
+}
+
+// PaymentsName is the name of the service payments in Curator's service discovery.
+const PaymentsName = "payments"
+
+// NewPayments returns the registrations and finder of the services under /zkgen-example/services
+// (Curator's service discovery layout), among them payments (PaymentsName): its instances
+// are the nodes /zkgen-example/services/payments/<id>, with payload PaymentsInstance.
+//
+// Make one per process and keep it: registrations are the process's, not a
+// session's. It does no I/O; Run holds the registrations and mirrors the base on
+// a session (under Run, in fn: go d.Run(ctx, c.Session())), and registers them
+// again, with their current data, on each new session. Register with Name PaymentsName;
+// Instances(ctx, PaymentsName) and Provider(PaymentsName, ...) find the instances, Curator's
+// too. opts are runtime.NewServices's (runtime.WithJavaClass for Curator readers
+// typed with a payload class). See docs/service.md.
+func NewPayments(opts ...runtime.ServicesOption) *runtime.Services[PaymentsInstance] {
+	return runtime.NewServices[PaymentsInstance](runtime.At("/zkgen-example/services"), opts...)
 }
 
 // PythonScheduler returns a candidate in the leader election python_scheduler at /zkgen-example/election/python.

@@ -434,3 +434,30 @@ func TestRulesTable(t *testing.T) {
 		t.Error("Rules returns the table itself")
 	}
 }
+
+// TestServiceChanges: a service's instance payload follows the payload
+// rules, except that bytes and string differ (the payload is JSON); its
+// name and its base move its instances; a second service on the base is
+// safe.
+func TestServiceChanges(t *testing.T) {
+	svc := func(fields string) string {
+		return doc(strings.Replace(types, "{name: string, attempt: int}", fields, 1), "  pay: {kind: service, path: /services, instance: Job}\n")
+	}
+	raw := func(instance, extra string) string {
+		return doc("", "  pay: {kind: service, path: /services, instance: "+instance+extra+"}\n")
+	}
+	check(t, []compareCase{
+		{name: "instance field added", old: svc("{name: string}"), new: svc("{name: string, attempt: int}")},
+		{name: "second service on the base", old: raw("string", ""),
+			new: raw("string", "") + "  orders: {kind: service, path: /services, instance: string}\n"},
+		{name: "default name written out", old: raw("string", ""), new: raw("string", ", name: pay")},
+		{name: "instance field removed", old: svc("{name: string, attempt: int}"), new: svc("{name: string}"),
+			want: []string{`new.yaml:8:51: resources.pay.instance: breaking: instance Job: field "attempt" (old line 4) removed or renamed`}},
+		{name: "instance bytes to string", old: raw("bytes", ""), new: raw("string", ""),
+			want: []string{`new.yaml:4:51: resources.pay.instance: breaking: instance changed from bytes (old line 4) to string`}},
+		{name: "name", old: raw("string", ""), new: raw("string", ", name: payments"),
+			want: []string{`new.yaml:4:65: resources.pay.name: breaking: name changed from "pay" (old default) to "payments"`}},
+		{name: "base", old: raw("string", ""), new: doc("", "  pay: {kind: service, path: /svc, instance: string}\n"),
+			want: []string{`new.yaml:4:30: resources.pay.path: breaking: path changed from "/services" (old line 4) to "/svc"`}},
+	})
+}

@@ -53,10 +53,14 @@ func rootSegments(s *spec.Spec) int {
 // checkPath reports a resource path that names other nodes. A change of
 // the full path that the root alone explains is reported once, at root.
 func checkPath(c *comparison, o, n *spec.Resource) {
-	if pathProblem(o.Segments, n.Segments) == "" {
+	oseg, nseg := o.Segments, n.Segments
+	if o.Kind == spec.KindService { // the service's name, last, is checkServiceName's
+		oseg, nseg = oseg[:len(oseg)-1], nseg[:len(nseg)-1]
+	}
+	if pathProblem(oseg, nseg) == "" {
 		return
 	}
-	why := pathProblem(o.Segments[rootSegments(c.old.Spec):], n.Segments[rootSegments(c.new.Spec):])
+	why := pathProblem(oseg[rootSegments(c.old.Spec):], nseg[rootSegments(c.new.Spec):])
 	if why == "" {
 		return // the root moved it
 	}

@@ -82,7 +82,7 @@ var rules = withKinds([]Rule{
 	{Field: "durations", TopLevel: true,
 		Safe: "any change: code generated with either setting reads both formats (only code generated before zkgen stored durations as strings reads integers alone)"},
 	{Field: "types", TopLevel: true,
-		Breaks: "through the payload fields of the resources that use a type (`item`, `payload`, `member`, `value`)",
+		Breaks: "through the payload fields of the resources that use a type (`item`, `payload`, `member`, `value`, `instance`)",
 		Safe:   "changing a type no resource uses"},
 	{Field: "kind",
 		Breaks: "any change (the recipes name and use their nodes differently)",
@@ -141,6 +141,12 @@ var rules = withKinds([]Rule{
 		Breaks: payloadBreaks, Safe: payloadSafe},
 	{Field: "value", check: payload("value", valueOf),
 		Breaks: payloadBreaks, Safe: payloadSafe},
+	{Field: "instance", check: checkInstance,
+		Breaks: "another type: a field removed, renamed or retyped (also in nested declared types; `[]T` against `T`), " +
+			"another builtin (`bytes` against `string` too: the payload is JSON, where bytes are base64), declared fields against a `go_type`, another `go_type`",
+		Safe: "adding a field; renaming the type or reordering its fields (compared by structure and JSON name)"},
+	{Field: "name", check: checkServiceName,
+		Breaks: "any change, also to or from the default (the resource's name): the instances are `<path>/<name>/<id>`, so old and new processes would not find each other's"},
 	{Field: "",
 		Safe: "no fields of their own: only the rules of `kind`, `path`, `doc` and `acl` apply"},
 })
@@ -306,4 +312,25 @@ func names(ns []spec.Name) string {
 		s[i] = n.Name
 	}
 	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// checkInstance is the payload check of a service's instance, where bytes
+// and string are not alike: Curator's JSON holds the payload as a JSON
+// value, bytes as base64 text.
+func checkInstance(c *comparison, o, n *spec.Resource) {
+	if isRaw(o.Instance) && isRaw(n.Instance) && !sameRef(o.Instance, n.Instance) {
+		c.changed(o, n, "instance", refText(o.Instance), refText(n.Instance),
+			"the payload is JSON: old and new processes would read each other's as base64 or fail to decode it")
+		return
+	}
+	payload("instance", func(r *spec.Resource) *spec.TypeRef { return r.Instance })(c, o, n)
+}
+
+// checkServiceName reports a service whose name changed: its instances
+// move to another node (checkPath compares the base alone).
+func checkServiceName(c *comparison, o, n *spec.Resource) {
+	if o.ServiceName != n.ServiceName {
+		c.changed(o, n, "name", strconv.Quote(o.ServiceName), strconv.Quote(n.ServiceName),
+			"old and new processes would register and look for the instances under different nodes")
+	}
 }

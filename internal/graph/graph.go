@@ -28,7 +28,7 @@ func groups(s *spec.Spec) []Group {
 	index := map[string]int{}
 	for _, r := range s.Resources {
 		g := "/"
-		if segs := strings.Split(strings.TrimPrefix(r.Path, "/"), "/"); len(segs) > 1 {
+		if segs := strings.Split(strings.TrimPrefix(layout(r), "/"), "/"); len(segs) > 1 {
 			g = "/" + segs[0]
 		}
 		i, ok := index[g]
@@ -42,8 +42,12 @@ func groups(s *spec.Spec) []Group {
 	return out
 }
 
-// layout renders a resource path relative to the root with typed parameters.
+// layout renders a resource path relative to the root with typed
+// parameters; a service's is its own node, below its base.
 func layout(r *spec.Resource) string {
+	if r.Kind == spec.KindService {
+		return r.Path + "/" + r.ServiceName
+	}
 	return r.Path
 }
 

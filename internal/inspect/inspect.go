@@ -53,6 +53,7 @@ type Resource struct {
 	Config        *ConfigState        `json:"config,omitempty"`         // config
 	Counter       *CounterState       `json:"counter,omitempty"`        // counter
 	Transaction   *TxState            `json:"transaction,omitempty"`    // two_phase_commit
+	Service       *ServiceState       `json:"service,omitempty"`        // service
 }
 
 // section is the state of one instance: one of the kinds' state types
@@ -90,6 +91,8 @@ func (r *Resource) section() section {
 		return r.Counter
 	case r.Transaction != nil:
 		return r.Transaction
+	case r.Service != nil:
+		return r.Service
 	}
 	return nil
 }
