@@ -71,6 +71,8 @@ var families = []family{
 	{name: "zkgen_config_version", help: "A config node's data version (-1 when unset)."},
 	{name: "zkgen_counter_value", help: "A counter's value."},
 	{name: "zkgen_transaction_proposed", help: "1 while a two-phase commit transaction is proposed."},
+	{name: "zkgen_service_instances", help: "Registered instances of a service (Curator's too), by its name in the discovery: 0 when none is registered.", extra: []string{"service"}},
+	{name: "zkgen_service_instances_enabled", help: "Registered instances of a service that are enabled: those a provider gives (0: callers find none).", extra: []string{"service"}},
 	{name: "zkgen_transaction_votes", help: "Participants of a two-phase commit transaction by state (pending, joined, gone, commit, abort).", extra: []string{"state"}},
 }
 
@@ -215,6 +217,9 @@ func (c *collector) resource(r *spec.Resource, res *inspect.Resource, base []str
 		}
 	case res.Queue != nil:
 		c.queue(r, res.Queue, base, now, emit)
+	case res.Service != nil:
+		emit("zkgen_service_instances", float64(len(res.Service.Instances)), with(base, r.ServiceName)...)
+		emit("zkgen_service_instances_enabled", float64(res.Service.Enabled()), with(base, r.ServiceName)...)
 	default:
 		c.others(res, base, emit)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/zkgen/zkgen/generated_example/coord"
+	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
@@ -138,6 +140,11 @@ func TestLivePage(t *testing.T) {
 		contains(`[data-resource="outbox"] .deadletter .payload`, "name "),
 		textIs(`[data-resource="outbox"] .deadletter .reason`, "poison"),
 		contains(`[data-resource="leases"] .holder .who`, "alpha"))
+	registerPayments(t, srv.Servers())
+	within(t, ctx, "a service's instance appears", 5*time.Second,
+		textIs(`[data-resource="payments"] .summary`, "1 instances"),
+		textIs(`[data-resource="payments"] .svcinstance .addr`, "10.0.0.7:8080"),
+		textIs(`[data-resource="payments"] .svcinstance .payload`, "zone eu-1 · version 1.4"))
 	if !labelled(scrape(t, base), "zkgen_partitions_owned{", `member="host beta · port `) {
 		t.Errorf("no zkgen_partitions_owned series labelled with beta's payload in words")
 	}
@@ -188,4 +195,25 @@ func labelled(m metrics, prefix, label string) bool {
 		}
 	}
 	return false
+}
+
+// registerPayments registers an instance of the example's payments
+// service on a session of its own, until the test ends.
+func registerPayments(t *testing.T, servers []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := runtime.Connect(ctx, servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := coord.NewPayments()
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx, s) }()
+	t.Cleanup(func() { cancel(); <-ran; s.Close() })
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	if _, err := d.Register(rctx, runtime.ServiceInstance[coord.PaymentsInstance]{Name: coord.PaymentsName, ID: "p1",
+		Address: "10.0.0.7", Port: 8080, Payload: coord.PaymentsInstance{Zone: "eu-1", Version: "1.4"}}); err != nil {
+		t.Fatal(err)
+	}
 }

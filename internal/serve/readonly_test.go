@@ -100,6 +100,14 @@ func everyKind(ctx context.Context, t *testing.T, c *coord.Client) {
 	must(tx.Propose(ctx))
 	must(tx.Join(ctx, coord.DeployDatabase))
 	must(tx.Vote(ctx, coord.DeployDatabase, runtime.Commit))
+	// a service registration, held by this session until ctx ends
+	payments := coord.NewPayments()
+	ran := make(chan error, 1)
+	go func() { ran <- payments.Run(ctx, c.Session()) }()
+	t.Cleanup(func() { <-ran })
+	_, err = payments.Register(ctx, runtime.ServiceInstance[coord.PaymentsInstance]{Name: coord.PaymentsName, ID: "p1",
+		Address: "10.0.0.7", Port: 8080, Payload: coord.PaymentsInstance{Zone: "eu-1"}})
+	must(err)
 }
 
 // apiState is the part of /api/state the tests read.

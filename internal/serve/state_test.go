@@ -69,6 +69,7 @@ func TestStateIsInspectsDocument(t *testing.T) {
 		"zkgen_election_leader_epoch", "zkgen_election_candidates", "zkgen_group_members", "zkgen_partitions",
 		"zkgen_partitions_unowned", "zkgen_partitioner_members", "zkgen_partitions_owned", "zkgen_barrier_up",
 		"zkgen_config_version", "zkgen_counter_value", "zkgen_transaction_proposed", "zkgen_transaction_votes",
+		"zkgen_service_instances", "zkgen_service_instances_enabled",
 		"zkgen_serve_instances", "zkgen_serve_instances_cut", "zkgen_serve_watches", "zkgen_serve_reads_total",
 		"zkgen_serve_watch_requests_total", "zkgen_serve_sessions_total", "zkgen_serve_zookeeper_up"} {
 		if m.count(name+"{") == 0 && m.count(name+" ") == 0 {
@@ -79,6 +80,9 @@ func TestStateIsInspectsDocument(t *testing.T) {
 	}
 	if v := m[`zkgen_transaction_votes{id="d1",resource="deploy",state="commit"}`]; v != 1 {
 		t.Errorf("votes of d1 in commit: %v, want 1", v)
+	}
+	if v := m[`zkgen_service_instances{resource="payments",service="payments"}`]; v != 1 {
+		t.Errorf("payments instances: %v, want 1", v)
 	}
 	if v := m[`zkgen_queue_dead_letters{resource="outbox"}`]; v != 1 {
 		t.Errorf("outbox dead letters: %v, want 1", v)

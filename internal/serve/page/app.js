@@ -176,6 +176,27 @@ const readers = {
   },
   config(box, c) { box.append(el("div", "summary", c.exists ? `version ${c.version}: ${value(c.value)}` : "unset")); },
   counter(box, c) { box.append(el("div", "summary", String(c.value))); },
+  service(box, s) {
+    const enabled = s.instances.filter(i => i.enabled && !i.error).length;
+    const summary = `${s.instances.length} instances` + (enabled !== s.instances.length ? `, ${enabled} enabled` : "");
+    box.append(el("div", enabled ? "summary" : "summary warn", summary));
+    const ul = el("ul", "instances");
+    for (const i of s.instances) {
+      const li = el("li", "svcinstance");
+      li.dataset.id = i.id;
+      if (i.error) {
+        li.append(el("span", "id", i.id), " · ", el("span", "warn", "error: " + i.error));
+      } else {
+        const addr = (i.address || "(no address)") + (i.port ? ":" + i.port : "") + (i.ssl_port ? " ssl:" + i.ssl_port : "");
+        li.append(el("span", "addr", addr), " · ", el("span", "id", i.id));
+        if (!i.enabled) li.append(" · ", el("span", "disabled warn", "disabled"));
+        if (i.payload) li.append(" · ", el("span", "payload", words(i.payload)));
+        if (i.registered) li.append(" · registered ", ageSpan(i.age_seconds || 0), " ago");
+      }
+      ul.append(li);
+    }
+    box.append(ul);
+  },
   transaction(box, t) {
     box.append(el("div", "summary", t.proposed ? (t.decision || "voting") : "not proposed"));
     const ul = el("ul", "votes");
