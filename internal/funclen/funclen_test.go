@@ -1,6 +1,6 @@
 // Package funclen checks that no function is too long to read: every
-// non-test function or method of every package (but those notYet) spans
-// at most maxLines lines, from its func line to its closing brace.
+// non-test function or method of every package spans at most maxLines
+// lines, from its func line to its closing brace.
 package funclen
 
 import (
@@ -17,20 +17,10 @@ import (
 // its closing brace.
 const maxLines = 60
 
-// notYet are the directories not checked yet, relative to the repository
-// root: the in-process ZooKeeper and the test servers, whose long
-// functions (the request dispatch, the chaos loop) are being split.
-var notYet = map[string]bool{
-	"runtime/zktest/sim": true,
-}
-
 // Every package's functions fit a screen.
 func TestFunctionLength(t *testing.T) {
 	root := filepath.Join("..", "..")
 	for _, dir := range goDirs(t, root) {
-		if notYet[dir] {
-			continue
-		}
 		for _, long := range longFuncs(t, filepath.Join(root, dir)) {
 			t.Errorf("%s: %s is %d lines long (at most %d)", filepath.Join(dir, long.file), long.name, long.lines, maxLines)
 		}

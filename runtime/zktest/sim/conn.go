@@ -238,68 +238,25 @@ func (c *conn) readLoop() {
 // live session taken over, or (timeout 0, session 0) an expired one, whose
 // reply it returns for the caller to write before closing.
 func (c *conn) handshake() (ok bool, refusal []byte) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
-		return false, nil
-	}
-	if answer, ok := c.srv.fourLetter(c.m, string(hdr[:])); ok {
+	req, ok, answer := c.readConnect()
+	if !ok {
 		return false, answer
-	}
-	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
-	if n < 0 || n > c.srv.cfg.maxBuffer {
-		return false, nil
-	}
-	f := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, f); err != nil || !c.srv.turn(keyRequest+c.key) {
-		return false, nil
-	}
-	r := &reader{b: f}
-	r.int32() // protocol version
-	lastZxid := r.int64()
-	timeout := time.Duration(r.int32()) * time.Millisecond
-	id := r.int64()
-	passwd := r.buffer()
-	if r.err != nil {
-		return false, nil
 	}
 	s := c.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if lastZxid > c.m.applied {
+	if req.lastZxid > c.m.applied {
 		// The client has seen more than this server has: ZooKeeper refuses
 		// it (closes the connection) so that it moves on to another.
 		return false, nil
 	}
-	timeout = min(max(timeout, s.cfg.minSession), s.cfg.maxSession)
+	timeout := min(max(req.timeout, s.cfg.minSession), s.cfg.maxSession)
 	var ss *session
 	var created int64 // the createSession's zxid: the reply waits for the member to reach it
-	switch {
-	case id == 0:
-		ss = &session{id: s.nextID, passwd: newPasswd(), ephemerals: map[string]struct{}{},
-			ordinal: int(s.nextID-firstSessionID) + 1}
-		s.nextID++
-		s.sessions[ss.id] = ss
-		x := s.newTxn(ss)
-		created = x.zxid
-		s.commit(x) // createSession
-	default:
-		if s.faults.isolated[id] {
-			return false, nil // cut off (Isolate): the request never arrives
-		}
-		ss = s.sessions[id]
-		if ss == nil || string(ss.passwd) != string(passwd) {
-			w := newWriter()
-			w.int32(0)
-			w.int32(0)
-			w.int64(0)
-			w.buffer(make([]byte, 16))
-			w.bool(false)
-			return false, w.frame()
-		}
-		if old := ss.conn; old != nil && old != c {
-			ss.conn = nil
-			old.closeLocked()
-		}
+	if req.id == 0 {
+		ss, created = s.createSession()
+	} else if ss, ok, refusal = c.resume(req); !ok {
+		return false, refusal
 	}
 	ss.timeout = timeout
 	ss.last = time.Now()
@@ -313,4 +270,78 @@ func (c *conn) handshake() (ok bool, refusal []byte) {
 	w.bool(false)
 	c.m.replyAt(c, created, w.frame())
 	return true, nil
+}
+
+// connectReq is a ConnectRequest.
+type connectReq struct {
+	lastZxid int64
+	timeout  time.Duration
+	id       int64
+	passwd   []byte
+}
+
+// readConnect reads what a fresh connection sends first: a
+// ConnectRequest, or a four-letter word, whose answer it returns (ok
+// false) for the caller to write before closing.
+func (c *conn) readConnect() (req connectReq, ok bool, answer []byte) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+		return req, false, nil
+	}
+	if answer, ok := c.srv.fourLetter(c.m, string(hdr[:])); ok {
+		return req, false, answer
+	}
+	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
+	if n < 0 || n > c.srv.cfg.maxBuffer {
+		return req, false, nil
+	}
+	f := make([]byte, n)
+	if _, err := io.ReadFull(c.nc, f); err != nil || !c.srv.turn(keyRequest+c.key) {
+		return req, false, nil
+	}
+	r := &reader{b: f}
+	r.int32() // protocol version
+	req.lastZxid = r.int64()
+	req.timeout = time.Duration(r.int32()) * time.Millisecond
+	req.id = r.int64()
+	req.passwd = r.buffer()
+	return req, r.err == nil, nil
+}
+
+// createSession opens a new session by a createSession transaction, whose
+// zxid it returns (under the server's lock).
+func (s *Server) createSession() (*session, int64) {
+	ss := &session{id: s.nextID, passwd: newPasswd(), ephemerals: map[string]struct{}{},
+		ordinal: int(s.nextID-firstSessionID) + 1}
+	s.nextID++
+	s.sessions[ss.id] = ss
+	x := s.newTxn(ss)
+	created := x.zxid
+	s.commit(x) // createSession
+	return ss, created
+}
+
+// resume takes over the live session req names, closing the connection
+// that held it; refusal is the reply to an expired session or a wrong
+// password (under the server's lock).
+func (c *conn) resume(req connectReq) (ss *session, ok bool, refusal []byte) {
+	s := c.srv
+	if s.faults.isolated[req.id] {
+		return nil, false, nil // cut off (Isolate): the request never arrives
+	}
+	ss = s.sessions[req.id]
+	if ss == nil || string(ss.passwd) != string(req.passwd) {
+		w := newWriter()
+		w.int32(0)
+		w.int32(0)
+		w.int64(0)
+		w.buffer(make([]byte, 16))
+		w.bool(false)
+		return nil, false, w.frame()
+	}
+	if old := ss.conn; old != nil && old != c {
+		ss.conn = nil
+		old.closeLocked()
+	}
+	return ss, true, nil
 }

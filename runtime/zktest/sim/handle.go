@@ -37,7 +37,8 @@ func (s *Server) drain(c *conn) {
 	}
 }
 
-// handleLocked is handle under the server's lock.
+// handleLocked is handle under the server's lock: it reads the request's
+// header, lets the fault plan act, and executes the request by its kind.
 func (s *Server) handleLocked(c *conn, f []byte) bool {
 	r := &reader{b: f}
 	xid := r.int32()
@@ -64,8 +65,7 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 		return true // lost on the way
 	}
 	s.heard(c.m, ss)
-	fault := s.faultFor(ss, op)
-	switch fault {
+	switch s.faultFor(ss, op) {
 	case faultCutBefore:
 		return false
 	case faultCutAfter:
@@ -74,142 +74,194 @@ func (s *Server) handleLocked(c *conn, f []byte) bool {
 	case faultHoldReplies:
 		c.mute()
 	}
-	w := newWriter()
-	reply := func(zxid int64, code Code) {
-		w.int32(xid)
-		w.int64(zxid)
-		w.int32(int32(code))
-	}
+	q := &request{c: c, ss: ss, xid: xid, op: op, r: r, w: newWriter()}
 	switch op {
-	case opPing:
-		reply(s.zxid, codeOK)
+	case opPing, opCloseSession, opAuth:
+		return s.sessionOp(q)
+	case opSetWatches, opSetWatches2, opAddWatch, opCheckWatches, opRemoveWatches:
+		return s.watchOp(q)
+	case opSync, opExists, opGetData, opGetChildren, opGetChildren2, opGetACL:
+		return s.readOp(q)
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opSetACL, opCheck:
+		return s.writeOp(q)
+	case opMulti:
+		return s.multiOp(q)
+	}
+	q.reply(s.zxid, codeUnimplemented)
+	return q.send()
+}
+
+// request is one request being executed: its header, the rest of its
+// frame, and the reply being written.
+type request struct {
+	c   *conn
+	ss  *session
+	xid int32
+	op  int32
+	r   *reader
+	w   *writer
+}
+
+// reply writes the reply header.
+func (q *request) reply(zxid int64, code Code) {
+	q.w.int32(q.xid)
+	q.w.int64(zxid)
+	q.w.int32(int32(code))
+}
+
+// send queues the reply now; it reports true (the connection stays).
+func (q *request) send() bool {
+	q.c.send(q.w.frame())
+	return true
+}
+
+// sessionOp executes ping, closeSession and auth; each request executor
+// reports false when the connection must close (a frame it cannot read).
+func (s *Server) sessionOp(q *request) bool {
+	switch q.op {
 	case opCloseSession:
-		ss.conn = nil // closed below, once the reply is out
-		s.endSession(ss)
-		reply(s.zxid, codeOK)
-		c.send(w.frame())
-		c.closeAfterSent()
+		q.ss.conn = nil // closed below, once the reply is out
+		s.endSession(q.ss)
+		q.reply(s.zxid, codeOK)
+		q.send()
+		q.c.closeAfterSent()
 		return true
 	case opAuth:
-		r.int32() // type
-		scheme := r.string()
-		auth := r.buffer()
-		if r.err != nil {
+		q.r.int32() // type
+		scheme := q.r.string()
+		auth := q.r.buffer()
+		if q.r.err != nil {
 			return false
 		}
 		if scheme != "digest" {
-			reply(s.zxid, codeAuthFailed)
-			c.send(w.frame())
-			c.closeAfterSent()
+			q.reply(s.zxid, codeAuthFailed)
+			q.send()
+			q.c.closeAfterSent()
 			return true
 		}
 		id := identity{"digest", digestID(string(auth))}
-		dup := false
-		for _, a := range ss.auth {
-			dup = dup || a == id
+		if !slices.Contains(q.ss.auth, id) {
+			q.ss.auth = append(q.ss.auth, id)
 		}
-		if !dup {
-			ss.auth = append(ss.auth, id)
-		}
-		reply(s.zxid, codeOK)
+	}
+	q.reply(s.zxid, codeOK) // ping, or auth added
+	return q.send()
+}
+
+// watchOp executes setWatches, addWatch, checkWatches and removeWatches.
+func (s *Server) watchOp(q *request) bool {
+	c, r := q.c, q.r
+	switch q.op {
 	case opSetWatches, opSetWatches2:
-		s.setWatches(c, r, op == opSetWatches2)
+		s.setWatches(c, r, q.op == opSetWatches2)
 		if r.err != nil {
 			return false
 		}
-		reply(s.zxid, codeOK)
+		q.reply(s.zxid, codeOK)
 	case opAddWatch:
 		path, mode := r.string(), r.int32()
 		if r.err != nil {
 			return false
 		}
 		if !validPath(path) || mode != addWatchPersistent && mode != addWatchPersistentRecursive {
-			reply(s.zxid, codeBadArguments)
+			q.reply(s.zxid, codeBadArguments)
 			break
 		}
 		if c.m.view.persistent[path] == nil {
 			c.m.view.persistent[path] = map[*conn]bool{}
 		}
 		c.m.view.persistent[path][c] = mode == addWatchPersistentRecursive
-		reply(s.zxid, codeOK)
-		w.int32(0) // ZooKeeper answers with an ErrorResponse of 0
-	case opCheckWatches, opRemoveWatches:
+		q.reply(s.zxid, codeOK)
+		q.w.int32(0) // ZooKeeper answers with an ErrorResponse of 0
+	default: // checkWatches, removeWatches
 		path, typ := r.string(), r.int32()
 		if r.err != nil {
 			return false
 		}
-		if !s.hasWatches(c, path, typ, op == opRemoveWatches) {
-			reply(s.zxid, codeNoWatcher)
+		if !s.hasWatches(c, path, typ, q.op == opRemoveWatches) {
+			q.reply(s.zxid, codeNoWatcher)
 			break
 		}
-		reply(s.zxid, codeOK)
+		q.reply(s.zxid, codeOK)
+	}
+	return q.send()
+}
+
+// readOp executes sync, exists, getData, getChildren(2) and getACL.
+func (s *Server) readOp(q *request) bool {
+	c, r := q.c, q.r
+	path := r.string()
+	switch q.op {
 	case opSync:
-		path := r.string()
-		reply(s.zxid, codeOK)
-		w.string(path)
-		c.m.replyAt(c, s.zxid, w.frame()) // once its server caught up
+		q.reply(s.zxid, codeOK)
+		q.w.string(path)
+		c.m.replyAt(c, s.zxid, q.w.frame()) // once its server caught up
 		return true
-	case opExists, opGetData, opGetChildren, opGetChildren2:
-		path := r.string()
-		watch := r.bool()
-		if r.err != nil {
-			return false
-		}
-		s.read(c, op, path, watch, w, reply)
 	case opGetACL:
-		path := r.string()
 		n := c.m.view.nodes[path]
 		switch {
 		case !validPath(path):
-			reply(s.zxid, codeBadArguments)
+			q.reply(s.zxid, codeBadArguments)
 		case n == nil:
-			reply(s.zxid, codeNoNode)
-		case !allowed(n.acl, permRead|permAdmin, ss.ids()):
-			reply(s.zxid, codeNoAuth)
+			q.reply(s.zxid, codeNoNode)
+		case !allowed(n.acl, permRead|permAdmin, q.ss.ids()):
+			q.reply(s.zxid, codeNoAuth)
 		default:
-			reply(s.zxid, codeOK)
-			w.acls(shownACL(n.acl, allowed(n.acl, permAdmin, ss.ids())))
+			q.reply(s.zxid, codeOK)
+			q.w.acls(shownACL(n.acl, allowed(n.acl, permAdmin, q.ss.ids())))
 			st := n.clientStat()
-			w.stat(&st)
+			q.w.stat(&st)
 		}
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opSetACL, opCheck:
-		x := s.newTxn(ss)
-		body, code := x.apply(op, r)
-		if r.err != nil {
-			return false
-		}
-		if code != codeOK {
-			x.rollback()
-		}
-		s.commit(x)
-		reply(x.zxid, code)
-		if code == codeOK {
-			body(w)
-		}
-		c.m.replyAt(c, x.zxid, w.frame())
-		return true
-	case opMulti:
-		x := s.newTxn(ss)
-		x.inMulti = true
-		results, code := s.multi(x, r)
-		if r.err != nil {
-			return false
-		}
-		reply(x.zxid, code)
-		if code == codeOK {
-			for _, res := range results {
-				res(w)
-			}
-			w.int32(-1)
-			w.bool(true)
-			w.int32(-1)
-		}
-		c.m.replyAt(c, x.zxid, w.frame())
-		return true
-	default:
-		reply(s.zxid, codeUnimplemented)
+		return q.send()
 	}
-	c.send(w.frame())
+	watch := r.bool()
+	if r.err != nil {
+		return false
+	}
+	s.read(c, q.op, path, watch, q.w, q.reply)
+	return q.send()
+}
+
+// writeOp executes one write (create, delete, setData, setACL, check) as
+// a transaction of its own; the reply waits for the connection's server
+// to apply it.
+func (s *Server) writeOp(q *request) bool {
+	x := s.newTxn(q.ss)
+	body, code := x.apply(q.op, q.r)
+	if q.r.err != nil {
+		return false
+	}
+	if code != codeOK {
+		x.rollback()
+	}
+	s.commit(x)
+	q.reply(x.zxid, code)
+	if code == codeOK {
+		body(q.w)
+	}
+	q.c.m.replyAt(q.c, x.zxid, q.w.frame())
+	return true
+}
+
+// multiOp executes a multi as one transaction (see multi); the reply
+// waits for the connection's server to apply it.
+func (s *Server) multiOp(q *request) bool {
+	x := s.newTxn(q.ss)
+	x.inMulti = true
+	results, code := s.multi(x, q.r)
+	if q.r.err != nil {
+		return false
+	}
+	q.reply(x.zxid, code)
+	if code == codeOK {
+		for _, res := range results {
+			res(q.w)
+		}
+		q.w.int32(-1)
+		q.w.bool(true)
+		q.w.int32(-1)
+	}
+	q.c.m.replyAt(q.c, x.zxid, q.w.frame())
 	return true
 }
 
@@ -275,43 +327,7 @@ func (x *txn) apply(op int32, r *reader) (body func(*writer), code Code) {
 // A multi ZooKeeper cannot read (a plain create with TTL flags) is answered
 // MarshallingError as a whole, with no results.
 func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
-	type opResult struct {
-		op   int32
-		body func(*writer)
-		code Code
-	}
-	var results []opResult
-	failed := -1
-	for {
-		typ := r.int32()
-		done := r.bool()
-		r.int32() // err
-		if r.err != nil || done {
-			break
-		}
-		if failed >= 0 {
-			// Decode and skip: the multi has failed already.
-			skip := &txn{t: &tree{nodes: map[string]*node{}}, s: s, session: x.session}
-			skip.apply(typ, r)
-			results = append(results, opResult{op: typ, code: codeRuntimeInconsistency})
-			continue
-		}
-		switch typ {
-		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opCheck:
-		default:
-			// An op a multi cannot carry: ZooKeeper cannot decode it.
-			r.err = errShort
-			return nil, codeOK
-		}
-		body, code := x.apply(typ, r)
-		if typ == opCreate && code == codeOK && x.createdContainer {
-			typ = opCreate2 // ZooKeeper answers a container's create with path and stat
-		}
-		results = append(results, opResult{op: typ, body: body, code: code})
-		if code != codeOK {
-			failed = len(results) - 1
-		}
-	}
+	results, failed := s.multiApply(x, r)
 	if r.err != nil {
 		return nil, codeOK
 	}
@@ -322,31 +338,13 @@ func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
 			return nil, codeMarshallingError
 		}
 	}
-	errResult := func(code Code) func(*writer) {
-		return func(w *writer) {
-			w.int32(opError)
-			w.bool(false)
-			w.int32(int32(code))
-			w.int32(int32(code))
-		}
-	}
-	out := make([]func(*writer), len(results))
 	if failed >= 0 {
 		x.rollback()
 		s.commit(x) // a failed multi is a transaction too (see commit)
-		for i, res := range results {
-			switch {
-			case i < failed:
-				out[i] = errResult(codeOK)
-			case i == failed:
-				out[i] = errResult(res.code)
-			default:
-				out[i] = errResult(codeRuntimeInconsistency)
-			}
-		}
-		return out, codeOK
+		return failedResults(results, failed), codeOK
 	}
 	s.commit(x)
+	out := make([]func(*writer), len(results))
 	for i, res := range results {
 		op, body := res.op, res.body
 		out[i] = func(w *writer) {
@@ -357,6 +355,75 @@ func (s *Server) multi(x *txn, r *reader) ([]func(*writer), Code) {
 		}
 	}
 	return out, codeOK
+}
+
+// multiResult is one op's result in a multi.
+type multiResult struct {
+	op   int32
+	body func(*writer)
+	code Code
+}
+
+// multiApply decodes and applies a multi's ops in x until one fails, and
+// decodes the rest; failed is the index of the op that failed, -1 if none
+// did. An op a multi cannot carry sets r.err.
+func (s *Server) multiApply(x *txn, r *reader) (results []multiResult, failed int) {
+	failed = -1
+	for {
+		typ := r.int32()
+		done := r.bool()
+		r.int32() // err
+		if r.err != nil || done {
+			return results, failed
+		}
+		if failed >= 0 {
+			// Decode and skip: the multi has failed already.
+			skip := &txn{t: &tree{nodes: map[string]*node{}}, s: s, session: x.session}
+			skip.apply(typ, r)
+			results = append(results, multiResult{op: typ, code: codeRuntimeInconsistency})
+			continue
+		}
+		switch typ {
+		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opDelete, opSetData, opCheck:
+		default:
+			// An op a multi cannot carry: ZooKeeper cannot decode it.
+			r.err = errShort
+			return nil, failed
+		}
+		body, code := x.apply(typ, r)
+		if typ == opCreate && code == codeOK && x.createdContainer {
+			typ = opCreate2 // ZooKeeper answers a container's create with path and stat
+		}
+		results = append(results, multiResult{op: typ, body: body, code: code})
+		if code != codeOK {
+			failed = len(results) - 1
+		}
+	}
+}
+
+// failedResults are a failed multi's results: OK for the ops before the
+// one that failed, its error, and runtime inconsistency for the ops after.
+func failedResults(results []multiResult, failed int) []func(*writer) {
+	errResult := func(code Code) func(*writer) {
+		return func(w *writer) {
+			w.int32(opError)
+			w.bool(false)
+			w.int32(int32(code))
+			w.int32(int32(code))
+		}
+	}
+	out := make([]func(*writer), len(results))
+	for i, res := range results {
+		switch {
+		case i < failed:
+			out[i] = errResult(codeOK)
+		case i == failed:
+			out[i] = errResult(res.code)
+		default:
+			out[i] = errResult(codeRuntimeInconsistency)
+		}
+	}
+	return out
 }
 
 // read answers exists, getData, getChildren and getChildren2, setting the

@@ -325,31 +325,12 @@ type createReq struct {
 	op    int32
 }
 
+// create checks a create as ZooKeeper 3.8 does, in its order (the first
+// failed check is the error), and adds the node.
 func (x *txn) create(r createReq) (string, Code) {
-	mode := r.flags
-	if mode < modePersistent || mode > modePersistentSeqTTL {
-		return "", codeBadArguments
-	}
-	isTTL := mode == modePersistentTTL || mode == modePersistentSeqTTL
-	if isTTL && x.inMulti && r.op != opCreateTTL {
-		// ZooKeeper 3.8 cannot read such a multi: the whole reply is
-		// MarshallingError (see Server.multi).
-		return "", codeMarshallingError
-	}
-	if isTTL && !x.s.cfg.ttl {
-		return "", codeUnimplemented
-	}
-	if isTTL && (r.ttl <= 0 || r.ttl > maxTTL) || !isTTL && r.ttl >= 0 {
-		return "", codeBadArguments
-	}
-	if r.op == opCreateContainer && mode != modeContainer {
-		return "", codeBadArguments
-	}
-	if mode == modeContainer && r.op != opCreateContainer && !x.inMulti {
-		// A plain create with the container flag makes a persistent node
-		// (ZooKeeper 3.8's CreateTxn has no container); in a multi, a
-		// container (see Server.multi for its result).
-		mode = modePersistent
+	mode, code := x.createMode(r)
+	if code != codeOK {
+		return "", code
 	}
 	seq := mode == modePersistentSequential || mode == modeEphemeralSequential || mode == modePersistentSeqTTL
 	path := r.path
@@ -361,6 +342,48 @@ func (x *txn) create(r createReq) (string, Code) {
 	if code != codeOK {
 		return "", code
 	}
+	path, parentPath, code := x.createPlace(path, seq, ids)
+	if code != codeOK {
+		return "", code
+	}
+	x.addNode(path, parentPath, mode, r, acl)
+	return path, codeOK
+}
+
+// createMode checks a create's flags, TTL and op, and returns the mode of
+// the node it makes.
+func (x *txn) createMode(r createReq) (int32, Code) {
+	mode := r.flags
+	if mode < modePersistent || mode > modePersistentSeqTTL {
+		return 0, codeBadArguments
+	}
+	isTTL := mode == modePersistentTTL || mode == modePersistentSeqTTL
+	if isTTL && x.inMulti && r.op != opCreateTTL {
+		// ZooKeeper 3.8 cannot read such a multi: the whole reply is
+		// MarshallingError (see Server.multi).
+		return 0, codeMarshallingError
+	}
+	if isTTL && !x.s.cfg.ttl {
+		return 0, codeUnimplemented
+	}
+	if isTTL && (r.ttl <= 0 || r.ttl > maxTTL) || !isTTL && r.ttl >= 0 {
+		return 0, codeBadArguments
+	}
+	if r.op == opCreateContainer && mode != modeContainer {
+		return 0, codeBadArguments
+	}
+	if mode == modeContainer && r.op != opCreateContainer && !x.inMulti {
+		// A plain create with the container flag makes a persistent node
+		// (ZooKeeper 3.8's CreateTxn has no container); in a multi, a
+		// container (see Server.multi for its result).
+		mode = modePersistent
+	}
+	return mode, codeOK
+}
+
+// createPlace finds a create's parent, checks that ids may create under
+// it, and returns the new node's path (numbered if seq) and its parent's.
+func (x *txn) createPlace(path string, seq bool, ids []identity) (string, string, Code) {
 	parentPath, _ := parentOf(path)
 	if seq && strings.HasSuffix(path, "/") {
 		parentPath = strings.TrimSuffix(path, "/")
@@ -370,23 +393,30 @@ func (x *txn) create(r createReq) (string, Code) {
 	}
 	parent := x.t.nodes[parentPath]
 	if parent == nil {
-		return "", codeNoNode
+		return "", "", codeNoNode
 	}
 	if !allowed(parent.acl, permCreate, ids) {
-		return "", codeNoAuth
+		return "", "", codeNoAuth
 	}
 	if seq {
 		path += fmt.Sprintf("%010d", parent.stat.Cversion)
 	}
 	if !validPath(path) {
-		return "", codeBadArguments
+		return "", "", codeBadArguments
 	}
 	if x.t.nodes[path] != nil {
-		return "", codeNodeExists
+		return "", "", codeNodeExists
 	}
 	if parent.isEphemeral() {
-		return "", codeNoChildrenForEphemerals
+		return "", "", codeNoChildrenForEphemerals
 	}
+	return path, parentPath, codeOK
+}
+
+// addNode adds the node a checked create makes, with its undo, effect and
+// events.
+func (x *txn) addNode(path, parentPath string, mode int32, r createReq, acl []ACL) {
+	parent := x.t.nodes[parentPath]
 	var owner int64
 	switch mode {
 	case modeEphemeral, modeEphemeralSequential:
@@ -414,7 +444,6 @@ func (x *txn) create(r createReq) (string, Code) {
 	}
 	x.events = append(x.events, watchEvent{eventNodeCreated, path, acl},
 		watchEvent{eventNodeChildrenChanged, parentPath, parent.acl})
-	return path, codeOK
 }
 
 func (x *txn) delete(path string, version int32) Code {
