@@ -207,6 +207,7 @@ package runtime
 //	queue_giveback.go  a delivery given back uncounted, or released After a delay
 //	queue_consume.go   Consume and ErrGiveBack
 //	queue_dead.go      dead letters of at-least-once queues
+//	queue_claims.go    the items consumers hold now (Claims)
 //	cache.go           a mirror of a resource's instances (Cache), its options
 //	cache_run.go       a cache on one session: the watch, the listing, resyncs
 //	cache_feed.go      the session's events, queued for the cache

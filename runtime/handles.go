@@ -67,6 +67,7 @@ type AckQueueHandle[T any] interface {
 	Len(ctx context.Context) (int, error)
 	Stats(ctx context.Context) (QueueStats, error)
 	DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
+	Claims(ctx context.Context) ([]Claim, error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
@@ -93,6 +94,7 @@ type AckPriorityQueueHandle[T any] interface {
 	Len(ctx context.Context) (int, error)
 	Stats(ctx context.Context) (QueueStats, error)
 	DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
+	Claims(ctx context.Context) ([]Claim, error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 
@@ -119,6 +121,7 @@ type AckDelayQueueHandle[T any] interface {
 	Len(ctx context.Context) (int, error)
 	Stats(ctx context.Context) (QueueStats, error)
 	DeadLetters(ctx context.Context) ([]*DeadLetter[T], error)
+	Claims(ctx context.Context) ([]Claim, error)
 	Consume(ctx context.Context, fn func(ctx context.Context, item T) error, opts ...ConsumeOption) error
 }
 

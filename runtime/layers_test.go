@@ -25,7 +25,7 @@ var (
 	families     = map[string][]string{
 		"locks": {"lock.go", "rwlock.go", "semaphore.go", "semaphore_kazoo.go", "multilock.go"},
 		"lease": {"ttllease.go"},
-		"queues": {"queue.go", "queue_ack.go", "queue_consume.go", "queue_core.go", "queue_dead.go", "queue_giveback.go",
+		"queues": {"queue.go", "queue_ack.go", "queue_claims.go", "queue_consume.go", "queue_core.go", "queue_dead.go", "queue_giveback.go",
 			"queue_layout.go", "queue_peek.go", "queue_pool.go", "queue_prefetch.go", "queue_prio.go",
 			"queue_put.go", "queue_spread.go", "queue_take.go", "delay_queue.go"},
 		"barrier":     {"barrier.go"},

@@ -91,6 +91,7 @@ const (
 	opPeek
 	opStats
 	opDeadLetters
+	opClaims
 	opRequeue
 	opDiscard
 	numOps
@@ -156,6 +157,7 @@ var opInfo = [numOps]struct {
 	opPeek:             {"zkgen.queue.peek", histNone},
 	opStats:            {"zkgen.queue.stats", histNone},
 	opDeadLetters:      {"zkgen.queue.dead_letters", histNone},
+	opClaims:           {"zkgen.queue.claims", histNone},
 	opRequeue:          {"zkgen.queue.requeue", histNone},
 	opDiscard:          {"zkgen.queue.discard", histNone},
 }

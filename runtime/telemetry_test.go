@@ -895,7 +895,7 @@ func TestTelemetryDeadLettered(t *testing.T) {
 	}
 }
 
-// Peek, Stats, DeadLetters, Requeue and Discard record one span each, as
+// Peek, Stats, DeadLetters, Claims, Requeue and Discard record one span each, as
 // the queue's kind; a priority queue's Peek and Stats record one span, not
 // one per level.
 func TestTelemetryQueueInspectionSpans(t *testing.T) {
@@ -935,12 +935,15 @@ func TestTelemetryQueueInspectionSpans(t *testing.T) {
 	if _, err := q.Stats(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := q.Claims(ctx); err != nil {
+		t.Fatal(err)
+	}
 	poison()
 	if err := dead().Discard(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]int{"zkgen.queue.peek": 1, "zkgen.queue.stats": 1, "zkgen.queue.dead_letters": 2,
-		"zkgen.queue.requeue": 1, "zkgen.queue.discard": 1} {
+		"zkgen.queue.claims": 1, "zkgen.queue.requeue": 1, "zkgen.queue.discard": 1} {
 		spans := o.spansNamed(name)
 		if len(spans) != want {
 			t.Errorf("%d %s spans, want %d", len(spans), name, want)
