@@ -66,7 +66,7 @@ func (q *queue[T]) claims(ctx context.Context) (_ []Claim, err error) {
 		return nil, q.err
 	}
 	dir := joinPath(q.dir, claimsDir)
-	kids, err := q.s.Ops().Children(ctx, dir)
+	kids, err := opsOf(q.s).Children(ctx, dir)
 	if client.IsNoNode(err) {
 		kids, err = nil, nil
 	}
@@ -76,7 +76,7 @@ func (q *queue[T]) claims(ctx context.Context) (_ []Claim, err error) {
 	kids = slices.DeleteFunc(kids, func(k string) bool { return !strings.Contains(k, "."+itemPrefix) })
 	found := make([]Claim, len(kids))
 	errs := make([]error, len(kids))
-	q.s.Ops().Parallel(len(kids), 32, func(i int) {
+	opsOf(q.s).Parallel(len(kids), 32, func(i int) {
 		found[i], errs[i] = q.claimFound(ctx, kids[i])
 	})
 	var out []Claim
@@ -96,7 +96,7 @@ func (q *queue[T]) claims(ctx context.Context) (_ []Claim, err error) {
 // when it is gone. Attempt is the attempts node's count less the item's
 // give-backs (its data version), as the claimer's Delivery counts it.
 func (q *queue[T]) claimFound(ctx context.Context, name string) (Claim, error) {
-	_, st, err := q.s.Ops().Get(ctx, joinPath(joinPath(q.dir, claimsDir), name))
+	_, st, err := opsOf(q.s).Get(ctx, joinPath(joinPath(q.dir, claimsDir), name))
 	if client.IsNoNode(err) {
 		return Claim{}, nil
 	}
@@ -105,7 +105,7 @@ func (q *queue[T]) claimFound(ctx context.Context, name string) (Claim, error) {
 	}
 	c := Claim{Item: joinPath(q.dir, strings.Replace(name, ".", "/", 1)), Session: st.EphemeralOwner,
 		Since: time.UnixMilli(st.Ctime).UTC()}
-	_, ast, err := q.s.Ops().Get(ctx, joinPath(joinPath(q.dir, attemptsDir), name))
+	_, ast, err := opsOf(q.s).Get(ctx, joinPath(joinPath(q.dir, attemptsDir), name))
 	switch {
 	case client.IsNoNode(err):
 		return c, nil // acked or moved since the claim was read
@@ -115,7 +115,7 @@ func (q *queue[T]) claimFound(ctx context.Context, name string) (Claim, error) {
 		c.Attempt = 1 // the first delivery: no give-back to discount
 		return c, nil
 	}
-	_, ist, err := q.s.Ops().Get(ctx, c.Item)
+	_, ist, err := opsOf(q.s).Get(ctx, c.Item)
 	switch {
 	case client.IsNoNode(err):
 		return c, nil

@@ -19,18 +19,7 @@ import (
 // queue's too: their count on the queue's line, one row each (payload,
 // when moved, node), and in --json the dead_letters list.
 func TestInspectDeadLetters(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs ZooKeeper")
-	}
-	srv := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	chdirTemp(t)
-	root := fmt.Sprintf("/zkgen-cli-dead-%d", os.Getpid())
-	writeFile(t, "zkgen.yaml", `version: 1
-package: coord
-root: `+root+`
-resources:
+	srv, ctx, root := specOf(t, "dead", `
   jobs: {kind: queue, path: /jobs, item: string, delivery: at_least_once, dead_letter_after: 1}
   later: {kind: delay_queue, path: /later, item: string, delivery: at_least_once, dead_letter_after: 1}
 `)
@@ -96,6 +85,23 @@ resources:
 	if !strings.Contains(r.stdout, " ago: bad json: unexpected EOF  ") {
 		t.Errorf("the dead letter's reason is not on its row:\n%s", r.stdout)
 	}
+}
+
+// specOf starts ZooKeeper for an integration test (skipped with -short)
+// and writes, in a fresh directory, a spec of resources under a root of
+// its own, which it returns with the server and the test's context.
+func specOf(t *testing.T, name, resources string) (*zktest.Server, context.Context, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs ZooKeeper")
+	}
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	chdirTemp(t)
+	root := fmt.Sprintf("/zkgen-cli-%s-%d", name, os.Getpid())
+	writeFile(t, "zkgen.yaml", "version: 1\npackage: coord\nroot: "+root+"\nresources:"+resources)
+	return srv, ctx, root
 }
 
 // inspectJSON runs zkgen inspect --json and decodes its document, which

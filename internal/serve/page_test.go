@@ -145,6 +145,14 @@ func TestLivePage(t *testing.T) {
 		textIs(`[data-resource="payments"] .summary`, "1 instances"),
 		textIs(`[data-resource="payments"] .svcinstance .addr`, "10.0.0.7:8080"),
 		textIs(`[data-resource="payments"] .svcinstance .payload`, "zone eu-1 · version 1.4"))
+	// who holds the queue's items, and for how long (issue 46)
+	b.do("take 1")
+	within(t, ctx, "the queue's consumer and its claim", 10*time.Second,
+		contains(`[data-resource="outbox"] .summary`, ", 1 claimed by 1 consumer"),
+		contains(`[data-resource="outbox"] .consumer`, "holds 1 item, for "),
+		contains(`[data-resource="outbox"] .consumer .who`, "session 0x"),
+		contains(`[data-resource="outbox"] .claim`, " held by session 0x"),
+		contains(`[data-resource="outbox"] .claim .item`, "item-"))
 	if !labelled(scrape(t, base), "zkgen_partitions_owned{", `member="host beta · port `) {
 		t.Errorf("no zkgen_partitions_owned series labelled with beta's payload in words")
 	}

@@ -122,6 +122,35 @@ function deadLetters(box, ds) {
   box.append(ul);
 }
 
+// claimsShown is how many of a queue's claims the page lists (the longest
+// held first); /api/state and zkgen inspect have them all.
+const claimsShown = 5;
+
+// claims lists who holds a queue's items: each consumer (its session, how
+// many items, the longest for how long) and the items held longest (which
+// session holds each, for how long, which delivery it is).
+function claims(box, q) {
+  const cons = el("ul", "consumers");
+  for (const c of q.consumers || []) {
+    const li = el("li", "consumer");
+    li.append(el("span", "who", "session " + c.session), ` holds ${c.claimed} ${c.claimed === 1 ? "item" : "items"}, `,
+      c.claimed === 1 ? "for " : "the longest for ", ageSpan(c.age_seconds));
+    cons.append(li);
+  }
+  box.append(cons);
+  const ul = el("ul", "claims");
+  for (const c of (q.claims || []).slice(0, claimsShown)) {
+    const li = el("li", "claim");
+    li.append(el("span", "item", c.item.split("/").pop()), " held by ", el("span", "who", "session " + c.session),
+      " for ", ageSpan(c.age_seconds));
+    if (c.attempt > 1) li.append(el("span", "warn", ` · delivery ${c.attempt}`));
+    ul.append(li);
+  }
+  const more = (q.claims || []).length - claimsShown;
+  if (more > 0) ul.append(el("li", "muted", `and ${more} more (zkgen inspect lists them all)`));
+  box.append(ul);
+}
+
 const readers = {
   lock(box, l) {
     const summary = l.leases ? `${l.holders.length}/${l.leases} leases` : (l.holders.length ? "held" : "free");
@@ -144,7 +173,11 @@ const readers = {
   queue(box, q) {
     const s = el("div", "summary");
     s.append(el("span", "depth", String(q.depth)), " items");
-    if (q.claimed) s.append(`, ${q.claimed} claimed`);
+    if (q.claimed) {
+      s.append(`, ${q.claimed} claimed`);
+      const n = (q.consumers || []).length;
+      if (n) s.append(` by ${n} ${n === 1 ? "consumer" : "consumers"}`);
+    }
     if (q.depth) s.append(", oldest ", ageSpan(q.oldest_age_seconds));
     box.append(s);
     if (q.priorities) {
@@ -152,6 +185,7 @@ const readers = {
       for (const p of q.priorities) ul.append(el("li", "priority", `${p.name}: ${p.depth}`));
       box.append(ul);
     }
+    if (q.claims && q.claims.length) claims(box, q);
     if (q.dead_letters && q.dead_letters.length) deadLetters(box, q.dead_letters);
   },
   election(box, e) {
