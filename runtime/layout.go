@@ -33,6 +33,8 @@ func QueueWatchDirs() []string {
 		bucketPrefix + "*",
 		levelPrefix + "*",
 		levelPrefix + "*/" + bucketPrefix + "*",
+		levelPrefix + "*/" + claimsDir, // a priority level is a FIFO queue of its own
+		levelPrefix + "*/" + deadDir,
 		claimsDir,
 		deadDir,
 	}
