@@ -12,6 +12,10 @@ var foundBySearch = []struct{ recipe, config, bug string }{
 	{"reap-ackqueue", "seed=7075,procs=4,ops=30,rate=0.03,chaos=1,limit=10",
 		"an operator deleted a consumer's claim, its Ack's retry after a lost reply found the claim gone and reported success; " +
 			"another consumer had claimed the item anew and acked it too (acked twice)"},
+	// Found with the bug put back on purpose (the session clock giving
+	// up at 80% of the timeout, its old value), in 62 s of search.
+	{"ensemble-lock-minority", "seed=335,procs=2,ops=2,rate=0.01,chaos=2",
+		"a quiet holder cut off with its follower was told it lost 0.33 s after a majority-side waiter held the lock"},
 }
 
 func TestSimFoundSeeds(t *testing.T) {
