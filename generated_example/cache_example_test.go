@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/zkgen/zkgen/generated_example/coord"
 	"github.com/zkgen/zkgen/runtime"
@@ -356,4 +357,89 @@ func TestGeneratedBarrierCaches(t *testing.T) {
 		}
 	}
 	stateIs(3, true)
+}
+
+// queueIs syncs a queue cache and fails unless its one instance holds n
+// items (none: not there).
+func queueIs(t *testing.T, ctx context.Context, cache *runtime.QueueCache[struct{}], n int) runtime.QueueState {
+	t.Helper()
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := cache.Get(struct{}{})
+	if ok != (n > 0) || st.Len != n {
+		t.Fatalf("queue: %+v (ok %v); want %d items", st, ok, n)
+	}
+	return st
+}
+
+// The generated queue caches show each queue's depth and next item: a
+// FIFO queue's items until a prefetching Take takes them all into its
+// buffer; a priority queue's items per priority, the urgent one next and
+// its delivery the one shown; a delay queue's item due first, next.
+// docs/queues.md (what the cache mirrors).
+func TestGeneratedQueueCaches(t *testing.T) {
+	ctx, cs, _ := clients(t, 2)
+	a, watcher := cs[0], cs[1]
+	jobs, err := watcher.JobsCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"j1", "j2", "j3"} {
+		if err := a.Jobs().Put(ctx, coord.Job{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queueIs(t, ctx, jobs, 3)
+	if j, err := a.Jobs().Take(ctx); err != nil || j.Name != "j1" {
+		t.Fatalf("take: %+v, %v", j, err)
+	}
+	queueIs(t, ctx, jobs, 0) // prefetch 16: the other two wait in a's buffer
+
+	tasks, err := watcher.TasksCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := tasks.Events(ctx)
+	if err := a.Tasks().Put(ctx, coord.TasksBulk, coord.Job{Name: "bulk"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitEvent(t, ctx, evs, "tasks added", func(ev runtime.CacheEvent[struct{}, runtime.QueueState]) bool {
+		return ev.Kind == runtime.CacheAdded && ev.Value.Len == 1
+	})
+	if err := a.Tasks().Put(ctx, coord.TasksUrgent, coord.Job{Name: "urgent"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitEvent(t, ctx, evs, "a second task", func(ev runtime.CacheEvent[struct{}, runtime.QueueState]) bool {
+		return ev.Kind == runtime.CacheChanged && ev.Value.Len == 2
+	})
+	st := queueIs(t, ctx, tasks, 2)
+	if st.ByPriority[coord.TasksUrgent] != 1 || st.ByPriority[coord.TasksBulk] != 1 || st.Next.Priority != int(coord.TasksUrgent) {
+		t.Fatalf("tasks: %+v; want one urgent, one bulk, the urgent one next", st)
+	}
+	d, err := a.Tasks().Take(ctx)
+	if err != nil || d.Value.Name != "urgent" || d.Node() != st.Next.Node {
+		t.Fatalf("take: %v; cache's next %s", err, st.Next.Node)
+	}
+	queueIs(t, ctx, tasks, 2) // claimed, not acked: still in the queue
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := queueIs(t, ctx, tasks, 1); st.Next.Priority != int(coord.TasksBulk) {
+		t.Fatalf("tasks after the ack: %+v; want the bulk one next", st)
+	}
+
+	reminders, err := watcher.RemindersCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soon := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for i, due := range []time.Time{soon.Add(time.Hour), soon} {
+		if err := a.Reminders().Put(ctx, coord.Job{Attempt: i}, due); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := queueIs(t, ctx, reminders, 2); !st.Next.Due.Equal(soon) {
+		t.Fatalf("reminders: %+v; want the one due at %v next", st, soon)
+	}
 }

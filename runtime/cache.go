@@ -46,6 +46,7 @@ type cacheConfig struct {
 	maxNodes int
 	oneShot  bool
 	subtree  func(instance, path string)
+	statOnly bool // read an instance's stat, not its data (the kinds' caches)
 }
 
 // WithMaxNodes bounds the nodes a cache holds (default DefaultMaxNodes):

@@ -7,12 +7,14 @@ import (
 )
 
 // childCache mirrors a state per instance of a template derived from the
-// nodes one level below it (a lock's contenders, a group's members): a
-// Cache over those nodes, keyed by their instance's key and their name,
+// nodes one level below it (a lock's contenders, a group's members), or a
+// fixed number of levels (a queue's items, in their buckets): a Cache over
+// those nodes, keyed by their instance's key and their path below it,
 // whose entries of one instance derive gives a state from, in memory. The
-// kinds' caches (LockCache, GroupCache) embed it.
+// kinds' caches (LockCache, GroupCache, QueueCache) embed it.
 type childCache[K comparable, D, V any] struct {
 	nodes *Cache[childKey[K], D]
+	below int // the levels of the nodes below their instance
 	// derive returns the state of an instance from its nodes held, and
 	// the paths of the nodes the state shows, in its order (none: the
 	// instance is not there).
@@ -20,7 +22,8 @@ type childCache[K comparable, D, V any] struct {
 }
 
 // childKey keys one node below an instance: the instance's key and the
-// node's name.
+// node's name (its path below the instance, for nodes deeper than one
+// level).
 type childKey[K comparable] struct {
 	inst K
 	name string
@@ -30,15 +33,33 @@ type childKey[K comparable] struct {
 // tmpl, their data decoded with codec.
 func newChildCache[K comparable, D, V any](tmpl Template, key func(Params) K, codec Codec[D],
 	derive func([]*CacheEntry[childKey[K], D]) (V, []string), opts []CacheOption) (*childCache[K, D, V], error) {
+	return newSubtreeCache(tmpl.Str("node"), tmpl.Len(), key, codec, derive, opts)
+}
+
+// newSubtreeCache returns the cache of the nodes nodes matches, whose
+// instances are their first inst segments; nodes' later segments must
+// all be parameters.
+func newSubtreeCache[K comparable, D, V any](nodes Template, inst int, key func(Params) K, codec Codec[D],
+	derive func([]*CacheEntry[childKey[K], D]) (V, []string), opts []CacheOption) (*childCache[K, D, V], error) {
+	below := nodes.Len() - inst
 	nodeKey := func(p Params) childKey[K] {
-		inst := Params{path: path.Dir(p.path), list: p.list[:len(p.list)-1]}
-		return childKey[K]{inst: key(inst), name: path.Base(p.path)}
+		ip := instancePath(p.path, below)
+		ik := Params{path: ip, list: p.list[:len(p.list)-below]}
+		return childKey[K]{inst: key(ik), name: p.path[len(ip)+1:]}
 	}
-	c, err := NewCache(tmpl.Str("node"), nodeKey, codec, opts...)
+	c, err := NewCache(nodes, nodeKey, codec, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &childCache[K, D, V]{nodes: c, derive: derive}, nil
+	return &childCache[K, D, V]{nodes: c, below: below, derive: derive}, nil
+}
+
+// instancePath returns the path below levels above node p.
+func instancePath(p string, below int) string {
+	for range below {
+		p = path.Dir(p)
+	}
+	return p
 }
 
 // Run mirrors the instances on session s until ctx or the session ends
@@ -99,7 +120,7 @@ func (c *childCache[K, D, V]) Snapshot() (CacheSnapshot[K, V], error) {
 		}
 		if v, shown := c.derive(es); len(shown) > 0 {
 			out.Entries = append(out.Entries, CacheEntry[K, V]{Key: snap.Entries[i].Key.inst,
-				Path: path.Dir(snap.Entries[i].Path), Value: v})
+				Path: instancePath(snap.Entries[i].Path, c.below), Value: v})
 		}
 		i = j
 	}
@@ -150,7 +171,7 @@ func (c *childCache[K, D, V]) translate(ev CacheEvent[childKey[K], D], last map[
 	case CacheGap, CacheSynced, CacheFailed:
 		return o, true
 	}
-	o.Key, o.Path = ev.Key.inst, path.Dir(ev.Path)
+	o.Key, o.Path = ev.Key.inst, instancePath(ev.Path, c.below)
 	v, shown := c.derive(c.entriesOf(o.Key))
 	prev, seen := last[o.Key]
 	switch {

@@ -21,7 +21,8 @@ func (r *cacheRun[K, T]) read(ctx context.Context, m takenMark) cacheRead {
 	watch := r.feed.oneShot.Load() && (m.notified || !r.armed[m.path])
 	r.c.countRead(list, watch)
 	conn := r.s.Conn()
-	rd, err := client.Await(ctx, r.s, func() (cacheRead, error) { return readNode(conn, m.path, list, watch) })
+	stat := r.c.cfg.statOnly
+	rd, err := client.Await(ctx, r.s, func() (cacheRead, error) { return readNode(conn, m.path, list, watch, stat) })
 	rd.found, rd.err, rd.watched = err == nil, err, watch && err == nil
 	if errors.Is(err, zk.ErrNoNode) {
 		rd.err = nil
@@ -34,9 +35,14 @@ func (r *cacheRun[K, T]) read(ctx context.Context, m takenMark) cacheRead {
 }
 
 // readNode reads path's children (list) or its data, leaving a child or a
-// data watch when watch is set.
-func readNode(conn *zk.Conn, path string, list, watch bool) (rd cacheRead, err error) {
+// data watch when watch is set. Without a watch, stat reads the stat
+// alone; with one it reads the data too, as an exists watch set on a
+// node found missing would stay on the server until the path is created
+// again, which a queue's items never are.
+func readNode(conn *zk.Conn, path string, list, watch, stat bool) (rd cacheRead, err error) {
 	switch {
+	case !list && !watch && stat:
+		return readStat(conn, path)
 	case list && watch:
 		rd.kids, rd.stat, _, err = conn.ChildrenW(path)
 	case list:
@@ -46,6 +52,17 @@ func readNode(conn *zk.Conn, path string, list, watch bool) (rd cacheRead, err e
 	default:
 		rd.data, rd.stat, err = conn.Get(path)
 	}
+	return rd, err
+}
+
+// readStat reads path's stat without a watch. A missing node is
+// zk.ErrNoNode.
+func readStat(conn *zk.Conn, path string) (rd cacheRead, err error) {
+	ok, stat, err := conn.Exists(path)
+	if err == nil && !ok {
+		err = zk.ErrNoNode
+	}
+	rd.stat = stat
 	return rd, err
 }
 

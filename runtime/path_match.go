@@ -26,9 +26,10 @@ type Template struct {
 
 // templateSeg is one segment of a Template after its base.
 type templateSeg struct {
-	lit  string // a literal; "" for a parameter
-	name string // the parameter's name
-	kind ParamKind
+	lit    string // a literal; "" for a parameter
+	name   string // the parameter's name
+	kind   ParamKind
+	prefix string // a parameter's value starts with it (the kinds' caches)
 }
 
 // TemplateAt starts a template at base, an absolute path without a
@@ -59,6 +60,13 @@ func (t Template) Lit(seg string) Template {
 // Str appends a string parameter segment named name.
 func (t Template) Str(name string) Template {
 	return t.with(templateSeg{name: name, kind: ParamString})
+}
+
+// strPrefixed appends a string parameter segment named name whose values
+// start with prefix: the node names of a recipe (a queue's buckets and
+// items), leaving its other children out.
+func (t Template) strPrefixed(name, prefix string) Template {
+	return t.with(templateSeg{name: name, kind: ParamString, prefix: prefix})
 }
 
 // Int appends an int parameter segment named name.
@@ -208,7 +216,7 @@ func (s templateSeg) matches(v string) bool {
 	if s.lit != "" {
 		return v == s.lit
 	}
-	return CheckParam(s.kind, v) == nil
+	return strings.HasPrefix(v, s.prefix) && CheckParam(s.kind, v) == nil
 }
 
 // params returns the parameters of path, whose segments after the base are

@@ -27,6 +27,7 @@ func init() {
 		usage: func(*spec.Resource) []string { return nil },
 		cache: &cacheDesc{
 			ctor: "NewDoubleBarrierCache",
+			name: "DoubleBarrierCache",
 			typ: func(_ *spec.Resource, key jen.Code) jen.Code {
 				return jen.Op("*").Qual(runtimePkg, "DoubleBarrierCache").Types(key)
 			},

@@ -19,6 +19,9 @@ type cacheDesc struct {
 	// ctor is the runtime constructor (NewCache, NewLockCache, ...), called
 	// with the template, the key function and args(r).
 	ctor string
+	// name is the runtime type the doc comment links to (Cache,
+	// LockCache, ...): its doc states the contract.
+	name string
 	// typ is the cache's runtime type for key type key.
 	typ func(r *spec.Resource, key jen.Code) jen.Code
 	// args are the constructor's arguments after the key function.
@@ -32,6 +35,7 @@ type cacheDesc struct {
 func valueCache(ref func(r *spec.Resource) *spec.TypeRef, mirrors string) *cacheDesc {
 	return &cacheDesc{
 		ctor: "NewCache",
+		name: "Cache",
 		typ: func(r *spec.Resource, key jen.Code) jen.Code {
 			return jen.Op("*").Qual(runtimePkg, "Cache").Types(key, goType(ref(r)))
 		},
@@ -45,6 +49,7 @@ func valueCache(ref func(r *spec.Resource) *spec.TypeRef, mirrors string) *cache
 func lockCache(ctor, mirrors string) *cacheDesc {
 	return &cacheDesc{
 		ctor: ctor,
+		name: "LockCache",
 		typ: func(_ *spec.Resource, key jen.Code) jen.Code {
 			return jen.Op("*").Qual(runtimePkg, "LockCache").Types(key)
 		},
@@ -68,7 +73,8 @@ func emitCache(f *jen.File, r *spec.Resource, d *cacheDesc) {
 		name, r.Name, layout(r), d.mirrors(r), keyDoc(r)))
 	f.Comment(fmt.Sprintf("It is [runtime.%s]'s cache with opts, run on c's session by a goroutine of its", d.ctor))
 	f.Comment("own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends")
-	f.Comment("(or the cache stops); under Run, make a new cache in fn. See docs/caches.md.")
+	f.Comment("(or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads")
+	f.Comment(fmt.Sprintf("every instance: make one per resource and keep it. See [runtime.%s] and docs/caches.md.", d.name))
 	ctx := jen.Qual("context", "Context")
 	args := append([]jen.Code{templateExpr(r), keyFn}, d.args(r)...)
 	f.Func().Params(jen.Id("c").Op("*").Id("Client")).Id(name).Params(

@@ -24,6 +24,7 @@ func init() {
 		},
 		cache: &cacheDesc{
 			ctor: "NewGroupCache",
+			name: "GroupCache",
 			typ: func(r *spec.Resource, key jen.Code) jen.Code {
 				return jen.Op("*").Qual(runtimePkg, "GroupCache").Types(key, goType(r.Member))
 			},

@@ -20,6 +20,7 @@ func init() {
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
 		},
 		usage: fifoUsage,
+		cache: queueCache("NewQueueCache"),
 	})
 	register(spec.KindPriorityQueue, descriptor{
 		handle: queueHandle("PriorityQueue"),
@@ -44,6 +45,7 @@ func init() {
 			return append([]string{fmt.Sprintf("Priorities, most urgent first: %s; FIFO within one priority.", strings.Join(names, ", "))},
 				queueMethodsDoc(r)...)
 		},
+		cache: queueCache("NewPriorityQueueCache"),
 	})
 	register(spec.KindDelayQueue, descriptor{
 		handle: queueHandle("DelayQueue"),
@@ -53,7 +55,29 @@ func init() {
 				r.GoName, r.Name, layout(r), itemDoc(r.Item), deliveryDoc(r))}
 		},
 		usage: delayUsage,
+		cache: queueCache("NewQueueCache"),
 	})
+}
+
+// queueCache is the cache of a queue kind: each instance's depth and next
+// item (runtime.QueueState), from its items' stats.
+func queueCache(ctor string) *cacheDesc {
+	return &cacheDesc{
+		ctor: ctor,
+		name: "QueueCache",
+		typ: func(_ *spec.Resource, key jen.Code) jen.Code {
+			return jen.Op("*").Qual(runtimePkg, "QueueCache").Types(key)
+		},
+		args: func(r *spec.Resource) []jen.Code {
+			if len(r.Priorities) > 0 {
+				return []jen.Code{jen.Lit(len(r.Priorities))}
+			}
+			return nil
+		},
+		mirrors: func(*spec.Resource) string {
+			return "the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads"
+		},
+	}
 }
 
 // fifoUsage is the usage doc of a FIFO queue's accessor.

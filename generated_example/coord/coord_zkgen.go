@@ -83,7 +83,8 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // OrderLockCache returns a cache of order_lock at /zkgen-example/locks/orders/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/zkgen-example/locks/orders").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -112,7 +113,8 @@ func (c *Client) TableLock(table string) TableLockHandle {
 // TableLockCache returns a cache of table_lock at /zkgen-example/locks/tables/{table:string}: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by table, read from memory.
 // It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) TableLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/zkgen-example/locks/tables").Str("table"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -152,6 +154,24 @@ func (c *Client) Jobs() JobsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/zkgen-example/queues/jobs"), runtime.JSONCodec[Job](), runtime.WithPrefetch(16), runtime.WithResourceName("jobs"))
 }
 
+// JobsCache returns a cache of jobs at /zkgen-example/queues/jobs: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) JobsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/zkgen-example/queues/jobs"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Priorities of the priority queue tasks, most urgent first.
 const (
 	// TasksUrgent is priority urgent (0) of tasks: served first.
@@ -171,6 +191,24 @@ func (c *Client) Tasks() TasksHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/zkgen-example/queues/tasks"), runtime.JSONCodec[Job](), 3, runtime.WithPriorityNames("urgent", "normal", "bulk"), runtime.WithResourceName("tasks"))
 }
 
+// TasksCache returns a cache of tasks at /zkgen-example/queues/tasks: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewPriorityQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) TasksCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewPriorityQueueCache(runtime.TemplateAt("/zkgen-example/queues/tasks"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 3, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Outbox returns a handle on the FIFO queue outbox at /zkgen-example/queues/outbox, of Job (JSON) items, delivered at least once.
 //
 // Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
@@ -180,12 +218,48 @@ func (c *Client) Outbox() OutboxHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/zkgen-example/queues/outbox"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("outbox"))
 }
 
+// OutboxCache returns a cache of outbox at /zkgen-example/queues/outbox: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) OutboxCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/zkgen-example/queues/outbox"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Reminders returns a handle on the delay queue reminders at /zkgen-example/queues/reminders, of Job (JSON) items, delivered at least once.
 //
 // Its methods are [runtime.AckDelayQueue]'s, documented there: what each blocks on, what
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/zkgen-example/queues/reminders"), runtime.JSONCodec[Job](), runtime.WithResourceName("reminders"))
+}
+
+// RemindersCache returns a cache of reminders at /zkgen-example/queues/reminders: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) RemindersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/zkgen-example/queues/reminders"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Start returns a handle on the barrier start, up while the node /zkgen-example/barriers/start/{run:string} exists.
@@ -201,7 +275,8 @@ func (c *Client) Start(run string) StartHandle {
 // StartCache returns a cache of start at /zkgen-example/barriers/start/{run:string}: each instance that is up (its node exists), keyed by run, read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) StartCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/barriers/start").Str("run"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -226,7 +301,8 @@ func (c *Client) Epoch(n int) EpochHandle {
 // EpochCache returns a cache of epoch at /zkgen-example/barriers/epoch/{n:int}: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by n, read from memory.
 // It is [runtime.NewDoubleBarrierCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.DoubleBarrierCache] and docs/caches.md.
 func (c *Client) EpochCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[int], error) {
 	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/zkgen-example/barriers/epoch").Int("n"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -277,7 +353,8 @@ func (c *Client) Workers() WorkersHandle {
 // WorkersCache returns a cache of workers at /zkgen-example/groups/workers: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.GroupCache] and docs/caches.md.
 func (c *Client) WorkersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, Member], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/zkgen-example/groups/workers"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -302,7 +379,8 @@ func (c *Client) Flags() FlagsHandle {
 // FlagsCache returns a cache of flags at /zkgen-example/config/flags: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) FlagsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, Flags], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/config/flags"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -373,7 +451,8 @@ func (c *Client) PythonParty() PythonPartyHandle {
 // PythonPartyCache returns a cache of python_party at /zkgen-example/groups/python: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.GroupCache] and docs/caches.md.
 func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, string], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/zkgen-example/groups/python"), func(p runtime.Params) struct{} {
 		return struct{}{}

@@ -58,6 +58,24 @@ func (c *Client) Builds() BuildsHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/jobs/queues/builds"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(5), runtime.WithResourceName("builds"))
 }
 
+// BuildsCache returns a cache of builds at /jobs/queues/builds: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) BuildsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/jobs/queues/builds"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Priorities of the priority queue deploys, most urgent first.
 const (
 	// DeploysHotfix is priority hotfix (0) of deploys: served first.
@@ -78,6 +96,24 @@ func (c *Client) Deploys(env string) DeploysHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/jobs/queues/deploys").Str("env", env), runtime.JSONCodec[Job](), 2, runtime.WithPriorityNames("hotfix", "release"), runtime.WithDeadLetterAfter(3), runtime.WithResourceName("deploys"))
 }
 
+// DeploysCache returns a cache of deploys at /jobs/queues/deploys/{env:string}: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by env, read from memory.
+// It is [runtime.NewPriorityQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) DeploysCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[string], error) {
+	cache, err := runtime.NewPriorityQueueCache(runtime.TemplateAt("/jobs/queues/deploys").Str("env"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, 2, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Rollouts returns a handle on the delay queue rollouts at /jobs/queues/rollouts, of Job (JSON) items, delivered at least once.
 //
 // Its methods are [runtime.AckDelayQueue]'s, documented there: what each blocks on, what
@@ -87,12 +123,48 @@ func (c *Client) Rollouts() RolloutsHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/jobs/queues/rollouts"), runtime.JSONCodec[Job](), runtime.WithDeadLetterAfter(4), runtime.WithResourceName("rollouts"))
 }
 
+// RolloutsCache returns a cache of rollouts at /jobs/queues/rollouts: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) RolloutsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/jobs/queues/rollouts"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Retries returns a handle on the FIFO queue retries at /jobs/queues/retries, of Job (JSON) items, delivered at least once.
 //
 // Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Retries() RetriesHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/jobs/queues/retries"), runtime.JSONCodec[Job](), runtime.WithResourceName("retries"))
+}
+
+// RetriesCache returns a cache of retries at /jobs/queues/retries: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) RetriesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/jobs/queues/retries"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // BuildsHandle is the interface of the handle Builds returns ([runtime.AckQueueHandle]), for fakes in tests.

@@ -59,6 +59,24 @@ func (c *Client) Reminders() RemindersHandle {
 	return runtime.NewDelayQueue(c.sess, runtime.At("/timers/delay/reminders"), runtime.JSONCodec[Reminder](), runtime.WithResourceName("reminders"))
 }
 
+// RemindersCache returns a cache of reminders at /timers/delay/reminders: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) RemindersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/timers/delay/reminders"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Retries returns a handle on the delay queue retries at /timers/delay/retries/{tenant:string}, of raw bytes items, delivered at least once.
 //
 // Its methods are [runtime.AckDelayQueue]'s, documented there: what each blocks on, what
@@ -67,6 +85,24 @@ func (c *Client) Reminders() RemindersHandle {
 // characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Retries(tenant string) RetriesHandle {
 	return runtime.NewAckDelayQueue(c.sess, runtime.At("/timers/delay/retries").Str("tenant", tenant), runtime.BytesCodec(), runtime.WithResourceName("retries"))
+}
+
+// RetriesCache returns a cache of retries at /timers/delay/retries/{tenant:string}: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by tenant, read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) RetriesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[string], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/timers/delay/retries").Str("tenant"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // RemindersHandle is the interface of the handle Reminders returns ([runtime.DelayQueueHandle]), for fakes in tests.

@@ -73,7 +73,8 @@ func (c *Client) Lease() LeaseHandle {
 // LeaseCache returns a cache of lease at /nanos/lease: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) LeaseCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, Lease], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/nanos/lease"), func(p runtime.Params) struct{} {
 		return struct{}{}

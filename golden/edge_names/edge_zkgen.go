@@ -56,7 +56,8 @@ func (c *Client) A1() A1Handle {
 // A1Cache returns a cache of a1 at /a1: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) A1Cache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/a1"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -83,7 +84,8 @@ func (c *Client) XYZ() XYZHandle {
 // XYZCache returns a cache of x_y_z at /x/y/z: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) XYZCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/x/y/z"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -110,7 +112,8 @@ func (c *Client) HTTPServerID(serverID int) HTTPServerIDHandle {
 // HTTPServerIDCache returns a cache of http_server_id at /http/{server_id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by serverID, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) HTTPServerIDCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/http").Int("server_id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -145,7 +148,8 @@ type UserURLJSONAPIKey struct {
 // UserURLJSONAPICache returns a cache of user_url_json_api at /users/{user_id:string}/{api_key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by UserURLJSONAPIKey, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) UserURLJSONAPICache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[UserURLJSONAPIKey], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/users").Str("user_id").Str("api_key"), func(p runtime.Params) UserURLJSONAPIKey {
 		return UserURLJSONAPIKey{
@@ -177,7 +181,8 @@ func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLock() AReal
 // AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache returns a cache of a_really_long_resource_name_that_keeps_going_for_quite_a_while_lock at /long/lock: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) AReallyLongResourceNameThatKeepsGoingForQuiteAWhileLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/long/lock"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -206,7 +211,8 @@ func (c *Client) IPTTL(ip string) IPTTLHandle {
 // IPTTLCache returns a cache of ip_ttl at /ip/{ip:string}/ttl: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by ip, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) IPTTLCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/ip").Str("ip").Lit("ttl"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -233,7 +239,8 @@ func (c *Client) Client() ClientHandle {
 // ClientCache returns a cache of client at /client: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) ClientCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/client"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -260,7 +267,8 @@ func (c *Client) New() NewHandle {
 // NewCache returns a cache of new at /new: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) NewCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/new"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -287,7 +295,8 @@ func (c *Client) API() APIHandle {
 // APICache returns a cache of api at /api: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) APICache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/api"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -314,7 +323,8 @@ func (c *Client) Run() RunHandle {
 // RunCache returns a cache of run at /run: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) RunCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/run"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -341,7 +351,8 @@ func (c *Client) Sess() SessHandle {
 // SessCache returns a cache of sess at /sess: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) SessCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/sess"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -368,7 +379,8 @@ func (c *Client) ClientHandle() ClientHandleHandle {
 // ClientHandleCache returns a cache of client_handle at /client_handle: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) ClientHandleCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/client_handle"), func(p runtime.Params) struct{} {
 		return struct{}{}

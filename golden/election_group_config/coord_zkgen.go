@@ -95,7 +95,8 @@ func (c *Client) Nodes() NodesHandle {
 // NodesCache returns a cache of nodes at /app/groups/nodes: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.GroupCache] and docs/caches.md.
 func (c *Client) NodesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, Node], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/nodes"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -122,7 +123,8 @@ func (c *Client) Tenants(tenant string) TenantsHandle {
 // TenantsCache returns a cache of tenants at /app/groups/tenants/{tenant:string}: the members of each instance that has one, in join order (runtime.GroupState), keyed by tenant, read from memory.
 // It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.GroupCache] and docs/caches.md.
 func (c *Client) TenantsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[string, string], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/tenants").Str("tenant"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -148,7 +150,8 @@ func (c *Client) PythonParty() PythonPartyHandle {
 // PythonPartyCache returns a cache of python_party at /app/groups/python: the members of each instance that has one, in join order (runtime.GroupState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewGroupCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.GroupCache] and docs/caches.md.
 func (c *Client) PythonPartyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.GroupCache[struct{}, string], error) {
 	cache, err := runtime.NewGroupCache(runtime.TemplateAt("/app/groups/python"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -173,7 +176,8 @@ func (c *Client) Limits() LimitsHandle {
 // LimitsCache returns a cache of limits at /app/config/limits: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) LimitsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/app/config/limits"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -202,7 +206,8 @@ func (c *Client) Endpoints(service string) EndpointsHandle {
 // EndpointsCache returns a cache of endpoints at /app/names/endpoints/{service:string}: the value of each instance that exists, with its stat, keyed by service, read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) EndpointsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, string], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/app/names/endpoints").Str("service"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -227,7 +232,8 @@ func (c *Client) Raw() RawHandle {
 // RawCache returns a cache of raw at /app/config/raw: the value of each instance that exists, with its stat, keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) RawCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/app/config/raw"), func(p runtime.Params) struct{} {
 		return struct{}{}

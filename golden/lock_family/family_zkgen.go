@@ -58,7 +58,8 @@ func (c *Client) Accounts(account int) AccountsHandle {
 // AccountsCache returns a cache of accounts at /family/rw/accounts/{account:int}: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by account, read from memory.
 // It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) AccountsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/accounts").Int("account"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -85,7 +86,8 @@ func (c *Client) Schema() SchemaHandle {
 // SchemaCache returns a cache of schema at /family/rw/schema: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) SchemaCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/schema"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -113,7 +115,8 @@ func (c *Client) LeaderOnly() LeaderOnlyHandle {
 // LeaderOnlyCache returns a cache of leader_only at /family/locks/leader-only: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) LeaderOnlyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/family/locks/leader-only"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -143,7 +146,8 @@ func (c *Client) PythonShared(name string) PythonSharedHandle {
 // PythonSharedCache returns a cache of python_shared at /family/locks/python/{name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by name, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) PythonSharedCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/family/locks/python").Str("name"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -171,7 +175,8 @@ func (c *Client) PythonRw() PythonRwHandle {
 // PythonRwCache returns a cache of python_rw at /family/rw/python: the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewRWLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) PythonRwCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewRWLockCache(runtime.TemplateAt("/family/rw/python"), func(p runtime.Params) struct{} {
 		return struct{}{}

@@ -58,7 +58,8 @@ func (c *Client) OrderLock(shard int) OrderLockHandle {
 // OrderLockCache returns a cache of order_lock at /params/locks/orders/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) OrderLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/orders").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -89,7 +90,8 @@ func (c *Client) UserLock(name string) UserLockHandle {
 // UserLockCache returns a cache of user_lock at /params/locks/users/{name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by name, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) UserLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/users").Str("name"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -127,7 +129,8 @@ type RegionTenantLockKey struct {
 // RegionTenantLockCache returns a cache of region_tenant_lock at /params/locks/regions/{region:string}/tenants/{tenant_id:int}/jobs/{job_name:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by RegionTenantLockKey, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) RegionTenantLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[RegionTenantLockKey], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/locks/regions").Str("region").Lit("tenants").Int("tenant_id").Lit("jobs").Str("job_name"), func(p runtime.Params) RegionTenantLockKey {
 		return RegionTenantLockKey{
@@ -158,7 +161,8 @@ func (c *Client) FirstParamLock(bucket int) FirstParamLockHandle {
 // FirstParamLockCache returns a cache of first_param_lock at /params/{bucket:int}/lock: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by bucket, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) FirstParamLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params").Int("bucket").Lit("lock"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -187,7 +191,8 @@ func (c *Client) LastParamLock(day string) LastParamLockHandle {
 // LastParamLockCache returns a cache of last_param_lock at /params/by-day/{day:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by day, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) LastParamLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/params/by-day").Str("day"), func(p runtime.Params) string {
 		return p.Str(0)

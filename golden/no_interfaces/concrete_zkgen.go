@@ -61,7 +61,8 @@ func (c *Client) Gate(id int) *runtime.Lock {
 // GateCache returns a cache of gate at /concrete/gates/{id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by id, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) GateCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/concrete/gates").Int("id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -81,6 +82,24 @@ func (c *Client) GateCache(ctx context.Context, opts ...runtime.CacheOption) (*r
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Inbox() *runtime.AckQueue[Job] {
 	return runtime.NewAckQueue(c.sess, runtime.At("/concrete/inbox"), runtime.JSONCodec[Job](), runtime.WithResourceName("inbox"))
+}
+
+// InboxCache returns a cache of inbox at /concrete/inbox: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) InboxCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/concrete/inbox"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Tally returns the counter tally at /concrete/tally (an int64, 0 until first added to).

@@ -101,7 +101,8 @@ func (c *Client) ShardLock(shardID int) ShardLockHandle {
 // ShardLockCache returns a cache of shard_lock at /payloads/locks/{shard_id:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shardID, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) ShardLockCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/payloads/locks").Int("shard_id"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -126,7 +127,8 @@ func (c *Client) ShardConfig(shardID int) ShardConfigHandle {
 // ShardConfigCache returns a cache of shard_config at /payloads/config/{shard_id:int}: the value of each instance that exists, with its stat, keyed by shardID, read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) ShardConfigCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[int, Shard], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/payloads/config").Int("shard_id"), func(p runtime.Params) int {
 		return p.Int(0)

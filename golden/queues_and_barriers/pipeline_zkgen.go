@@ -66,6 +66,24 @@ func (c *Client) RawFrames() RawFramesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/frames"), runtime.BytesCodec(), runtime.WithResourceName("raw_frames"))
 }
 
+// RawFramesCache returns a cache of raw_frames at /pipeline/queues/frames: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) RawFramesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/pipeline/queues/frames"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // LogLines returns a handle on the FIFO queue log_lines at /pipeline/queues/logs/{service:string}, of string (raw UTF-8) items, delivered at most once.
 //
 // One queue of log lines per service.
@@ -78,6 +96,24 @@ func (c *Client) LogLines(service string) LogLinesHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/logs").Str("service", service), runtime.StringCodec(), runtime.WithResourceName("log_lines"))
 }
 
+// LogLinesCache returns a cache of log_lines at /pipeline/queues/logs/{service:string}: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by service, read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) LogLinesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[string], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/pipeline/queues/logs").Str("service"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Orders returns a handle on the FIFO queue orders at /pipeline/queues/orders, of Order (JSON) items, delivered at least once.
 //
 // Its methods are [runtime.AckQueue]'s, documented there: what each blocks on, what
@@ -86,12 +122,48 @@ func (c *Client) Orders() OrdersHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/pipeline/queues/orders"), runtime.JSONCodec[Order](), runtime.WithResourceName("orders"))
 }
 
+// OrdersCache returns a cache of orders at /pipeline/queues/orders: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) OrdersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/pipeline/queues/orders"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // ShardEvents returns a handle on the FIFO queue shard_events at /pipeline/queues/events/{shard:int}, of Event (JSON) items, delivered at most once.
 //
 // Its methods are [runtime.Queue]'s, documented there: what each blocks on, what
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) ShardEvents(shard int) ShardEventsHandle {
 	return runtime.NewQueue(c.sess, runtime.At("/pipeline/queues/events").Int("shard", shard), runtime.JSONCodec[json.RawMessage](), runtime.WithResourceName("shard_events"))
+}
+
+// ShardEventsCache returns a cache of shard_events at /pipeline/queues/events/{shard:int}: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by shard, read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) ShardEventsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[int], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/pipeline/queues/events").Int("shard"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Priorities of the priority queue alerts, most urgent first.
@@ -109,6 +181,24 @@ const (
 // Priorities, most urgent first: AlertsPage, AlertsTicket; FIFO within one priority.
 func (c *Client) Alerts() AlertsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithResourceName("alerts"))
+}
+
+// AlertsCache returns a cache of alerts at /pipeline/queues/alerts: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewPriorityQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) AlertsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewPriorityQueueCache(runtime.TemplateAt("/pipeline/queues/alerts"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 2, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Priorities of the priority queue fulfilment, most urgent first.
@@ -136,6 +226,24 @@ func (c *Client) Fulfilment(region string) FulfilmentHandle {
 	return runtime.NewAckPriorityQueue(c.sess, runtime.At("/pipeline/queues/fulfilment").Str("region", region), runtime.JSONCodec[Order](), 4, runtime.WithPriorityNames("express", "standard", "economy", "backfill"), runtime.WithResourceName("fulfilment"))
 }
 
+// FulfilmentCache returns a cache of fulfilment at /pipeline/queues/fulfilment/{region:string}: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by region, read from memory.
+// It is [runtime.NewPriorityQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) FulfilmentCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[string], error) {
+	cache, err := runtime.NewPriorityQueueCache(runtime.TemplateAt("/pipeline/queues/fulfilment").Str("region"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, 4, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Priorities of the priority queue counts, most urgent first.
 const (
 	// CountsOnly is priority only (0) of counts: served first.
@@ -151,6 +259,24 @@ func (c *Client) Counts() CountsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/pipeline/queues/counts"), runtime.JSONCodec[int](), 1, runtime.WithPriorityNames("only"), runtime.WithResourceName("counts"))
 }
 
+// CountsCache returns a cache of counts at /pipeline/queues/counts: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewPriorityQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) CountsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewPriorityQueueCache(runtime.TemplateAt("/pipeline/queues/counts"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 1, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Maintenance returns a handle on the barrier maintenance, up while the node /pipeline/barriers/maintenance exists.
 //
 // Raised while the schema migrates.
@@ -164,7 +290,8 @@ func (c *Client) Maintenance() MaintenanceHandle {
 // MaintenanceCache returns a cache of maintenance at /pipeline/barriers/maintenance: each instance that is up (its node exists), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) MaintenanceCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/pipeline/barriers/maintenance"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -197,7 +324,8 @@ type BatchStartKey struct {
 // BatchStartCache returns a cache of batch_start at /pipeline/barriers/batch/{day:string}/{hour:int}: each instance that is up (its node exists), keyed by BatchStartKey, read from memory.
 // It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
 func (c *Client) BatchStartCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[BatchStartKey, []byte], error) {
 	cache, err := runtime.NewCache(runtime.TemplateAt("/pipeline/barriers/batch").Str("day").Int("hour"), func(p runtime.Params) BatchStartKey {
 		return BatchStartKey{
@@ -225,7 +353,8 @@ func (c *Client) Solo() SoloHandle {
 // SoloCache returns a cache of solo at /pipeline/barriers/solo: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewDoubleBarrierCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.DoubleBarrierCache] and docs/caches.md.
 func (c *Client) SoloCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[struct{}], error) {
 	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/pipeline/barriers/solo"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -258,7 +387,8 @@ type StageKey struct {
 // StageCache returns a cache of stage at /pipeline/barriers/stage/{job:string}/{step:int}: the participants entered and whether it is ready, of each instance that has either (runtime.DoubleBarrierState), keyed by StageKey, read from memory.
 // It is [runtime.NewDoubleBarrierCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.DoubleBarrierCache] and docs/caches.md.
 func (c *Client) StageCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.DoubleBarrierCache[StageKey], error) {
 	cache, err := runtime.NewDoubleBarrierCache(runtime.TemplateAt("/pipeline/barriers/stage").Str("job").Int("step"), func(p runtime.Params) StageKey {
 		return StageKey{

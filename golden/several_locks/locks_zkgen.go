@@ -58,7 +58,8 @@ func (c *Client) InvoiceRun() InvoiceRunHandle {
 // InvoiceRunCache returns a cache of invoice_run at /billing/locks/invoice-run: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) InvoiceRunCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/invoice-run"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -88,7 +89,8 @@ func (c *Client) LedgerShard(shard int) LedgerShardHandle {
 // LedgerShardCache returns a cache of ledger_shard at /billing/locks/ledger/{shard:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by shard, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) LedgerShardCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/ledger").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -119,7 +121,8 @@ func (c *Client) Account(accountID string) AccountHandle {
 // AccountCache returns a cache of account at /billing/locks/accounts/{account_id:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by accountID, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) AccountCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/accounts").Str("account_id"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -148,7 +151,8 @@ func (c *Client) RefundBatch() RefundBatchHandle {
 // RefundBatchCache returns a cache of refund_batch at /billing/locks/refund-batch: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) RefundBatchCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/refund-batch"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -177,7 +181,8 @@ func (c *Client) CurrencyRates() CurrencyRatesHandle {
 // CurrencyRatesCache returns a cache of currency_rates at /billing/locks/currency-rates: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) CurrencyRatesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/currency-rates"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -212,7 +217,8 @@ type ArchiveKey struct {
 // ArchiveCache returns a cache of archive at /billing/locks/archive/{year:int}/{month:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by ArchiveKey, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) ArchiveCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[ArchiveKey], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/billing/locks/archive").Int("year").Int("month"), func(p runtime.Params) ArchiveKey {
 		return ArchiveKey{

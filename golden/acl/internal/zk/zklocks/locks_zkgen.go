@@ -61,7 +61,8 @@ func (c *Client) Migration() MigrationHandle {
 // MigrationCache returns a cache of migration at /prod/eu-west-1/app/locks/migration: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/migration"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -93,7 +94,8 @@ func (c *Client) CacheFill(key string) CacheFillHandle {
 // CacheFillCache returns a cache of cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by key, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/cache").Str("key"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -126,7 +128,8 @@ func (c *Client) Partition(partition int) PartitionHandle {
 // PartitionCache returns a cache of partition at /prod/eu-west-1/app/locks/partitions/{partition:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by partition, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/partitions").Int("partition"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -149,6 +152,24 @@ func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption
 // identity that created them (acl: world_read); the session needs runtime.WithAuth to create them.
 func (c *Client) Jobs() JobsHandle {
 	return runtime.NewAckQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/jobs"), runtime.StringCodec(), runtime.WithNodeACL(runtime.WorldReadACL()), runtime.WithResourceName("jobs"))
+}
+
+// JobsCache returns a cache of jobs at /prod/eu-west-1/app/queues/jobs: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) JobsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt("/prod/eu-west-1/app/queues/jobs"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Slots returns a participant in the semaphore slots at /prod/eu-west-1/app/semaphores/slots, which grants at most 2 leases at once.
@@ -179,6 +200,24 @@ const (
 // Nodes it creates are open to everyone (acl: world_all).
 func (c *Client) Alerts() AlertsHandle {
 	return runtime.NewPriorityQueue(c.sess, runtime.At("/prod/eu-west-1/app/queues/alerts"), runtime.StringCodec(), 2, runtime.WithPriorityNames("page", "ticket"), runtime.WithNodeACL(runtime.WorldAllACL()), runtime.WithResourceName("alerts"))
+}
+
+// AlertsCache returns a cache of alerts at /prod/eu-west-1/app/queues/alerts: the depth and the next item of each instance that has an item (runtime.QueueState), not the items' payloads, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewPriorityQueueCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.QueueCache] and docs/caches.md.
+func (c *Client) AlertsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.QueueCache[struct{}], error) {
+	cache, err := runtime.NewPriorityQueueCache(runtime.TemplateAt("/prod/eu-west-1/app/queues/alerts"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 2, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // MigrationHandle is the interface of the handle Migration returns ([runtime.LockHandle]), for fakes in tests.

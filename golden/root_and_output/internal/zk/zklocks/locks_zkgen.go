@@ -58,7 +58,8 @@ func (c *Client) Migration() MigrationHandle {
 // MigrationCache returns a cache of migration at /prod/eu-west-1/app/locks/migration: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by struct{}{} (one instance), read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) MigrationCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[struct{}], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/migration"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -87,7 +88,8 @@ func (c *Client) CacheFill(key string) CacheFillHandle {
 // CacheFillCache returns a cache of cache_fill at /prod/eu-west-1/app/locks/cache/{key:string}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by key, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) CacheFillCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[string], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/cache").Str("key"), func(p runtime.Params) string {
 		return p.Str(0)
@@ -114,7 +116,8 @@ func (c *Client) Partition(partition int) PartitionHandle {
 // PartitionCache returns a cache of partition at /prod/eu-west-1/app/locks/partitions/{partition:int}: the holder and the waiters of each instance that has a contender (runtime.LockState), keyed by partition, read from memory.
 // It is [runtime.NewLockCache]'s cache with opts, run on c's session by a goroutine of its
 // own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
-// (or the cache stops); under Run, make a new cache in fn. See docs/caches.md.
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.LockCache] and docs/caches.md.
 func (c *Client) PartitionCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.LockCache[int], error) {
 	cache, err := runtime.NewLockCache(runtime.TemplateAt("/prod/eu-west-1/app/locks/partitions").Int("partition"), func(p runtime.Params) int {
 		return p.Int(0)
