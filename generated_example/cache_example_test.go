@@ -443,3 +443,65 @@ func TestGeneratedQueueCaches(t *testing.T) {
 		t.Fatalf("reminders: %+v; want the one due at %v next", st, soon)
 	}
 }
+
+// electionIs syncs an election cache and returns its one instance.
+func electionIs(t *testing.T, ctx context.Context, cache *runtime.ElectionCache[struct{}, coord.Member]) (runtime.ElectionState[coord.Member], bool) {
+	t.Helper()
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cache.Get(struct{}{})
+}
+
+// The generated election cache shows the acknowledged leader and the
+// candidates in order: a leader, then a second candidate behind it, then
+// the second as leader with a higher epoch once the first resigned, then
+// nothing. docs/election.md (cache).
+func TestGeneratedElectionCache(t *testing.T) {
+	ctx, cs, _ := clients(t, 3)
+	a, b, watcher := cs[0], cs[1], cs[2]
+	cache, err := watcher.SchedulerCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := cache.Events(ctx)
+	la, err := a.Scheduler().Campaign(ctx, coord.Member{Host: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := electionIs(t, ctx, cache)
+	if !ok || !st.Leader.Elected || st.Leader.Payload.Host != "a" || st.Leader.Epoch != la.Epoch() || len(st.Candidates) != 1 {
+		t.Fatalf("one leader: %+v (ok %v); want a, epoch %d, one candidate", st, ok, la.Epoch())
+	}
+	elected := make(chan *runtime.Leadership[coord.Member], 1)
+	go func() {
+		lb, err := b.Scheduler().Campaign(ctx, coord.Member{Host: "b"})
+		if err != nil {
+			t.Error(err)
+		}
+		elected <- lb
+	}()
+	awaitEvent(t, ctx, evs, "a second candidate", func(ev runtime.CacheEvent[struct{}, runtime.ElectionState[coord.Member]]) bool {
+		return len(ev.Value.Candidates) == 2
+	})
+	if st, _ := electionIs(t, ctx, cache); st.Leader.Payload.Host != "a" || st.Candidates[1].Payload.Host != "b" {
+		t.Fatalf("two candidates: %+v; want a leading, b behind", st)
+	}
+	if err := la.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lb := <-elected
+	if lb == nil {
+		t.FailNow()
+	}
+	st, _ = electionIs(t, ctx, cache)
+	if !st.Leader.Elected || st.Leader.Payload.Host != "b" || st.Leader.Epoch != lb.Epoch() || st.Leader.Epoch <= la.Epoch() || len(st.Candidates) != 1 {
+		t.Fatalf("after a resigned: %+v; want b leading at epoch %d", st, lb.Epoch())
+	}
+	if err := lb.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := electionIs(t, ctx, cache); ok {
+		t.Fatalf("no candidate left, yet there: %+v", st)
+	}
+}

@@ -74,3 +74,38 @@ func TestKindCachesLeaveForeignChildrenOut(t *testing.T) {
 		t.Fatalf("kazoo party g: %+v (ok %v); want the one member", gs, ok)
 	}
 }
+
+// An election's cache counts an acknowledgement whose candidate is gone
+// as no leader, as State does, and follows a kazoo-layout election's
+// candidates (docs/election.md, cache).
+func TestElectionCacheStaleAckAndKazoo(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s, w := connect(t, srv.Servers()), connect(t, srv.Servers())
+	root := testRoot(t)
+	put(t, w, map[string]string{root + "/e/x/leader": "{\"epoch\":3,\"candidate\":\"gone\",\"session\":\"0x1\"}\nold"})
+	key := func(p runtime.Params) string { return p.Str(0) }
+	cache, err := runtime.NewElectionCache(runtime.TemplateAt(root+"/e").Str("name"), key, runtime.StringCodec(), runtime.LayoutKazoo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKindCache(t, cache.Run, s)
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := cache.Get("x"); !ok || st.Leader.Elected || len(st.Candidates) != 0 {
+		t.Fatalf("a stale acknowledgement: %+v (ok %v); want no leader, no candidate", st, ok)
+	}
+	e := runtime.NewElection(w, runtime.At(root+"/e").Str("name", "y"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo))
+	l, err := e.Campaign(ctx, "py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := cache.Get("y")
+	if !ok || !st.Leader.Elected || st.Leader.Payload != "py" || len(st.Candidates) != 1 || st.Candidates[0].Node != l.Node() {
+		t.Fatalf("a kazoo election: %+v (ok %v); want py leading, its one candidate %s", st, ok, l.Node())
+	}
+}

@@ -217,6 +217,7 @@ package runtime
 //	cache_children.go  a state per instance derived from the nodes below it
 //	cache_kinds.go     the kinds' caches on it: LockCache, GroupCache, DoubleBarrierCache
 //	cache_queue.go     QueueCache: a queue's depth and next item, from its items' stats
+//	cache_election.go  ElectionCache: an election's acknowledged leader and its candidates
 //	service.go         service discovery in Curator's layout: its names and errors
 //	service_register.go  Services: registrations that follow the process
 //	service_run.go     Run: the registrations held on a session, the base mirrored

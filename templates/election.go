@@ -22,5 +22,16 @@ func init() {
 			}
 			return lines
 		},
+		cache: &cacheDesc{
+			ctor: "NewElectionCache",
+			name: "ElectionCache",
+			typ: func(r *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "ElectionCache").Types(key, goType(r.Payload))
+			},
+			args: func(r *spec.Resource) []jen.Code { return []jen.Code{codecExpr(r.Payload), layoutArg(r)} },
+			mirrors: func(*spec.Resource) string {
+				return "the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState)"
+			},
+		},
 	})
 }

@@ -342,6 +342,22 @@ func (c *Client) Scheduler() SchedulerHandle {
 	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/scheduler"), runtime.JSONCodec[Member](), runtime.WithResourceName("scheduler"))
 }
 
+// SchedulerCache returns a cache of scheduler at /zkgen-example/election/scheduler: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
+// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+func (c *Client) SchedulerCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, Member], error) {
+	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/zkgen-example/election/scheduler"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[Member](), runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Workers returns a member handle of the group workers at /zkgen-example/groups/workers.
 //
 // Its methods are [runtime.Group]'s, documented there: what each blocks on, what
@@ -427,6 +443,22 @@ func NewPayments(opts ...runtime.ServicesOption) *runtime.Services[PaymentsInsta
 // Candidate nodes are named as Python kazoo's Election names them.
 func (c *Client) PythonScheduler() PythonSchedulerHandle {
 	return runtime.NewElection(c.sess, runtime.At("/zkgen-example/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_scheduler"))
+}
+
+// PythonSchedulerCache returns a cache of python_scheduler at /zkgen-example/election/python: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
+// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+func (c *Client) PythonSchedulerCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, string], error) {
+	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/zkgen-example/election/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.StringCodec(), runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // PythonSlots returns a participant in the semaphore python_slots at /zkgen-example/semaphores/python, which grants at most 3 leases at once.

@@ -67,12 +67,44 @@ func (c *Client) Primary() PrimaryHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/primary"), runtime.JSONCodec[Node](), runtime.WithResourceName("primary"))
 }
 
+// PrimaryCache returns a cache of primary at /app/election/primary: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
+// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+func (c *Client) PrimaryCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, Node], error) {
+	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/app/election/primary"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.JSONCodec[Node](), runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // ShardLeader returns a candidate in the leader election shard_leader at /app/election/shards/{shard:int}.
 //
 // Its methods are [runtime.Election]'s, documented there: what each blocks on, what
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/shards").Int("shard", shard), runtime.BytesCodec(), runtime.WithResourceName("shard_leader"))
+}
+
+// ShardLeaderCache returns a cache of shard_leader at /app/election/shards/{shard:int}: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by shard, read from memory.
+// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
+// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+func (c *Client) ShardLeaderCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[int, []byte], error) {
+	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/app/election/shards").Int("shard"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, runtime.BytesCodec(), runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // PythonLeader returns a candidate in the leader election python_leader at /app/election/python.
@@ -82,6 +114,22 @@ func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 // Candidate nodes are named as Python kazoo's Election names them.
 func (c *Client) PythonLeader() PythonLeaderHandle {
 	return runtime.NewElection(c.sess, runtime.At("/app/election/python"), runtime.StringCodec(), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_leader"))
+}
+
+// PythonLeaderCache returns a cache of python_leader at /app/election/python: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
+// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
+// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+func (c *Client) PythonLeaderCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, string], error) {
+	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/app/election/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.StringCodec(), runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Nodes returns a member handle of the group nodes at /app/groups/nodes.
