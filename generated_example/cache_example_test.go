@@ -505,3 +505,36 @@ func TestGeneratedElectionCache(t *testing.T) {
 		t.Fatalf("no candidate left, yet there: %+v", st)
 	}
 }
+
+// The generated counter caches show each counter's value, in its layout
+// (8 bytes; kazoo's 4), and the zxid of the Add that made it.
+// docs/config-counter.md (cache).
+func TestGeneratedCounterCaches(t *testing.T) {
+	ctx, cs, _ := clients(t, 2)
+	a, watcher := cs[0], cs[1]
+	for _, c := range []struct {
+		name  string
+		cache func(context.Context, ...runtime.CacheOption) (*runtime.Cache[struct{}, int64], error)
+		add   func(context.Context, int64) (int64, error)
+		size  int32 // bytes of the stored value
+	}{
+		{"hits", watcher.HitsCache, a.Hits().Add, 8},
+		{"python_hits", watcher.PythonHitsCache, a.PythonHits().Add, 4},
+	} {
+		cache, err := c.cache(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []int64{5, -7} {
+			if _, err := c.add(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cache.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := cache.Get(struct{}{}); !ok || e.Err != nil || e.Value != -2 || e.Stat.Version != 1 || e.Stat.DataLength != c.size {
+			t.Fatalf("%s: %+v (ok %v); want -2 in %d bytes at version 1", c.name, e, ok, c.size)
+		}
+	}
+}

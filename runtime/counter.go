@@ -56,16 +56,23 @@ func (int32Codec) Decode(data []byte) (int64, error) {
 	return 0, fmt.Errorf("%w: counter holds %d bytes, want 4 (layout kazoo)", ErrDecode, len(data))
 }
 
+// CounterCodec is the codec of a counter's value in layout: 8 bytes
+// big-endian (LayoutCurator), or 4 (LayoutKazoo: encoding a value out of
+// the int32 range fails). No data decodes as 0. A counter's cache is
+// NewCache(tmpl, key, CounterCodec(layout)): its value per counter node.
+func CounterCodec(layout Layout) Codec[int64] {
+	if layout == LayoutKazoo {
+		return int32Codec{}
+	}
+	return int64Codec{}
+}
+
 // NewCounter returns a handle on the counter node p. It does no I/O; the
 // node and its parents are created on the first Add. If p is invalid, every
 // method returns p's error. opts: WithNodeACL, WithLayout (LayoutKazoo: the
 // 4-byte format).
 func NewCounter(s *Session, p Path, opts ...HandleOption) *Counter {
-	var codec Codec[int64] = int64Codec{}
-	if handleOptions(opts).layout == LayoutKazoo {
-		codec = int32Codec{}
-	}
-	c := NewConfig[int64](s, p, codec, opts...)
+	c := NewConfig[int64](s, p, CounterCodec(handleOptions(opts).layout), opts...)
 	c.quiet = true
 	return &Counter{c: c}
 }

@@ -36,5 +36,16 @@ func init() {
 			}
 			return lines
 		},
+		cache: &cacheDesc{
+			ctor: "NewCache",
+			name: "Cache",
+			typ: func(_ *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "Cache").Types(key, jen.Int64())
+			},
+			args: func(r *spec.Resource) []jen.Code {
+				return []jen.Code{jen.Qual(runtimePkg, "CounterCodec").Call(layoutArg(r))}
+			},
+			mirrors: func(*spec.Resource) string { return "the value of each instance that exists (its node), with its stat" },
+		},
 	})
 }

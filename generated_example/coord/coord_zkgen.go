@@ -343,8 +343,10 @@ func (c *Client) Scheduler() SchedulerHandle {
 }
 
 // SchedulerCache returns a cache of scheduler at /zkgen-example/election/scheduler: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
-// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+// It is [runtime.NewElectionCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
 func (c *Client) SchedulerCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, Member], error) {
 	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/zkgen-example/election/scheduler"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -446,8 +448,10 @@ func (c *Client) PythonScheduler() PythonSchedulerHandle {
 }
 
 // PythonSchedulerCache returns a cache of python_scheduler at /zkgen-example/election/python: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
-// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+// It is [runtime.NewElectionCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
 func (c *Client) PythonSchedulerCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, string], error) {
 	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/zkgen-example/election/python"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -506,6 +510,24 @@ func (c *Client) Hits() HitsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/hits"), runtime.WithResourceName("hits"))
 }
 
+// HitsCache returns a cache of hits at /zkgen-example/counters/hits: the value of each instance that exists (its node), with its stat, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
+func (c *Client) HitsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int64], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/counters/hits"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.CounterCodec(runtime.LayoutCurator), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // PythonHits returns the counter python_hits at /zkgen-example/counters/python (an int64, 0 until first added to).
 //
 // Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
@@ -514,6 +536,24 @@ func (c *Client) Hits() HitsHandle {
 // int32 values only; an Add leaving that range fails.
 func (c *Client) PythonHits() PythonHitsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/zkgen-example/counters/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_hits"))
+}
+
+// PythonHitsCache returns a cache of python_hits at /zkgen-example/counters/python: the value of each instance that exists (its node), with its stat, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
+func (c *Client) PythonHitsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int64], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/zkgen-example/counters/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.CounterCodec(runtime.LayoutKazoo), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // OrderLockHandle is the interface of the handle OrderLock returns ([runtime.LockHandle]), for fakes in tests.

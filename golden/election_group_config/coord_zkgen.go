@@ -68,8 +68,10 @@ func (c *Client) Primary() PrimaryHandle {
 }
 
 // PrimaryCache returns a cache of primary at /app/election/primary: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
-// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+// It is [runtime.NewElectionCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
 func (c *Client) PrimaryCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, Node], error) {
 	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/app/election/primary"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -92,8 +94,10 @@ func (c *Client) ShardLeader(shard int) ShardLeaderHandle {
 }
 
 // ShardLeaderCache returns a cache of shard_leader at /app/election/shards/{shard:int}: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by shard, read from memory.
-// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
-// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+// It is [runtime.NewElectionCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
 func (c *Client) ShardLeaderCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[int, []byte], error) {
 	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/app/election/shards").Int("shard"), func(p runtime.Params) int {
 		return p.Int(0)
@@ -117,8 +121,10 @@ func (c *Client) PythonLeader() PythonLeaderHandle {
 }
 
 // PythonLeaderCache returns a cache of python_leader at /app/election/python: the acknowledged leader and the candidates of each instance that has either (runtime.ElectionState), keyed by struct{}{} (one instance), read from memory.
-// It runs on c's session until ctx or the session ends; opts are the cache's. Each call sets a watch and
-// loads every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
+// It is [runtime.NewElectionCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.ElectionCache] and docs/caches.md.
 func (c *Client) PythonLeaderCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.ElectionCache[struct{}, string], error) {
 	cache, err := runtime.NewElectionCache(runtime.TemplateAt("/app/election/python"), func(p runtime.Params) struct{} {
 		return struct{}{}
@@ -303,6 +309,24 @@ func (c *Client) Requests() RequestsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/requests"), runtime.WithResourceName("requests"))
 }
 
+// RequestsCache returns a cache of requests at /app/counters/requests: the value of each instance that exists (its node), with its stat, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
+func (c *Client) RequestsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int64], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/app/counters/requests"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.CounterCodec(runtime.LayoutCurator), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // PerTenant returns the counter per_tenant at /app/counters/tenants/{tenant:string} (an int64, 0 until first added to).
 //
 // Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
@@ -313,6 +337,24 @@ func (c *Client) PerTenant(tenant string) PerTenantHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/tenants").Str("tenant", tenant), runtime.WithResourceName("per_tenant"))
 }
 
+// PerTenantCache returns a cache of per_tenant at /app/counters/tenants/{tenant:string}: the value of each instance that exists (its node), with its stat, keyed by tenant, read from memory.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
+func (c *Client) PerTenantCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[string, int64], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/app/counters/tenants").Str("tenant"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, runtime.CounterCodec(runtime.LayoutCurator), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // PythonHits returns the counter python_hits at /app/counters/python (an int64, 0 until first added to).
 //
 // Its methods are [runtime.Counter]'s, documented there: what each blocks on, what
@@ -321,6 +363,24 @@ func (c *Client) PerTenant(tenant string) PerTenantHandle {
 // int32 values only; an Add leaving that range fails.
 func (c *Client) PythonHits() PythonHitsHandle {
 	return runtime.NewCounter(c.sess, runtime.At("/app/counters/python"), runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_hits"))
+}
+
+// PythonHitsCache returns a cache of python_hits at /app/counters/python: the value of each instance that exists (its node), with its stat, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
+func (c *Client) PythonHitsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int64], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/app/counters/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.CounterCodec(runtime.LayoutKazoo), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // The participants of the two-phase commit release.

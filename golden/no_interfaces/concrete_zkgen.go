@@ -109,3 +109,21 @@ func (c *Client) InboxCache(ctx context.Context, opts ...runtime.CacheOption) (*
 func (c *Client) Tally() *runtime.Counter {
 	return runtime.NewCounter(c.sess, runtime.At("/concrete/tally"), runtime.WithResourceName("tally"))
 }
+
+// TallyCache returns a cache of tally at /concrete/tally: the value of each instance that exists (its node), with its stat, keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.Cache] and docs/caches.md.
+func (c *Client) TallyCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.Cache[struct{}, int64], error) {
+	cache, err := runtime.NewCache(runtime.TemplateAt("/concrete/tally"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, runtime.CounterCodec(runtime.LayoutCurator), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
