@@ -112,3 +112,38 @@ func TestQueueCachePriorityAndDelay(t *testing.T) {
 		t.Fatalf("delay queue: %+v (ok %v); want 2 items, next due %v, none older than the oldest", st, ok, early)
 	}
 }
+
+// In one-shot mode (ZooKeeper 3.5) a queue's cache follows puts and takes
+// too: its reads set the items' watches.
+func TestQueueCacheOneShot(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s, w := connect(t, srv.Servers()), connect(t, srv.Servers())
+	root := testRoot(t)
+	cache, err := runtime.NewQueueCache(runtime.TemplateAt(root+"/q").Str("name"), func(p runtime.Params) string { return p.Str(0) },
+		runtime.WithOneShotWatches())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKindCache(t, cache.Run, s)
+	q := runtime.NewQueue(w, runtime.At(root+"/q").Str("name", "a"), runtime.StringCodec(), runtime.WithBucketSize(2))
+	for i := range 3 {
+		if err := q.Put(ctx, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := queueStateOf(t, ctx, cache, "a"); st.Len != i+1 {
+			t.Fatalf("after put %d: %+v; want %d items", i, st, i+1)
+		}
+	}
+	for i := range 3 {
+		if _, err := q.Take(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := queueStateOf(t, ctx, cache, "a"); st.Len != 2-i {
+			t.Fatalf("after take %d: %+v; want %d items", i, st, 2-i)
+		}
+	}
+	if m := cache.Mode(); m != runtime.CacheOneShot {
+		t.Fatalf("mode %v", m)
+	}
+}
