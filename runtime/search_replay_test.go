@@ -55,6 +55,9 @@ var notYetDeterministic = map[string]nondeterminism{
 	// Measured the same way: 4 distinct histories in 20 runs on one
 	// processor (and seed 9000 of a search); what races is not known yet.
 	"reap-partitioner": {1, "not known yet: a member's next request after an operator's delete comes in either order"},
+	// In a CI run: 2 histories in 5 runs on two processors, parting as
+	// the election workload's do.
+	"ensemble-election-minority": {2, "a take's multi is sent before its session's expiry is known, or not"},
 }
 
 // nondeterminism is what is left to chance in a workload.
