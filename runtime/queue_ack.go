@@ -34,12 +34,6 @@ type Delivery[T any] struct {
 	data  []byte // the item's encoding, for a move to the dead letters
 	raw   []byte // the item node's data, written back by GiveBack (nil for an item carried in its name)
 	ver   int32  // the item node's data version when claimed: its give-backs so far
-	// count is the version our claim gave the item's attempts node. Every
-	// later claim bumps it, so an Ack that deletes the attempts node at
-	// this version cannot consume an item claimed again since, even if
-	// someone else deleted our claim (an operator) and another consumer
-	// made the claim node anew.
-	count int32
 	once  settleOnce
 }
 
@@ -48,11 +42,9 @@ func (d *Delivery[T]) Node() string { return d.node }
 
 // Ack deletes the item and its claim in one multi: the item is consumed.
 // It returns ErrClaimLost when the claim is gone (the session ended before
-// the Ack was sent, so nothing changed and the item will be delivered again;
-// or someone deleted the claim node by hand and the item may have been
-// claimed again since: the Ack then consumes nothing, whoever holds the
-// item now acks it) and ErrNotHeld when the delivery was acked or released
-// already.
+// the Ack was sent, so nothing changed and the item will be delivered
+// again; or someone deleted the claim node by hand) and ErrNotHeld when
+// the delivery was acked or released already.
 // Connection losses are retried. If the session ends while an attempt's
 // outcome is unknown (sent, and its reply lost), the session's error
 // (ErrSessionExpired, ErrClosed) is returned without ErrClaimLost: the item
@@ -73,12 +65,11 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 	// session's end can make the claim go, so an outage it outlives must
 	// not fail the Ack (TestAckQueueEnsembleFailover failed so, 8 s
 	// without quorum on a loaded machine).
-	sent, err := opsOf(d.q.s).DeleteAllAt(client.UntilSessionEnds(ctx), &zk.DeleteRequest{Path: d.node, Version: -1},
-		&zk.DeleteRequest{Path: d.claim, Version: -1}, &zk.DeleteRequest{Path: d.q.attemptsPath(d.claim), Version: d.count})
+	sent, err := opsOf(d.q.s).DeleteAll(client.UntilSessionEnds(ctx), d.node, d.claim, d.q.attemptsPath(d.claim))
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
+	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
 	case errors.Is(err, ErrSessionExpired), errors.Is(err, ErrClosed):
 		if sent {
@@ -323,8 +314,7 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 			errs = append(errs, err)
 			continue
 		}
-		d := &Delivery[T]{Value: v, Attempt: attempt, q: q, node: c.path, claim: c.claim, data: f.data, ver: f.ver,
-			count: int32(c.attempt - 1)}
+		d := &Delivery[T]{Value: v, Attempt: attempt, q: q, node: c.path, claim: c.claim, data: f.data, ver: f.ver}
 		if !c.inline {
 			d.raw = f.data
 		}

@@ -16,7 +16,7 @@ var writeCalls = map[string]bool{
 	"CreateListed": true, "CreateProtected": true, "CreateByGUID": true, "CreateIfAbsent": true,
 	"CreatePersistent": true, "Set": true, "SetVersion": true, "Multi": true, "ConnMulti": true,
 	"MultiRetried": true, "Delete": true, "DeleteOwned": true, "DeleteNoted": true,
-	"DeleteRetried": true, "DeleteAll": true, "DeleteAllAt": true, "EnsurePath": true, "EnsureContainer": true,
+	"DeleteRetried": true, "DeleteAll": true, "EnsurePath": true, "EnsureContainer": true,
 	"SetACL": true, "RetryUncertain": true,
 }
 
@@ -24,7 +24,7 @@ var writeCalls = map[string]bool{
 // after a lost reply, each stating once why it is safe for its kind of
 // call (retry_writes.go): only they may write inside Retry.
 var retrySafeWrites = map[string]bool{
-	"CreateIfAbsent": true, "SetVersion": true, "DeleteAll": true, "DeleteAllAt": true, "DeleteNoted": true,
+	"CreateIfAbsent": true, "SetVersion": true, "DeleteAll": true, "DeleteNoted": true,
 	"DeleteRetried": true, "MultiRetried": true, "CreateContainer": true,
 }
 

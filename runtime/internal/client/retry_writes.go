@@ -81,21 +81,9 @@ func (s *Ops) SetVersion(ctx context.Context, path string, data []byte, version 
 // attempt was sent at all: when the session ends after one was, the
 // deletion may or may not have happened.
 func (s *Ops) DeleteAll(ctx context.Context, paths ...string) (sent bool, err error) {
-	dels := make([]*zk.DeleteRequest, len(paths))
+	ops := make([]any, len(paths))
 	for i, p := range paths {
-		dels[i] = &zk.DeleteRequest{Path: p, Version: -1}
-	}
-	return s.DeleteAllAt(ctx, dels...)
-}
-
-// DeleteAllAt is DeleteAll with a version for each node (-1: any): a node
-// at another version fails every attempt with ErrBadVersion, so a version
-// fences the deletion against a writer that came between (an at-least-once
-// Ack against a later claim of its item).
-func (s *Ops) DeleteAllAt(ctx context.Context, dels ...*zk.DeleteRequest) (sent bool, err error) {
-	ops := make([]any, len(dels))
-	for i, d := range dels {
-		ops[i] = d
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
 	}
 	retried := false
 	err = s.Retry(ctx, func() error {
