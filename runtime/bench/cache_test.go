@@ -166,12 +166,17 @@ func (ph *phase) stop() (req, read int64) {
 }
 
 // expireVia expires the one session established through p (the cache's).
+// The proxy holds the client's new connections meanwhile: a client that
+// dials again at once when the expiry's attachment drops its connection
+// would otherwise take its session back from the attachment.
 func expireVia(b *testing.B, p *zktest.Proxy, id int64) {
 	b.Helper()
 	s, ok := p.Session(id)
 	if !ok {
 		b.Fatalf("proxy saw no session 0x%x", id)
 	}
+	p.Pause(true)
+	defer p.Pause(false)
 	zktest.ExpireSession(b, []string{p.Target()}, s.ID, s.Passwd)
 }
 
