@@ -147,7 +147,7 @@ func (f *cacheFeed) overflowLocked() {
 	if f.resync == 0 || f.resync > oldest {
 		f.resync = oldest
 	}
-	clear(f.marks)
+	f.marks = map[string]*cacheMark{} // not clear: the table would stay
 	f.queue = nil
 }
 
@@ -254,6 +254,9 @@ func (f *cacheFeed) resolve(path string, cover uint64) {
 	m.reading = false
 	if m.last <= cover {
 		delete(f.marks, path) // told by settled
+		if len(f.marks) == 0 {
+			f.marks = map[string]*cacheMark{} // a map keeps its table: let a resync's go
+		}
 		return
 	}
 	m.since = max(m.since, cover+1)
