@@ -83,16 +83,36 @@ func findCurator() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if buildDir, err = os.MkdirTemp("", "zkgen-bench-"); err != nil {
-		return nil, err
-	}
-	java, cp, err := libs.Curator(src, buildDir)
+	dir, err := javaBuildDir()
 	if err != nil {
 		return nil, err
 	}
+	java, cp, err := libs.Curator(src, dir)
+	if err != nil {
+		return nil, err
+	}
+	return javaArgv(java, cp, "CuratorBench"), nil
+}
+
+// javaArgv is the command line that runs class with the drivers' JVM
+// options.
+func javaArgv(java, cp, class string) []string {
 	argv := append([]string{java}, javaOpts...)
 	argv = append(argv, strings.Fields(os.Getenv("ZKGEN_BENCH_JAVA_OPTS"))...)
-	return append(argv, "-cp", cp, "CuratorBench"), nil
+	return append(argv, "-cp", cp, class)
+}
+
+// javaBuildDir returns buildDir, made on first use.
+func javaBuildDir() (string, error) {
+	if buildDir != "" {
+		return buildDir, nil
+	}
+	dir, err := os.MkdirTemp("", "zkgen-bench-")
+	if err != nil {
+		return "", err
+	}
+	buildDir = dir
+	return dir, nil
 }
 
 func findKazoo() ([]string, error) {
