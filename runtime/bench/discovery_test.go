@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -193,7 +194,7 @@ func zkgenDiscovery(b *testing.B, base string, n int) discoveryFigures {
 				return ctx.Err()
 			}
 			return d.Run(ctx, s)
-		}, runtime.WithSessionTimeout(10*time.Second))
+		}, runtime.WithSessionTimeout(10*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
 	}()
 	defer func() { cancel(); <-done }()
 	var f discoveryFigures

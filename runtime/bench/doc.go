@@ -23,4 +23,10 @@
 //
 //	go test ./runtime/bench -run '^$' -bench 'Cache/n=(1000|10000)$' -benchtime 1x -count 2
 //	go test ./runtime/bench -run '^$' -bench 'Cache/n=100000$' -benchtime 1x -v
+//
+// BenchmarkDiscovery (discovery_test.go) is a sequence too, on services of
+// 10, 1,000 and 10,000 instances, beside Curator's ServiceProvider (it
+// needs Debian's libcurator-discovery-java besides the recipes):
+//
+//	go test ./runtime/bench -run '^$' -bench 'Discovery' -benchtime 1x -count 3
 package bench

@@ -9,6 +9,8 @@
 //	stdout: done ns=<t> n=<k>      it took t ns (k: instances or lookups)
 //	stdin:  quit (or end of input) close and exit 0
 //
+// Before the first ready it builds, starts and closes one discovery and
+// provider (class loading and the JIT stay out of the timed load).
 // Rounds: 1. the load: build and start the discovery and the provider
 // (start waits until its cache is loaded), n = the instances it holds;
 // 2. lookups: getInstance on one thread for lookup_ms after as long a
@@ -118,6 +120,7 @@ public final class CuratorDiscoveryBench {
         reader = connect(opt.get("zk"));
         writer = connect(opt.getOrDefault("writer_zk", opt.get("zk")));
         int changes = Integer.parseInt(opt.getOrDefault("changes", "100"));
+        warm();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try {
             for (int r = 0; r < 2 + 2 * changes; r++) {
@@ -147,6 +150,24 @@ public final class CuratorDiscoveryBench {
             writer.close();
             reader.close();
         }
+    }
+
+    /**
+     * warm builds, starts and closes a discovery and provider of the base
+     * once before the first ready, so that the timed load does not include
+     * loading and compiling their classes (Jackson's among them).
+     */
+    private void warm() throws Exception {
+        ServiceDiscovery<Payload> d = ServiceDiscoveryBuilder.builder(Payload.class).client(reader).basePath(base).build();
+        d.start();
+        ServiceProvider<Payload> p = d.serviceProviderBuilder().serviceName(SERVICE)
+                .providerStrategy(new RoundRobinStrategy<>()).build();
+        p.start();
+        for (int i = 0; i < 1000; i++) {
+            p.getInstance();
+        }
+        p.close();
+        d.close();
     }
 
     @SuppressWarnings("unchecked")
