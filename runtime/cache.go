@@ -169,6 +169,7 @@ type Cache[K comparable, T any] struct {
 	runSet  chan struct{} // closed and replaced when run changes
 	subs    map[*cacheSub[K, T]]struct{}
 	stats   CacheStats
+	gen     uint64 // bumped by each change of the entries (apply)
 }
 
 // NewCache returns a cache of the instances of tmpl: the nodes whose
@@ -228,6 +229,14 @@ func (c *Cache[K, T]) Snapshot() (CacheSnapshot[K, T], error) {
 	}
 	slices.SortFunc(snap.Entries, func(a, b CacheEntry[K, T]) int { return strings.Compare(a.Path, b.Path) })
 	return snap, c.err
+}
+
+// changes returns a number that differs whenever the entries have
+// changed since it was last returned, and Snapshot's error.
+func (c *Cache[K, T]) changes() (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen, c.err
 }
 
 // Mode returns how the cache learns of changes now.

@@ -145,9 +145,12 @@ func (d *Services[T]) Provider(name string, strategy ProviderStrategy, downFor t
 // Instance returns an instance chosen by the provider's strategy among
 // the available ones (registered, enabled, not reported down), or
 // ErrNoInstance. It does not block: it reads the cache as it is (see
-// Instances to wait for a sync).
+// Instances to wait for a sync). The service's list is kept until the
+// cache changes: with nothing reported down a lookup copies nothing, and
+// the first lookup after a change builds the list again from the whole
+// cache.
 func (p *ServiceProvider[T]) Instance() (ServiceInstance[T], error) {
-	all, err := p.Available()
+	all, err := p.available()
 	if err != nil {
 		return ServiceInstance[T]{}, err
 	}
@@ -173,21 +176,57 @@ func (p *ServiceProvider[T]) Instance() (ServiceInstance[T], error) {
 // Available returns the instances the provider may give now, in id
 // order, from the cache (no I/O).
 func (p *ServiceProvider[T]) Available() ([]ServiceInstance[T], error) {
+	all, err := p.available()
+	return slices.Clone(all), err
+}
+
+// available is Available without the copy: with nothing reported down
+// it is the service's shared list (read only).
+func (p *ServiceProvider[T]) available() ([]ServiceInstance[T], error) {
 	if p.d.err != nil {
 		return nil, p.d.err
 	}
-	all, err := p.d.held(p.name)
-	now := time.Now()
+	all, err := p.d.enabled(p.name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.DeleteFunc(all, func(in ServiceInstance[T]) bool {
+	if len(p.down) == 0 {
+		return all, err
+	}
+	now := time.Now()
+	return slices.DeleteFunc(slices.Clone(all), func(in ServiceInstance[T]) bool {
 		until, down := p.down[in.ID]
 		if down && !now.Before(until) {
 			delete(p.down, in.ID)
 			down = false
 		}
-		return in.Disabled || down
+		return down
 	}), err
+}
+
+// serviceView is the enabled instances of one service, in id order, as
+// the cache held them at its generation gen.
+type serviceView[T any] struct {
+	gen     uint64
+	enabled []ServiceInstance[T]
+}
+
+// enabled returns the enabled instances of service name, in id order,
+// from the cache (no I/O). The list is kept until the cache changes, so
+// that a provider's lookup does not copy and sort the cache each time;
+// it is shared: callers must not change it.
+func (d *Services[T]) enabled(name string) ([]ServiceInstance[T], error) {
+	gen, err := d.cache.changes()
+	d.viewMu.Lock()
+	defer d.viewMu.Unlock()
+	if v := d.views[name]; v != nil && v.gen == gen {
+		return v.enabled, err
+	}
+	// Read after gen: the list is at least as new as gen says, and a
+	// change in between bumps the generation past it.
+	all, err := d.held(name)
+	all = slices.DeleteFunc(all, func(in ServiceInstance[T]) bool { return in.Disabled })
+	d.views[name] = &serviceView[T]{gen: gen, enabled: all}
+	return all, err
 }
 
 // ReportDown leaves the instance with id out of this provider for its

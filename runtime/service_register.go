@@ -32,6 +32,9 @@ type Services[T any] struct {
 	acl   []zk.ACL
 	cache *Cache[ServiceKey, ServiceInstance[T]]
 
+	viewMu sync.Mutex
+	views  map[string]*serviceView[T] // by service name: what providers read
+
 	mu      sync.Mutex
 	regs    map[ServiceKey]*serviceReg
 	run     *serviceRun // the session Run holds registrations on; nil: none
@@ -97,7 +100,7 @@ func NewServices[T any](base Path, opts ...ServicesOption) *Services[T] {
 		o(&cfg)
 	}
 	d := &Services[T]{base: base.String(), err: base.Err(), codec: serviceCodec[T]{javaClass: cfg.javaClass},
-		acl: cfg.acl, regs: map[ServiceKey]*serviceReg{}, written: make(chan struct{})}
+		acl: cfg.acl, regs: map[ServiceKey]*serviceReg{}, written: make(chan struct{}), views: map[string]*serviceView[T]{}}
 	if d.err != nil {
 		return d
 	}

@@ -306,6 +306,57 @@ func TestServiceProvider(t *testing.T) {
 	}
 }
 
+// A provider's lookup reads the service's list as kept since the cache
+// last changed: with nothing reported down it allocates nothing (it does
+// not copy the cache), and the list still follows registrations and
+// removals.
+func TestServiceProviderKeepsItsList(t *testing.T) {
+	_, ctx, _, d, _ := startServices(t)
+	register := func(id string) {
+		t.Helper()
+		if _, err := d.Register(ctx, runtime.ServiceInstance[svcPayload]{Name: "web", ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Instances(ctx, "web"); err != nil { // synced
+			t.Fatal(err)
+		}
+	}
+	register("a")
+	register("b")
+	p := d.Provider("web", runtime.RoundRobin, time.Hour)
+	if _, err := p.Instance(); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = p.Instance() }); allocs != 0 {
+		t.Errorf("a lookup allocates %v times, want 0", allocs)
+	}
+	ids := func() []string {
+		t.Helper()
+		all, err := p.Available()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, in := range all {
+			out = append(out, in.ID)
+		}
+		return out
+	}
+	register("c")
+	if got := ids(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("after c registered, the provider gives %v", got)
+	}
+	if err := d.Unregister(ctx, "web", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Instances(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("after a unregistered, the provider gives %v", got)
+	}
+}
+
 // Changes streams a service's instances coming and going, not another
 // service's.
 func TestServiceChanges(t *testing.T) {
