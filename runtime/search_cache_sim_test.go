@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest/simsearch"
 )
 
 // The cache workload: writers create, set and delete the instances of
@@ -27,12 +28,12 @@ import (
 //   - it converges: once the faults stop and a last value is written,
 //     each cache's Sync returns and its contents are the tree's.
 func cacheSearch(r *searchRun) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	const root = "/cache"
-	writers := max(1, r.cfg.Procs/2)
-	readers := max(1, r.cfg.Procs-writers)
+	writers := max(1, r.Config.Procs/2)
+	readers := max(1, r.Config.Procs-writers)
 	cs := &cacheCheck{r: r, written: map[string]map[string]bool{}}
 	caches := make([]*strCacheStop, readers)
 	for j := range readers {
@@ -48,15 +49,15 @@ func cacheSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("the writers did not finish")
+		r.Stall("the writers did not finish")
 	}
-	r.quiet(root, 0)
-	cs.write(ctx, -1, r.session(-3), root+"/final", "final", false)
+	r.Quiet(root, 0)
+	cs.write(ctx, -1, r.Session(-3), root+"/final", "final", false)
 	for j, c := range caches {
 		cs.converged(ctx, writers+j, c.cache, root)
 		c.stop()
 	}
-	r.finish(root, 10*time.Second, root, root+"/*")
+	r.Finish(root, 10*time.Second, root, root+"/*")
 }
 
 // strCacheStop is a reader's cache and what stops its runs.
@@ -74,9 +75,9 @@ type cacheCheck struct {
 
 // writer runs writer who's operations.
 func (cs *cacheCheck) writer(ctx context.Context, who int, root string) {
-	w := cs.r.session(who)
-	rng := cs.r.procRand(who)
-	for n := 0; n < cs.r.cfg.Ops && ctx.Err() == nil; n++ {
+	w := cs.r.Session(who)
+	rng := cs.r.Rand(who)
+	for n := 0; n < cs.r.Config.Ops && ctx.Err() == nil; n++ {
 		p := fmt.Sprintf("%s/k%d", root, rng.IntN(5))
 		cs.write(ctx, who, w, p, fmt.Sprintf("w%d-%d", who, n), rng.IntN(4) == 0)
 	}
@@ -84,14 +85,14 @@ func (cs *cacheCheck) writer(ctx context.Context, who int, root string) {
 
 // write sets (or creates) path to v, or deletes it; its outcome may be
 // unknown, so v counts as written before the request is sent.
-func (cs *cacheCheck) write(ctx context.Context, who int, w *simSession, path, v string, del bool) {
-	s, err := w.get(ctx)
+func (cs *cacheCheck) write(ctx context.Context, who int, w *simsearch.Session, path, v string, del bool) {
+	s, err := w.Get(ctx)
 	if err != nil {
 		return
 	}
 	if del {
 		err = s.Conn().Delete(path, -1)
-		cs.r.event(who, "delete %s: %v", path, err)
+		cs.r.Event(who, "delete %s: %v", path, err)
 		return
 	}
 	cs.mu.Lock()
@@ -103,7 +104,7 @@ func (cs *cacheCheck) write(ctx context.Context, who int, w *simSession, path, v
 	if _, err = s.Conn().Set(path, []byte(v), -1); errors.Is(err, zk.ErrNoNode) {
 		_, err = s.Conn().Create(path, []byte(v), 0, zk.WorldACL(zk.PermAll))
 	}
-	cs.r.event(who, "write %s=%s: %v", path, v, err)
+	cs.r.Event(who, "write %s=%s: %v", path, v, err)
 }
 
 // reader starts reader who's cache, run on its successive sessions, and
@@ -114,17 +115,17 @@ func (cs *cacheCheck) reader(ctx context.Context, who int, root string) *strCach
 		cs.r.Fatalf("%v", err)
 	}
 	rctx, stop := context.WithCancel(ctx)
-	w := cs.r.session(who)
+	w := cs.r.Session(who)
 	go func() {
 		for rctx.Err() == nil {
-			s, err := w.get(rctx)
+			s, err := w.Get(rctx)
 			if err != nil {
 				continue
 			}
 			err = c.Run(rctx, s)
-			cs.r.event(who, "cache run on session %x: %v", s.ID(), err)
+			cs.r.Event(who, "cache run on session %x: %v", s.ID(), err)
 			if errors.Is(err, runtime.ErrCacheFull) || errors.Is(err, runtime.ErrCacheRunning) {
-				cs.r.violate("the cache runs", "p%d's cache: %v", who, err)
+				cs.r.Violate("the cache runs", "p%d's cache: %v", who, err)
 				return
 			}
 		}
@@ -138,7 +139,7 @@ func (cs *cacheCheck) check(ctx context.Context, who int, c *strCache) {
 	type rev struct{ c, m int64 }
 	last := map[string]rev{}
 	for ev := range c.Events(ctx) {
-		cs.r.event(who, "cache %v %s=%s", ev.Kind, ev.Path, ev.Value)
+		cs.r.Event(who, "cache %v %s=%s", ev.Kind, ev.Path, ev.Value)
 		if ev.Kind != runtime.CacheAdded && ev.Kind != runtime.CacheChanged {
 			continue
 		}
@@ -146,11 +147,11 @@ func (cs *cacheCheck) check(ctx context.Context, who int, c *strCache) {
 		ok := cs.written[ev.Path][ev.Value]
 		cs.mu.Unlock()
 		if !ok {
-			cs.r.violate("the cache shows only states the server had", "p%d's cache shows %s=%q, never written", who, ev.Path, ev.Value)
+			cs.r.Violate("the cache shows only states the server had", "p%d's cache shows %s=%q, never written", who, ev.Path, ev.Value)
 		}
 		now, was := rev{ev.Stat.Czxid, ev.Stat.Mzxid}, last[ev.Path]
 		if now.c < was.c || now.c == was.c && now.m <= was.m {
-			cs.r.violate("an instance never goes back", "p%d's cache: %v %s at czxid %#x mzxid %#x after czxid %#x mzxid %#x",
+			cs.r.Violate("an instance never goes back", "p%d's cache: %v %s at czxid %#x mzxid %#x after czxid %#x mzxid %#x",
 				who, ev.Kind, ev.Path, now.c, now.m, was.c, was.m)
 		}
 		last[ev.Path] = now
@@ -163,13 +164,13 @@ func (cs *cacheCheck) converged(ctx context.Context, who int, c *strCache, root 
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := c.Sync(sctx); err != nil {
-		cs.r.violate("the cache converges", "p%d's Sync without faults: %v", who, err)
+		cs.r.Violate("the cache converges", "p%d's Sync without faults: %v", who, err)
 		return
 	}
 	want := map[string]string{}
-	for _, n := range cs.r.walk(root) {
-		if n.path != root {
-			want[n.path] = n.data
+	for _, n := range cs.r.Walk(root) {
+		if n.Path != root {
+			want[n.Path] = n.Data
 		}
 	}
 	snap, _ := c.Snapshot()
@@ -178,6 +179,6 @@ func (cs *cacheCheck) converged(ctx context.Context, who int, c *strCache, root 
 		got[e.Path] = e.Value
 	}
 	if !maps.Equal(got, want) {
-		cs.r.violate("the cache converges", "p%d's cache holds %v after Sync; the tree holds %v", who, got, want)
+		cs.r.Violate("the cache converges", "p%d's cache holds %v after Sync; the tree holds %v", who, got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"github.com/zkgen/zkgen/runtime/zktest/simsearch"
 	"strings"
 	"testing"
 )
@@ -21,18 +22,18 @@ var foundBySearch = []struct{ recipe, config, bug string }{
 func TestSimFoundSeeds(t *testing.T) {
 	for _, f := range foundBySearch {
 		t.Run(f.recipe, func(t *testing.T) {
-			cfg, err := parseSearchConfig(f.config)
+			cfg, err := simsearch.ParseConfig(f.config)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := runOnce(t, selectWorkloads(t, []string{f.recipe})[0], cfg)
-			if r.failed() {
+			if r.Failed() {
 				var broken []string
-				for _, v := range r.violations {
-					broken = append(broken, v.invariant+": "+v.detail)
+				for _, v := range r.Violations() {
+					broken = append(broken, v.Invariant+": "+v.Detail)
 				}
 				t.Fatalf("%s %s fails again (%s):\n%s\nhistory:\n%s", f.recipe, f.config, f.bug,
-					strings.Join(broken, "\n"), strings.Join(r.timeline(), "\n"))
+					strings.Join(broken, "\n"), strings.Join(r.History(), "\n"))
 			}
 		})
 	}

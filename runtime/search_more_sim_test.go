@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest/simsearch"
 )
 
 // moreWorkloads are the search's workloads beyond search_sim_test.go's:
@@ -40,7 +41,7 @@ func allWorkloads() []workload {
 // liveSessions is the set of the server's live sessions now.
 func liveSessions(r *searchRun) map[int64]bool {
 	live := map[int64]bool{}
-	for _, id := range r.srv.Sessions() {
+	for _, id := range r.Server().Sessions() {
 		live[id] = true
 	}
 	return live
@@ -56,10 +57,10 @@ func liveSessions(r *searchRun) map[int64]bool {
 // passes a raised barrier), and every waiter passes every round once it
 // is lowered (progress).
 func barrierSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	waiters, rounds := max(1, r.cfg.Procs-1), r.cfg.Ops
+	waiters, rounds := max(1, r.Config.Procs-1), r.Config.Ops
 	at := func(k int) runtime.Path { return runtime.At(fmt.Sprintf("/b/r%d", k)) }
 	var mu sync.Mutex
 	raised := make([]chan struct{}, rounds) // closed once round k's Raise returned nil
@@ -72,16 +73,16 @@ func barrierSearch(r *searchRun) {
 	wg.Add(1)
 	go func() { // the coordinator, p0
 		defer wg.Done()
-		w := r.session(0)
-		rng := r.procRand(0)
+		w := r.Session(0)
+		rng := r.Rand(0)
 		for k := 0; k < rounds && ctx.Err() == nil; k++ {
 			for ctx.Err() == nil {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				err = runtime.NewBarrier(s, at(k)).Raise(ctx)
-				r.event(0, "raise r%d: %v", k, err)
+				r.Event(0, "raise r%d: %v", k, err)
 				if err == nil {
 					break
 				}
@@ -92,12 +93,12 @@ func barrierSearch(r *searchRun) {
 			lowering[k] = true
 			mu.Unlock()
 			for ctx.Err() == nil {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				err = runtime.NewBarrier(s, at(k)).Lower(ctx)
-				r.event(0, "lower r%d: %v", k, err)
+				r.Event(0, "lower r%d: %v", k, err)
 				if err == nil {
 					break
 				}
@@ -109,8 +110,8 @@ func barrierSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(who)
-			rng := r.procRand(who)
+			w := r.Session(who)
+			rng := r.Rand(who)
 			for k := 0; k < rounds && ctx.Err() == nil; k++ {
 				select {
 				case <-raised[k]:
@@ -119,7 +120,7 @@ func barrierSearch(r *searchRun) {
 				}
 				crash := rng.IntN(8) == 0
 				for ctx.Err() == nil {
-					s, err := w.get(ctx)
+					s, err := w.Get(ctx)
 					if err != nil {
 						continue
 					}
@@ -134,27 +135,27 @@ func barrierSearch(r *searchRun) {
 						ok := lowering[k]
 						passes++
 						mu.Unlock()
-						r.event(who, "passes r%d", k)
+						r.Event(who, "passes r%d", k)
 						if !ok {
-							r.violate("nobody passes a raised barrier", "p%d passed round %d's barrier before it was lowered", who, k)
+							r.Violate("nobody passes a raised barrier", "p%d passed round %d's barrier before it was lowered", who, k)
 						}
 						break
 					}
 					if crash && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-						r.crash(who, w)
+						r.Crash(who, w)
 						crash = false
 						continue
 					}
-					r.event(who, "wait r%d: %v", k, err)
+					r.Event(who, "wait r%d: %v", k, err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("%d of %d passes in 30 virtual minutes\n%s", passes, waiters*rounds, simDump(srv, "/b"))
+		r.Stall("%d of %d passes in 30 virtual minutes\n%s", passes, waiters*rounds, simDump(srv, "/b"))
 	}
-	r.finish("/b", 30*time.Second, "/b")
+	r.Finish("/b", 30*time.Second, "/b")
 	r.Logf("%d passes", passes)
 }
 
@@ -191,10 +192,10 @@ func barrierSearch(r *searchRun) {
 // inside throughout it. Virtual time ties, so the order is that of the
 // events under mu (clock).
 func doubleBarrierSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	size, rounds := r.cfg.Procs, r.cfg.Ops
+	size, rounds := r.Config.Procs, r.Config.Ops
 	at := func(k int) runtime.Path { return runtime.At(fmt.Sprintf("/db/r%d", k)) }
 	type roundState struct {
 		called    map[int64]bool // sessions that called Enter (participants)
@@ -216,8 +217,8 @@ func doubleBarrierSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
-			rng := r.procRand(i)
+			w := r.Session(i)
+			rng := r.Rand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; k++ {
 				st := rs[k]
 				for ctx.Err() == nil {
@@ -227,10 +228,10 @@ func doubleBarrierSearch(r *searchRun) {
 					over := st.over || len(st.entered) > 0 && len(st.through) == size-1 && !st.through[i]
 					mu.Unlock()
 					if over {
-						r.event(i, "skips r%d (over)", k)
+						r.Event(i, "skips r%d (over)", k)
 						break
 					}
-					s, err := w.get(ctx)
+					s, err := w.Get(ctx)
 					if err != nil {
 						continue
 					}
@@ -241,13 +242,13 @@ func doubleBarrierSearch(r *searchRun) {
 					ectx, ecancel := context.WithTimeout(ctx, 20*time.Second)
 					err = d.Enter(ectx)
 					ecancel()
-					r.event(i, "enter r%d: %v", k, err)
+					r.Event(i, "enter r%d: %v", k, err)
 					if err != nil {
 						continue
 					}
 					mu.Lock()
 					if n := len(st.called); n < size {
-						r.violate("no Enter before size have entered", "p%d passed Enter of round %d with %d of %d participants (sessions) having called Enter", i, k, n, size)
+						r.Violate("no Enter before size have entered", "p%d passed Enter of round %d with %d of %d participants (sessions) having called Enter", i, k, n, size)
 					}
 					st.entered[i] = s.ID()
 					clock++
@@ -255,7 +256,7 @@ func doubleBarrierSearch(r *searchRun) {
 					mu.Unlock()
 					time.Sleep(time.Duration(10+rng.IntN(90)) * time.Millisecond) // the work
 					if rng.IntN(10) == 0 {
-						r.crash(i, w) // dies inside: left by its session's end
+						r.Crash(i, w) // dies inside: left by its session's end
 						break
 					}
 					mu.Lock()
@@ -263,14 +264,14 @@ func doubleBarrierSearch(r *searchRun) {
 					st.leaving[i] = clock
 					mu.Unlock()
 					err = d.Leave(ctx)
-					r.event(i, "leave r%d: %v", k, err)
+					r.Event(i, "leave r%d: %v", k, err)
 					if err == nil {
 						live := liveSessions(r)
 						mu.Lock()
 						for q, sid := range st.entered {
 							_, left := st.leaving[q]
 							if q != i && st.enteredAt[q] < st.leaving[i] && !left && live[sid] {
-								r.violate("no Leave before all have left", "p%d passed Leave of round %d while p%d (session %x, live) was inside", i, k, q, sid)
+								r.Violate("no Leave before all have left", "p%d passed Leave of round %d while p%d (session %x, live) was inside", i, k, q, sid)
 							}
 						}
 						st.over = true
@@ -289,13 +290,13 @@ func doubleBarrierSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("%d of %d processes got through %d rounds in 30 virtual minutes\n%s", done, size, rounds, simDump(srv, "/db"))
+		r.Stall("%d of %d processes got through %d rounds in 30 virtual minutes\n%s", done, size, rounds, simDump(srv, "/db"))
 	}
 	// ready is the recipe's durable state too when no participant of a
 	// round got through Leave to delete it (all died inside, or their
 	// Leave failed with their session's end): only the last leaver
 	// deletes it.
-	r.finish("/db", 30*time.Second, "/db", "/db/*", "/db/*/ready")
+	r.Finish("/db", 30*time.Second, "/db", "/db/*", "/db/*/ready")
 }
 
 // The group workload: members join a group (Group.Join), stay a while and
@@ -311,10 +312,10 @@ func doubleBarrierSearch(r *searchRun) {
 // then, when every process has left or ended, no member node is left
 // (finish).
 func groupSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	procs, rounds := r.cfg.Procs, r.cfg.Ops
+	procs, rounds := r.Config.Procs, r.Config.Ops
 	at, codec := runtime.At("/g"), runtime.StringCodec()
 	type mship struct {
 		sess int64
@@ -348,14 +349,14 @@ func groupSearch(r *searchRun) {
 			}
 		}()
 	}
-	join := func(who int, w *simSession, member string) (*runtime.Membership[string], *runtime.Session, error) {
-		s, err := w.get(ctx)
+	join := func(who int, w *simsearch.Session, member string) (*runtime.Membership[string], *runtime.Session, error) {
+		s, err := w.Get(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		ensureWatch(who, s)
 		m, err := runtime.NewGroup(s, at, codec).Join(ctx, member)
-		r.event(who, "join %s: %v", member, err)
+		r.Event(who, "join %s: %v", member, err)
 		if err == nil {
 			mu.Lock()
 			joined[member] = &mship{sess: s.ID()}
@@ -367,11 +368,11 @@ func groupSearch(r *searchRun) {
 		mu.Lock()
 		joined[m.Member()].left = true
 		mu.Unlock()
-		r.event(who, "leave %s: %v", m.Member(), m.Leave(ctx))
+		r.Event(who, "leave %s: %v", m.Member(), m.Leave(ctx))
 	}
-	ws := make([]*simSession, procs)
+	ws := make([]*simsearch.Session, procs)
 	for i := range ws {
-		ws[i] = r.session(i)
+		ws[i] = r.Session(i)
 	}
 	// Under reap-group, a member whose node the operator deleted is told
 	// its membership is lost and leaves (Leave: ErrMembershipLost): the
@@ -383,7 +384,7 @@ func groupSearch(r *searchRun) {
 		go func() {
 			defer wg.Done()
 			w := ws[i]
-			rng := r.procRand(i)
+			rng := r.Rand(i)
 			for k, a := 0, 0; k < rounds && ctx.Err() == nil; a++ {
 				m, _, err := join(i, w, fmt.Sprintf("p%d.%d.%d", i, k, a))
 				if err != nil {
@@ -391,11 +392,11 @@ func groupSearch(r *searchRun) {
 				}
 				select {
 				case <-m.Lost():
-					r.event(i, "%s lost", m.Member())
+					r.Event(i, "%s lost", m.Member())
 				case <-time.After(time.Duration(50+rng.IntN(500)) * time.Millisecond):
 				}
 				if rng.IntN(10) == 0 {
-					r.crash(i, w) // dies a member: its session's end removes it
+					r.Crash(i, w) // dies a member: its session's end removes it
 				} else {
 					leave(i, m)
 				}
@@ -406,12 +407,12 @@ func groupSearch(r *searchRun) {
 	wg.Wait()
 	stopOperator()
 	if ctx.Err() != nil {
-		r.stall("the members did not finish their rounds\n%s", simDump(srv, "/g"))
+		r.Stall("the members did not finish their rounds\n%s", simDump(srv, "/g"))
 	}
 	// Faults off (sessions cut off end, the others reconnect): no member
 	// node of a live session is left; then every other process joins and
 	// stays.
-	r.quiet("/g", 10*time.Second)
+	r.Quiet("/g", 10*time.Second)
 	stay := map[int]*runtime.Membership[string]{}
 	for i := 0; i < procs; i += 2 {
 		for a := 0; ctx.Err() == nil; a++ {
@@ -423,7 +424,7 @@ func groupSearch(r *searchRun) {
 		}
 	}
 	for i := range procs { // every live process watches on its live session
-		if s, err := ws[i].get(ctx); err == nil {
+		if s, err := ws[i].Get(ctx); err == nil {
 			ensureWatch(i, s)
 		}
 	}
@@ -439,7 +440,7 @@ func groupSearch(r *searchRun) {
 	mu.Unlock()
 	sort.Strings(want)
 	for i := range procs {
-		s := ws[i].s
+		s := ws[i].Current()
 		if s == nil || !live[s.ID()] {
 			continue
 		}
@@ -449,22 +450,22 @@ func groupSearch(r *searchRun) {
 		}
 		got = slices.Sorted(slices.Values(got))
 		if !slices.Equal(got, want) {
-			r.violate("every live member, none that left", "p%d's Members: %v; the live memberships: %v", i, got, want)
+			r.Violate("every live member, none that left", "p%d's Members: %v; the live memberships: %v", i, got, want)
 		}
 		mu.Lock()
 		view, vs := slices.Sorted(slices.Values(views[i])), viewSess[i]
 		mu.Unlock()
 		if vs == s.ID() && !slices.Equal(view, want) {
-			r.violate("Watch delivers the final list", "p%d's Watch's newest list: %v; the live memberships: %v", i, view, want)
+			r.Violate("Watch delivers the final list", "p%d's Watch's newest list: %v; the live memberships: %v", i, view, want)
 		}
 		if vs != s.ID() {
-			r.violate("Watch delivers the final list", "p%d's Watch on its live session %x delivered nothing", i, s.ID())
+			r.Violate("Watch delivers the final list", "p%d's Watch on its live session %x delivered nothing", i, s.ID())
 		}
 	}
 	for _, i := range slices.Sorted(maps.Keys(stay)) { // in one order on a replay
 		leave(i, stay[i])
 	}
-	r.finish("/g", 30*time.Second, "/g")
+	r.Finish("/g", 30*time.Second, "/g")
 	r.Logf("%d memberships, %d live at the end", len(joined), len(want))
 }
 
@@ -482,11 +483,11 @@ func groupSearch(r *searchRun) {
 // and after the last Set every reader's Get and Watch show it, at its
 // version.
 func configSearch(r *searchRun) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	writers := max(1, r.cfg.Procs/2)
-	readers, writes := max(1, r.cfg.Procs-writers), r.cfg.Ops
+	writers := max(1, r.Config.Procs/2)
+	readers, writes := max(1, r.Config.Procs-writers), r.Config.Ops
 	at, codec := runtime.At("/cfg/value"), runtime.StringCodec()
 	var mu sync.Mutex
 	valueAt := map[runtime.Version]string{}
@@ -495,10 +496,10 @@ func configSearch(r *searchRun) {
 		mu.Lock()
 		defer mu.Unlock()
 		if old, ok := valueAt[ver]; ok && old != v {
-			r.violate("one value per version", "p%d %s %q at version %d, which held %q", who, how, v, ver, old)
+			r.Violate("one value per version", "p%d %s %q at version %d, which held %q", who, how, v, ver, old)
 		}
 		if old, ok := versionOf[v]; ok && old != ver {
-			r.violate("a value written once", "p%d %s %q at version %d, and it was at version %d", who, how, v, ver, old)
+			r.Violate("a value written once", "p%d %s %q at version %d, and it was at version %d", who, how, v, ver, old)
 		}
 		valueAt[ver], versionOf[v] = v, ver
 	}
@@ -513,9 +514,9 @@ func configSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
+			w := r.Session(i)
 			for n := 0; n < writes && ctx.Err() == nil; n++ {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					n--
 					continue
@@ -524,7 +525,7 @@ func configSearch(r *searchRun) {
 				v := fmt.Sprintf("w%d-%02d", i, n)
 				if n%2 == 0 {
 					ver, err := c.Set(ctx, v)
-					r.event(i, "set %s: version %d, %v", v, ver, err)
+					r.Event(i, "set %s: version %d, %v", v, ver, err)
 					if err == nil {
 						see(i, "set", v, ver)
 					}
@@ -540,11 +541,11 @@ func configSearch(r *searchRun) {
 					continue
 				}
 				got, err := c.CompareAndSet(ctx, v, ver)
-				r.event(i, "cas %s at version %d: version %d, %v", v, ver, got, err)
+				r.Event(i, "cas %s at version %d: version %d, %v", v, ver, got, err)
 				if err == nil {
 					see(i, "cas", v, got)
 					if got != ver+1 {
-						r.violate("the version grows by one with every write", "p%d's CompareAndSet at version %d wrote version %d", i, ver, got)
+						r.Violate("the version grows by one with every write", "p%d's CompareAndSet at version %d wrote version %d", i, ver, got)
 					}
 				}
 			}
@@ -552,15 +553,15 @@ func configSearch(r *searchRun) {
 	}
 	done := make(chan struct{})
 	var rwg sync.WaitGroup
-	rws := make([]*simSession, readers)
+	rws := make([]*simsearch.Session, readers)
 	for j := range readers {
 		who := writers + j
-		rws[j] = r.session(who)
+		rws[j] = r.Session(who)
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
 			w := rws[j]
-			rng := r.procRand(who)
+			rng := r.Rand(who)
 			var watchedOn int64
 			for {
 				select {
@@ -568,7 +569,7 @@ func configSearch(r *searchRun) {
 					return
 				case <-time.After(time.Duration(10+rng.IntN(50)) * time.Millisecond):
 				}
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -582,7 +583,7 @@ func configSearch(r *searchRun) {
 								continue
 							}
 							if st.Version < last {
-								r.violate("Watch never goes back", "p%d's Watch delivered version %d after version %d", who, st.Version, last)
+								r.Violate("Watch never goes back", "p%d's Watch delivered version %d after version %d", who, st.Version, last)
 							}
 							last = st.Version
 							see(who, "watched", st.Value, st.Version)
@@ -599,7 +600,7 @@ func configSearch(r *searchRun) {
 				see(who, "read", v, ver)
 				mu.Lock()
 				if ver < lastRead[who] {
-					r.violate("a process's reads never go back", "p%d read version %d (%q) after version %d", who, ver, v, lastRead[who])
+					r.Violate("a process's reads never go back", "p%d read version %d (%q) after version %d", who, ver, v, lastRead[who])
 				}
 				lastRead[who] = max(lastRead[who], ver)
 				mu.Unlock()
@@ -610,19 +611,19 @@ func configSearch(r *searchRun) {
 	close(done)
 	rwg.Wait()
 	if ctx.Err() != nil {
-		r.stall("the writers did not finish")
+		r.Stall("the writers did not finish")
 	}
 	// Faults off: the last write, then every reader must see it.
-	r.quiet("/cfg", 0)
-	fw := r.session(100)
+	r.Quiet("/cfg", 0)
+	fw := r.Session(100)
 	var final runtime.Version
 	for ctx.Err() == nil {
-		s, err := fw.get(ctx)
+		s, err := fw.Get(ctx)
 		if err != nil {
 			continue
 		}
 		final, err = runtime.NewConfig(s, at, codec).Set(ctx, "final")
-		r.event(0, "set final: version %d, %v", final, err)
+		r.Event(0, "set final: version %d, %v", final, err)
 		if err == nil {
 			see(0, "set", "final", final)
 			break
@@ -631,22 +632,22 @@ func configSearch(r *searchRun) {
 	time.Sleep(10 * time.Second)
 	for j := range readers {
 		who := writers + j
-		s, err := rws[j].get(ctx)
+		s, err := rws[j].Get(ctx)
 		if err != nil {
 			r.Fatalf("p%d cannot connect without faults: %v", who, err)
 		}
 		v, ver, err := runtime.NewConfig(s, at, codec).Get(ctx)
 		if err != nil || v != "final" || ver != final {
-			r.violate("every reader sees the last write", "p%d reads %q at version %d (%v) after the last write, %q at version %d", who, v, ver, err, "final", final)
+			r.Violate("every reader sees the last write", "p%d reads %q at version %d (%v) after the last write, %q at version %d", who, v, ver, err, "final", final)
 		}
 		mu.Lock()
 		st, ss := latest[who], latestSess[who]
 		mu.Unlock()
 		if ss == s.ID() && (st.Value != "final" || st.Version != final) {
-			r.violate("Watch delivers the final state", "p%d's Watch's newest state is %q at version %d; the last write is %q at version %d", who, st.Value, st.Version, "final", final)
+			r.Violate("Watch delivers the final state", "p%d's Watch's newest state is %q at version %d; the last write is %q at version %d", who, st.Value, st.Version, "final", final)
 		}
 	}
-	r.finish("/cfg", 10*time.Second, "/cfg", "/cfg/value")
+	r.Finish("/cfg", 10*time.Second, "/cfg", "/cfg/value")
 	r.Logf("%d versions seen, the last %d", len(valueAt), final)
 }
 
@@ -670,11 +671,11 @@ func configSearch(r *searchRun) {
 // contender asked; and every contender gets the lock every round (the
 // requester eventually gets it).
 func revokeLockSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	const forceAfter, workFor = 2 * time.Second, 10 * time.Second
-	contenders, rounds := r.cfg.Procs, r.cfg.Ops
+	contenders, rounds := r.Config.Procs, r.Config.Ops
 	type span struct {
 		tenureSpan
 		call     time.Time // Lock was called
@@ -694,10 +695,10 @@ func revokeLockSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
-			rng := r.procRand(i)
+			w := r.Session(i)
+			rng := r.Rand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -720,21 +721,21 @@ func revokeLockSearch(r *searchRun) {
 					rq.err = l.RequestRevoke(rctx)
 					rcancel()
 					rq.end = time.Now()
-					r.event(i, "request revoke: %v", rq.err)
+					r.Event(i, "request revoke: %v", rq.err)
 					mu.Lock()
 					reqs = append(reqs, rq)
 					mu.Unlock()
 					err = <-got
 				}
 				if err != nil {
-					r.event(i, "lock: %v", err)
+					r.Event(i, "lock: %v", err)
 					continue
 				}
 				sp.who, sp.write, sp.start = i, true, granted
 				sp.stubborn = rng.IntN(4) == 0
 				crash := rng.IntN(10) == 0
 				sp.token = l.Token()
-				r.event(i, "holds (token %d, ignores requests %v)", sp.token, sp.stubborn)
+				r.Event(i, "holds (token %d, ignores requests %v)", sp.token, sp.stubborn)
 				revoked := l.Revoked()
 				if sp.stubborn {
 					revoked = nil
@@ -755,11 +756,11 @@ func revokeLockSearch(r *searchRun) {
 				if crash && sp.how == "done" {
 					sp.how = "crash"
 				}
-				r.event(i, "%s", sp.how)
+				r.Event(i, "%s", sp.how)
 				if sp.how == "crash" {
-					r.crash(i, w)
+					r.Crash(i, w)
 				} else {
-					r.event(i, "unlock: %v", l.Unlock(ctx))
+					r.Event(i, "unlock: %v", l.Unlock(ctx))
 				}
 				mu.Lock()
 				spans = append(spans, sp)
@@ -770,9 +771,9 @@ func revokeLockSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("the contenders did not finish: %d tenures\n%s", len(spans), simDump(srv, "/rv"))
+		r.Stall("the contenders did not finish: %d tenures\n%s", len(spans), simDump(srv, "/rv"))
 	}
-	r.finish("/rv", 30*time.Second, "/rv", "/rv/lock")
+	r.Finish("/rv", 30*time.Second, "/rv", "/rv/lock")
 	// forced: a holder whose node another's request may have deleted
 	// (the request ran forceAfter or longer while it held: the holder
 	// ignored it, or did not hear of it, cut off). The contract promises
@@ -792,15 +793,15 @@ func revokeLockSearch(r *searchRun) {
 	slices.SortFunc(ordered, func(a, b span) int { return byStart(a.tenureSpan, b.tenureSpan) })
 	for k := 1; k < len(ordered); k++ {
 		if ordered[k].token <= ordered[k-1].token {
-			r.violate("fencing tokens strictly grow", "p%d's tenure at %s has token %d after token %d",
-				ordered[k].who, r.since(ordered[k].start), ordered[k].token, ordered[k-1].token)
+			r.Violate("fencing tokens strictly grow", "p%d's tenure at %s has token %d after token %d",
+				ordered[k].who, r.Since(ordered[k].start), ordered[k].token, ordered[k-1].token)
 		}
 	}
 	for x, a := range spans {
 		for _, b := range spans[x+1:] {
 			if a.who != b.who && a.start.Before(b.end) && b.start.Before(a.end) && !forced(a) && !forced(b) {
-				r.violate("at most one holder", "p%d held %s..%s (%s) and p%d %s..%s (%s)", a.who, r.since(a.start), r.since(a.end), a.how,
-					b.who, r.since(b.start), r.since(b.end), b.how)
+				r.Violate("at most one holder", "p%d held %s..%s (%s) and p%d %s..%s (%s)", a.who, r.Since(a.start), r.Since(a.end), a.how,
+					b.who, r.Since(b.start), r.Since(b.end), b.how)
 			}
 		}
 		if a.how == "done" {
@@ -810,8 +811,8 @@ func revokeLockSearch(r *searchRun) {
 				// holder before), that succeeded, marked it
 				// (or, forced, deleted its node) well before a's end.
 				if q.who != a.who && q.err == nil && q.start.After(a.start) && q.start.Add(5*time.Second).Before(a.end) {
-					r.violate("a holder asked to give up is told", "p%d held %s..%s and worked its full time, though p%d's request at %s..%s succeeded",
-						a.who, r.since(a.start), r.since(a.end), q.who, r.since(q.start), r.since(q.end))
+					r.Violate("a holder asked to give up is told", "p%d held %s..%s and worked its full time, though p%d's request at %s..%s succeeded",
+						a.who, r.Since(a.start), r.Since(a.end), q.who, r.Since(q.start), r.Since(q.end))
 				}
 			}
 		}
@@ -823,8 +824,8 @@ func revokeLockSearch(r *searchRun) {
 				}
 			}
 			if !asked {
-				r.violate("revoked only at another's request", "p%d (lock called at %s) held %s..%s and was told revoked, with no other contender's request on",
-					a.who, r.since(a.call), r.since(a.start), r.since(a.end))
+				r.Violate("revoked only at another's request", "p%d (lock called at %s) held %s..%s and was told revoked, with no other contender's request on",
+					a.who, r.Since(a.call), r.Since(a.start), r.Since(a.end))
 			}
 		}
 	}
@@ -842,10 +843,10 @@ func revokeLockSearch(r *searchRun) {
 // once, nor the semaphore by more than two, and every process gets every
 // set it asked for (no deadlock: progress).
 func multiLockSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	procs, rounds := r.cfg.Procs, r.cfg.Ops
+	procs, rounds := r.Config.Procs, r.Config.Ops
 	paths := []string{"/ml/a", "/ml/b", "/ml/c", "/ml/s"}
 	limit := map[string]int{"/ml/a": 1, "/ml/b": 1, "/ml/c": 1, "/ml/s": 2}
 	var mu sync.Mutex
@@ -856,10 +857,10 @@ func multiLockSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
-			rng := r.procRand(i)
+			w := r.Session(i)
+			rng := r.Rand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -876,21 +877,21 @@ func multiLockSearch(r *searchRun) {
 				}
 				g, err := runtime.LockAll(ctx, ms...)
 				if err != nil {
-					r.event(i, "lock all %v: %v", want, err)
+					r.Event(i, "lock all %v: %v", want, err)
 					continue
 				}
 				start := time.Now()
-				r.event(i, "holds %v", want)
+				r.Event(i, "holds %v", want)
 				select {
 				case <-g.Lost():
-					r.event(i, "told lost")
+					r.Event(i, "told lost")
 				case <-time.After(time.Duration(20+rng.IntN(60)) * time.Millisecond): // the work
 				}
 				end := time.Now()
 				if rng.IntN(10) == 0 {
-					r.crash(i, w)
+					r.Crash(i, w)
 				} else {
-					r.event(i, "unlock: %v", g.Unlock(ctx))
+					r.Event(i, "unlock: %v", g.Unlock(ctx))
 				}
 				mu.Lock()
 				for _, p := range want {
@@ -904,12 +905,12 @@ func multiLockSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("%d of %d sets held in 30 virtual minutes\n%s", held, procs*rounds, simDump(srv, "/ml"))
+		r.Stall("%d of %d sets held in 30 virtual minutes\n%s", held, procs*rounds, simDump(srv, "/ml"))
 	}
-	r.finish("/ml", 30*time.Second, "/ml", "/ml/*", "/ml/s/*")
+	r.Finish("/ml", 30*time.Second, "/ml", "/ml/*", "/ml/s/*")
 	for _, p := range paths {
 		if on, at := mostAtOnce(spans[p]); on > limit[p] {
-			r.violate("at most N holders of each member", "%s: %d holders at %s (at most %d)", p, on, r.since(at), limit[p])
+			r.Violate("at most N holders of each member", "%s: %d holders at %s (at most %d)", p, on, r.Since(at), limit[p])
 		}
 	}
 	r.Logf("%d sets held", held)
@@ -932,13 +933,13 @@ func multiLockSearch(r *searchRun) {
 // that was not put, and at most 3 items lost per crashed consumer plus 4
 // per uncertain take.
 func prefetchQueueSearch(r *searchRun) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	const k = 4
 	at, codec := runtime.At("/q"), runtime.StringCodec()
-	producers := max(1, r.cfg.Procs/2)
-	consumers, items := max(1, r.cfg.Procs-producers), r.cfg.Ops
+	producers := max(1, r.Config.Procs/2)
+	consumers, items := max(1, r.Config.Procs-producers), r.Config.Ops
 	var mu sync.Mutex
 	put := map[string]bool{}
 	uncertainPut := map[string]bool{}
@@ -953,11 +954,11 @@ func prefetchQueueSearch(r *searchRun) {
 		}
 		if v == "" {
 			if errors.Is(err, runtime.ErrTakeUncertain) {
-				r.event(who, "take: %v", err)
+				r.Event(who, "take: %v", err)
 			}
 			return "", err
 		}
-		r.event(who, "took %s (err %v)", v, err)
+		r.Event(who, "took %s (err %v)", v, err)
 		mu.Lock()
 		delivered[v]++
 		mu.Unlock()
@@ -969,15 +970,15 @@ func prefetchQueueSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(p)
+			w := r.Session(p)
 			for i := 0; i < items; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				item := fmt.Sprintf("p%d-%02d", p, i)
 				err = runtime.NewQueue(s, at, codec).Put(ctx, item)
-				r.event(p, "put %s on session %x: %v", item, s.ID(), err)
+				r.Event(p, "put %s on session %x: %v", item, s.ID(), err)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -997,8 +998,8 @@ func prefetchQueueSearch(r *searchRun) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := r.session(producers + c)
-			rng := r.procRand(who)
+			w := r.Session(producers + c)
+			rng := r.Rand(who)
 			var q *runtime.Queue[string]
 			var qs *runtime.Session
 			for {
@@ -1018,7 +1019,7 @@ func prefetchQueueSearch(r *searchRun) {
 					return
 				default:
 				}
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -1037,13 +1038,13 @@ func prefetchQueueSearch(r *searchRun) {
 				}
 				if q == nil {
 					q, qs = runtime.NewQueue(s, at, codec, runtime.WithPrefetch(k)), s
-					r.event(who, "takes on session %x", s.ID())
+					r.Event(who, "takes on session %x", s.ID())
 				}
 				tctx, tcancel := context.WithTimeout(ctx, time.Second)
 				v, _ := take(who, q, tctx)
 				tcancel()
 				if v != "" && rng.IntN(12) == 0 {
-					r.crash(who, w) // its buffer dies with it
+					r.Crash(who, w) // its buffer dies with it
 					mu.Lock()
 					crashes++
 					mu.Unlock()
@@ -1058,14 +1059,12 @@ func prefetchQueueSearch(r *searchRun) {
 
 	// Quiet: the consumers' sessions close (giving their buffers back),
 	// then one consumer drains what is left.
-	r.quiet("/q", 30*time.Second)
-	for _, w := range r.sessions {
-		w.close()
-	}
-	drain := r.session(100)
+	r.Quiet("/q", 30*time.Second)
+	r.CloseSessions()
+	drain := r.Session(100)
 	var dq *runtime.Queue[string]
 	for {
-		s, err := drain.get(ctx)
+		s, err := drain.Get(ctx)
 		if err != nil {
 			r.Fatalf("the drain cannot connect without faults: %v", err)
 		}
@@ -1079,16 +1078,16 @@ func prefetchQueueSearch(r *searchRun) {
 			break // nothing left within 10 virtual seconds
 		}
 	}
-	r.finish("/q", time.Second, "/q", "/q/*") // a second: the drain's last marker lingers 50 ms
+	r.Finish("/q", time.Second, "/q", "/q/*") // a second: the drain's last marker lingers 50 ms
 
 	mu.Lock()
 	defer mu.Unlock()
 	for item, n := range delivered {
 		if !put[item] && !uncertainPut[item] {
-			r.violate("nothing delivered that was not put", "%s delivered but never put", item)
+			r.Violate("nothing delivered that was not put", "%s delivered but never put", item)
 		}
 		if n > 1 {
-			r.violate("at-most-once: never twice", "%s delivered %d times", item, n)
+			r.Violate("at-most-once: never twice", "%s delivered %d times", item, n)
 		}
 	}
 	var lost []string
@@ -1099,7 +1098,7 @@ func prefetchQueueSearch(r *searchRun) {
 	}
 	sort.Strings(lost)
 	if bound := (k-1)*crashes + k*uncertainTakes; len(lost) > bound {
-		r.violate("lost only what a dead consumer held, or an uncertain take", "%d items put and never delivered %v, with %d crashed consumers and %d uncertain takes (at most %d)",
+		r.Violate("lost only what a dead consumer held, or an uncertain take", "%d items put and never delivered %v, with %d crashed consumers and %d uncertain takes (at most %d)",
 			len(lost), lost, crashes, uncertainTakes, bound)
 	}
 	r.Logf("%d put (%d uncertain), %d delivered, %d lost with %d crashes and %d uncertain takes",
@@ -1132,7 +1131,7 @@ func prefetchQueueSearch(r *searchRun) {
 // to ack, release or give it back (and the After it gave has passed), or
 // the holder's session ended (ErrClaimLost: "its session ended").
 func deadLetterSearch(r *searchRun) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	const n = 3
@@ -1140,8 +1139,8 @@ func deadLetterSearch(r *searchRun) {
 	newQ := func(s *runtime.Session) *runtime.AckQueue[string] {
 		return runtime.NewAckQueue(s, at, codec, runtime.WithDeadLetterAfter(n))
 	}
-	producers := max(1, r.cfg.Procs/2)
-	consumers, items := max(1, r.cfg.Procs-producers), r.cfg.Ops
+	producers := max(1, r.Config.Procs/2)
+	consumers, items := max(1, r.Config.Procs-producers), r.Config.Ops
 	poison := func(item string) bool { return strings.HasSuffix(item, "3") || strings.HasSuffix(item, "7") }
 	var mu sync.Mutex
 	put := map[string]bool{}
@@ -1160,7 +1159,7 @@ func deadLetterSearch(r *searchRun) {
 	}
 	claims := map[string]claim{}
 	gaveBack := map[string]bool{} // the item's last delivery was given back (or maybe)
-	live := func(sid int64) bool { return slices.Contains(r.srv.Sessions(), sid) }
+	live := func(sid int64) bool { return slices.Contains(r.Server().Sessions(), sid) }
 	// hold records the claim an After keeps (a zero until keeps none).
 	hold := func(v string, c claim) {
 		if c.until.IsZero() {
@@ -1172,33 +1171,33 @@ func deadLetterSearch(r *searchRun) {
 	}
 	// consume takes one delivery and deals with it; it reports whether it
 	// got one.
-	consume := func(who int, q *runtime.AckQueue[string], tctx context.Context, rng *rand.Rand, w *simSession) bool {
+	consume := func(who int, q *runtime.AckQueue[string], tctx context.Context, rng *rand.Rand, w *simsearch.Session) bool {
 		d, err := q.Take(tctx)
 		if d == nil {
 			return false
 		}
 		v := d.Value
-		r.event(who, "took %s attempt %d (err %v)", v, d.Attempt, err)
+		r.Event(who, "took %s attempt %d (err %v)", v, d.Attempt, err)
 		mu.Lock()
 		as := attempts[v]
 		if len(as) > 0 && (d.Attempt < as[len(as)-1] || d.Attempt == as[len(as)-1] && !gaveBack[v]) {
-			r.violate("attempts counted", "%s delivered with attempt %d after attempt %d (given back: %v)", v, d.Attempt, as[len(as)-1], gaveBack[v])
+			r.Violate("attempts counted", "%s delivered with attempt %d after attempt %d (given back: %v)", v, d.Attempt, as[len(as)-1], gaveBack[v])
 		}
 		gaveBack[v] = false
 		if d.Attempt > n || d.Attempt < 1 {
-			r.violate("dead-lettered after exactly N", "%s delivered with attempt %d (dead letters after %d)", v, d.Attempt, n)
+			r.Violate("dead-lettered after exactly N", "%s delivered with attempt %d (dead letters after %d)", v, d.Attempt, n)
 		}
 		if moved[v] {
-			r.violate("never delivered once dead", "%s delivered (attempt %d) after the release of its attempt %d moved it", v, d.Attempt, n)
+			r.Violate("never delivered once dead", "%s delivered (attempt %d) after the release of its attempt %d moved it", v, d.Attempt, n)
 		}
 		if c, ok := claims[v]; ok && (!c.ending || time.Now().Before(c.until)) && live(c.sid) {
-			r.violate("redelivered only after a claim ended", "%s delivered (attempt %d) while p%d's claim on session %x, live, was not acked nor released (or held until %v)",
+			r.Violate("redelivered only after a claim ended", "%s delivered (attempt %d) while p%d's claim on session %x, live, was not acked nor released (or held until %v)",
 				v, d.Attempt, c.who, c.sid, c.until)
 		}
 		attempts[v] = append(as, d.Attempt)
 		sid := int64(0)
-		if w != nil && w.s != nil {
-			sid = w.s.ID()
+		if w != nil && w.Current() != nil {
+			sid = w.Current().ID()
 		}
 		claims[v] = claim{who: who, sid: sid}
 		mu.Unlock()
@@ -1216,7 +1215,7 @@ func deadLetterSearch(r *searchRun) {
 		mu.Unlock()
 		switch {
 		case w != nil && rng.IntN(10) == 0:
-			r.crash(who, w) // dies holding it: the claim goes with the session
+			r.Crash(who, w) // dies holding it: the claim goes with the session
 		case poison(v) || rng.IntN(5) == 0:
 			hold(v, claim{who: who, sid: sid, ending: true, until: until})
 			var err error
@@ -1225,7 +1224,7 @@ func deadLetterSearch(r *searchRun) {
 			} else {
 				err = d.Release(ctx, opts...)
 			}
-			r.event(who, "release %s (%d options): %v", v, len(opts), err)
+			r.Event(who, "release %s (%d options): %v", v, len(opts), err)
 			if err == nil && d.Attempt >= n {
 				mu.Lock()
 				moved[v] = true
@@ -1238,7 +1237,7 @@ func deadLetterSearch(r *searchRun) {
 			k := len(attempts[v])
 			mu.Unlock()
 			err := d.GiveBack(ctx, opts...)
-			r.event(who, "give back %s attempt %d (%d options): %v", v, d.Attempt, len(opts), err)
+			r.Event(who, "give back %s attempt %d (%d options): %v", v, d.Attempt, len(opts), err)
 			mu.Lock()
 			if errors.Is(err, runtime.ErrClaimLost) && len(attempts[v]) == k {
 				gaveBack[v] = false // not sent: its session's end counted it
@@ -1246,7 +1245,7 @@ func deadLetterSearch(r *searchRun) {
 			mu.Unlock()
 		default:
 			err := d.Ack(ctx)
-			r.event(who, "ack %s: %v", v, err)
+			r.Event(who, "ack %s: %v", v, err)
 			mu.Lock()
 			switch {
 			case err == nil:
@@ -1264,15 +1263,15 @@ func deadLetterSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(p)
+			w := r.Session(p)
 			for i := 0; i < items; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				item := fmt.Sprintf("p%d-%02d", p, i)
 				err = newQ(s).Put(ctx, item)
-				r.event(p, "put %s: %v", item, err)
+				r.Event(p, "put %s: %v", item, err)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -1292,8 +1291,8 @@ func deadLetterSearch(r *searchRun) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := r.session(producers + c)
-			rng := r.procRand(who)
+			w := r.Session(producers + c)
+			rng := r.Rand(who)
 			var q *runtime.AckQueue[string]
 			var qs *runtime.Session
 			for {
@@ -1302,13 +1301,13 @@ func deadLetterSearch(r *searchRun) {
 					return
 				default:
 				}
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				if qs != s {
 					q, qs = newQ(s), s
-					r.event(who, "takes on session %x", s.ID())
+					r.Event(who, "takes on session %x", s.ID())
 				}
 				tctx, tcancel := context.WithTimeout(ctx, time.Second)
 				consume(who, q, tctx, rng, w)
@@ -1322,13 +1321,11 @@ func deadLetterSearch(r *searchRun) {
 
 	// Quiet: the consumers end (their claims with them); one consumer
 	// drains the queue, releasing poison until it is dead-lettered.
-	r.quiet("/q", 30*time.Second)
-	for _, w := range r.sessions {
-		w.close()
-	}
-	drain := r.session(100)
-	rng := r.procRand(producers + consumers)
-	s, err := drain.get(ctx)
+	r.Quiet("/q", 30*time.Second)
+	r.CloseSessions()
+	drain := r.Session(100)
+	rng := r.Rand(producers + consumers)
+	s, err := drain.Get(ctx)
 	if err != nil {
 		r.Fatalf("the drain cannot connect without faults: %v", err)
 	}
@@ -1349,42 +1346,42 @@ func deadLetterSearch(r *searchRun) {
 	for _, d := range dls {
 		dead[d.Value]++
 		if d.Reason != "" && d.Reason != "poison "+d.Value && !strings.Contains(d.Reason, "session ended") {
-			r.violate("a dead letter keeps its reason", "%s dead with reason %q: no consumer gave that", d.Value, d.Reason)
+			r.Violate("a dead letter keeps its reason", "%s dead with reason %q: no consumer gave that", d.Value, d.Reason)
 		}
 		if poison(d.Value) && d.Reason == "" {
-			r.violate("a dead letter keeps its reason", "%s, poison, dead with no reason (every poison release was a nack with one)", d.Value)
+			r.Violate("a dead letter keeps its reason", "%s, poison, dead with no reason (every poison release was a nack with one)", d.Value)
 		}
 	}
-	r.finish("/q", time.Second, "/q", "/q/*", "/q/dead/*", "/q/dead-reasons/*") // a second: the drain's last marker lingers 50 ms
+	r.Finish("/q", time.Second, "/q", "/q/*", "/q/dead/*", "/q/dead-reasons/*") // a second: the drain's last marker lingers 50 ms
 
 	mu.Lock()
 	defer mu.Unlock()
 	for v := range attempts {
 		if !put[v] && !uncertainPut[v] {
-			r.violate("nothing delivered that was not put", "%s delivered but never put", v)
+			r.Violate("nothing delivered that was not put", "%s delivered but never put", v)
 		}
 	}
 	for v, k := range dead {
 		if !put[v] && !uncertainPut[v] {
-			r.violate("nothing dead-lettered that was not put", "%s in the dead letters but never put", v)
+			r.Violate("nothing dead-lettered that was not put", "%s in the dead letters but never put", v)
 		}
 		if k > 1 {
-			r.violate("in the queue or in the dead letters, once", "%s is %d times in the dead letters", v, k)
+			r.Violate("in the queue or in the dead letters, once", "%s is %d times in the dead letters", v, k)
 		}
 	}
 	for v := range moved {
 		if dead[v] == 0 {
-			r.violate("dead-lettered after exactly N", "%s: the release of its attempt %d returned nil, and it is not in the dead letters (attempts %v, acked %d)", v, n, attempts[v], acked[v])
+			r.Violate("dead-lettered after exactly N", "%s: the release of its attempt %d returned nil, and it is not in the dead letters (attempts %v, acked %d)", v, n, attempts[v], acked[v])
 		}
 	}
 	for v := range put {
 		switch {
 		case acked[v] > 1:
-			r.violate("at-least-once: acked once", "%s acked %d times", v, acked[v])
+			r.Violate("at-least-once: acked once", "%s acked %d times", v, acked[v])
 		case acked[v] > 0 && dead[v] > 0:
-			r.violate("never both", "%s acked and in the dead letters (attempts %v)", v, attempts[v])
+			r.Violate("never both", "%s acked and in the dead letters (attempts %v)", v, attempts[v])
 		case acked[v] == 0 && dead[v] == 0 && !ackUnknown[v]:
-			r.violate("never lost", "%s put, never acked nor dead-lettered (attempts %v)", v, attempts[v])
+			r.Violate("never lost", "%s put, never acked nor dead-lettered (attempts %v)", v, attempts[v])
 		}
 	}
 	r.Logf("%d put (%d uncertain), %d delivered, %d acked, %d dead letters", len(put), len(uncertainPut), len(attempts), len(acked), len(dead))

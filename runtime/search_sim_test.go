@@ -166,74 +166,16 @@ func mostAtOnce(spans []tenureSpan) (most int, at time.Time) {
 	return most, at
 }
 
-// simSession keeps a session open on srv for a worker: a new one when the
-// last one ended. It knows the servers by name (srv.Hosts), looked up
-// through the simulation's resolver, as a service on Kubernetes knows
-// its ensemble's pods: it follows a server replaced at a new address.
-type simSession struct {
-	srv     *sim.Server
-	run     *searchRun
-	who     int            // the process (searchRun.session)
-	seed    runtime.Option // the process's random choices (searchRun.session)
-	n       int            // sessions opened
-	s       *runtime.Session
-	crashed []*runtime.Session // sessions of the process before it crashed (searchRun.crash)
-	failing bool               // the last Connect failed
-}
-
-func (w *simSession) get(ctx context.Context) (*runtime.Session, error) {
-	if w.s != nil && w.s.Err() == nil {
-		return w.s, nil
-	}
-	if w.s != nil {
-		if errors.Is(w.s.Err(), runtime.ErrSessionExpired) {
-			w.run.mu.Lock()
-			w.run.lost++
-			w.run.mu.Unlock()
-		}
-		w.s.Close()
-	}
-	// Each session a client name of its own (sim.DialerFor): the closing
-	// one's connections and the new one's are told apart, whichever dials
-	// first.
-	w.n++
-	dial := w.srv.DialerFor(fmt.Sprintf("p%d.%d", w.who, w.n))
-	s, err := runtime.Connect(ctx, w.srv.Hosts(), runtime.WithDialer(dial),
-		runtime.WithResolver(w.srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
-		runtime.WithLogger(slog.New(slog.DiscardHandler)), w.seed)
-	if err != nil && ctx.Err() == nil {
-		// Connect fails at once when a server's name resolves to nothing
-		// (it left and has not joined again): the process tries again a
-		// little later, not in a loop that stops virtual time.
-		if !w.failing {
-			w.run.event(w.who, "connect failed (again every 200 ms until it succeeds): %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	w.s, w.failing = s, err != nil
-	return s, err
-}
-
-func (w *simSession) close() {
-	if w.s != nil {
-		w.s.Close()
-	}
-	for _, s := range w.crashed { // the test's own cleanup: the process was dead
-		s.Close()
-	}
-	w.s, w.crashed = nil, nil
-}
-
 func queueSearch(r *searchRun, layout string, ack bool) {
 	q := newQueueVariant(layout, ack)
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	// A queue's markers are its own bookkeeping (docs/queues.md): the
 	// operator frees claims, and leaves the markers alone.
 	stopOperator := r.reaper("/q", "/q/marks")
-	producers := max(1, r.cfg.Procs/2)
-	consumers, items := max(1, r.cfg.Procs-producers), r.cfg.Ops
+	producers := max(1, r.Config.Procs/2)
+	consumers, items := max(1, r.Config.Procs-producers), r.Config.Ops
 	var mu sync.Mutex
 	put := map[string]bool{}          // Put returned nil
 	uncertainPut := map[string]bool{} // Put returned ErrPutUncertain
@@ -248,7 +190,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		now := time.Now()
 		if v == "" {
 			if err != nil {
-				r.event(who, "take: %v", err)
+				r.Event(who, "take: %v", err)
 			}
 			if errors.Is(err, runtime.ErrTakeUncertain) {
 				mu.Lock()
@@ -257,11 +199,11 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 			}
 			return
 		}
-		r.event(who, "took %s (err %v)", v, err)
+		r.Event(who, "took %s (err %v)", v, err)
 		var aerr error
 		if d != nil {
 			aerr = d.Ack(ctx)
-			r.event(who, "ack %s: %v", v, aerr)
+			r.Event(who, "ack %s: %v", v, aerr)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -288,9 +230,9 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(p)
+			w := r.Session(p)
 			for i := 0; i < items; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -302,7 +244,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 				}
 				mu.Unlock()
 				err = q.put(ctx, s, item, at)
-				r.event(p, "put %s: %v", item, err)
+				r.Event(p, "put %s: %v", item, err)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -321,14 +263,14 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			w := r.session(producers + c)
+			w := r.Session(producers + c)
 			for {
 				select {
 				case <-done:
 					return
 				default:
 				}
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -344,14 +286,12 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 	stopOperator()
 
 	// Quiet: no more faults; one consumer drains what is left.
-	r.calm()
-	r.quiet("/q", 30*time.Second)
-	for _, w := range r.sessions { // the workers end: their claims with them
-		w.close()
-	}
-	drain := r.session(100)
+	r.Calm()
+	r.Quiet("/q", 30*time.Second)
+	r.CloseSessions() // the workers end: their claims with them
+	drain := r.Session(100)
 	for {
-		s, err := drain.get(ctx)
+		s, err := drain.Get(ctx)
 		if err != nil {
 			r.Fatalf("the drain cannot connect without faults: %v", err)
 		}
@@ -374,34 +314,34 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 			break // nothing left within 10 virtual seconds
 		}
 	}
-	r.finish("/q", 0, queueDurable...)
+	r.Finish("/q", 0, queueDurable...)
 
 	mu.Lock()
 	defer mu.Unlock()
 	for _, e := range early {
-		r.violate("never before its due time", "%s", e)
+		r.Violate("never before its due time", "%s", e)
 	}
 	for item, n := range delivered {
 		if !put[item] && !uncertainPut[item] {
-			r.violate("nothing delivered that was not put", "%s delivered but never put", item)
+			r.Violate("nothing delivered that was not put", "%s delivered but never put", item)
 		}
 		if !ack && n > 1 {
-			r.violate("at-most-once: never twice", "%s delivered %d times", item, n)
+			r.Violate("at-most-once: never twice", "%s delivered %d times", item, n)
 		}
 	}
 	lost := 0
 	for item := range put {
 		switch {
 		case ack && acked[item] > 1:
-			r.violate("at-least-once: acked once", "%s acked %d times", item, acked[item])
+			r.Violate("at-least-once: acked once", "%s acked %d times", item, acked[item])
 		case ack && acked[item] == 0 && !ackUnknown[item]:
-			r.violate("at-least-once: never lost", "%s put and never acked (delivered %d times)", item, delivered[item])
+			r.Violate("at-least-once: never lost", "%s put and never acked (delivered %d times)", item, delivered[item])
 		case !ack && delivered[item] == 0:
 			lost++
 		}
 	}
 	if lost > uncertainTakes {
-		r.violate("at-most-once: lost only by an uncertain take", "%d items put and never delivered, with %d uncertain takes", lost, uncertainTakes)
+		r.Violate("at-most-once: lost only by an uncertain take", "%d items put and never delivered, with %d uncertain takes", lost, uncertainTakes)
 	}
 	r.Logf("%d put (%d uncertain), %d delivered, %d acked, %d lost with %d uncertain takes",
 		len(put), len(uncertainPut), len(delivered), len(acked), lost, uncertainTakes)
@@ -509,8 +449,8 @@ func (r *searchRun) reaper(root string, spare ...string) (stop func()) {
 // under its live session, as an operator cleaning up (or zkgen reap) does.
 // It never deletes a node under a path in spare.
 func (r *searchRun) operator(root string, spare ...string) (stop func()) {
-	w := r.session(101)
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x0fe7))
+	w := r.Session(101)
+	rng := rand.New(rand.NewPCG(r.Config.Seed, 0x0fe7))
 	halt, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -521,7 +461,7 @@ func (r *searchRun) operator(root string, spare ...string) (stop func()) {
 			case <-time.After(time.Duration(200+rng.IntN(1300)) * time.Millisecond):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			s, err := w.get(ctx)
+			s, err := w.Get(ctx)
 			if err == nil {
 				var eph []string
 				var walk func(p string)
@@ -542,7 +482,7 @@ func (r *searchRun) operator(root string, spare ...string) (stop func()) {
 				walk(root)
 				if len(eph) > 0 {
 					p := eph[rng.IntN(len(eph))]
-					r.event(-1, "operator deletes %s: %v", p, s.Conn().Delete(p, -1))
+					r.Event(-1, "operator deletes %s: %v", p, s.Conn().Delete(p, -1))
 				}
 			}
 			cancel()
@@ -554,41 +494,15 @@ func (r *searchRun) operator(root string, spare ...string) (stop func()) {
 	}
 }
 
-// crash stops the process that keeps w as if killed: nothing of its
-// session reaches the server any more (which expires it in its own time),
-// and nothing the process would have done next happens. The process may
-// start again with w.get: a new session.
-func (r *searchRun) crash(who int, w *simSession) {
-	if w.s == nil {
-		return
-	}
-	r.event(who, "crashes (session %x)", w.s.ID())
-	r.mu.Lock()
-	if r.crashed == nil {
-		r.crashed = map[int64]bool{}
-	}
-	r.crashed[w.s.ID()] = true
-	r.mu.Unlock()
-	r.srv.Isolate(w.s.ID(), true)
-	w.crashed = append(w.crashed, w.s)
-	w.s = nil
-}
-
-// procRand is process who's own draws of the run: the same for a seed
-// whatever the other processes do.
-func (r *searchRun) procRand(who int) *rand.Rand {
-	return rand.New(rand.NewPCG(r.cfg.Seed, uint64(who)+1))
-}
-
 func tenureSearch(r *searchRun, kind string, reap bool) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	stopOperator := func() {}
 	if reap {
 		stopOperator = r.operator("/t")
 	}
-	contenders, rounds := r.cfg.Procs, r.cfg.Ops
+	contenders, rounds := r.Config.Procs, r.Config.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
 	var wg sync.WaitGroup
@@ -596,20 +510,20 @@ func tenureSearch(r *searchRun, kind string, reap bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
-			rng := r.procRand(i)
+			w := r.Session(i)
+			rng := r.Rand(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				lost, release, sp, err := takeTenure(ctx, s, kind, i)
 				if err != nil {
-					r.event(i, "take: %v", err)
+					r.Event(i, "take: %v", err)
 					continue
 				}
 				sp.start = time.Now()
-				r.event(i, "holds (epoch %d, token %d)", sp.epoch, sp.token)
+				r.Event(i, "holds (epoch %d, token %d)", sp.epoch, sp.token)
 				crash := rng.IntN(10) == 0
 				work := 50 * time.Millisecond // a burst of work
 				if r.hold > 0 {
@@ -617,19 +531,19 @@ func tenureSearch(r *searchRun, kind string, reap bool) {
 				}
 				select {
 				case <-lost:
-					r.event(i, "told lost")
+					r.Event(i, "told lost")
 				case <-time.After(work):
 				}
 				sp.end = time.Now() // told lost, done, or dead: it acts no more
 				switch {
 				case crash:
-					r.crash(i, w)
+					r.Crash(i, w)
 				case rng.IntN(4) == 0: // in a hurry: gives the release 5 ms
 					rctx, rcancel := context.WithTimeout(ctx, 5*time.Millisecond)
-					r.event(i, "released in a hurry: %v", release(rctx))
+					r.Event(i, "released in a hurry: %v", release(rctx))
 					rcancel()
 				default:
-					r.event(i, "released: %v", release(ctx))
+					r.Event(i, "released: %v", release(ctx))
 				}
 				mu.Lock()
 				spans = append(spans, sp)
@@ -641,9 +555,9 @@ func tenureSearch(r *searchRun, kind string, reap bool) {
 	wg.Wait()
 	stopOperator()
 	if ctx.Err() != nil {
-		r.stall("the contenders did not finish: %d tenures\n%s", len(spans), simDump(r.srv, "/t"))
+		r.Stall("the contenders did not finish: %d tenures\n%s", len(spans), simDump(r.Server(), "/t"))
 	}
-	r.finish("/t", 30*time.Second, "/t", "/t/*", "/t/elect/epoch")
+	r.Finish("/t", 30*time.Second, "/t", "/t/*", "/t/elect/epoch")
 	limit := 1
 	if kind == "semaphore" {
 		limit = 2
@@ -666,17 +580,17 @@ func tenureSearch(r *searchRun, kind string, reap bool) {
 		}
 		switch {
 		case kind != "rwlock" && on > limit:
-			r.violate("at most N holders", "%d tenures on at %s (at most %d)", on, r.since(a.start), limit)
+			r.Violate("at most N holders", "%d tenures on at %s (at most %d)", on, r.Since(a.start), limit)
 		case kind == "rwlock" && exclusive && on > 1:
-			r.violate("a writer holds alone", "a writer and %d other tenures on at %s", on-1, r.since(a.start))
+			r.Violate("a writer holds alone", "a writer and %d other tenures on at %s", on-1, r.Since(a.start))
 		}
 	}
 	if kind == "lock" || kind == "lock-kazoo" {
 		slices.SortFunc(spans, byStart)
 		for k := 1; k < len(spans); k++ {
 			if spans[k].token <= spans[k-1].token {
-				r.violate("fencing tokens strictly grow", "p%d's tenure at %s has token %d after token %d",
-					spans[k].who, r.since(spans[k].start), spans[k].token, spans[k-1].token)
+				r.Violate("fencing tokens strictly grow", "p%d's tenure at %s has token %d after token %d",
+					spans[k].who, r.Since(spans[k].start), spans[k].token, spans[k-1].token)
 			}
 		}
 	}
@@ -684,8 +598,8 @@ func tenureSearch(r *searchRun, kind string, reap bool) {
 		slices.SortFunc(spans, byStart)
 		for k := 1; k < len(spans); k++ {
 			if spans[k].epoch <= spans[k-1].epoch {
-				r.violate("epochs strictly grow", "leadership of p%d at %s has epoch %d after epoch %d",
-					spans[k].who, r.since(spans[k].start), spans[k].epoch, spans[k-1].epoch)
+				r.Violate("epochs strictly grow", "leadership of p%d at %s has epoch %d after epoch %d",
+					spans[k].who, r.Since(spans[k].start), spans[k].epoch, spans[k-1].epoch)
 			}
 		}
 	}
@@ -730,10 +644,10 @@ func simDump(srv *sim.Server, root string) string {
 // failed Add applied at most once: ErrOutcomeUnknown, or the session's end
 // after the write was sent).
 func counterSearch(r *searchRun) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	workers, adds := r.cfg.Procs, r.cfg.Ops
+	workers, adds := r.Config.Procs, r.Config.Ops
 	var mu sync.Mutex
 	seen := map[int64]int{} // value returned -> how many Adds returned it
 	ok, unknown := 0, 0
@@ -743,15 +657,15 @@ func counterSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
+			w := r.Session(i)
 			for n := 0; n < adds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				call := time.Now().UnixNano()
 				v, err := runtime.NewCounter(s, runtime.At("/c")).Add(ctx, 1)
-				r.event(i, "add 1: %d, %v", v, err)
+				r.Event(i, "add 1: %d, %v", v, err)
 				mu.Lock()
 				ops = append(ops, porcupine.Operation{ClientId: i, Input: ctrIn{add: true, delta: 1},
 					Output: ctrOut{unknown: err != nil, val: v}, Call: call, Return: time.Now().UnixNano()})
@@ -772,11 +686,11 @@ func counterSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("the workers did not finish")
+		r.Stall("the workers did not finish")
 	}
-	r.calm()
-	w := r.session(100)
-	s, err := w.get(ctx)
+	r.Calm()
+	w := r.Session(100)
+	s, err := w.Get(ctx)
 	if err != nil {
 		r.Fatalf("%v", err)
 	}
@@ -791,19 +705,19 @@ func counterSearch(r *searchRun) {
 	// unknown outcome applied once or not at all, within its call.
 	switch res, _ := porcupine.CheckOperationsVerbose(counterModel, ops, 10*time.Second); res {
 	case porcupine.Illegal:
-		r.violate("linearizable (porcupine)", "no order of the %d Adds and the final read fits a counter", len(ops))
+		r.Violate("linearizable (porcupine)", "no order of the %d Adds and the final read fits a counter", len(ops))
 	case porcupine.Unknown:
 		r.Logf("porcupine: no answer in 10 s")
 	}
 	for v, n := range seen {
 		if n > 1 {
-			r.violate("each Add one atomic step", "%d successful Adds returned %d", n, v)
+			r.Violate("each Add one atomic step", "%d successful Adds returned %d", n, v)
 		}
 	}
 	if final < int64(ok) || final > int64(ok+unknown) {
-		r.violate("every Add applied once, a failed one at most once", "final value %d, with %d successful Adds and %d unknown", final, ok, unknown)
+		r.Violate("every Add applied once, a failed one at most once", "final value %d, with %d successful Adds and %d unknown", final, ok, unknown)
 	}
-	r.finish("/c", 10*time.Second, "/c")
+	r.Finish("/c", 10*time.Second, "/c")
 	r.Logf("final %d, %d ok, %d unknown", final, ok, unknown)
 }
 
@@ -819,11 +733,11 @@ func settleBubble() { time.Sleep(time.Minute) }
 // releasing hook or until it is told its membership is lost, whichever
 // comes first; checked: no two members act on a partition at once.
 func partitionerSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	const partitions = 8
-	members, rounds := r.cfg.Procs, r.cfg.Ops
+	members, rounds := r.Config.Procs, r.Config.Ops
 	type act struct {
 		who, part  int
 		start, end time.Time
@@ -836,9 +750,9 @@ func partitionerSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(m)
+			w := r.Session(m)
 			for k := 0; k < rounds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -859,13 +773,13 @@ func partitionerSearch(r *searchRun) {
 						omu.Lock()
 						open[i] = time.Now()
 						omu.Unlock()
-						r.event(m, "acts on partition %d", i)
+						r.Event(m, "acts on partition %d", i)
 					}, stop), runtime.WithRebalanceDelay(0))
 				if err != nil {
-					r.event(m, "join: %v", err)
+					r.Event(m, "join: %v", err)
 					continue
 				}
-				r.event(m, "joined")
+				r.Event(m, "joined")
 				lost := a.Lost()
 				select {
 				case <-lost:
@@ -883,7 +797,7 @@ func partitionerSearch(r *searchRun) {
 				for _, i := range still {
 					stop(i)
 				}
-				r.event(m, "stops acting on %v; leave: %v", still, a.Leave(ctx))
+				r.Event(m, "stops acting on %v; leave: %v", still, a.Leave(ctx))
 				k++
 			}
 		}()
@@ -891,9 +805,9 @@ func partitionerSearch(r *searchRun) {
 	wg.Wait()
 	stopOperator()
 	if ctx.Err() != nil {
-		r.stall("the members did not finish\n%s", simDump(srv, "/p"))
+		r.Stall("the members did not finish\n%s", simDump(srv, "/p"))
 	}
-	r.finish("/p", 30*time.Second, "/p", "/p/*")
+	r.Finish("/p", 30*time.Second, "/p", "/p/*")
 	for i, x := range acts {
 		if r.reap {
 			// A member whose owner or member node an operator deleted is
@@ -903,8 +817,8 @@ func partitionerSearch(r *searchRun) {
 		}
 		for _, y := range acts[i+1:] {
 			if x.part == y.part && x.who != y.who && x.start.Before(y.end) && y.start.Before(x.end) {
-				r.violate("a partition owned by one member at a time", "partition %d: p%d acted %s..%s and p%d %s..%s", x.part,
-					x.who, r.since(x.start), r.since(x.end), y.who, r.since(y.start), r.since(y.end))
+				r.Violate("a partition owned by one member at a time", "partition %d: p%d acted %s..%s and p%d %s..%s", x.part,
+					x.who, r.Since(x.start), r.Since(x.end), y.who, r.Since(y.start), r.Since(y.end))
 			}
 		}
 	}
@@ -919,11 +833,11 @@ func partitionerSearch(r *searchRun) {
 // Acquire's return until it releases, sees a renewal fail, or its Expires
 // passes, whichever is first; checked: never more than 2 act at once.
 func ttlLeaseSearch(r *searchRun) {
-	srv := r.server(sim.WithTTLNodes(100 * time.Millisecond))
+	srv := r.Start(sim.WithTTLNodes(100 * time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	const leases, ttl = 2, 2 * time.Second
-	holders, rounds := r.cfg.Procs, r.cfg.Ops
+	holders, rounds := r.Config.Procs, r.Config.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
 	var wg sync.WaitGroup
@@ -931,19 +845,19 @@ func ttlLeaseSearch(r *searchRun) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(h)
+			w := r.Session(h)
 			for k := 0; k < rounds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				le, err := runtime.NewTTLLeases(s, runtime.At("/l"), leases, ttl).Acquire(ctx, fmt.Sprintf("h%d-%d", h, k))
 				if err != nil {
-					r.event(h, "acquire: %v", err)
+					r.Event(h, "acquire: %v", err)
 					continue
 				}
 				sp := tenureSpan{who: h, start: time.Now()}
-				r.event(h, "holds a lease until %s", r.since(le.Expires()))
+				r.Event(h, "holds a lease until %s", r.Since(le.Expires()))
 				crash := (h+k)%3 == 0
 				end := time.Now().Add(time.Duration(500+300*h) * time.Millisecond)
 				for time.Now().Before(end) {
@@ -952,7 +866,7 @@ func ttlLeaseSearch(r *searchRun) {
 						continue // stops renewing: the server reaps it
 					}
 					err := le.Renew(ctx)
-					r.event(h, "renew: %v (until %s)", err, r.since(le.Expires()))
+					r.Event(h, "renew: %v (until %s)", err, r.Since(le.Expires()))
 					if err != nil {
 						break
 					}
@@ -967,11 +881,11 @@ func ttlLeaseSearch(r *searchRun) {
 					// holder's by now), it wakes and releases late: that
 					// Release must not touch the slot.
 					time.Sleep(time.Until(le.Expires()) + time.Duration(100+100*h)*time.Millisecond)
-					r.event(h, "late release after a pause: %v", le.Release(ctx))
+					r.Event(h, "late release after a pause: %v", le.Release(ctx))
 				case crash:
-					r.event(h, "stops renewing (a crash)")
+					r.Event(h, "stops renewing (a crash)")
 				default:
-					r.event(h, "release: %v", le.Release(ctx))
+					r.Event(h, "release: %v", le.Release(ctx))
 				}
 				mu.Lock()
 				spans = append(spans, sp)
@@ -982,11 +896,11 @@ func ttlLeaseSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("the holders did not finish: %d spans\n%s", len(spans), simDump(srv, "/l"))
+		r.Stall("the holders did not finish: %d spans\n%s", len(spans), simDump(srv, "/l"))
 	}
-	r.finish("/l", 30*time.Second, "/l")
+	r.Finish("/l", 30*time.Second, "/l")
 	if on, at := mostAtOnce(spans); on > leases {
-		r.violate("at most N holders", "%d holders act at %s (at most %d)", on, r.since(at), leases)
+		r.Violate("at most N holders", "%d holders act at %s (at most %d)", on, r.Since(at), leases)
 	}
 	r.Logf("%d leases held", len(spans))
 }
@@ -999,18 +913,18 @@ func ttlLeaseSearch(r *searchRun) {
 // participant's commit vote was accepted — a participant whose abort vote
 // was accepted never sees a commit.
 func twoPCSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
 	parts := []runtime.Participant{"a", "b", "c"}
-	txs := r.cfg.Ops
+	txs := r.Config.Ops
 	tx := func(s *runtime.Session, k int) *runtime.TwoPhaseCommit[string] {
 		return runtime.NewTwoPhaseCommit(s, runtime.At(fmt.Sprintf("/tx/%d", k)), runtime.StringCodec(), parts)
 	}
 	var mu sync.Mutex
 	outcomes := map[int][]runtime.Decision{}
 	accepted := map[int]map[runtime.Participant]runtime.Decision{}
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 7))
+	rng := rand.New(rand.NewPCG(r.Config.Seed, 7))
 	votes := map[int]map[runtime.Participant]runtime.Decision{}
 	for k := range txs {
 		votes[k] = map[runtime.Participant]runtime.Decision{}
@@ -1027,7 +941,7 @@ func twoPCSearch(r *searchRun) {
 		for ctx.Err() == nil {
 			d, err := get()
 			if err == nil {
-				r.event(proc, "%s: tx %d outcome %v", who, k, d)
+				r.Event(proc, "%s: tx %d outcome %v", who, k, d)
 				mu.Lock()
 				outcomes[k] = append(outcomes[k], d)
 				mu.Unlock()
@@ -1040,20 +954,20 @@ func twoPCSearch(r *searchRun) {
 		wg.Add(1)
 		go func() { // the coordinator
 			defer wg.Done()
-			w := r.session(4 * k)
+			w := r.Session(4 * k)
 			for ctx.Err() == nil {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
 				err = tx(s, k).Propose(ctx)
-				r.event(4*k, "coordinator: tx %d propose: %v", k, err)
+				r.Event(4*k, "coordinator: tx %d propose: %v", k, err)
 				if err == nil || errors.Is(err, runtime.ErrTxExists) {
 					break
 				}
 			}
 			outcome(4*k, "coordinator", k, func() (runtime.Decision, error) {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					return 0, err
 				}
@@ -1064,9 +978,9 @@ func twoPCSearch(r *searchRun) {
 			wg.Add(1)
 			go func() { // a participant
 				defer wg.Done()
-				w := r.session(4*k + 1 + j)
+				w := r.Session(4*k + 1 + j)
 				for ctx.Err() == nil {
-					s, err := w.get(ctx)
+					s, err := w.Get(ctx)
 					if err != nil {
 						continue
 					}
@@ -1075,7 +989,7 @@ func twoPCSearch(r *searchRun) {
 						continue
 					}
 					err = h.Vote(ctx, p, votes[k][p])
-					r.event(4*k+1+j, "%s: tx %d vote %v: %v", p, k, votes[k][p], err)
+					r.Event(4*k+1+j, "%s: tx %d vote %v: %v", p, k, votes[k][p], err)
 					if err == nil {
 						mu.Lock()
 						accepted[k][p] = votes[k][p]
@@ -1087,7 +1001,7 @@ func twoPCSearch(r *searchRun) {
 					}
 				}
 				outcome(4*k+1+j, string(p), k, func() (runtime.Decision, error) {
-					s, err := w.get(ctx)
+					s, err := w.Get(ctx)
 					if err != nil {
 						return 0, err
 					}
@@ -1098,16 +1012,16 @@ func twoPCSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("the transactions did not finish\n%s", simDump(srv, "/tx"))
+		r.Stall("the transactions did not finish\n%s", simDump(srv, "/tx"))
 	}
 	// A transaction is durable (its node, votes and decision), and so is
 	// the proposer's .coordinator node while its session lives (Propose).
-	r.finish("/tx", 30*time.Second, "/tx", "/tx/*", "/tx/*/[abc]", "/tx/*/.decision", "/tx/*/.coordinator")
+	r.Finish("/tx", 30*time.Second, "/tx", "/tx/*", "/tx/*/[abc]", "/tx/*/.decision", "/tx/*/.coordinator")
 	for k := range txs {
 		ds := outcomes[k]
 		for _, d := range ds[1:] {
 			if d != ds[0] {
-				r.violate("2PC: one outcome", "tx %d: outcomes %v disagree", k, ds)
+				r.Violate("2PC: one outcome", "tx %d: outcomes %v disagree", k, ds)
 			}
 		}
 		if len(ds) == 0 || ds[0] != runtime.Commit {
@@ -1115,7 +1029,7 @@ func twoPCSearch(r *searchRun) {
 		}
 		for _, p := range parts {
 			if accepted[k][p] != runtime.Commit {
-				r.violate("2PC: all or nothing", "tx %d committed, but %s's accepted vote was %v", k, p, accepted[k][p])
+				r.Violate("2PC: all or nothing", "tx %d committed, but %s's accepted vote was %v", k, p, accepted[k][p])
 			}
 		}
 	}
@@ -1130,10 +1044,10 @@ func twoPCSearch(r *searchRun) {
 // Checked: no two units overlap, and the services get all the work done
 // (Supervise keeps them going across their sessions' ends).
 func superviseSearch(r *searchRun) {
-	srv := r.server()
+	srv := r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	services, units := r.cfg.Procs, r.cfg.Ops
+	services, units := r.Config.Procs, r.Config.Ops
 	var mu sync.Mutex
 	var spans []tenureSpan
 	done, restarts := 0, 0
@@ -1149,14 +1063,14 @@ func superviseSearch(r *searchRun) {
 				for {
 					err := l.Do(ctx, func(ctx context.Context) error {
 						sp := tenureSpan{who: i, start: time.Now()}
-						r.event(i, "unit starts (session %x)", s.ID())
+						r.Event(i, "unit starts (session %x)", s.ID())
 						select {
 						case <-time.After(40 * time.Millisecond):
 						case <-ctx.Done():
 						}
 						sp.end = time.Now()
 						finished := ctx.Err() == nil
-						r.event(i, "unit ends (finished %v)", finished)
+						r.Event(i, "unit ends (finished %v)", finished)
 						mu.Lock()
 						spans = append(spans, sp)
 						if finished {
@@ -1173,7 +1087,7 @@ func superviseSearch(r *searchRun) {
 					}
 					_ = err // a lost lock or a fault: take it again
 				}
-			}, runtime.WithDialer(srv.DialerFor(fmt.Sprintf("p%d", i))), runtime.WithSessionTimeout(4*time.Second), runtime.WithRandomSeed(r.procSeed(i)),
+			}, runtime.WithDialer(srv.DialerFor(fmt.Sprintf("p%d", i))), runtime.WithSessionTimeout(4*time.Second), runtime.WithRandomSeed(r.SessionSeed(i)),
 				runtime.WithLogger(slog.New(slog.DiscardHandler)),
 				runtime.WithSessionEvents(func(ev runtime.SessionEvent) {
 					if ev.Generation > 1 {
@@ -1186,14 +1100,14 @@ func superviseSearch(r *searchRun) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		r.stall("%d of %d units done in 30 virtual minutes", done, units)
+		r.Stall("%d of %d units done in 30 virtual minutes", done, units)
 	}
-	r.finish("/svc", 30*time.Second, "/svc", "/svc/lock")
+	r.Finish("/svc", 30*time.Second, "/svc", "/svc/lock")
 	for i, a := range spans {
 		for _, b := range spans[i+1:] {
 			if a.start.Before(b.end) && b.start.Before(a.end) {
-				r.violate("at most one holder", "units overlap: p%d %s..%s and p%d %s..%s", a.who, r.since(a.start), r.since(a.end),
-					b.who, r.since(b.start), r.since(b.end))
+				r.Violate("at most one holder", "units overlap: p%d %s..%s and p%d %s..%s", a.who, r.Since(a.start), r.Since(a.end),
+					b.who, r.Since(b.start), r.Since(b.end))
 			}
 		}
 	}
@@ -1209,13 +1123,13 @@ func superviseSearch(r *searchRun) {
 // the order they applied, carry non-decreasing fencing tokens (a stale
 // holder's write never lands after its successor's).
 func fencedReapSearch(r *searchRun) {
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	setup := r.session(100)
+	setup := r.Session(100)
 	for _, p := range []string{"/fr", "/fr/log"} {
 		for ctx.Err() == nil {
-			s0, err := setup.get(ctx)
+			s0, err := setup.Get(ctx)
 			if err == nil {
 				_, err = s0.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 			}
@@ -1235,20 +1149,20 @@ func fencedReapSearch(r *searchRun) {
 				return
 			case <-time.After(30 * time.Millisecond):
 			}
-			if s, err := setup.get(ctx); err == nil {
+			if s, err := setup.Get(ctx); err == nil {
 				_, _ = runtime.NewLock(s, runtime.At("/fr/lock")).Reap(ctx, 0)
 			}
 		}
 	}()
-	contenders, rounds := r.cfg.Procs, r.cfg.Ops
+	contenders, rounds := r.Config.Procs, r.Config.Ops
 	var wg sync.WaitGroup
 	for i := range contenders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := r.session(i)
+			w := r.Session(i)
 			for k := 0; k < rounds && ctx.Err() == nil; {
-				s, err := w.get(ctx)
+				s, err := w.Get(ctx)
 				if err != nil {
 					continue
 				}
@@ -1258,14 +1172,14 @@ func fencedReapSearch(r *searchRun) {
 					continue
 				}
 				entry := []byte(fmt.Sprintf("%d %d", l.Token(), i))
-				r.event(i, "holds, token %d", l.Token())
+				r.Event(i, "holds, token %d", l.Token())
 				for range 2 { // two writes, some time apart
 					_, err := l.Guarded(ctx, &zk.CreateRequest{Path: "/fr/log/e-", Data: entry, Flags: zk.FlagSequence,
 						Acl: zk.WorldACL(zk.PermAll)})
-					r.event(i, "guarded write: %v", err)
+					r.Event(i, "guarded write: %v", err)
 					time.Sleep(20 * time.Millisecond)
 				}
-				r.event(i, "unlock: %v", l.Unlock(ctx))
+				r.Event(i, "unlock: %v", l.Unlock(ctx))
 				k++
 			}
 		}()
@@ -1274,10 +1188,10 @@ func fencedReapSearch(r *searchRun) {
 	close(stopReap)
 	<-reapDone
 	if ctx.Err() != nil {
-		r.stall("the contenders did not finish")
+		r.Stall("the contenders did not finish")
 	}
-	r.calm()
-	s, err := setup.get(ctx)
+	r.Calm()
+	s, err := setup.Get(ctx)
 	if err != nil {
 		r.Fatalf("%v", err)
 	}
@@ -1296,11 +1210,11 @@ func fencedReapSearch(r *searchRun) {
 		var who int
 		fmt.Sscanf(string(data), "%d %d", &token, &who)
 		if token < last {
-			r.violate("fencing tokens never go back", "%s by p%d has token %d, after a write with token %d: a stale holder's write landed",
+			r.Violate("fencing tokens never go back", "%s by p%d has token %d, after a write with token %d: a stale holder's write landed",
 				k, who, token, last)
 		}
 		last = max(last, token)
 	}
-	r.finish("/fr", 30*time.Second, "/fr", "/fr/log", "/fr/log/*", "/fr/lock")
+	r.Finish("/fr", 30*time.Second, "/fr", "/fr/log", "/fr/log/*", "/fr/lock")
 	r.Logf("%d guarded writes applied", len(kids))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest/simsearch"
 )
 
 // The slow-consumer workloads (issue 41): one consumer alive but slow
@@ -52,11 +53,11 @@ type slowWait struct {
 func slowQueueSearch(r *searchRun, ack bool) {
 	sr := &slowRun{r: r, q: newQueueVariant("fifo", ack), ack: ack,
 		put: map[string]bool{}, delivered: map[string]int{}, acked: map[string]int{}, takenAt: map[string]time.Time{}}
-	r.server()
+	r.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // virtual
 	defer cancel()
-	consumers := max(2, r.cfg.Procs)
-	producer := r.session(100)
+	consumers := max(2, r.Config.Procs)
+	producer := r.Session(100)
 	// The consumers' takes end only when the run does: a take that waits
 	// behind the slow consumer is timed to its end.
 	cctx, stop := context.WithCancel(ctx)
@@ -68,12 +69,12 @@ func slowQueueSearch(r *searchRun, ack bool) {
 			sr.consume(cctx, c, c == 0)
 		}()
 	}
-	sr.putBatch(ctx, producer, "a", r.cfg.Ops)
+	sr.putBatch(ctx, producer, "a", r.Config.Ops)
 	sr.waitDrained(ctx, "a")
 
 	// Calm: no faults; every session cut off has ended by its own clock
 	// or the server's (the sessions' timeout is 4 s).
-	r.calm()
+	r.Calm()
 	time.Sleep(6 * time.Second)
 	sr.putAll(ctx, producer, "b", 3*runtime.SpreadChunk)
 	sr.mu.Lock()
@@ -84,20 +85,18 @@ func slowQueueSearch(r *searchRun, ack bool) {
 	wg.Wait()
 	// The processes stopped: what they held lingers a moment, and sessions
 	// their clients gave up on end in the server.
-	r.quiet("/q", 30*time.Second)
-	for _, w := range r.sessions {
-		w.close()
-	}
+	r.Quiet("/q", 30*time.Second)
+	r.CloseSessions()
 	sr.drain(ctx)
-	r.finish("/q", 0, queueDurable...)
+	r.Finish("/q", 0, queueDurable...)
 	sr.check()
 }
 
 // drain takes (and acks) what uncertain takes and acks of the first
 // batch left in the queue, until nothing comes for 10 virtual seconds.
 func (sr *slowRun) drain(ctx context.Context) {
-	w := sr.r.session(101)
-	s, err := w.get(ctx)
+	w := sr.r.Session(101)
+	s, err := w.Get(ctx)
 	if err != nil {
 		sr.r.Fatalf("the drain cannot connect without faults: %v", err)
 	}
@@ -114,20 +113,20 @@ func (sr *slowRun) drain(ctx context.Context) {
 				sr.r.Fatalf("the drain's ack of %s without faults: %v", v, err)
 			}
 		}
-		sr.r.event(-1, "drained %s", v)
+		sr.r.Event(-1, "drained %s", v)
 	}
 }
 
 // putBatch puts n items named batch-i, each until it is in (or may be).
-func (sr *slowRun) putBatch(ctx context.Context, w *simSession, batch string, n int) {
+func (sr *slowRun) putBatch(ctx context.Context, w *simsearch.Session, batch string, n int) {
 	for i := 0; i < n; {
-		s, err := w.get(ctx)
+		s, err := w.Get(ctx)
 		if err != nil {
 			continue
 		}
 		item := fmt.Sprintf("%s-%03d", batch, i)
 		err = sr.q.put(ctx, s, item, time.Time{})
-		sr.r.event(-1, "put %s: %v", item, err)
+		sr.r.Event(-1, "put %s: %v", item, err)
 		sr.mu.Lock()
 		switch {
 		case err == nil:
@@ -143,8 +142,8 @@ func (sr *slowRun) putBatch(ctx context.Context, w *simSession, batch string, n 
 
 // putAll puts n items named batch-i at once (PutAll), so that they are
 // listed together and consumers claim chunks of them: no faults now.
-func (sr *slowRun) putAll(ctx context.Context, w *simSession, batch string, n int) {
-	s, err := w.get(ctx)
+func (sr *slowRun) putAll(ctx context.Context, w *simsearch.Session, batch string, n int) {
+	s, err := w.Get(ctx)
 	if err != nil {
 		sr.r.Fatalf("the producer cannot connect without faults: %v", err)
 	}
@@ -158,7 +157,7 @@ func (sr *slowRun) putAll(ctx context.Context, w *simSession, batch string, n in
 	} else {
 		_, err = runtime.NewQueue(s, at, codec).PutAll(ctx, items)
 	}
-	sr.r.event(-1, "put %s-000..%s-%03d: %v", batch, batch, n-1, err)
+	sr.r.Event(-1, "put %s-000..%s-%03d: %v", batch, batch, n-1, err)
 	if err != nil {
 		sr.r.Fatalf("PutAll without faults: %v", err)
 	}
@@ -187,7 +186,7 @@ func (sr *slowRun) waitDrained(ctx context.Context, batch string) {
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			sr.r.stall("%d items of batch %s not consumed after 10 minutes", left, batch)
+			sr.r.Stall("%d items of batch %s not consumed after 10 minutes", left, batch)
 		}
 		time.Sleep(100 * time.Millisecond) // virtual: a check, not a synchronisation of the processes
 	}
@@ -196,9 +195,9 @@ func (sr *slowRun) waitDrained(ctx context.Context, batch string) {
 // consume is consumer who's loop until ctx ends: the slow one works
 // slowWork on each item before it acks (or takes the next).
 func (sr *slowRun) consume(ctx context.Context, who int, slow bool) {
-	w := sr.r.session(who)
+	w := sr.r.Session(who)
 	for ctx.Err() == nil {
-		s, err := w.get(ctx)
+		s, err := w.Get(ctx)
 		if err != nil {
 			continue
 		}
@@ -214,14 +213,14 @@ func (sr *slowRun) consume(ctx context.Context, who int, slow bool) {
 			}
 			continue
 		}
-		sr.r.event(who, "took %s after %v (err %v)", v, took, err)
+		sr.r.Event(who, "took %s after %v (err %v)", v, took, err)
 		sr.took(v, err)
 		if slow {
 			time.Sleep(slowWork)
 		}
 		if d != nil {
 			aerr := d.Ack(context.WithoutCancel(ctx))
-			sr.r.event(who, "ack %s: %v", v, aerr)
+			sr.r.Event(who, "ack %s: %v", v, aerr)
 			sr.mu.Lock()
 			switch {
 			case aerr == nil:
@@ -274,8 +273,8 @@ func (sr *slowRun) checkWaits() {
 			}
 		}
 		if queued >= 2 {
-			sr.r.violate("no consumer idles behind a slow one", "consumer %d waited from %s to %s with %d items still queued %v after it began",
-				w.who, sr.r.since(w.began), sr.r.since(w.end), queued, bound)
+			sr.r.Violate("no consumer idles behind a slow one", "consumer %d waited from %s to %s with %d items still queued %v after it began",
+				w.who, sr.r.Since(w.began), sr.r.Since(w.end), queued, bound)
 		}
 	}
 }
@@ -289,12 +288,12 @@ func (sr *slowRun) check() {
 	for item, n := range sr.delivered {
 		if !sr.ack && n > 1 {
 			dups++
-			sr.r.violate("at-most-once: never twice", "%s delivered %d times", item, n)
+			sr.r.Violate("at-most-once: never twice", "%s delivered %d times", item, n)
 		}
 	}
 	for item := range sr.put {
 		if sr.ack && sr.acked[item] > 1 {
-			sr.r.violate("at-least-once: acked once", "%s acked %d times", item, sr.acked[item])
+			sr.r.Violate("at-least-once: acked once", "%s acked %d times", item, sr.acked[item])
 		}
 	}
 	sr.r.Logf("%d put, %d delivered, %d acked, %d uncertain", len(sr.put), len(sr.delivered), len(sr.acked), sr.uncertain)

@@ -1,0 +1,99 @@
+package simsearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/zkgen/zkgen/runtime"
+)
+
+// Session keeps a session open on the run's server for one process: a
+// new one when the last one ended, as a service's Run loop does. It knows
+// the servers by name (sim.Server.Hosts), looked up through the
+// simulation's resolver, as a service on Kubernetes knows its ensemble's
+// pods: it follows a server replaced at a new address. A Session belongs
+// to its process's goroutine.
+type Session struct {
+	run     *Run
+	who     int // the process (Run.Session)
+	n       int // sessions opened
+	s       *runtime.Session
+	crashed []*runtime.Session // sessions of the process before it crashed (Run.Crash)
+	failing bool               // the last Connect failed
+}
+
+// Get returns the process's session, connecting a new one (4 s session
+// timeout) if there is none or the last one ended; a generated client is
+// built on it (coord.New(s)). It blocks until connected or ctx is done;
+// a failed connect is tried again by the next Get, 200 ms later.
+func (w *Session) Get(ctx context.Context) (*runtime.Session, error) {
+	if w.s != nil && w.s.Err() == nil {
+		return w.s, nil
+	}
+	if w.s != nil {
+		if errors.Is(w.s.Err(), runtime.ErrSessionExpired) {
+			w.run.mu.Lock()
+			w.run.lost++
+			w.run.mu.Unlock()
+		}
+		w.s.Close()
+	}
+	// Each session a client name of its own (sim.DialerFor): the closing
+	// one's connections and the new one's are told apart, whichever dials
+	// first.
+	w.n++
+	srv := w.run.srv
+	dial := srv.DialerFor(fmt.Sprintf("p%d.%d", w.who, w.n))
+	s, err := runtime.Connect(ctx, srv.Hosts(), runtime.WithDialer(dial),
+		runtime.WithResolver(srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
+		runtime.WithLogger(slog.New(slog.DiscardHandler)), runtime.WithRandomSeed(w.run.SessionSeed(w.who)))
+	if err != nil && ctx.Err() == nil {
+		// Connect fails at once when a server's name resolves to nothing
+		// (it left and has not joined again): the process tries again a
+		// little later, not in a loop that stops virtual time.
+		if !w.failing {
+			w.run.Event(w.who, "connect failed (again every 200 ms until it succeeds): %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.s, w.failing = s, err != nil
+	return s, err
+}
+
+// Current is the process's session now, live or ended; nil if none is
+// open (before the first Get, after Close or Crash).
+func (w *Session) Current() *runtime.Session { return w.s }
+
+// Close closes the process's sessions, those of its crashes included.
+func (w *Session) Close() {
+	if w.s != nil {
+		w.s.Close()
+	}
+	for _, s := range w.crashed { // the test's own cleanup: the process was dead
+		s.Close()
+	}
+	w.s, w.crashed = nil, nil
+}
+
+// Crash stops the process that keeps w as if killed or frozen: nothing of
+// its session reaches the server any more (which expires it in its own
+// time), the chaos leaves it alone, and the process must not go on with
+// it. The process may start again with w.Get: a new session.
+func (r *Run) Crash(who int, w *Session) {
+	if w.s == nil {
+		return
+	}
+	r.Event(who, "crashes (session %x)", w.s.ID())
+	r.mu.Lock()
+	if r.crashed == nil {
+		r.crashed = map[int64]bool{}
+	}
+	r.crashed[w.s.ID()] = true
+	r.mu.Unlock()
+	r.srv.Isolate(w.s.ID(), true)
+	w.crashed = append(w.crashed, w.s)
+	w.s = nil
+}
