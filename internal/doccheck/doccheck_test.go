@@ -273,6 +273,7 @@ import (
 	"github.com/zkgen/zkgen/runtime/runtimetest"
 	"github.com/zkgen/zkgen/runtime/zktest"
 	"github.com/zkgen/zkgen/runtime/zktest/sim"
+	"github.com/zkgen/zkgen/runtime/zktest/simsearch"
 )
 
 var (
@@ -298,6 +299,7 @@ var (
 	_ = time.Second
 	_ = zktest.Start
 	_ = sim.New
+	_ = simsearch.Search
 	_ = runtimetest.New
 )
 
