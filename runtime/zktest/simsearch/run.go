@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest/sim"
 )
 
@@ -217,7 +218,10 @@ func (r *Run) isCrashed(id int64) bool {
 // back-off jitter, server order) from the seed and who (SessionSeed): a
 // replay makes the same ones.
 func (r *Run) Session(who int) *Session {
-	w := &Session{run: r, who: who}
+	// One option value for all its sessions: each draws a stream of its
+	// own from it, so a process's successive sessions never share a GUID
+	// (runtime.WithRandomSeed).
+	w := &Session{run: r, who: who, seed: runtime.WithRandomSeed(r.SessionSeed(who))}
 	r.mu.Lock()
 	r.sessions = append(r.sessions, w)
 	// In process order, not the order the processes asked in: the harness

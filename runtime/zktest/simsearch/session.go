@@ -18,8 +18,9 @@ import (
 // to its process's goroutine.
 type Session struct {
 	run     *Run
-	who     int // the process (Run.Session)
-	n       int // sessions opened
+	who     int            // the process (Run.Session)
+	seed    runtime.Option // its random choices: one option value, one stream per session
+	n       int            // sessions opened
 	s       *runtime.Session
 	crashed []*runtime.Session // sessions of the process before it crashed (Run.Crash)
 	failing bool               // the last Connect failed
@@ -49,7 +50,7 @@ func (w *Session) Get(ctx context.Context) (*runtime.Session, error) {
 	dial := srv.DialerFor(fmt.Sprintf("p%d.%d", w.who, w.n))
 	s, err := runtime.Connect(ctx, srv.Hosts(), runtime.WithDialer(dial),
 		runtime.WithResolver(srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
-		runtime.WithLogger(slog.New(slog.DiscardHandler)), runtime.WithRandomSeed(w.run.SessionSeed(w.who)))
+		runtime.WithLogger(slog.New(slog.DiscardHandler)), w.seed)
 	if err != nil && ctx.Err() == nil {
 		// Connect fails at once when a server's name resolves to nothing
 		// (it left and has not joined again): the process tries again a
