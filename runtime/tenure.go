@@ -211,14 +211,21 @@ func startHoldAs(ctx context.Context, s *Session, node string, token int64, revo
 }
 
 // armHold sets the watch on the holder's own node, once, in the background. If
-// the node is already gone, the tenure is lost.
+// the node is already gone, the tenure is lost. The read is spawned after
+// the Once, not in it: Spawn waits for the read to be sent, and on a
+// stepped simulated server that waits for every goroutine to be blocked,
+// which a second caller waiting on the Once's lock never is.
 func armHold(s *Session, h *hold) {
+	first := false
 	h.armOnce.Do(func() {
+		first = true
 		if !h.monitored {
 			// From now on the monitor sees the session's end too.
 			untrackEnd(h)
 			go monitorHold(s, h, nil, false)
 		}
+	})
+	if first {
 		opsOf(s).Spawn(func() { // its read goes out before the caller's next request
 			r, err := watchOwn(context.Background(), s, h.node, false)
 			switch {
@@ -230,7 +237,7 @@ func armHold(s *Session, h *hold) {
 			}
 			// Other errors mean the session ended: the monitor sees that.
 		})
-	})
+	}
 }
 
 // watchOwn reads the holder's own node and watches it (see startHold).

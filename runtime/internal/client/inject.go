@@ -127,6 +127,7 @@ func (w *injectWaits) fail() {
 // with the error of the reply's code otherwise.
 func (o *Ops) Inject(ctx context.Context, frame func(xid int32) []byte) (int64, error) {
 	s := o.session()
+	awaitTurn(s, "")
 	if err := s.Err(); err != nil {
 		return 0, err
 	}

@@ -22,7 +22,15 @@ type result[T any] struct {
 
 // Await runs fn and waits for it, ctx or the session's end.
 func Await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
+	return AwaitOn(ctx, s, "", fn)
+}
+
+// AwaitOn is Await for a request about what (a path): on a stepped
+// simulated server, goroutines that stand at one place in the code take
+// their turns to send in the order of what (see turns.go).
+func AwaitOn[T any](ctx context.Context, s *Session, what string, fn func() (T, error)) (T, error) {
 	var zero T
+	awaitTurn(s, what)
 	if err := s.Err(); err != nil {
 		return zero, err
 	}
@@ -80,7 +88,7 @@ func (s *Ops) ChildrenStat(ctx context.Context, path string) (Result, error) {
 	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = Await(ctx, s.session(), func() (Result, error) {
+		r, err = AwaitOn(ctx, s.session(), path, func() (Result, error) {
 			kids, st, err := s.conn.Children(path)
 			return Result{Kids: kids, Stat: st}, err
 		})
@@ -94,7 +102,7 @@ func (s *Ops) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = Await(ctx, s.session(), func() (Result, error) {
+		r, err = AwaitOn(ctx, s.session(), path, func() (Result, error) {
 			d, st, err := s.conn.Get(path)
 			return Result{Data: d, Stat: st}, err
 		})
@@ -110,7 +118,7 @@ func (s *Ops) GetW(ctx context.Context, path string) (Result, error) {
 	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = Await(ctx, s.session(), func() (Result, error) {
+		r, err = AwaitOn(ctx, s.session(), path, func() (Result, error) {
 			d, st, w, err := s.conn.GetW(path)
 			return Result{Data: d, Stat: st, Watch: w}, err
 		})
@@ -126,7 +134,7 @@ func (s *Ops) ChildrenW(ctx context.Context, path string) (Result, error) {
 	var r Result
 	err := s.Retry(ctx, func() error {
 		var err error
-		r, err = Await(ctx, s.session(), func() (Result, error) {
+		r, err = AwaitOn(ctx, s.session(), path, func() (Result, error) {
 			kids, st, w, err := s.conn.ChildrenW(path)
 			return Result{Kids: kids, Stat: st, Watch: w}, err
 		})
@@ -148,7 +156,7 @@ func (s *Ops) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan 
 	var got r
 	err := s.Retry(ctx, func() error {
 		var err error
-		got, err = Await(ctx, s.session(), func() (r, error) {
+		got, err = AwaitOn(ctx, s.session(), path, func() (r, error) {
 			ok, st, w, err := s.conn.ExistsW(path)
 			return r{ok, st, w}, err
 		})
@@ -342,10 +350,10 @@ func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, own
 			// reconnect may have landed on a follower that has not applied
 			// it, and still shows our node where another session's now is.
 			// A sync first makes that server catch up.
-			if _, err := Await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) }); err != nil && !IsNoNode(err) {
+			if _, err := AwaitOn(ctx, s.session(), path, func() (string, error) { return s.conn.Sync(path) }); err != nil && !IsNoNode(err) {
 				return err
 			}
-			r, err := Await(ctx, s.session(), func() (Result, error) {
+			r, err := AwaitOn(ctx, s.session(), path, func() (Result, error) {
 				ok, st, err := s.conn.Exists(path)
 				if !ok {
 					st = nil
@@ -362,7 +370,7 @@ func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, own
 		if s.readOnly {
 			return ErrReadOnly
 		}
-		_, err := Await(ctx, s.session(), func() (struct{}, error) {
+		_, err := AwaitOn(ctx, s.session(), path, func() (struct{}, error) {
 			return struct{}{}, s.conn.Delete(path, version)
 		})
 		if errors.Is(err, zk.ErrNoNode) && retried {
@@ -382,7 +390,7 @@ func (s *Ops) DeleteRetried(ctx context.Context, path string, version int32, own
 // included). A missing path is fine. Recoverable errors are retried.
 func (s *Ops) Sync(ctx context.Context, path string) error {
 	err := s.Retry(ctx, func() error {
-		_, err := Await(ctx, s.session(), func() (string, error) { return s.conn.Sync(path) })
+		_, err := AwaitOn(ctx, s.session(), path, func() (string, error) { return s.conn.Sync(path) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}

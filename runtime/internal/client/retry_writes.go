@@ -43,7 +43,7 @@ func (s *Ops) CreateIfAbsent(ctx context.Context, path string, data []byte, flag
 		return false, fmt.Errorf("create %s: %w: CreateIfAbsent cannot send a sequential create again", path, zk.ErrBadArguments)
 	}
 	err = s.Retry(ctx, func() error {
-		_, err := Await(ctx, s.session(), func() (string, error) { return s.Create(path, data, flags, acl) })
+		_, err := AwaitOn(ctx, s.session(), path, func() (string, error) { return s.Create(path, data, flags, acl) })
 		if errors.Is(err, zk.ErrNodeExists) {
 			created = false
 			return nil
@@ -65,7 +65,7 @@ func (s *Ops) SetVersion(ctx context.Context, path string, data []byte, version 
 			return ErrReadOnly
 		}
 		var err error
-		st, err = Await(ctx, s.session(), func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
+		st, err = AwaitOn(ctx, s.session(), path, func() (*zk.Stat, error) { return s.conn.Set(path, data, version) })
 		return err
 	})
 	return st, OpError("set", path, err)
@@ -88,7 +88,7 @@ func (s *Ops) DeleteAll(ctx context.Context, paths ...string) (sent bool, err er
 	retried := false
 	err = s.Retry(ctx, func() error {
 		sent = true
-		res, err := Await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
+		res, err := AwaitOn(ctx, s.session(), paths[0], func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
 		if i, _ := FailedOp(res); errors.Is(err, zk.ErrNoNode) && retried && i == 0 {
 			return nil
 		}

@@ -39,8 +39,8 @@ type conn struct {
 }
 
 // serve starts serving nc, a connection of the named client (DialerFor;
-// "": none).
-func (s *Server) serve(nc net.Conn, m *member, client string) {
+// "": none), and returns its key ("": not served).
+func (s *Server) serve(nc net.Conn, m *member, client string) string {
 	c := &conn{srv: s, m: m, nc: nc, ip: "127.0.0.1", wake: make(chan struct{}, 1)}
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = a.IP.String()
@@ -49,7 +49,7 @@ func (s *Server) serve(nc net.Conn, m *member, client string) {
 	if s.closed || !m.up() || !s.serving() {
 		s.mu.Unlock()
 		nc.Close()
-		return
+		return ""
 	}
 	s.nextConn++
 	c.id, c.key = s.nextConn, s.connKey(client)
@@ -58,6 +58,7 @@ func (s *Server) serve(nc net.Conn, m *member, client string) {
 	s.wg.Add(2)
 	go c.writeLoop()
 	go c.readLoop()
+	return c.key
 }
 
 // sortedConns returns the connections keep selects (nil: all), in the

@@ -172,7 +172,7 @@ func (s *Server) accept(m *member, ln net.Listener) {
 			if err != nil {
 				return
 			}
-			s.serve(nc, m, "")
+			s.serve(nc, m, "") // a listener's connections take no turns
 		}
 	}()
 }
@@ -231,8 +231,11 @@ func (s *Server) dial(network, address, name string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("sim: %s: connection refused: its server left", address)}
 	}
 	client, server := net.Pipe()
-	s.serve(server, m, name)
-	return client, nil
+	key := s.serve(server, m, name)
+	if s.steps == nil || key == "" {
+		return client, nil
+	}
+	return &clientEnd{Conn: client, srv: s, key: key}, nil
 }
 
 // DialContext is Dial with a context, for runtime.WithDialer.

@@ -29,9 +29,13 @@ import (
 // Of the steps waiting at once, the one that has waited since the
 // earliest step goes first (none waits forever), then the one with the
 // least key: its kind, then its connection's client (DialerFor), the
-// connections of one client in the order it dialled them. What the
-// clients do between two steps is theirs: a client's own goroutines that
-// race (go-zookeeper's request queue) still race.
+// connections of one client in the order it dialled them. A client's own
+// goroutines woken by one step would reach its request queue in the order
+// Go's scheduler runs them; so a session of the runtime asks for a turn
+// before each request (a step of kind "send", keyed by where the
+// goroutine stands in the code, see clientEnd), and they send one at a
+// time in that order. What a client does between two steps without a
+// request (a select among ready channels, say) is still its own.
 
 // WithSteps makes the server take one step at a time (see above), for
 // replays that repeat their history. The server must be made inside a
@@ -74,6 +78,7 @@ type turn struct {
 const (
 	keyTimer   = "0 timer "   // the server's own timed actions
 	keyRequest = "1 request " // + the connection's key: a request to execute
+	keySend    = "1 send "    // + the connection's key and a place: a client's turn to send
 	keyWrite   = "2 write "   // + the connection's key: a frame to write
 	keyLast    = "~"          // connections of no named client (Dial)
 )
@@ -164,6 +169,23 @@ func byTurn(a, b *turn) int {
 		return c
 	}
 	return cmp.Compare(a.key, b.key)
+}
+
+// clientEnd is a client's end of a connection to a stepped server. Its
+// SendTurn is the turn a session of the runtime (runtime/internal/client)
+// asks for before each request: the goroutines of one process that one
+// step woke send in the order of where they stand, not of how Go's
+// scheduler ran them, so that a replay sends what the run sent.
+type clientEnd struct {
+	net.Conn
+	srv *Server
+	key string // the connection's key (connKey)
+}
+
+// SendTurn waits for the turn of the goroutine standing at place to send
+// its next request: a step of the server's; false: the server closed.
+func (c *clientEnd) SendTurn(place string) bool {
+	return c.srv.turn(keySend + c.key + " " + place)
 }
 
 // DialerFor returns DialContext for the client named client: on a stepped
