@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // apply applies the read of instance path: it adds, changes or removes
@@ -81,6 +82,7 @@ func (c *Cache[K, T]) knownPaths() []string {
 	for p := range c.nodes {
 		out = append(out, p)
 	}
+	slices.Sort(out) // read in one order, not the map's: a simulated run replays
 	return out
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -191,13 +192,16 @@ func (f *cacheFeed) place(since uint64, paths []string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.placing = 0
+	var again []string
 	for p, m := range f.marks {
 		m.since, m.last = min(m.since, since), max(m.last, f.seq)
 		if !m.queued && !m.reading {
 			m.queued = true
-			f.queue = append(f.queue, p)
+			again = append(again, p)
 		}
 	}
+	slices.Sort(again) // queued in one order, not the map's: a simulated run replays
+	f.queue = append(f.queue, again...)
 	f.broadcastLocked()
 	for _, p := range paths {
 		if !f.markLocked(p, since, f.seq) {
