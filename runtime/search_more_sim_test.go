@@ -35,7 +35,7 @@ var moreWorkloads = []workload{
 }
 
 func allWorkloads() []workload {
-	return slices.Concat(searchWorkloads, moreWorkloads, slowQueueWorkloads)
+	return slices.Concat(searchWorkloads, moreWorkloads, slowQueueWorkloads, serviceWorkloads)
 }
 
 // liveSessions is the set of the server's live sessions now.
