@@ -217,23 +217,7 @@ func TestPauseChild(t *testing.T) {
 	if kind == "" {
 		t.Skip("the holder process of TestPauseProcess*: runs only as their child")
 	}
-	fail := func(format string, args ...any) {
-		fmt.Printf("error "+format+"\n", args...)
-		t.Fatalf(format, args...)
-	}
-	// Never run forever, even if the parent forgets us: the 60 s bound
-	// below, this, and -test.timeout.
-	watchdog := time.AfterFunc(pauseChildLife+10*time.Second, func() {
-		fmt.Println("error child watchdog: ran out of time")
-		os.Exit(3)
-	})
-	defer watchdog.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), pauseChildLife)
-	defer cancel()
-	timeout, err := time.ParseDuration(os.Getenv(pauseEnvTimeout))
-	if err != nil {
-		fail("session timeout: %v", err)
-	}
+	ctx, fail, timeout := childStart(t)
 	root := os.Getenv(pauseEnvRoot)
 	s, err := runtime.Connect(ctx, strings.Split(os.Getenv(pauseEnvServers), ","), runtime.WithSessionTimeout(timeout))
 	if err != nil {
@@ -332,6 +316,30 @@ func TestPauseChild(t *testing.T) {
 	}
 }
 
+// childStart starts a child process's test: it returns a context that
+// ends pauseChildLife from now, a fail that also prints "error ..." for
+// the parent, and the session timeout the parent gave.
+func childStart(t *testing.T) (context.Context, func(string, ...any), time.Duration) {
+	fail := func(format string, args ...any) {
+		fmt.Printf("error "+format+"\n", args...)
+		t.Fatalf(format, args...)
+	}
+	// Never run forever, even if the parent forgets us: the 60 s bound
+	// of ctx, this, and -test.timeout.
+	watchdog := time.AfterFunc(pauseChildLife+10*time.Second, func() {
+		fmt.Println("error child watchdog: ran out of time")
+		os.Exit(3)
+	})
+	t.Cleanup(func() { watchdog.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), pauseChildLife)
+	t.Cleanup(cancel)
+	timeout, err := time.ParseDuration(os.Getenv(pauseEnvTimeout))
+	if err != nil {
+		fail("session timeout: %v", err)
+	}
+	return ctx, fail, timeout
+}
+
 // pauseChild is a running holder process.
 type pauseChild struct {
 	t        *testing.T
@@ -341,6 +349,7 @@ type pauseChild struct {
 	scanned  chan struct{} // closed when stdout is read to its end
 	exited   chan struct{} // closed when the process is reaped
 	waitErr  error         // after exited
+	stdin    io.WriteCloser
 	out, err *pauseBuffer
 }
 
@@ -365,16 +374,11 @@ func (b *pauseBuffer) String() string {
 // under root. It is killed (by PID) and reaped at the end of the test.
 func startPauseChild(t *testing.T, k pauseKind, servers []string, root string, timeout time.Duration) *pauseChild {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctxFirst := "0"
 	if k.ctxFirst {
 		ctxFirst = "1"
 	}
-	cmd := exec.Command(exe, "-test.run=^TestPauseChild$", "-test.count=1", "-test.timeout=90s")
-	cmd.Env = append(os.Environ(),
+	return startChild(t, "TestPauseChild", []string{"held ", "resumed ", "error "},
 		pauseEnvKind+"="+k.child,
 		pauseEnvServers+"="+strings.Join(servers, ","),
 		pauseEnvRoot+"="+root,
@@ -383,11 +387,28 @@ func startPauseChild(t *testing.T, k pauseKind, servers []string, root string, t
 		// TestMain then starts no server of its own: it points at ours.
 		"ZK_SERVERS="+strings.Join(servers, ","),
 	)
+}
+
+// startChild runs the test binary as the test run, with env added to
+// ours; its stdout lines that start with one of prefixes are what expect
+// returns, and stdin is a pipe (closing it is a way to tell the child
+// to finish). It is killed (by PID) and reaped at the end of the test.
+func startChild(t *testing.T, run string, prefixes []string, env ...string) *pauseChild {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^"+run+"$", "-test.count=1", "-test.timeout=90s")
+	cmd.Env = append(os.Environ(), env...)
 	c := &pauseChild{t: t, cmd: cmd, lines: make(chan string, 16), scanned: make(chan struct{}),
 		exited: make(chan struct{}), out: &pauseBuffer{}, err: &pauseBuffer{}}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = c.err
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
 	// Killed with us if this process dies without its cleanups, even
 	// while stopped.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -407,7 +428,7 @@ func startPauseChild(t *testing.T, k pauseKind, servers []string, root string, t
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(c.out, line)
-			for _, p := range []string{"held ", "resumed ", "error "} {
+			for _, p := range prefixes {
 				if strings.HasPrefix(line, p) {
 					select {
 					case c.lines <- line:
