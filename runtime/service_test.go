@@ -23,8 +23,8 @@ type services = runtime.Services[svcPayload]
 
 // runServices runs d under Supervise on servers until the test ends; each
 // session it runs on is sent on the returned channel, and each Run's
-// error on runs.
-func runServices(t *testing.T, ctx context.Context, d *services, servers []string) (sessions <-chan *runtime.Session, runs <-chan error) {
+// error on runs. Sessions time out after 10s unless opts say otherwise.
+func runServices(t *testing.T, ctx context.Context, d *services, servers []string, opts ...runtime.Option) (sessions <-chan *runtime.Session, runs <-chan error) {
 	t.Helper()
 	ss, rs := make(chan *runtime.Session, 8), make(chan error, 8)
 	ctx, cancel := context.WithCancel(ctx)
@@ -36,7 +36,7 @@ func runServices(t *testing.T, ctx context.Context, d *services, servers []strin
 			err := d.Run(ctx, s)
 			rs <- err
 			return err
-		}, runtime.WithSessionTimeout(10*time.Second))
+		}, append([]runtime.Option{runtime.WithSessionTimeout(10 * time.Second)}, opts...)...)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return ss, rs
