@@ -168,9 +168,8 @@ func checkRegistrations(t *testing.T, states []svcState, wrote map[int64][]strin
 
 // TestServiceFrozenProcess: see the comment above TestServiceFreezeChild
 // (past-expiry). within-timeout is the control: frozen for a quarter of
-// its session timeout (less than the 35% after which a client gives up a
-// silent session), the registrant keeps its session and its node; the
-// update it makes once resumed rewrites that node, with no second
+// its session timeout, the registrant keeps its session and its node;
+// the update it makes once resumed rewrites that node, with no second
 // session and no removal.
 func TestServiceFrozenProcess(t *testing.T) {
 	t.Run("past-expiry", func(t *testing.T) { serviceFreeze(t, pauseSessionTimeout, 0) })
