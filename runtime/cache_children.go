@@ -4,6 +4,7 @@ import (
 	"context"
 	"path"
 	"slices"
+	"strings"
 )
 
 // childCache mirrors a state per instance of a template derived from the
@@ -14,7 +15,8 @@ import (
 // kinds' caches (LockCache, GroupCache, QueueCache) embed it.
 type childCache[K comparable, D, V any] struct {
 	nodes *Cache[childKey[K], D]
-	below int // the levels of the nodes below their instance
+	// instOf returns the path of the instance a node it holds is of.
+	instOf func(node string) string
 	// derive returns the state of an instance from its nodes held, and
 	// the paths of the nodes the state shows, in its order (none: the
 	// instance is not there).
@@ -41,18 +43,41 @@ func newChildCache[K comparable, D, V any](tmpl Template, key func(Params) K, co
 // all be parameters.
 func newSubtreeCache[K comparable, D, V any](nodes Template, inst int, key func(Params) K, codec Codec[D],
 	derive func([]*CacheEntry[childKey[K], D]) (V, []string), opts []CacheOption) (*childCache[K, D, V], error) {
+	return newSiblingCache(nodes, inst, "", key, codec, derive, opts)
+}
+
+// newSiblingCache is newSubtreeCache where an instance's last segment
+// may also carry suffix (Template.withSibling): the nodes of that sibling
+// of an instance are the instance's, named siblingMark+"/"+name.
+func newSiblingCache[K comparable, D, V any](nodes Template, inst int, suffix string, key func(Params) K, codec Codec[D],
+	derive func([]*CacheEntry[childKey[K], D]) (V, []string), opts []CacheOption) (*childCache[K, D, V], error) {
 	below := nodes.Len() - inst
+	instOf := func(node string) string {
+		ip := instancePath(node, below)
+		if t, ok := strings.CutSuffix(ip, suffix); ok && suffix != "" {
+			return t
+		}
+		return ip
+	}
 	nodeKey := func(p Params) childKey[K] {
 		ip := instancePath(p.path, below)
+		name := p.path[len(ip)+1:]
+		if suffix != "" && strings.HasSuffix(ip, suffix) {
+			ip, name = ip[:len(ip)-len(suffix)], siblingMark+"/"+name
+		}
 		ik := Params{path: ip, list: p.list[:len(p.list)-below]}
-		return childKey[K]{inst: key(ik), name: p.path[len(ip)+1:]}
+		return childKey[K]{inst: key(ik), name: name}
 	}
 	c, err := NewCache(nodes, nodeKey, codec, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &childCache[K, D, V]{nodes: c, below: below, derive: derive}, nil
+	return &childCache[K, D, V]{nodes: c, instOf: instOf, derive: derive}, nil
 }
+
+// siblingMark starts the names of the nodes of an instance's sibling
+// (newSiblingCache): no node below an instance has a "/" in its name.
+const siblingMark = "sibling"
 
 // instancePath returns the path below levels above node p.
 func instancePath(p string, below int) string {
@@ -109,21 +134,24 @@ func (c *childCache[K, D, V]) entriesOf(k K) []*CacheEntry[childKey[K], D] {
 func (c *childCache[K, D, V]) Snapshot() (CacheSnapshot[K, V], error) {
 	snap, err := c.nodes.Snapshot()
 	out := CacheSnapshot[K, V]{Zxid: snap.Zxid, Synced: snap.Synced}
-	for i := 0; i < len(snap.Entries); {
-		j := i + 1
-		for j < len(snap.Entries) && snap.Entries[j].Key.inst == snap.Entries[i].Key.inst {
-			j++
+	// An instance's nodes are consecutive in path order, but for a
+	// sibling's (newSiblingCache): group them by key.
+	groups := map[K][]*CacheEntry[childKey[K], D]{}
+	var order []K
+	for i := range snap.Entries {
+		k := snap.Entries[i].Key.inst
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		es := make([]*CacheEntry[childKey[K], D], 0, j-i)
-		for x := i; x < j; x++ {
-			es = append(es, &snap.Entries[x])
-		}
-		if v, shown := c.derive(es); len(shown) > 0 {
-			out.Entries = append(out.Entries, CacheEntry[K, V]{Key: snap.Entries[i].Key.inst,
-				Path: instancePath(snap.Entries[i].Path, c.below), Value: v})
-		}
-		i = j
+		groups[k] = append(groups[k], &snap.Entries[i])
 	}
+	for _, k := range order {
+		es := groups[k]
+		if v, shown := c.derive(es); len(shown) > 0 {
+			out.Entries = append(out.Entries, CacheEntry[K, V]{Key: k, Path: c.instOf(es[0].Path), Value: v})
+		}
+	}
+	slices.SortStableFunc(out.Entries, func(a, b CacheEntry[K, V]) int { return strings.Compare(a.Path, b.Path) })
 	return out, err
 }
 
@@ -171,7 +199,7 @@ func (c *childCache[K, D, V]) translate(ev CacheEvent[childKey[K], D], last map[
 	case CacheGap, CacheSynced, CacheFailed:
 		return o, true
 	}
-	o.Key, o.Path = ev.Key.inst, instancePath(ev.Path, c.below)
+	o.Key, o.Path = ev.Key.inst, c.instOf(ev.Path)
 	v, shown := c.derive(c.entriesOf(o.Key))
 	prev, seen := last[o.Key]
 	switch {

@@ -218,6 +218,8 @@ package runtime
 //	cache_kinds.go     the kinds' caches on it: LockCache, GroupCache, DoubleBarrierCache
 //	cache_queue.go     QueueCache: a queue's depth and next item, from its items' stats
 //	cache_election.go  ElectionCache: an election's acknowledged leader and its candidates
+//	cache_semaphore.go SemaphoreCache: a semaphore's lease holders and waiters, both layouts
+//	cache_lease.go     TTLLeaseCache: a lease set's held slots, renewals and expiries
 //	service.go         service discovery in Curator's layout: its names and errors
 //	service_register.go  Services: registrations that follow the process
 //	service_run.go     Run: the registrations held on a session, the base mirrored

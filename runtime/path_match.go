@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,6 +31,9 @@ type templateSeg struct {
 	name   string // the parameter's name
 	kind   ParamKind
 	prefix string // a parameter's value starts with it (the kinds' caches)
+	// sibling: the segment also matches its value with this suffix, a
+	// sibling of the instance (a kazoo semaphore's lock directory).
+	sibling string
 }
 
 // TemplateAt starts a template at base, an absolute path without a
@@ -67,6 +71,27 @@ func (t Template) Str(name string) Template {
 // items), leaving its other children out.
 func (t Template) strPrefixed(name, prefix string) Template {
 	return t.with(templateSeg{name: name, kind: ParamString, prefix: prefix})
+}
+
+// withSibling returns t whose last segment also matches with suffix
+// appended (the value without it is the parameter's): the instances'
+// sibling directories, as kazoo's semaphore keeps its lock. A template
+// without segments is rebased on its base's parent.
+func (t Template) withSibling(suffix string) Template {
+	if len(t.segs) == 0 {
+		if t.base == "/" || t.Err() != nil {
+			return Template{err: fmt.Errorf("%w: template %q has no sibling", ErrInvalidPath, t.base)}
+		}
+		last := strings.LastIndexByte(t.base, '/')
+		parent := "/"
+		if last > 0 {
+			parent = t.base[:last]
+		}
+		t = Template{base: parent}.Lit(t.base[last+1:])
+	}
+	t.segs = slices.Clone(t.segs)
+	t.segs[len(t.segs)-1].sibling = suffix
+	return t
 }
 
 // Int appends an int parameter segment named name.
@@ -213,10 +238,20 @@ func (t Template) split(path string) (segs []string, ok bool) {
 
 // matches reports whether v can stand at this segment's place.
 func (s templateSeg) matches(v string) bool {
+	v = s.own(v)
 	if s.lit != "" {
 		return v == s.lit
 	}
 	return strings.HasPrefix(v, s.prefix) && CheckParam(s.kind, v) == nil
+}
+
+// own returns the segment value v stands for: v without the sibling
+// suffix the segment may carry.
+func (s templateSeg) own(v string) string {
+	if t, ok := strings.CutSuffix(v, s.sibling); ok && s.sibling != "" {
+		return t
+	}
+	return v
 }
 
 // params returns the parameters of path, whose segments after the base are
@@ -227,9 +262,9 @@ func (t Template) params(path string, segs []string) Params {
 		if s.lit != "" {
 			continue
 		}
-		v := Param{Name: s.name, Kind: s.kind, Value: segs[i]}
+		v := Param{Name: s.name, Kind: s.kind, Value: s.own(segs[i])}
 		if s.kind == ParamInt {
-			v.Int, _ = strconv.Atoi(segs[i])
+			v.Int, _ = strconv.Atoi(v.Value)
 		}
 		p.list = append(p.list, v)
 	}

@@ -135,13 +135,17 @@ func (m *TTLLeases) TTL() time.Duration { return m.ttl }
 func (m *TTLLeases) slot(i int) string { return joinPath(m.dir, "slot-"+strconv.Itoa(i)) }
 
 // slotIndex returns the index of a slot node's name, or -1.
-func (m *TTLLeases) slotIndex(name string) int {
+func (m *TTLLeases) slotIndex(name string) int { return slotIndex(name, m.leases) }
+
+// slotIndex returns the index of a slot node's name among leases slots
+// (slot-<i>, i < leases, as slot names it), or -1.
+func slotIndex(name string, leases int) int {
 	n, ok := strings.CutPrefix(name, "slot-")
 	if !ok {
 		return -1
 	}
 	i, err := strconv.Atoi(n)
-	if err != nil || i < 0 || i >= m.leases || strconv.Itoa(i) != n {
+	if err != nil || i < 0 || i >= leases || strconv.Itoa(i) != n {
 		return -1
 	}
 	return i

@@ -20,6 +20,17 @@ func init() {
 		"the holders (readers, or one writer) and the waiters of each instance that has a contender (runtime.LockState)"),
 		"Its sides are [runtime.RWLock.Read] and [runtime.RWLock.Write]."))
 	register(spec.KindSemaphore, descriptor{
+		cache: &cacheDesc{
+			ctor: "NewSemaphoreCache",
+			name: "SemaphoreCache",
+			typ: func(_ *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "SemaphoreCache").Types(key)
+			},
+			args: func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Leases), layoutArg(r)} },
+			mirrors: func(*spec.Resource) string {
+				return "the lease holders and the waiters of each instance that has either (runtime.SemaphoreState)"
+			},
+		},
 		handle: func(*spec.Resource) (string, []jen.Code) { return "Semaphore", nil },
 		args:   func(r *spec.Resource) []jen.Code { return append([]jen.Code{jen.Lit(r.Leases)}, layoutOption(r)...) },
 		summary: func(r *spec.Resource) []string {
@@ -36,6 +47,17 @@ func init() {
 		},
 	})
 	register(spec.KindLease, descriptor{
+		cache: &cacheDesc{
+			ctor: "NewTTLLeaseCache",
+			name: "TTLLeaseCache",
+			typ: func(_ *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "TTLLeaseCache").Types(key)
+			},
+			args: func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Leases), durationExpr(r.TTL)} },
+			mirrors: func(*spec.Resource) string {
+				return "the held slots of each instance that has one, each holder with its last renewal and expiry (runtime.TTLLeaseState)"
+			},
+		},
 		handle: func(*spec.Resource) (string, []jen.Code) { return "TTLLeases", nil },
 		args: func(r *spec.Resource) []jen.Code {
 			return []jen.Code{jen.Lit(r.Leases), durationExpr(r.TTL)}

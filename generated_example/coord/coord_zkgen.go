@@ -136,6 +136,24 @@ func (c *Client) Slots() SlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/slots"), 3, runtime.WithResourceName("slots"))
 }
 
+// SlotsCache returns a cache of slots at /zkgen-example/semaphores/slots: the lease holders and the waiters of each instance that has either (runtime.SemaphoreState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewSemaphoreCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.SemaphoreCache] and docs/caches.md.
+func (c *Client) SlotsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.SemaphoreCache[struct{}], error) {
+	cache, err := runtime.NewSemaphoreCache(runtime.TemplateAt("/zkgen-example/semaphores/slots"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 3, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Leases returns a handle on the lease set leases at /zkgen-example/leases/workers: at most 2 holders at once, each lasting 5s unless renewed.
 //
 // Its methods are [runtime.TTLLeases]'s, documented there: what each blocks on, what
@@ -143,6 +161,24 @@ func (c *Client) Slots() SlotsHandle {
 // The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) Leases() LeasesHandle {
 	return runtime.NewTTLLeases(c.sess, runtime.At("/zkgen-example/leases/workers"), 2, 5*time.Second, runtime.WithResourceName("leases"))
+}
+
+// LeasesCache returns a cache of leases at /zkgen-example/leases/workers: the held slots of each instance that has one, each holder with its last renewal and expiry (runtime.TTLLeaseState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewTTLLeaseCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.TTLLeaseCache] and docs/caches.md.
+func (c *Client) LeasesCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.TTLLeaseCache[struct{}], error) {
+	cache, err := runtime.NewTTLLeaseCache(runtime.TemplateAt("/zkgen-example/leases/workers"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 2, 5*time.Second, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // Jobs returns a handle on the FIFO queue jobs at /zkgen-example/queues/jobs, of Job (JSON) items, delivered at most once.
@@ -473,6 +509,24 @@ func (c *Client) PythonSchedulerCache(ctx context.Context, opts ...runtime.Cache
 // with another number is refused ([runtime.ErrSpecMismatch]).
 func (c *Client) PythonSlots() PythonSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/zkgen-example/semaphores/python"), 3, runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_slots"))
+}
+
+// PythonSlotsCache returns a cache of python_slots at /zkgen-example/semaphores/python: the lease holders and the waiters of each instance that has either (runtime.SemaphoreState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewSemaphoreCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.SemaphoreCache] and docs/caches.md.
+func (c *Client) PythonSlotsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.SemaphoreCache[struct{}], error) {
+	cache, err := runtime.NewSemaphoreCache(runtime.TemplateAt("/zkgen-example/semaphores/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 3, runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // PythonParty returns a member handle of the group python_party at /zkgen-example/groups/python.

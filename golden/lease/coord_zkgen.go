@@ -55,6 +55,24 @@ func (c *Client) Workers() WorkersHandle {
 	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/workers"), 2, 30*time.Second, runtime.WithResourceName("workers"))
 }
 
+// WorkersCache returns a cache of workers at /leases/leases/workers: the held slots of each instance that has one, each holder with its last renewal and expiry (runtime.TTLLeaseState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewTTLLeaseCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.TTLLeaseCache] and docs/caches.md.
+func (c *Client) WorkersCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.TTLLeaseCache[struct{}], error) {
+	cache, err := runtime.NewTTLLeaseCache(runtime.TemplateAt("/leases/leases/workers"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 2, 30*time.Second, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // ShardOwner returns a handle on the lease set shard_owner at /leases/leases/shards/{shard:int}: at most 1 holder at once, each lasting 1.5s unless renewed.
 //
 // Its methods are [runtime.TTLLeases]'s, documented there: what each blocks on, what
@@ -62,6 +80,24 @@ func (c *Client) Workers() WorkersHandle {
 // The server must allow TTL nodes (zookeeper.extendedTypesEnabled).
 func (c *Client) ShardOwner(shard int) ShardOwnerHandle {
 	return runtime.NewTTLLeases(c.sess, runtime.At("/leases/leases/shards").Int("shard", shard), 1, 1500*time.Millisecond, runtime.WithResourceName("shard_owner"))
+}
+
+// ShardOwnerCache returns a cache of shard_owner at /leases/leases/shards/{shard:int}: the held slots of each instance that has one, each holder with its last renewal and expiry (runtime.TTLLeaseState), keyed by shard, read from memory.
+// It is [runtime.NewTTLLeaseCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.TTLLeaseCache] and docs/caches.md.
+func (c *Client) ShardOwnerCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.TTLLeaseCache[int], error) {
+	cache, err := runtime.NewTTLLeaseCache(runtime.TemplateAt("/leases/leases/shards").Int("shard"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, 1, 1500*time.Millisecond, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // WorkersHandle is the interface of the handle Workers returns ([runtime.TTLLeasesHandle]), for fakes in tests.

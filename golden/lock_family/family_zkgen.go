@@ -198,6 +198,24 @@ func (c *Client) OneSlot() OneSlotHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/one"), 1, runtime.WithResourceName("one_slot"))
 }
 
+// OneSlotCache returns a cache of one_slot at /family/sem/one: the lease holders and the waiters of each instance that has either (runtime.SemaphoreState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewSemaphoreCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.SemaphoreCache] and docs/caches.md.
+func (c *Client) OneSlotCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.SemaphoreCache[struct{}], error) {
+	cache, err := runtime.NewSemaphoreCache(runtime.TemplateAt("/family/sem/one"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 1, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // DownloadSlots returns a participant in the semaphore download_slots at /family/sem/downloads/{host:string}, which grants at most 8 leases at once.
 //
 // At most 8 concurrent downloads per host.
@@ -210,6 +228,24 @@ func (c *Client) DownloadSlots(host string) DownloadSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/downloads").Str("host", host), 8, runtime.WithResourceName("download_slots"))
 }
 
+// DownloadSlotsCache returns a cache of download_slots at /family/sem/downloads/{host:string}: the lease holders and the waiters of each instance that has either (runtime.SemaphoreState), keyed by host, read from memory.
+// It is [runtime.NewSemaphoreCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.SemaphoreCache] and docs/caches.md.
+func (c *Client) DownloadSlotsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.SemaphoreCache[string], error) {
+	cache, err := runtime.NewSemaphoreCache(runtime.TemplateAt("/family/sem/downloads").Str("host"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, 8, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // PythonSlots returns a participant in the semaphore python_slots at /family/sem/python, which grants at most 3 leases at once.
 //
 // Its methods are [runtime.Semaphore]'s, documented there: what each blocks on, what
@@ -218,6 +254,24 @@ func (c *Client) DownloadSlots(host string) DownloadSlotsHandle {
 // with another number is refused ([runtime.ErrSpecMismatch]).
 func (c *Client) PythonSlots() PythonSlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/family/sem/python"), 3, runtime.WithLayout(runtime.LayoutKazoo), runtime.WithResourceName("python_slots"))
+}
+
+// PythonSlotsCache returns a cache of python_slots at /family/sem/python: the lease holders and the waiters of each instance that has either (runtime.SemaphoreState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewSemaphoreCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.SemaphoreCache] and docs/caches.md.
+func (c *Client) PythonSlotsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.SemaphoreCache[struct{}], error) {
+	cache, err := runtime.NewSemaphoreCache(runtime.TemplateAt("/family/sem/python"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 3, runtime.LayoutKazoo, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // AccountsHandle is the interface of the handle Accounts returns ([runtime.RWLockHandle]), for fakes in tests.

@@ -183,6 +183,24 @@ func (c *Client) Slots() SlotsHandle {
 	return runtime.NewSemaphore(c.sess, runtime.At("/prod/eu-west-1/app/semaphores/slots"), 2, runtime.WithNodeACL(runtime.CreatorAllACL()), runtime.WithResourceName("slots"))
 }
 
+// SlotsCache returns a cache of slots at /prod/eu-west-1/app/semaphores/slots: the lease holders and the waiters of each instance that has either (runtime.SemaphoreState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewSemaphoreCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.SemaphoreCache] and docs/caches.md.
+func (c *Client) SlotsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.SemaphoreCache[struct{}], error) {
+	cache, err := runtime.NewSemaphoreCache(runtime.TemplateAt("/prod/eu-west-1/app/semaphores/slots"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 2, runtime.LayoutCurator, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Priorities of the priority queue alerts, most urgent first.
 const (
 	// AlertsPage is priority page (0) of alerts: served first.
