@@ -64,9 +64,10 @@ type Session struct {
 var ErrInvalidSession = errors.New("zktest: session is expired or its password is wrong")
 
 // takenBack reports whether err is the server closing a connection of
-// CloseSession's: the session's own client, which dials again at once
-// when its connection is dropped, attached to the session again first.
-// Its next attachment waits a second, so an attempt made again wins.
+// CloseSession's: the session's own client, which dials another server of
+// an ensemble at once when its connection is dropped, attached to the
+// session again first. Its next attachment to that server waits a
+// second, so an attempt made again wins.
 func takenBack(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
