@@ -125,7 +125,8 @@ func TestCacheSessionExpiry(t *testing.T) {
 // the server's log has it serving again about 7 s after; the cache, run
 // on that one session, rightly stopped. The server was most likely not
 // serving at 7 s: ZooKeeper 3.8 binds its port, answers ruok with imok
-// (zktest's readiness) and logs its snapshot before it runs, and refuses
+// and logs its snapshot before it runs (zktest's Restart also waits for
+// srvr to say standalone, which it says only once running), and refuses
 // every session handshake ("ZooKeeperServer not running" in its log)
 // until its startup has set up its request processors and JMX; each
 // refusal costs the session go-zookeeper's 1 s pause, and a handshake

@@ -18,7 +18,8 @@ import (
 // call stack's functions and lines), which is the same on every run of
 // one binary, with what the request is about (its path, where the caller
 // says). Two goroutines that stand at the same place with the same path
-// still go in the order they came. On a real connection there is no turn to wait for.
+// still go in the order they came. On a real connection there is no turn
+// to wait for.
 
 // turnTaker is the connection of a stepped simulated server.
 type turnTaker interface {
