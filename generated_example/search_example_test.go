@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +46,30 @@ func TestJobSystemSearch(t *testing.T) {
 		ws = []simsearch.Workload{jobSystem(true)}
 	}
 	simsearch.Search(t, ws, simsearch.Options{Seeds: 3})
+}
+
+// The example's invariants can fail: the planted bug's shrunk seed (as
+// docs/testing.md shows its report) breaks "one worker at a time per
+// shard", and on one processor a second run repeats the first one's
+// history.
+func TestJobSystemInvariantCatchesThePlantedBug(t *testing.T) {
+	cfg, err := simsearch.ParseConfig("seed=1,procs=3,ops=2,rate=0.02,chaos=3,limit=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := simsearch.RunOnce(t, jobSystem(true), cfg)
+	if !first.Failed() {
+		t.Fatalf("the planted bug went unseen:\n%s", strings.Join(first.History(), "\n"))
+	}
+	if w := jobSystem(true); w.Deterministic(goruntime.GOMAXPROCS(0)) { // on two processors it may part (RacesFrom)
+		again := simsearch.RunOnce(t, w, cfg)
+		if a, b := simsearch.Hash(first.History()), simsearch.Hash(again.History()); a != b {
+			t.Errorf("two runs of one seed, two histories: %s", simsearch.Divergence(first.History(), again.History()))
+		}
+	}
+	if clean := simsearch.RunOnce(t, jobSystem(false), cfg); clean.Failed() {
+		t.Errorf("the job system without the bug fails %s: %v", cfg, clean.Violations())
+	}
 }
 
 // jobsRoot is where the job system writes its done markers.
