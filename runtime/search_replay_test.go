@@ -37,6 +37,12 @@ import (
 // rate=0.05, chaos=2): on two processors 2 distinct histories in 20 runs
 // (the first seven) or in 50 (the last four); on one processor 1 in 100.
 var notYetDeterministic = map[string]nondeterminism{
+	// Both ran 100 of 100 on two processors with send turns, then
+	// ttllease parted 1 time in 5 in a CI run beside a CPU hog ("create
+	// /l/slot-0: session: expired", then "session: expired"): still the
+	// race named here, rarer.
+	"semaphore":            {2, "a take's session expiry is known before its request is sent, or after"},
+	"ttllease":             {2, "an acquire's or a renewal's request is sent before its session's expiry is known, or not"},
 	"multilock":            {2, "an unlock's delete is sent before its session's expiry is known, or not"},
 	"twopc":                {2, "two participants' votes woken by one reply reach the server in either order"},
 	"reap-election":        {2, "the operator's delete after a cut connection reconnects in that step or the next"},
