@@ -27,6 +27,11 @@ type conn struct {
 	// requests read meanwhile.
 	waitZxid int64
 	backlog  [][]byte
+	// draining is set while drain executes the backlog: a request it runs
+	// may commit, and the commit's flush must not drain the same backlog
+	// again before that request's reply has set waitZxid (the requests
+	// behind a write would run ahead of it and miss it).
+	draining bool
 
 	mu      sync.Mutex
 	out     [][]byte

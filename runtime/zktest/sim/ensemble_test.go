@@ -86,6 +86,53 @@ func TestEnsembleLaggingFollower(t *testing.T) {
 	})
 }
 
+// A client's requests are executed in the order it sent them, behind its
+// pending writes: a read sent after a write sees the write, even when the
+// write is executed from the requests that waited behind an earlier reply
+// and its commit lets the lagging server apply another session's
+// transaction (due at the same instant) before the write's own. The
+// simulator once ran the read inside that commit, ahead of the write's
+// wait, and answered from the server's older view: a consumer's release
+// read its claim as absent and left it (ensemble-ackqueue seed
+// 308197188, kept in TestSimFoundSeeds).
+func TestEnsembleReadWaitsForWriteDrainedBehindReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute)
+		srv := sim.NewEnsemble(3)
+		defer srv.Close()
+		addrs := srv.Servers()
+		srv.SetDelay(1, time.Second)
+		leader, _ := dialOnly(t, srv, addrs[0])
+		defer leader.Close()
+		follower, _ := dialOnly(t, srv, addrs[1])
+		defer follower.Close()
+		acl := zk.WorldACL(zk.PermAll)
+
+		errs := make(chan error, 2)
+		go func() { _, err := follower.Create("/w1", nil, 0, acl); errs <- err }()
+		synctest.Wait() // /w1 committed; its reply waits a second for the follower
+		if _, err := leader.Create("/x", nil, 0, acl); err != nil {
+			t.Fatal(err) // committed at the same instant, after /w1
+		}
+		go func() { _, err := follower.Create("/w2", nil, 0, acl); errs <- err }()
+		synctest.Wait() // /w2 waits behind /w1's reply
+		type seen struct {
+			ok  bool
+			err error
+		}
+		read := make(chan seen, 1)
+		go func() { ok, _, err := follower.Exists("/w2"); read <- seen{ok, err} }()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := <-read; !r.ok || r.err != nil {
+			t.Fatalf("Exists(/w2) sent after Create(/w2) = %v, %v; want true: a client's read sees its earlier write", r.ok, r.err)
+		}
+	})
+}
+
 // A client that has seen zxid z is refused by a server that has applied
 // less (the zxid check on reconnect): moving from the leader to a lagging
 // follower, it never sees its history go backwards. (Three servers: with

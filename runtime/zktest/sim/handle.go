@@ -26,6 +26,11 @@ func (s *Server) handle(c *conn, f []byte) bool {
 // drain executes the requests c read while it waited, until one waits
 // again (under the server's lock).
 func (s *Server) drain(c *conn) {
+	if c.draining {
+		return // a commit of the request being drained: see conn.draining
+	}
+	c.draining = true
+	defer func() { c.draining = false }()
 	for len(c.backlog) > 0 && c.waitZxid <= c.m.applied {
 		f := c.backlog[0]
 		c.backlog = c.backlog[1:]
