@@ -508,3 +508,58 @@ func TestQueuePrefetchBufferIsTheSessions(t *testing.T) {
 		t.Fatalf("after Close: %v, want the 3 unserved items [5 6 7] back", got)
 	}
 }
+
+// A Take whose ctx ends while its chunk claim's multi is on its way has
+// not learnt the multi's outcome: the server may still apply it (here it
+// does). The claim must then be released, as after a lost reply: left, it
+// keeps the chunk's items from every prefetching consumer for the
+// session's lifetime, and the session lives on. The proxy delays every
+// frame by a second, so the multi is on its way when the test, seeing it
+// sent, cancels the Take; the other consumer starts once the server has
+// answered the multi.
+func TestQueuePrefetchClaimCtxEndedInFlightReleased(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	dir := testRoot(t)
+	admin := connect(t, srv.Servers())
+	item := bigItem
+	prod := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[string]())
+	if _, err := prod.PutAll(ctx, []string{item(0), item(1), item(2), item(3)}); err != nil {
+		t.Fatal(err)
+	}
+	makeDirs(t, admin, dir+"/claims", dir+"/marks") // the claim's first attempt takes effect
+
+	px := zktest.NewProxy(t, srv.Addr())
+	cs := connect(t, viaProxy(px), runtime.WithSessionTimeout(10*time.Second))
+	id := cs.ID()
+	cq := runtime.NewQueue(cs, runtime.At(dir), runtime.JSONCodec[string](), runtime.WithPrefetch(4))
+	px.Delay(time.Second)
+	tctx, cancel := context.WithCancel(ctx)
+	sent := px.RequestsReach(zktest.OpMulti, 1)
+	go func() {
+		select {
+		case <-sent:
+			cancel()
+		case <-tctx.Done():
+		}
+	}()
+	_, err := cq.Take(tctx)
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Take cancelled with its chunk claim on its way = %v; want context.Canceled", err)
+	}
+	select {
+	case <-px.RepliesReach(zktest.OpMulti, 1): // the claim is made
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	// Another prefetching consumer takes the chunk once the claim is
+	// released.
+	other := runtime.NewQueue(admin, runtime.At(dir), runtime.JSONCodec[string](), runtime.WithPrefetch(4))
+	if v := takeValue(t, ctx, other); v != item(0) {
+		t.Fatalf("the other consumer took %.3s; want item 000", v)
+	}
+	if cs.Err() != nil || cs.ID() != id {
+		t.Fatalf("the first consumer's session ended (%v): its claim went with it, which proves nothing", cs.Err())
+	}
+}

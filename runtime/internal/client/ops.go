@@ -255,14 +255,16 @@ func (s *Ops) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
 }
 
 // MultiRetried sends ops as one multi, retrying recoverable errors.
-// retried reports whether an attempt's reply was lost: a later attempt's
-// failure (a node it creates found existing, one it checks found gone)
-// may then be that attempt's doing, which the caller settles.
+// retried reports whether an attempt's outcome may be hidden: its reply was
+// lost, or ctx ended while it was on its way (the server may still apply
+// it). A later attempt's failure (a node it creates found existing, one it
+// checks found gone) may then be that attempt's doing, and an error
+// returned may hide a write that took effect: the caller settles both.
 func (s *Ops) MultiRetried(ctx context.Context, ops ...any) (res []zk.MultiResponse, retried bool, err error) {
 	err = s.Retry(ctx, func() error {
 		var err error
 		res, err = Await(ctx, s.session(), func() ([]zk.MultiResponse, error) { return s.ConnMulti(ops...) })
-		if IsRecoverable(err) {
+		if IsRecoverable(err) || (err != nil && ctx.Err() != nil) {
 			retried = true
 		}
 		return err
