@@ -173,7 +173,10 @@ func (f *follower[T]) loop() error {
 	}
 }
 
-// wait blocks until something the member follows changed.
+// wait blocks until something the member follows changed, then takes
+// every change that is ready (takeReady): what the next step reads, and
+// whether the loop ends, do not depend on which ready case the select
+// picked (Go picks at random; a replay on the simulator must repeat a run).
 func (f *follower[T]) wait() error {
 	var timerC <-chan time.Time
 	if f.timer != nil {
@@ -189,13 +192,52 @@ func (f *follower[T]) wait() error {
 	case <-timerC:
 		f.timer, f.publish = nil, true
 	case <-f.a.leave:
-		return errLeaving
 	case <-f.a.closeReq:
-		return errClosing
 	case <-f.a.h.lost:
+	}
+	return f.takeReady()
+}
+
+// takeReady takes, in one order, the changes ready now without waiting:
+// the loop's end first (the membership lost, then Leave, then Close),
+// else every signal for the next step.
+func (f *follower[T]) takeReady() error {
+	switch {
+	case ready(f.a.h.lost):
 		return ErrMembershipLost
+	case ready(f.a.leave):
+		return errLeaving
+	case ready(f.a.closeReq):
+		return errClosing
+	case ready(f.memCh):
+		f.needMembers = true
+	}
+	if ready(f.planCh) {
+		f.needPlan = true
+	}
+	for more := true; more; {
+		select {
+		case i := <-f.freed:
+			delete(f.waiting, i)
+		default:
+			more = false
+		}
+	}
+	if f.timer != nil && ready(f.timer.C) {
+		f.timer, f.publish = nil, true
 	}
 	return nil
+}
+
+// ready receives from ch if it can without waiting (a closed channel is
+// always ready).
+func ready[E any](ch <-chan E) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // forward calls fn when w fires, unless the loop ended first.
