@@ -52,7 +52,18 @@ type hostList struct {
 	round     []hostAddr   // this round's addresses
 	cur       int          // index in round of the address last handed out
 	tried     int          // addresses handed out since the last connection
+	connected bool         // Connected was called since the last Next
+	since     int64        // when Connected was last called (now)
+	now       func() int64 // monotonic nanoseconds: monoNow (tests set their own)
 }
+
+// roundPause is go-zookeeper's wait before a connection attempt for which
+// Next says retryStart. A connection that lasted as long does not count its
+// own address as tried: after its loss, every address, its own included,
+// is dialed once before the first wait. A shorter one counts it, so that
+// servers which accept a connection and drop it at once are dialed no more
+// often than once a round pause.
+const roundPause = time.Second
 
 // configured is one "host:port" given to Connect.
 type configured struct {
@@ -75,7 +86,7 @@ const (
 // newHostList returns the host provider for s's options: WithResolver's
 // lookups, none with a dialer alone, the system resolver's otherwise.
 func newHostList(s *Session) *hostList {
-	h := &hostList{resolve: s.resolve, salt: s.rand.Uint64(), log: s.log, learned: s.learned}
+	h := &hostList{resolve: s.resolve, salt: s.rand.Uint64(), log: s.log, learned: s.learned, now: monoNow}
 	if h.resolve == nil && s.dialer == nil {
 		h.resolve = net.DefaultResolver.LookupHost
 	}
@@ -196,9 +207,13 @@ func (h *hostList) Len() int {
 }
 
 // Next returns the next address, looking the hosts up again first when a
-// round is over; retryStart is true when as many addresses as a round
-// holds have been tried since the last successful connection.
-// go-zookeeper calls it from its one connecting goroutine.
+// round is over; retryStart (go-zookeeper then waits roundPause before
+// dialing) is true when as many addresses as a round holds have been tried
+// since the last successful connection, the connection's own address
+// counted as tried unless the connection lasted roundPause. So with one
+// server, the first dial after an established connection is lost goes out
+// at once, and each failed one waits. go-zookeeper calls Next from its one
+// connecting goroutine.
 func (h *hostList) Next() (server string, retryStart bool) {
 	h.mu.Lock()
 	over := h.cur+1 >= len(h.round)
@@ -211,6 +226,10 @@ func (h *hostList) Next() (server string, retryStart bool) {
 	if over {
 		h.cur = -1
 	}
+	if h.connected && h.now()-h.since >= int64(roundPause) {
+		h.tried = 0
+	}
+	h.connected = false
 	h.cur++
 	h.tried++
 	if h.tried > len(h.round) {
@@ -239,11 +258,13 @@ func (h *hostList) relookup() {
 	h.newRound()
 }
 
-// Connected records a successful connection to the current address.
+// Connected records a successful connection (a session handshake) to the
+// current address, and when it was made.
 func (h *hostList) Connected() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tried = 1
+	h.connected, h.since = true, h.now()
 }
 
 // serverName returns the configured host addr stands for in the current

@@ -64,6 +64,76 @@ func TestHostsRoundsAndNames(t *testing.T) {
 	}
 }
 
+// After a connection that held is lost, the first dial goes out without
+// go-zookeeper's wait (its connect loop sleeps a second before a dial for
+// which Next says retryStart), with one server and with several: every
+// address, the lost one's included, is dialed once before the first wait.
+// Failed dials still wait between rounds, and a connection dropped at once
+// counts its address as tried, so a server that drops every connection is
+// not redialed without a wait.
+func TestHostsRedialAtOnceAfterAConnectionHeld(t *testing.T) {
+	for _, servers := range [][]string{{"127.0.0.1:2181"}, {"127.0.0.1:2181", "127.0.0.2:2181", "127.0.0.3:2181"}} {
+		h := newHostList(&Session{log: slog.Default()})
+		var clock int64
+		h.now = func() int64 { return clock }
+		if err := h.Init(servers); err != nil {
+			t.Fatal(err)
+		}
+		n := h.Len()
+		connectedTo, _ := h.Next()
+		h.Connected()
+		clock += int64(roundPause)
+		// The connection is lost: n dials at once, the last one to the
+		// lost server, then a wait before each round of failed dials.
+		got := dialsOf(h, 3*n)
+		want := waitsAfter(n, n, 3*n)
+		if !slices.Equal(waitsOf(got), want) || got[n-1].addr != connectedTo {
+			t.Errorf("%d servers, after a connection that held: dials %v; want waits %v, dial %d to %s", n, got, want, n, connectedTo)
+		}
+		// A connection dropped at once: its own address waits its round.
+		h.Connected()
+		if got, want := dialsOf(h, n), waitsAfter(n-1, n, n); !slices.Equal(waitsOf(got), want) {
+			t.Errorf("%d servers, after a connection dropped at once: dials %v; want waits %v", n, got, want)
+		}
+	}
+}
+
+// attempt is one connection attempt go-zookeeper makes: the address, and
+// whether its connect loop slept before it.
+type attempt struct {
+	addr string
+	wait bool
+}
+
+// dialsOf returns the next k dials of h, all failing, as go-zookeeper's
+// connect loop makes them.
+func dialsOf(h *hostList, k int) []attempt {
+	out := make([]attempt, k)
+	for i := range out {
+		out[i].addr, out[i].wait = h.Next()
+	}
+	return out
+}
+
+// waitsOf returns whether each dial of ds waited.
+func waitsOf(ds []attempt) []bool {
+	out := make([]bool, len(ds))
+	for i, d := range ds {
+		out[i] = d.wait
+	}
+	return out
+}
+
+// waitsAfter returns the waits of k failing dials in rounds of n
+// addresses, the first wait before dial number first (from 0).
+func waitsAfter(first, n, k int) []bool {
+	out := make([]bool, k)
+	for i := first; i < k; i += n {
+		out[i] = true
+	}
+	return out
+}
+
 // fakeDNS is a resolver the test controls: names map to addresses, or to
 // an error; it counts its lookups.
 type fakeDNS struct {
