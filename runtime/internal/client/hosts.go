@@ -53,16 +53,18 @@ type hostList struct {
 	cur       int          // index in round of the address last handed out
 	tried     int          // addresses handed out since the last connection
 	connected bool         // Connected was called since the last Next
-	since     int64        // when Connected was last called (now)
+	redialed  bool         // a lost connection's own address was handed out untried (redialAt)
+	redialAt  int64        // when that was last done (now)
 	now       func() int64 // monotonic nanoseconds: monoNow (tests set their own)
 }
 
 // roundPause is go-zookeeper's wait before a connection attempt for which
-// Next says retryStart. A connection that lasted as long does not count its
-// own address as tried: after its loss, every address, its own included,
-// is dialed once before the first wait. A shorter one counts it, so that
-// servers which accept a connection and drop it at once are dialed no more
-// often than once a round pause.
+// Next says retryStart. After a connection is lost, its own address does
+// not count as tried: every address, the lost one's last, is dialed once
+// before the first wait, so a session on one server dials again at once.
+// That is granted once a roundPause: a connection lost within a roundPause
+// of the last grant counts its address as tried, so that servers which
+// accept connections and drop them are not dialed in a loop.
 const roundPause = time.Second
 
 // configured is one "host:port" given to Connect.
@@ -209,11 +211,11 @@ func (h *hostList) Len() int {
 // Next returns the next address, looking the hosts up again first when a
 // round is over; retryStart (go-zookeeper then waits roundPause before
 // dialing) is true when as many addresses as a round holds have been tried
-// since the last successful connection, the connection's own address
-// counted as tried unless the connection lasted roundPause. So with one
-// server, the first dial after an established connection is lost goes out
-// at once, and each failed one waits. go-zookeeper calls Next from its one
-// connecting goroutine.
+// since the last successful connection, the connection's own address not
+// counted unless it was already let off within a roundPause (see
+// roundPause). So with one server, the first dial after an established
+// connection is lost goes out at once, and each failed one waits.
+// go-zookeeper calls Next from its one connecting goroutine.
 func (h *hostList) Next() (server string, retryStart bool) {
 	h.mu.Lock()
 	over := h.cur+1 >= len(h.round)
@@ -226,8 +228,8 @@ func (h *hostList) Next() (server string, retryStart bool) {
 	if over {
 		h.cur = -1
 	}
-	if h.connected && h.now()-h.since >= int64(roundPause) {
-		h.tried = 0
+	if now := h.now(); h.connected && (!h.redialed || now-h.redialAt >= int64(roundPause)) {
+		h.tried, h.redialed, h.redialAt = 0, true, now
 	}
 	h.connected = false
 	h.cur++
@@ -259,12 +261,12 @@ func (h *hostList) relookup() {
 }
 
 // Connected records a successful connection (a session handshake) to the
-// current address, and when it was made.
+// current address.
 func (h *hostList) Connected() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tried = 1
-	h.connected, h.since = true, h.now()
+	h.connected = true
 }
 
 // serverName returns the configured host addr stands for in the current

@@ -46,13 +46,13 @@ func TestHostsRoundsAndNames(t *testing.T) {
 		t.Fatal("no retryStart after a round without a connection")
 	}
 	h.Connected()
-	for i := 0; i < n-1; i++ {
+	for i := 0; i < n; i++ {
 		if _, retry := h.Next(); retry {
 			t.Fatalf("retryStart %d addresses after a connection", i+1)
 		}
 	}
 	if _, retry := h.Next(); !retry {
-		t.Fatal("no retryStart when back at the connected address")
+		t.Fatal("no retryStart after a round past the connected address")
 	}
 	// A repeated address stays repeated (tests route a session through one
 	// proxy listed twice, so that a reconnection does not wait a round).
@@ -64,14 +64,15 @@ func TestHostsRoundsAndNames(t *testing.T) {
 	}
 }
 
-// After a connection that held is lost, the first dial goes out without
+// After a connection is lost, the first dial goes out without
 // go-zookeeper's wait (its connect loop sleeps a second before a dial for
 // which Next says retryStart), with one server and with several: every
-// address, the lost one's included, is dialed once before the first wait.
-// Failed dials still wait between rounds, and a connection dropped at once
-// counts its address as tried, so a server that drops every connection is
-// not redialed without a wait.
-func TestHostsRedialAtOnceAfterAConnectionHeld(t *testing.T) {
+// address, the lost one's last, is dialed once before the first wait.
+// Failed dials still wait between rounds. The wait is skipped once a
+// second: a connection lost again within a second of the last skip counts
+// its address as tried, so a server that drops every connection is not
+// dialed in a loop.
+func TestHostsRedialAtOnceAfterALostConnection(t *testing.T) {
 	for _, servers := range [][]string{{"127.0.0.1:2181"}, {"127.0.0.1:2181", "127.0.0.2:2181", "127.0.0.3:2181"}} {
 		h := newHostList(&Session{log: slog.Default()})
 		var clock int64
@@ -80,20 +81,24 @@ func TestHostsRedialAtOnceAfterAConnectionHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := h.Len()
-		connectedTo, _ := h.Next()
+		lost, _ := h.Next()
 		h.Connected()
-		clock += int64(roundPause)
-		// The connection is lost: n dials at once, the last one to the
-		// lost server, then a wait before each round of failed dials.
-		got := dialsOf(h, 3*n)
-		want := waitsAfter(n, n, 3*n)
-		if !slices.Equal(waitsOf(got), want) || got[n-1].addr != connectedTo {
-			t.Errorf("%d servers, after a connection that held: dials %v; want waits %v, dial %d to %s", n, got, want, n, connectedTo)
+		// Lost: n dials at once, the last to the lost server, then a
+		// wait before each round of failed dials.
+		got, want := dialsOf(h, 3*n), waitsAfter(n, n, 3*n)
+		if !slices.Equal(waitsOf(got), want) || got[n-1].addr != lost {
+			t.Errorf("%d servers, after a lost connection: dials %v; want waits %v, dial %d to %s", n, got, want, n, lost)
 		}
-		// A connection dropped at once: its own address waits its round.
+		// Lost again at once: its own address waits its round.
 		h.Connected()
 		if got, want := dialsOf(h, n), waitsAfter(n-1, n, n); !slices.Equal(waitsOf(got), want) {
-			t.Errorf("%d servers, after a connection dropped at once: dials %v; want waits %v", n, got, want)
+			t.Errorf("%d servers, a connection lost again at once: dials %v; want waits %v", n, got, want)
+		}
+		// A second later, a lost connection is dialed again at once.
+		clock += int64(roundPause)
+		h.Connected()
+		if got, want := dialsOf(h, 2*n), waitsAfter(n, n, 2*n); !slices.Equal(waitsOf(got), want) {
+			t.Errorf("%d servers, a connection lost a second later: dials %v; want waits %v", n, got, want)
 		}
 	}
 }
