@@ -181,18 +181,7 @@ func (s *Session) onEvent(ev zk.Event) {
 		s.mu.Unlock()
 		s.estOnce.Do(func() { close(s.established) })
 	case zk.StateDisconnected:
-		s.mu.Lock()
-		if s.expiryTimer == nil && s.id != 0 && !s.ended.Load() {
-			d := giveUpIn(s)
-			s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
-			s.metrics.connectionLost()
-			s.expiryTimer = time.AfterFunc(d, func() {
-				s.log.Warn("zookeeper unreachable past the give-up point (35% of the session timeout): session treated as expired")
-				s.gaveUp.Store(true)
-				s.expire()
-			})
-		}
-		s.mu.Unlock()
+		s.disconnected()
 	case zk.StateExpired:
 		s.log.Warn("zookeeper session expired")
 		s.expire()
@@ -200,6 +189,38 @@ func (s *Session) onEvent(ev zk.Event) {
 		s.log.Error("zookeeper authentication failed")
 		s.expire()
 	}
+}
+
+// disconnected starts the session's clock when its connection is lost
+// (see lostFraction): it gives up when the give-up point comes, or at once
+// when it has passed. At once means here, on go-zookeeper's loop, before
+// the loop dials again (it does without a pause after a lost connection):
+// on a timer's goroutine the give-up would race that dial, which then
+// opens a connection in some runs and not in others.
+func (s *Session) disconnected() {
+	s.mu.Lock()
+	if s.expiryTimer != nil || s.id == 0 || s.ended.Load() {
+		s.mu.Unlock()
+		return
+	}
+	d := giveUpIn(s)
+	s.log.Warn("zookeeper connection lost; session kept while reconnecting", "give_up_in", d)
+	s.metrics.connectionLost()
+	if d > 0 {
+		s.expiryTimer = time.AfterFunc(d, s.giveUp)
+	}
+	s.mu.Unlock()
+	if d == 0 {
+		s.giveUp()
+	}
+}
+
+// giveUp ends the session by its own clock: unreachable past the give-up
+// point.
+func (s *Session) giveUp() {
+	s.log.Warn("zookeeper unreachable past the give-up point (35% of the session timeout): session treated as expired")
+	s.gaveUp.Store(true)
+	s.expire()
 }
 
 func (s *Session) expire() {
