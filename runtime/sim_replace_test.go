@@ -23,16 +23,37 @@ import (
 // membership; one that knows them by address (looked up once) can reach
 // none of them once the last original server has left, and its session
 // expires — the fault has teeth.
+//
+// "by name, seed 25" replays an order of the servers in which "by name"
+// failed: the session starts on server 1 and moves to server 2 when
+// server 1 leaves. When server 2 leaves in turn, the session gives up on
+// its own clock in under a second (35% of the timeout after its last ping
+// reply) unless it reconnects first. It tries the rest of its round,
+// server 0's address from before it moved (refused), looks the names up
+// (server 2's resolves to nothing: its last address stays in the list)
+// and tries server 2's address again first (refused). The host list used
+// to count three addresses tried since the connection and pause a second
+// before the next one, server 0's new address, never tried: the session
+// gave up first. Now it pauses only once it has tried every address it
+// knows (TestHostsNewAddressesBeforeThePause).
 func TestSimRollingReplacement(t *testing.T) {
 	t.Run("by name", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) { rollingReplacement(t, true) })
+		synctest.Test(t, func(t *testing.T) { rollingReplacement(t, true, 0, nil) })
+	})
+	t.Run("by name, seed 25", func(t *testing.T) {
+		on := []string{"127.0.0.2:2181", "127.0.0.2:2181", "127.0.0.3:2181"} // servers 1, 1, 2
+		synctest.Test(t, func(t *testing.T) { rollingReplacement(t, true, 25, on) })
 	})
 	t.Run("by address", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) { rollingReplacement(t, false) })
+		synctest.Test(t, func(t *testing.T) { rollingReplacement(t, false, 0, nil) })
 	})
 }
 
-func rollingReplacement(t *testing.T, byName bool) {
+// rollingReplacement replaces the servers of an ensemble under a session
+// that knows them by name or by address; seed, unless 0, is the session's
+// (runtime.WithRandomSeed: the order it tries the servers in), and on,
+// unless nil, the server the seed puts the session on before each leaves.
+func rollingReplacement(t *testing.T, byName bool, seed uint64, on []string) {
 	defer settleBubble()
 	srv := sim.NewEnsemble(3)
 	defer srv.Close()
@@ -40,6 +61,9 @@ func rollingReplacement(t *testing.T, byName bool) {
 	servers := srv.Servers()
 	opts := []runtime.Option{runtime.WithDialer(srv.DialContext), runtime.WithSessionTimeout(4 * time.Second),
 		runtime.WithLogger(slog.New(slog.DiscardHandler))}
+	if seed != 0 {
+		opts = append(opts, runtime.WithRandomSeed(seed))
+	}
 	if byName {
 		servers = srv.Hosts()
 		opts = append(opts, runtime.WithResolver(srv.LookupHost))
@@ -61,6 +85,10 @@ func rollingReplacement(t *testing.T, byName bool) {
 	id, token, original := s.ID(), l.Token(), srv.Servers()
 
 	for i := range original {
+		if on != nil && s.Conn().Server() != on[i] {
+			t.Fatalf("seed %d: on %s before server %d leaves, want %s: the seed no longer gives the order this case replays",
+				seed, s.Conn().Server(), i, on[i])
+		}
 		srv.LeaveServer(i)
 		time.Sleep(6 * time.Second) // the pod is away longer than the session timeout (4 s)
 		if err := srv.JoinServer(i); err != nil {

@@ -46,16 +46,17 @@ type hostList struct {
 	learned []string // what an earlier session learned (withLearned): tried besides the servers given to Init
 
 	mu        sync.Mutex
-	servers   []configured // as given to Init, or the ensemble configuration's; each with its last known addresses
-	following bool         // servers are the ensemble configuration's (adopt)
-	replaced  int          // counts adoptions, for relookup
-	round     []hostAddr   // this round's addresses
-	cur       int          // index in round of the address last handed out
-	tried     int          // addresses handed out since the last connection
-	connected bool         // Connected was called since the last Next
-	redialed  bool         // a lost connection's own address was handed out untried (redialAt)
-	redialAt  int64        // when that was last done (now)
-	now       func() int64 // monotonic nanoseconds: monoNow (tests set their own)
+	servers   []configured   // as given to Init, or the ensemble configuration's; each with its last known addresses
+	following bool           // servers are the ensemble configuration's (adopt)
+	replaced  int            // counts adoptions, for relookup
+	round     []hostAddr     // this round's addresses
+	cur       int            // index in round of the address last handed out
+	last      string         // the address last handed out
+	tried     map[string]int // times each address was handed out since the last connection or retryStart
+	connected bool           // Connected was called since the last Next
+	redialed  bool           // a lost connection's own address was let off (see roundPause)
+	redialAt  int64          // when that was last done (now)
+	now       func() int64   // monotonic nanoseconds: monoNow (tests set their own)
 }
 
 // roundPause is go-zookeeper's wait before a connection attempt for which
@@ -88,7 +89,7 @@ const (
 // newHostList returns the host provider for s's options: WithResolver's
 // lookups, none with a dialer alone, the system resolver's otherwise.
 func newHostList(s *Session) *hostList {
-	h := &hostList{resolve: s.resolve, salt: s.rand.Uint64(), log: s.log, learned: s.learned, now: monoNow}
+	h := &hostList{resolve: s.resolve, salt: s.rand.Uint64(), log: s.log, learned: s.learned, tried: map[string]int{}, now: monoNow}
 	if h.resolve == nil && s.dialer == nil {
 		h.resolve = net.DefaultResolver.LookupHost
 	}
@@ -128,7 +129,7 @@ func (h *hostList) Init(servers []string) error {
 	for _, err := range errs {
 		h.log.Warn("zookeeper host lookup failed; looked up again at each round", "err", err)
 	}
-	h.cur, h.tried = -1, 0
+	h.cur, h.tried = -1, map[string]int{}
 	return nil
 }
 
@@ -209,13 +210,18 @@ func (h *hostList) Len() int {
 }
 
 // Next returns the next address, looking the hosts up again first when a
-// round is over; retryStart (go-zookeeper then waits roundPause before
-// dialing) is true when as many addresses as a round holds have been tried
-// since the last successful connection, the connection's own address not
-// counted unless it was already let off within a roundPause (see
-// roundPause). So with one server, the first dial after an established
-// connection is lost goes out at once, and each failed one waits.
-// go-zookeeper calls Next from its one connecting goroutine.
+// round is over; retryStart is true when every address of the round has
+// been handed out since the last connection or the last retryStart (the
+// connected one counts as tried, unless it is let off after its
+// connection was lost, see roundPause; a repeated address counts as tried
+// once handed out as often as the round lists it). go-zookeeper then
+// pauses a second before it dials. So with one server, the first dial
+// after an established connection is lost goes out at once, and each
+// failed one waits. An address a lookup brings in is tried before that
+// pause, however many others were tried since the connection: a session
+// whose server left while the others moved reaches one of them before it
+// gives up on its own clock, which may be well under a second away (issue
+// 42). go-zookeeper calls it from its one connecting goroutine.
 func (h *hostList) Next() (server string, retryStart bool) {
 	h.mu.Lock()
 	over := h.cur+1 >= len(h.round)
@@ -229,15 +235,34 @@ func (h *hostList) Next() (server string, retryStart bool) {
 		h.cur = -1
 	}
 	if now := h.now(); h.connected && (!h.redialed || now-h.redialAt >= int64(roundPause)) {
-		h.tried, h.redialed, h.redialAt = 0, true, now
+		clear(h.tried)
+		h.redialed, h.redialAt = true, now
 	}
 	h.connected = false
-	h.cur++
-	h.tried++
-	if h.tried > len(h.round) {
-		retryStart, h.tried = true, 1
+	if h.allTried() {
+		retryStart = true
+		clear(h.tried)
 	}
-	return h.round[h.cur].addr, retryStart
+	h.cur++
+	h.last = h.round[h.cur].addr
+	h.tried[h.last]++
+	return h.last, retryStart
+}
+
+// allTried reports whether every address of the round was handed out, since
+// the last connection or retryStart, as many times as the round lists it.
+// Called with h.mu held.
+func (h *hostList) allTried() bool {
+	listed := map[string]int{}
+	for _, a := range h.round {
+		listed[a.addr]++
+	}
+	for a, n := range listed {
+		if h.tried[a] < n {
+			return false
+		}
+	}
+	return true
 }
 
 // relookup resolves the hosts of the list again and lays out a new round.
@@ -265,7 +290,8 @@ func (h *hostList) relookup() {
 func (h *hostList) Connected() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.tried = 1
+	clear(h.tried)
+	h.tried[h.last] = 1
 	h.connected = true
 }
 

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -274,5 +275,51 @@ func TestHostsInitWithAnUnresolvedName(t *testing.T) {
 	var dns *net.DNSError
 	if err := h.Init([]string{"zk8:2181", "zk9:2181"}); err == nil || !errors.As(err, &dns) {
 		t.Fatalf("Init with no name resolving = %v, want the lookups' errors", err)
+	}
+}
+
+// The pause before a new try of the list (retryStart: go-zookeeper waits
+// a second) comes only once every address the session knows has been
+// tried since its connection, the ones a round's lookup brought in
+// included. A session whose server left while the others moved (a
+// rolling replacement) tries their new addresses before that pause: the
+// session gives up on its own clock at 35% of its timeout after it last
+// heard from the server, which may be less than a second away. Each salt
+// (the list's order) is checked, the connected server being first,
+// second or last in its round.
+func TestHostsNewAddressesBeforeThePause(t *testing.T) {
+	for seed := range uint64(12) {
+		dns := &fakeDNS{names: map[string][]string{"zk0": {"10.0.0.1"}, "zk1": {"10.0.0.2"}, "zk2": {"10.0.0.3"}}}
+		h := newHostList(&Session{log: slog.New(slog.DiscardHandler), resolve: dns.lookupHost, rand: newRand(seed, 1)})
+		if err := h.Init([]string{"zk0:2181", "zk1:2181", "zk2:2181"}); err != nil {
+			t.Fatal(err)
+		}
+		for range seed % 3 { // connect at the first, second or third of the round
+			h.Next()
+		}
+		on, _ := h.Next()
+		h.Connected()
+		moved := map[string]bool{}
+		for i, name := range []string{"zk0", "zk1", "zk2"} {
+			if on == fmt.Sprintf("10.0.0.%d:2181", i+1) {
+				dns.set(name) // the connected server left: its name resolves to nothing
+				continue
+			}
+			dns.set(name, fmt.Sprintf("10.0.1.%d", i+1)) // the others joined again elsewhere
+			moved[fmt.Sprintf("10.0.1.%d:2181", i+1)] = true
+		}
+		var before []string
+		for range 10 {
+			a, retry := h.Next()
+			if retry {
+				break
+			}
+			before = append(before, a)
+		}
+		for a := range moved {
+			if !slices.Contains(before, a) {
+				t.Errorf("seed %d: connected at %s, tried %v before the pause: not %s, where a server moved", seed, on, before, a)
+			}
+		}
 	}
 }
