@@ -67,6 +67,11 @@ var notYetDeterministic = map[string]nondeterminism{
 	// reach the server in either order.
 	"fenced-reap": {2, "an old connection's ping and its successor's dial, due at one instant, race"},
 	"reap-lock":   {2, "an old connection's ping and its successor's dial, due at one instant, race"},
+	// 2 in 10 on two processors (2026-11-29, with the redial): the
+	// operator's delete after its cut connection is queued before
+	// go-zookeeper's round ends (then refused, "could not connect to a
+	// server") or after it.
+	"reap-rwlock": {2, "the operator's delete after a cut connection reconnects in that step or the next"},
 	// 2 histories in 20 runs on two processors (2026-11-29), parting as
 	// reap-election's do.
 	"reap-service": {2, "the operator's delete after a cut connection reconnects in that step or the next"},
