@@ -54,6 +54,9 @@ type liveConn struct {
 	wmu      sync.Mutex  // one frame written at a time: go-zookeeper's, or the session's own
 	ready    atomic.Bool // the handshake is done: a session's requests may be written
 	injected injectWaits // the session's own requests awaiting their replies (inject.go)
+	// readBy is the read deadline go-zookeeper set (Unix nanoseconds; 0:
+	// none): a connection past it is dead (see Write).
+	readBy atomic.Int64
 }
 
 // Write writes one frame of go-zookeeper's. A failed write is reported as
@@ -66,9 +69,21 @@ type liveConn struct {
 // simulation search of queues). With the write reported done and the connection
 // closed, the loop answers every waiting request once, ErrConnectionClosed:
 // the outcome unknown, as for a reply lost, which the recipes settle.
+//
+// A frame written once the read deadline has passed is not sent: the
+// connection is closed instead, as go-zookeeper's receive loop is about to
+// close it for its silence. Its ping falls due at the same instant as that
+// deadline when the last frame read and the last one written were at one
+// instant (every 1/3 and 2/3 of the session timeout); which of the two
+// timers' goroutines runs first would decide whether the dead connection's
+// ping reaches the server, and a replay on the simulator would differ.
 func (c *liveConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if by := c.readBy.Load(); by != 0 && !time.Now().Before(time.Unix(0, by)) {
+		c.close()
+		return len(p), nil
+	}
 	c.zxid.wrote(p)
 	if _, err := c.Conn.Write(p); err != nil {
 		c.close()
@@ -77,6 +92,26 @@ func (c *liveConn) Write(p []byte) (int, error) {
 	c.s.sends.wrote(p)
 	c.s.frames.wrote()
 	return len(p), nil
+}
+
+// SetReadDeadline sets the connection's read deadline, noted for Write.
+func (c *liveConn) SetReadDeadline(t time.Time) error {
+	c.noteReadBy(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline sets the connection's deadlines, noted for Write.
+func (c *liveConn) SetDeadline(t time.Time) error {
+	c.noteReadBy(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *liveConn) noteReadBy(t time.Time) {
+	if t.IsZero() {
+		c.readBy.Store(0)
+		return
+	}
+	c.readBy.Store(t.UnixNano())
 }
 
 // writeFrame writes a request of the session's own (inject.go).
