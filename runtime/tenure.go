@@ -597,11 +597,16 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 	// request is on its way (await returns early when ctx or the session
 	// ends).
 	var rawp atomic.Pointer[error]
+	answered := make(chan struct{})
 	res, err := client.Await(ctx, s, func() ([]zk.MultiResponse, error) {
 		r, e := s.Conn().Multi(all...)
 		rawp.Store(&e)
+		close(answered)
 		return r, e
 	})
+	if err != nil && rawp.Load() == nil && s.Err() != nil {
+		sessionEndAnswer(answered)
+	}
 	if err == nil {
 		return res[len(f.checks):], nil
 	}
@@ -634,6 +639,21 @@ func fencedMulti(ctx context.Context, s *Session, f fence, ops []any) ([]zk.Mult
 		return nil, fmt.Errorf("%s: guarded write: %w; the tenure is %s (%w)", f.label, ErrOutcomeUnknown, state, raw)
 	}
 	return nil, client.OpError("multi", f.label, err)
+}
+
+// sessionEndAnswer waits for go-zookeeper's answer to a request that was
+// on its way when the session ended (answered closed): the session's end
+// closes the connection, which answers it at once (ErrConnectionClosed),
+// so the outcome is classified by that answer every time, not by which of
+// the session's end and the answer the wait saw first. The wait is
+// bounded by a second.
+func sessionEndAnswer(answered <-chan struct{}) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-answered:
+	case <-t.C:
+	}
 }
 
 // guardedMulti runs ops while the tenure h holds: its own node exists, and so
