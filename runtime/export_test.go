@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -123,3 +124,11 @@ const ChunkWait = chunkWait
 
 // OpsOf returns s's operations, for tests that reach below the recipes.
 func OpsOf(s *Session) *client.Ops { return opsOf(s) }
+
+// Await sends fn's request as the recipes send theirs: on a stepped
+// simulated server, after the calling goroutine's turn (client.Await).
+// Tests that play an operator's raw requests use it so that a replay
+// orders them as it orders the recipes'.
+func Await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
+	return client.Await(ctx, s, fn)
+}

@@ -59,19 +59,6 @@ var notYetDeterministic = map[string]nondeterminism{
 	// In a CI run: 2 histories in 5 runs on two processors, parting as
 	// the election workload's do.
 	"ensemble-election-minority": {2, "a take's multi is sent before its session's expiry is known, or not"},
-	// Since the session dials again at once after a lost connection
-	// (2026-11-29), each 2 in 20 on two processors (6 and 5 before the
-	// session gave up on go-zookeeper's loop): at 2/3 of the session
-	// timeout go-zookeeper's receive timeout and its ping fall due at one
-	// instant, and the old connection's ping and the new session's dial
-	// reach the server in either order.
-	"fenced-reap": {2, "an old connection's ping and its successor's dial, due at one instant, race"},
-	"reap-lock":   {2, "an old connection's ping and its successor's dial, due at one instant, race"},
-	// 2 in 10 on two processors (2026-11-29, with the redial): the
-	// operator's delete after its cut connection is queued before
-	// go-zookeeper's round ends (then refused, "could not connect to a
-	// server") or after it.
-	"reap-rwlock": {2, "the operator's delete after a cut connection reconnects in that step or the next"},
 	// 2 histories in 20 runs on two processors (2026-11-29), parting as
 	// reap-election's do.
 	"reap-service": {2, "the operator's delete after a cut connection reconnects in that step or the next"},

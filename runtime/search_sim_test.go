@@ -466,14 +466,14 @@ func (r *searchRun) operator(root string, spare ...string) (stop func()) {
 				var eph []string
 				var walk func(p string)
 				walk = func(p string) {
-					_, st, err := s.Conn().Get(p)
+					st, err := runtime.Await(ctx, s, func() (*zk.Stat, error) { _, st, err := s.Conn().Get(p); return st, err })
 					if err != nil {
 						return
 					}
 					if st.EphemeralOwner != 0 && !slices.ContainsFunc(spare, func(x string) bool { return strings.HasPrefix(p, x+"/") }) {
 						eph = append(eph, p)
 					}
-					kids, _, _ := s.Conn().Children(p)
+					kids, _ := runtime.Await(ctx, s, func() ([]string, error) { kids, _, err := s.Conn().Children(p); return kids, err })
 					slices.Sort(kids)
 					for _, k := range kids {
 						walk(p + "/" + k)
@@ -482,7 +482,8 @@ func (r *searchRun) operator(root string, spare ...string) (stop func()) {
 				walk(root)
 				if len(eph) > 0 {
 					p := eph[rng.IntN(len(eph))]
-					r.Event(-1, "operator deletes %s: %v", p, s.Conn().Delete(p, -1))
+					_, err := runtime.Await(ctx, s, func() (struct{}, error) { return struct{}{}, s.Conn().Delete(p, -1) })
+					r.Event(-1, "operator deletes %s: %v", p, err)
 				}
 			}
 			cancel()
