@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
 	"github.com/zkgen/zkgen/runtime/zktest"
@@ -252,4 +255,50 @@ func firstDiff(a, b []string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestServiceRetriesAFailedWrite: a registration whose write fails while
+// its session lives is written again once the write can succeed, with
+// nothing else to wake its keeper. An operator deletes the registration
+// after taking the create permission away from its service's node (a
+// sibling keeps the node, a container, from going): the keeper's create
+// fails (it logs so); the operator gives the permission back, and the
+// registration comes back on the same session with its data.
+func TestServiceRetriesAFailedWrite(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	root := testRoot(t)
+	failed := &logged{substr: "service registration failed", seen: make(chan struct{})}
+	d := runtime.NewServices[svcPayload](runtime.At(root))
+	sessions, _ := runServices(t, ctx, d, srv.Servers(), runtime.WithLogger(slog.New(failed)))
+	s := <-sessions
+	in, err := d.Register(ctx, runtime.ServiceInstance[svcPayload]{Name: "payments", Payload: svcPayload{Zone: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := connect(t, srv.Servers())
+	dir, path := root+"/payments", root+"/payments/"+in.ID
+	if _, err := w.CreatePersistent(ctx, dir+"/sibling"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Conn().SetACL(dir, zk.WorldACL(zk.PermRead|zk.PermDelete|zk.PermAdmin), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.OpsOf(w).Delete(ctx, path, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-failed.seen:
+	case <-ctx.Done():
+		t.Fatal("the registration's create never failed")
+	}
+	if _, err := w.Conn().SetACL(dir, zk.WorldACL(zk.PermAll), -1); err != nil {
+		t.Fatal(err)
+	}
+	m := awaitNode(t, ctx, w, path, "written again", func(_ map[string]any, owner int64, exists bool) bool {
+		return exists && owner == s.ID()
+	})
+	if zoneOf(m) != "a" {
+		t.Fatalf("came back with %v", m["payload"])
+	}
 }
