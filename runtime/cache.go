@@ -170,6 +170,10 @@ type Cache[K comparable, T any] struct {
 	subs    map[*cacheSub[K, T]]struct{}
 	stats   CacheStats
 	gen     uint64 // bumped by each change of the entries (apply)
+	// onApply, if set, is told of each change of the entries, under mu
+	// (an added entry: old nil; a removed one: cur nil). It must not
+	// block nor call the cache. Set before Run (observe).
+	onApply func(old, cur *CacheEntry[K, T])
 }
 
 // NewCache returns a cache of the instances of tmpl: the nodes whose
@@ -237,6 +241,13 @@ func (c *Cache[K, T]) changes() (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.gen, c.err
+}
+
+// observe makes fn the cache's onApply; call it before the first Run.
+func (c *Cache[K, T]) observe(fn func(old, cur *CacheEntry[K, T])) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onApply = fn
 }
 
 // Mode returns how the cache learns of changes now.

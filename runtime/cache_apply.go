@@ -22,6 +22,7 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 		if old != nil {
 			c.mu.Lock()
 			c.removeLocked(old)
+			c.appliedLocked(old, nil)
 			c.emitLocked(entryEvent(CacheRemoved, old))
 			c.mu.Unlock()
 		}
@@ -51,8 +52,16 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 	if e.Err != nil {
 		c.stats.DecodeErrors++
 	}
+	c.appliedLocked(old, e)
 	c.emitLocked(entryEvent(kind, e))
 	return nil
+}
+
+// appliedLocked tells onApply, if set, that old became cur; c.mu is held.
+func (c *Cache[K, T]) appliedLocked(old, cur *CacheEntry[K, T]) {
+	if c.onApply != nil {
+		c.onApply(old, cur)
+	}
 }
 
 // removeLocked removes entry e; c.mu is held.

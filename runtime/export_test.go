@@ -132,3 +132,10 @@ func OpsOf(s *Session) *client.Ops { return opsOf(s) }
 func Await[T any](ctx context.Context, s *Session, fn func() (T, error)) (T, error) {
 	return client.Await(ctx, s, fn)
 }
+
+// ServiceList returns the list of name's enabled instances that d's
+// providers read (shared, not a copy).
+func ServiceList[T any](d *Services[T], name string) []ServiceInstance[T] {
+	l, _ := d.enabled(name)
+	return l
+}

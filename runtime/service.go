@@ -12,7 +12,9 @@ import (
 // Curator's ServiceInstance JSON (service_json.go). A Services value is
 // not bound to a session: its registrations belong to the process and
 // its Run holds them on each session it is given (service_register.go);
-// its finding side reads one Cache of the base (service_find.go).
+// its finding side reads one Cache of the base, or of one service
+// (WithFindOnly), through an index by service name (service_find.go,
+// service_index.go).
 
 // Errors of service discovery.
 var (
@@ -29,6 +31,9 @@ var (
 	// ErrNoInstance means a provider has no instance to give: none is
 	// registered, enabled and not reported down.
 	ErrNoInstance = errors.New("service: no instance")
+	// ErrServiceNotMirrored means a finding method named a service that
+	// a Services value made WithFindOnly does not mirror.
+	ErrServiceNotMirrored = errors.New("service: not mirrored")
 	// ErrServicesRunning means Run was called while another Run of the
 	// same Services value is under way: it runs on one session at a time.
 	ErrServicesRunning = errors.New("service: already running")

@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -14,32 +14,35 @@ import (
 // reflects every change made before the call (Cache.Sync; with no Run,
 // until one runs), or ctx ends (then it returns ctx's error). Instances
 // whose data does not decode are left out (the cache holds them with
-// their error). It writes nothing.
+// their error). It reads the service's own list, kept by name as the
+// cache changes: its cost does not grow with the other services under
+// the base. With WithFindOnly, a name other than the one mirrored gets
+// ErrServiceNotMirrored. It writes nothing.
 func (d *Services[T]) Instances(ctx context.Context, name string) ([]ServiceInstance[T], error) {
-	if d.err != nil {
-		return nil, d.err
+	if err := d.mirrors(name); err != nil {
+		return nil, err
 	}
 	if err := d.cache.Sync(ctx); err != nil {
 		return nil, err
 	}
-	return d.held(name)
+	all, _ := d.index.lists(name)
+	return slices.Clone(all), d.cache.Err()
 }
 
-// held returns the instances of name the cache holds now.
-func (d *Services[T]) held(name string) ([]ServiceInstance[T], error) {
-	snap, err := d.cache.Snapshot()
-	var out []ServiceInstance[T]
-	for _, e := range snap.Entries {
-		if e.Key.Name == name && e.Err == nil {
-			out = append(out, e.Value)
-		}
+// mirrors returns why the cache does not mirror service name, or nil.
+func (d *Services[T]) mirrors(name string) error {
+	switch {
+	case d.err != nil:
+		return d.err
+	case d.only != "" && name != d.only:
+		return fmt.Errorf("%w: %s (only %s is)", ErrServiceNotMirrored, name, d.only)
 	}
-	slices.SortFunc(out, func(a, b ServiceInstance[T]) int { return strings.Compare(a.ID, b.ID) })
-	return out, err
+	return nil
 }
 
 // Names returns the names of the services with at least one instance,
-// sorted, after a Sync of the cache (as Instances).
+// sorted, after a Sync of the cache (as Instances). With WithFindOnly,
+// it is the mirrored service's name, or none.
 func (d *Services[T]) Names(ctx context.Context) ([]string, error) {
 	if d.err != nil {
 		return nil, d.err
@@ -47,13 +50,7 @@ func (d *Services[T]) Names(ctx context.Context) ([]string, error) {
 	if err := d.cache.Sync(ctx); err != nil {
 		return nil, err
 	}
-	snap, err := d.cache.Snapshot()
-	var names []string
-	for _, e := range snap.Entries {
-		names = append(names, e.Key.Name)
-	}
-	slices.Sort(names)
-	return slices.Compact(names), err
+	return d.index.serviceNames(), d.cache.Err()
 }
 
 // ServiceEvent is a change of a service's instances (Changes).
@@ -73,7 +70,7 @@ type ServiceEvent[T any] struct {
 // The channel closes when ctx ends or the cache stops; it blocks nothing.
 func (d *Services[T]) Changes(ctx context.Context, name string) <-chan ServiceEvent[T] {
 	out := make(chan ServiceEvent[T])
-	if d.err != nil {
+	if d.mirrors(name) != nil {
 		close(out)
 		return out
 	}
@@ -145,10 +142,12 @@ func (d *Services[T]) Provider(name string, strategy ProviderStrategy, downFor t
 // Instance returns an instance chosen by the provider's strategy among
 // the available ones (registered, enabled, not reported down), or
 // ErrNoInstance. It does not block: it reads the cache as it is (see
-// Instances to wait for a sync). The service's list is kept until the
-// cache changes: with nothing reported down a lookup copies nothing, and
-// the first lookup after a change builds the list again from the whole
-// cache.
+// Instances to wait for a sync). The service's list is kept until its
+// instances change: with nothing reported down a lookup copies nothing,
+// and the first lookup after a change of the service builds its list
+// again from its own instances (changes of other services leave it).
+// With WithFindOnly, a provider of another name gets
+// ErrServiceNotMirrored.
 func (p *ServiceProvider[T]) Instance() (ServiceInstance[T], error) {
 	all, err := p.available()
 	if err != nil {
@@ -183,10 +182,10 @@ func (p *ServiceProvider[T]) Available() ([]ServiceInstance[T], error) {
 // available is Available without the copy: with nothing reported down
 // it is the service's shared list (read only).
 func (p *ServiceProvider[T]) available() ([]ServiceInstance[T], error) {
-	if p.d.err != nil {
-		return nil, p.d.err
-	}
 	all, err := p.d.enabled(p.name)
+	if all == nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.down) == 0 {
@@ -203,30 +202,16 @@ func (p *ServiceProvider[T]) available() ([]ServiceInstance[T], error) {
 	}), err
 }
 
-// serviceView is the enabled instances of one service, in id order, as
-// the cache held them at its generation gen.
-type serviceView[T any] struct {
-	gen     uint64
-	enabled []ServiceInstance[T]
-}
-
 // enabled returns the enabled instances of service name, in id order,
-// from the cache (no I/O). The list is kept until the cache changes, so
-// that a provider's lookup does not copy and sort the cache each time;
-// it is shared: callers must not change it.
+// from the cache's index (no I/O). The list is kept until the service's
+// instances change, so that a provider's lookup does not copy and sort
+// them each time; it is shared: callers must not change it.
 func (d *Services[T]) enabled(name string) ([]ServiceInstance[T], error) {
-	gen, err := d.cache.changes()
-	d.viewMu.Lock()
-	defer d.viewMu.Unlock()
-	if v := d.views[name]; v != nil && v.gen == gen {
-		return v.enabled, err
+	if err := d.mirrors(name); err != nil {
+		return nil, err
 	}
-	// Read after gen: the list is at least as new as gen says, and a
-	// change in between bumps the generation past it.
-	all, err := d.held(name)
-	all = slices.DeleteFunc(all, func(in ServiceInstance[T]) bool { return in.Disabled })
-	d.views[name] = &serviceView[T]{gen: gen, enabled: all}
-	return all, err
+	_, on := d.index.lists(name)
+	return on, d.cache.Err()
 }
 
 // ReportDown leaves the instance with id out of this provider for its

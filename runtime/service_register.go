@@ -31,9 +31,8 @@ type Services[T any] struct {
 	codec serviceCodec[T]
 	acl   []zk.ACL
 	cache *Cache[ServiceKey, ServiceInstance[T]]
-
-	viewMu sync.Mutex
-	views  map[string]*serviceView[T] // by service name: what providers read
+	index *serviceIndex[T] // the cache's instances by service name
+	only  string           // WithFindOnly's name; "": every service
 
 	mu      sync.Mutex
 	regs    map[ServiceKey]*serviceReg
@@ -66,6 +65,7 @@ type ServicesOption func(*servicesConfig)
 
 type servicesConfig struct {
 	javaClass string
+	only      string
 	acl       []zk.ACL
 	cache     []CacheOption
 }
@@ -91,6 +91,17 @@ func WithServiceCache(opts ...CacheOption) ServicesOption {
 	return func(c *servicesConfig) { c.cache = append(c.cache, opts...) }
 }
 
+// WithFindOnly makes the finding side mirror the service name alone:
+// the cache is of <base>/<name> (Cache's template), so the process holds
+// no instance of another service under the base. Instances, Provider and
+// Changes of another name get ErrServiceNotMirrored (Changes: a channel
+// closed at once); registering works for every name. Default: every
+// service under the base is mirrored. A name that is not one node name
+// makes every method return ErrServiceInvalid.
+func WithFindOnly(name string) ServicesOption {
+	return func(c *servicesConfig) { c.only = name }
+}
+
 // NewServices returns the services under base. It does no I/O: nothing
 // is written or read before Run. If base is invalid, every method
 // returns its error.
@@ -100,21 +111,36 @@ func NewServices[T any](base Path, opts ...ServicesOption) *Services[T] {
 		o(&cfg)
 	}
 	d := &Services[T]{base: base.String(), err: base.Err(), codec: serviceCodec[T]{javaClass: cfg.javaClass},
-		acl: cfg.acl, regs: map[ServiceKey]*serviceReg{}, written: make(chan struct{}), views: map[string]*serviceView[T]{}}
+		acl: cfg.acl, regs: map[ServiceKey]*serviceReg{}, written: make(chan struct{}), index: newServiceIndex[T](),
+		only: cfg.only}
 	if d.err != nil {
 		return d
 	}
-	d.cache, d.err = NewCache(TemplateAt(d.base).Str("name").Str("id"), func(p Params) ServiceKey {
+	tmpl, key := TemplateAt(d.base).Str("name").Str("id"), func(p Params) ServiceKey {
 		return ServiceKey{p.Str(0), p.Str(1)}
-	}, Codec[ServiceInstance[T]](d.codec), cfg.cache...)
+	}
+	if cfg.only != "" {
+		if err := CheckParam(ParamString, cfg.only); err != nil {
+			d.err = fmt.Errorf("%w: %w", ErrServiceInvalid, err)
+			return d
+		}
+		tmpl, key = TemplateAt(d.base+"/"+cfg.only).Str("id"), func(p Params) ServiceKey {
+			return ServiceKey{cfg.only, p.Str(0)}
+		}
+	}
+	d.cache, d.err = NewCache(tmpl, key, Codec[ServiceInstance[T]](d.codec), cfg.cache...)
+	if d.err == nil {
+		d.cache.observe(d.index.applied)
+	}
 	return d
 }
 
 // Base returns the base path: each service is a child of it.
 func (d *Services[T]) Base() string { return d.base }
 
-// Cache returns the cache of the base that Instances, providers and
-// Changes read: every instance of every service under it.
+// Cache returns the cache that Instances, providers and Changes read:
+// every instance of every service under the base, or with WithFindOnly
+// every instance of that service.
 func (d *Services[T]) Cache() *Cache[ServiceKey, ServiceInstance[T]] { return d.cache }
 
 // Register registers inst, as Curator's registerService does: an

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -80,11 +79,7 @@ func discoveryID(i int) string { return fmt.Sprintf("i-%06d", i) }
 
 // discoveryData is an instance's data as Curator's JsonInstanceSerializer
 // writes it (the driver writes the same bytes).
-func discoveryData(id string) []byte {
-	return []byte(`{"name":"` + discoveryService + `","id":"` + id + `","address":"10.0.0.1","port":8080,"sslPort":null,` +
-		`"payload":{"@class":"` + discoveryClass + `","zone":"eu-1"},"registrationTimeUTC":1795910400000,` +
-		`"serviceType":"DYNAMIC","uriSpec":null,"enabled":true}`)
-}
+func discoveryData(id string) []byte { return serviceData(discoveryService, id) }
 
 // discoveryPayload is the typed payload, as the driver's Payload class.
 type discoveryPayload struct {
@@ -95,25 +90,8 @@ type discoveryPayload struct {
 // session of its own (direct to the server) that lives until b ends, and
 // returns the base.
 func discoveryTree(b *testing.B, n int) string {
-	c := gozk(b, zktest.Shared(b, shared, sharedErr).Addr())
 	base := fmt.Sprintf("/bench/discovery-%d-%d", n, seq.Add(1))
-	acl := zk.WorldACL(zk.PermAll)
-	for _, p := range []string{"/bench", base, base + "/" + discoveryService} {
-		if _, err := c.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			b.Fatal(err)
-		}
-	}
-	for i := 0; i < n; i += 1000 {
-		var ops []any
-		for j := i; j < min(n, i+1000); j++ {
-			id := discoveryID(j)
-			ops = append(ops, &zk.CreateRequest{Path: base + "/" + discoveryService + "/" + id, Data: discoveryData(id),
-				Acl: acl, Flags: zk.FlagEphemeral})
-		}
-		if _, err := c.Multi(ops...); err != nil {
-			b.Fatal(err)
-		}
-	}
+	serviceTree(b, base, discoveryService, n)
 	return base
 }
 
