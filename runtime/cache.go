@@ -169,7 +169,6 @@ type Cache[K comparable, T any] struct {
 	runSet  chan struct{} // closed and replaced when run changes
 	subs    map[*cacheSub[K, T]]struct{}
 	stats   CacheStats
-	gen     uint64 // bumped by each change of the entries (apply)
 	// onApply, if set, is told of each change of the entries, under mu
 	// (an added entry: old nil; a removed one: cur nil). It must not
 	// block nor call the cache. Set before Run (observe).
@@ -233,14 +232,6 @@ func (c *Cache[K, T]) Snapshot() (CacheSnapshot[K, T], error) {
 	}
 	slices.SortFunc(snap.Entries, func(a, b CacheEntry[K, T]) int { return strings.Compare(a.Path, b.Path) })
 	return snap, c.err
-}
-
-// changes returns a number that differs whenever the entries have
-// changed since it was last returned, and Snapshot's error.
-func (c *Cache[K, T]) changes() (uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen, c.err
 }
 
 // observe makes fn the cache's onApply; call it before the first Run.

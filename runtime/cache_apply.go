@@ -48,7 +48,6 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 		kind = CacheChanged
 	}
 	c.nodes[path], c.byKey[e.Key] = e, e
-	c.gen++
 	if e.Err != nil {
 		c.stats.DecodeErrors++
 	}
@@ -67,7 +66,6 @@ func (c *Cache[K, T]) appliedLocked(old, cur *CacheEntry[K, T]) {
 // removeLocked removes entry e; c.mu is held.
 func (c *Cache[K, T]) removeLocked(e *CacheEntry[K, T]) {
 	delete(c.nodes, e.Path)
-	c.gen++
 	if c.byKey[e.Key] == e {
 		delete(c.byKey, e.Key)
 	}
