@@ -2,12 +2,14 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgen/zkgen/runtime"
+	"github.com/zkgen/zkgen/runtime/zktest"
 )
 
 // runKindCache runs a kind's cache on s until the test ends.
@@ -107,5 +109,78 @@ func TestElectionCacheStaleAckAndKazoo(t *testing.T) {
 	st, ok := cache.Get("y")
 	if !ok || !st.Leader.Elected || st.Leader.Payload != "py" || len(st.Candidates) != 1 || st.Candidates[0].Node != l.Node() {
 		t.Fatalf("a kazoo election: %+v (ok %v); want py leading, its one candidate %s", st, ok, l.Node())
+	}
+}
+
+// kindCache is what the kinds' caches have in common that their tests
+// use.
+type kindCache[K comparable, V any] interface {
+	Run(ctx context.Context, s *runtime.Session) error
+	Sync(ctx context.Context) error
+	Get(k K) (V, bool)
+	Events(ctx context.Context) <-chan runtime.CacheEvent[K, V]
+}
+
+// awaitKind reads the cache's events until instance k's state (and
+// whether it is there) satisfies ok, then syncs the cache and returns
+// the state; what is short of ok is reported when ctx ends.
+func awaitKind[K comparable, V any](t *testing.T, ctx context.Context, c kindCache[K, V], evs <-chan runtime.CacheEvent[K, V], k K,
+	what string, ok func(v V, there bool) bool) V {
+	t.Helper()
+	for v, there := c.Get(k); !ok(v, there); v, there = c.Get(k) {
+		select {
+		case <-evs:
+		case <-ctx.Done():
+			t.Fatalf("the cache never showed %s: it shows (there %v) %+v", what, there, v)
+		}
+	}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := c.Get(k)
+	return v
+}
+
+// expireKindCache runs c under Supervise through a proxy and returns a
+// function that expires the cache's session, calls meanwhile while the
+// cache has no session (the proxy paused), lets it reconnect and returns
+// once its readers got a Gap and then Synced.
+func expireKindCache[K comparable, V any](t *testing.T, ctx context.Context, srv *zktest.Server, c kindCache[K, V]) (expire func(meanwhile func())) {
+	p := zktest.NewProxy(t, srv.Addr())
+	sessions := make(chan *runtime.Session, 4)
+	runs := make(chan error, 4)
+	go func() {
+		_ = runtime.Supervise(ctx, viaProxy(p), func(ctx context.Context, s *runtime.Session) error {
+			sessions <- s
+			err := c.Run(ctx, s)
+			runs <- err
+			return err
+		}, runtime.WithSessionTimeout(10*time.Second))
+	}()
+	first := <-sessions
+	return func(meanwhile func()) {
+		t.Helper()
+		evs := c.Events(ctx)
+		p.Pause(true)
+		expireViaProxy(t, p, srv.Servers(), first.ID())
+		if err := <-runs; !errors.Is(err, runtime.ErrSessionExpired) {
+			t.Fatalf("Run on the expired session: %v", err)
+		}
+		meanwhile()
+		p.Pause(false)
+		if second := <-sessions; second.ID() == first.ID() {
+			t.Fatal("no new session")
+		}
+		for gap := false; ; {
+			select {
+			case ev := <-evs:
+				gap = gap || ev.Kind == runtime.CacheGap
+				if gap && ev.Kind == runtime.CacheSynced {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no gap then synced after the expiry: %v", ctx.Err())
+			}
+		}
 	}
 }

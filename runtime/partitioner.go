@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +130,21 @@ func (p *Partitioner[T]) membersDir() string { return joinPath(p.dir, partitione
 func (p *Partitioner[T]) ownersDir() string  { return joinPath(p.dir, partitionerOwners) }
 func (p *Partitioner[T]) planPath() string   { return joinPath(p.dir, "assignment") }
 func (p *Partitioner[T]) ownerNode(i int) string {
-	return joinPath(p.ownersDir(), "p-"+strconv.Itoa(i))
+	return joinPath(p.ownersDir(), ownerPrefix+strconv.Itoa(i))
+}
+
+// ownerPrefix starts an owner node's name, which ends with its partition.
+const ownerPrefix = "p-"
+
+// ownerIndex returns the partition of owner node name among n
+// partitions (ownerNode's reverse); false for any other name.
+func ownerIndex(name string, n int) (int, bool) {
+	num, ok := strings.CutPrefix(name, ownerPrefix)
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil || i < 0 || i >= n || strconv.Itoa(i) != num {
+		return 0, false
+	}
+	return i, true
 }
 
 // JoinOption configures a partitioner member (Partitioner.Join).

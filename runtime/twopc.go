@@ -863,31 +863,35 @@ func (t *TwoPhaseCommit[T]) Status(ctx context.Context) (TxStatus, error) {
 	}
 	st.Proposed = true
 	for _, p := range t.parts {
-		v := VoteStatus{Participant: p}
 		data, _, err := opsOf(t.s).Get(ctx, t.votePath(p))
-		switch {
-		case client.IsNoNode(err):
-		case err != nil:
-			return st, err
-		case string(data) == txJoined:
-			v.Joined = true
-		default:
-			v.Vote, _ = parseDecision(data)
-		}
-		if v.Present, err = t.s.Exists(ctx, t.presencePath(p)); err != nil {
+		if err != nil && !client.IsNoNode(err) {
 			return st, err
 		}
-		st.Votes = append(st.Votes, v)
+		present, err := t.s.Exists(ctx, t.presencePath(p))
+		if err != nil {
+			return st, err
+		}
+		st.Votes = append(st.Votes, voteStatus(p, data, present))
 	}
 	data, _, err := opsOf(t.s).Get(ctx, t.decisionPath())
-	switch {
-	case client.IsNoNode(err):
-	case err != nil:
+	if err != nil && !client.IsNoNode(err) {
 		return st, err
-	default:
-		st.Decision, _ = parseDecision(data)
 	}
+	st.Decision, _ = parseDecision(data)
 	return st, nil
+}
+
+// voteStatus is participant p's state from its vote node's data (nil
+// when it has none) and whether its presence node exists: Status's and
+// TwoPCCache's reading of them.
+func voteStatus(p Participant, vote []byte, present bool) VoteStatus {
+	v := VoteStatus{Participant: p, Present: present}
+	if string(vote) == txJoined {
+		v.Joined = true
+	} else {
+		v.Vote, _ = parseDecision(vote)
+	}
+	return v
 }
 
 func (o NodeACL) applyTwoPC(c *twoPCConfig) { o.applyHandle(&c.handleConfig) }
