@@ -35,11 +35,12 @@ var (
 		"twopc":       {"twopc.go"},
 		"config":      {"config.go", "counter.go"},
 		"cache":       {"cache.go", "cache_apply.go", "cache_events.go", "cache_feed.go", "cache_read.go", "cache_run.go"},
-		"kindcache":   {"cache_children.go", "cache_kinds.go", "cache_queue.go", "cache_election.go", "cache_semaphore.go", "cache_lease.go"},
-		"service":     {"service.go", "service_find.go", "service_index.go", "service_json.go", "service_register.go", "service_run.go"},
+		"kindcache": {"cache_children.go", "cache_kinds.go", "cache_queue.go", "cache_election.go", "cache_semaphore.go", "cache_lease.go",
+			"cache_partitioner.go", "cache_twopc.go"},
+		"service": {"service.go", "service_find.go", "service_index.go", "service_json.go", "service_register.go", "service_run.go"},
 	}
 	// below lists, for a family built on another, the families it may use.
-	below = map[string][]string{"partitioner": {"group"}, "kindcache": {"cache", "locks", "group", "barrier", "queues", "election", "lease"}, "service": {"cache"}}
+	below = map[string][]string{"partitioner": {"group"}, "kindcache": {"cache", "locks", "group", "barrier", "queues", "election", "lease", "partitioner", "twopc"}, "service": {"cache"}}
 )
 
 // TestLayersRunOneWay finds, for each file, the package-level names it uses
