@@ -23,6 +23,17 @@ func init() {
 			return args
 		},
 		decls: partitionConsts,
+		cache: &cacheDesc{
+			ctor: "NewPartitionerCache",
+			name: "PartitionerCache",
+			typ: func(r *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "PartitionerCache").Types(key, goType(r.Member))
+			},
+			args: func(r *spec.Resource) []jen.Code { return []jen.Code{jen.Lit(r.Partitions), codecExpr(r.Member)} },
+			mirrors: func(*spec.Resource) string {
+				return "the members in join order and each partition's owner, of each instance that has a member or an owner (runtime.PartitionerState)"
+			},
+		},
 		summary: func(r *spec.Resource) []string {
 			return []string{fmt.Sprintf("%s returns a member handle of the partitioner %s at %s, sharing %d partitions.",
 				r.GoName, r.Name, layout(r), r.Partitions)}

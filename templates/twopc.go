@@ -14,6 +14,17 @@ func init() {
 		handle: func(r *spec.Resource) (string, []jen.Code) { return "TwoPhaseCommit", []jen.Code{goType(r.Payload)} },
 		args:   twoPhaseCommitArgs,
 		decls:  participantConsts,
+		cache: &cacheDesc{
+			ctor: "NewTwoPCCache",
+			name: "TwoPCCache",
+			typ: func(_ *spec.Resource, key jen.Code) jen.Code {
+				return jen.Op("*").Qual(runtimePkg, "TwoPCCache").Types(key)
+			},
+			args: func(r *spec.Resource) []jen.Code { return []jen.Code{participantList(r)} },
+			mirrors: func(*spec.Resource) string {
+				return "the votes and the decision of each transaction proposed (runtime.TxStatus)"
+			},
+		},
 		summary: func(r *spec.Resource) []string {
 			names := make([]string, len(r.Participants))
 			for i, p := range r.Participants {
@@ -47,13 +58,19 @@ func participantConsts(f *jen.File, r *spec.Resource) {
 
 // twoPhaseCommitArgs are the codec, the participants and the notify option.
 func twoPhaseCommitArgs(r *spec.Resource) []jen.Code {
-	list := make([]jen.Code, len(r.Participants))
-	for i, p := range r.Participants {
-		list[i] = jen.Id(p.GoName)
-	}
-	args := []jen.Code{codecExpr(r.Payload), jen.Index().Qual(runtimePkg, "Participant").Values(list...)}
+	args := []jen.Code{codecExpr(r.Payload), participantList(r)}
 	if r.Notify == spec.NotifyCoordinator {
 		args = append(args, jen.Qual(runtimePkg, "WithCoordinatorNotify").Call())
 	}
 	return args
+}
+
+// participantList is the []runtime.Participant of r's participants, in
+// the spec's order.
+func participantList(r *spec.Resource) jen.Code {
+	list := make([]jen.Code, len(r.Participants))
+	for i, p := range r.Participants {
+		list[i] = jen.Id(p.GoName)
+	}
+	return jen.Index().Qual(runtimePkg, "Participant").Values(list...)
 }

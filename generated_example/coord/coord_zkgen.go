@@ -370,6 +370,24 @@ func (c *Client) Deploy(id string) DeployHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/zkgen-example/tx/deploy").Str("id", id), runtime.BytesCodec(), []runtime.Participant{DeployDatabase, DeployCache, DeploySearch}, runtime.WithResourceName("deploy"))
 }
 
+// DeployCache returns a cache of deploy at /zkgen-example/tx/deploy/{id:string}: the votes and the decision of each transaction proposed (runtime.TxStatus), keyed by id, read from memory.
+// It is [runtime.NewTwoPCCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.TwoPCCache] and docs/caches.md.
+func (c *Client) DeployCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.TwoPCCache[string], error) {
+	cache, err := runtime.NewTwoPCCache(runtime.TemplateAt("/zkgen-example/tx/deploy").Str("id"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, []runtime.Participant{DeployDatabase, DeployCache, DeploySearch}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Scheduler returns a candidate in the leader election scheduler at /zkgen-example/election/scheduler.
 //
 // Its methods are [runtime.Election]'s, documented there: what each blocks on, what
@@ -454,6 +472,24 @@ func (c *Client) FlagsCache(ctx context.Context, opts ...runtime.CacheOption) (*
 // ctx cancellation does, what is left in ZooKeeper.
 func (c *Client) Shards() ShardsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/zkgen-example/partitioners/shards"), 64, runtime.JSONCodec[Member](), runtime.WithResourceName("shards"))
+}
+
+// ShardsCache returns a cache of shards at /zkgen-example/partitioners/shards: the members in join order and each partition's owner, of each instance that has a member or an owner (runtime.PartitionerState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewPartitionerCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.PartitionerCache] and docs/caches.md.
+func (c *Client) ShardsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.PartitionerCache[struct{}, Member], error) {
+	cache, err := runtime.NewPartitionerCache(runtime.TemplateAt("/zkgen-example/partitioners/shards"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 64, runtime.JSONCodec[Member](), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // PaymentsName is the name of the service payments in Curator's service discovery.

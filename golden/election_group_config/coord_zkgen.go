@@ -401,6 +401,24 @@ func (c *Client) Release(id string) ReleaseHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/release").Str("id", id), runtime.JSONCodec[Release](), []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb}, runtime.WithResourceName("release"))
 }
 
+// ReleaseCache returns a cache of release at /app/tx/release/{id:string}: the votes and the decision of each transaction proposed (runtime.TxStatus), keyed by id, read from memory.
+// It is [runtime.NewTwoPCCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.TwoPCCache] and docs/caches.md.
+func (c *Client) ReleaseCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.TwoPCCache[string], error) {
+	cache, err := runtime.NewTwoPCCache(runtime.TemplateAt("/app/tx/release").Str("id"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, []runtime.Participant{ReleaseAPI, ReleaseWorker, ReleaseBillingDb}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // The participants of the two-phase commit migrate.
 const (
 	MigratePrimaryDb runtime.Participant = "primary_db"
@@ -416,6 +434,24 @@ const (
 // decision ([runtime.WithCoordinatorNotify]).
 func (c *Client) Migrate(n int) MigrateHandle {
 	return runtime.NewTwoPhaseCommit(c.sess, runtime.At("/app/tx/migrate").Int("n", n), runtime.BytesCodec(), []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, runtime.WithCoordinatorNotify(), runtime.WithResourceName("migrate"))
+}
+
+// MigrateCache returns a cache of migrate at /app/tx/migrate/{n:int}: the votes and the decision of each transaction proposed (runtime.TxStatus), keyed by n, read from memory.
+// It is [runtime.NewTwoPCCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.TwoPCCache] and docs/caches.md.
+func (c *Client) MigrateCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.TwoPCCache[int], error) {
+	cache, err := runtime.NewTwoPCCache(runtime.TemplateAt("/app/tx/migrate").Int("n"), func(p runtime.Params) int {
+		return p.Int(0)
+	}, []runtime.Participant{MigratePrimaryDb, MigrateReplicaDb}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // PrimaryHandle is the interface of the handle Primary returns ([runtime.ElectionHandle]), for fakes in tests.

@@ -59,6 +59,24 @@ func (c *Client) Shards() ShardsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/app/partitioners/shards"), 64, runtime.JSONCodec[Node](), runtime.WithResourceName("shards"))
 }
 
+// ShardsCache returns a cache of shards at /app/partitioners/shards: the members in join order and each partition's owner, of each instance that has a member or an owner (runtime.PartitionerState), keyed by struct{}{} (one instance), read from memory.
+// It is [runtime.NewPartitionerCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.PartitionerCache] and docs/caches.md.
+func (c *Client) ShardsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.PartitionerCache[struct{}, Node], error) {
+	cache, err := runtime.NewPartitionerCache(runtime.TemplateAt("/app/partitioners/shards"), func(p runtime.Params) struct{} {
+		return struct{}{}
+	}, 64, runtime.JSONCodec[Node](), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
+}
+
 // Partitions of the partitioner regions, by name.
 const (
 	// RegionsEu is partition eu (0) of regions.
@@ -77,6 +95,24 @@ const (
 // characters makes every method return [runtime.ErrInvalidPath].
 func (c *Client) Regions(tenant string) RegionsHandle {
 	return runtime.NewPartitioner(c.sess, runtime.At("/app/partitioners/regions").Str("tenant", tenant), 3, runtime.StringCodec(), runtime.WithPartitionNames("eu", "us", "asia"), runtime.WithResourceName("regions"))
+}
+
+// RegionsCache returns a cache of regions at /app/partitioners/regions/{tenant:string}: the members in join order and each partition's owner, of each instance that has a member or an owner (runtime.PartitionerState), keyed by tenant, read from memory.
+// It is [runtime.NewPartitionerCache]'s cache with opts, run on c's session by a goroutine of its
+// own, which drops the error [runtime.Cache.Run] returns when ctx or the session ends
+// (or the cache stops); under Run, make a new cache in fn. Each call sets a watch and loads
+// every instance: make one per resource and keep it. See [runtime.PartitionerCache] and docs/caches.md.
+func (c *Client) RegionsCache(ctx context.Context, opts ...runtime.CacheOption) (*runtime.PartitionerCache[string, string], error) {
+	cache, err := runtime.NewPartitionerCache(runtime.TemplateAt("/app/partitioners/regions").Str("tenant"), func(p runtime.Params) string {
+		return p.Str(0)
+	}, 3, runtime.StringCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = cache.Run(ctx, c.sess)
+	}()
+	return cache, nil
 }
 
 // ShardsHandle is the interface of the handle Shards returns ([runtime.PartitionerHandle]), for fakes in tests.
