@@ -59,8 +59,8 @@ func partitionerShows(t *testing.T, ctx context.Context, cache *runtime.Partitio
 		t.Fatalf("the cache shows\n%+v\nOwners reads\n%+v", got, want)
 	}
 	for k, m := range st.Members {
-		if m.Err != nil || m.Session != sessions[m.Value].ID() || m.Node != as[m.Value].Node() {
-			t.Fatalf("member %d: %+v; want node %s of session %#x", k, m, as[m.Value].Node(), sessions[m.Value].ID())
+		if m.Err != nil || m.Session != sessions[m.Value].ID() || m.Node != as[m.Value].Node() || m.Czxid <= 0 || k > 0 && m.Czxid <= st.Members[k-1].Czxid {
+			t.Fatalf("member %d: %+v; want node %s of session %#x, created after the member before", k, m, as[m.Value].Node(), sessions[m.Value].ID())
 		}
 	}
 	for _, m := range members {
