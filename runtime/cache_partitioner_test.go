@@ -167,3 +167,40 @@ func TestPartitionerCacheOwners(t *testing.T) {
 	}
 	awaitKind(t, ctx, cache, evs, "x", "no instance once every member left", func(_ runtime.PartitionerState[string], there bool) bool { return !there })
 }
+
+// A partitioner's cache reads the owner nodes as Owners does: an owner
+// node names its member, one naming no member held is no owner, and
+// children of owners/ that are no partition's (p-8 of 8, p-03, others)
+// are left out; Unowned lists the partitions left (docs/partitioner.md,
+// what the cache mirrors).
+func TestPartitionerCacheReadsOwnerNodes(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s, w := connect(t, srv.Servers()), connect(t, srv.Servers())
+	root := testRoot(t)
+	const m1, m2 = "_c_0-member-0000000001", "_c_0-member-0000000002"
+	put(t, w, map[string]string{
+		root + "/y/members/" + m2: "second", root + "/y/members/" + m1: "first", root + "/y/members/other": "no member",
+		root + "/y/owners/p-1": m2, root + "/y/owners/p-2": m1, root + "/y/owners/p-5": "_c_9-member-0000000009",
+		root + "/y/owners/p-8": m1, root + "/y/owners/p-03": m1, root + "/y/owners/q-4": m1,
+	})
+	cache, err := runtime.NewPartitionerCache(runtime.TemplateAt(root).Str("name"), func(p runtime.Params) string { return p.Str(0) }, 8, runtime.StringCodec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKindCache(t, cache.Run, s)
+	if err := cache.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want, err := runtime.NewPartitioner(w, runtime.At(root).Str("name", "y"), 8, runtime.StringCodec()).Owners(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := cache.Get("y")
+	if !ok || !reflect.DeepEqual(st.Owners(), want) || !reflect.DeepEqual(st.Owner, []int{-1, 1, 0, -1, -1, -1, -1, -1}) {
+		t.Fatalf("the cache shows (ok %v) %+v; Owners reads %+v; want owners [-1 1 0 -1 ...]", ok, st.Owners(), want)
+	}
+	if got := st.Unowned(); !slices.Equal(got, []int{0, 3, 4, 5, 6, 7}) {
+		t.Fatalf("unowned %v; want [0 3 4 5 6 7]", got)
+	}
+}
