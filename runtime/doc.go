@@ -220,10 +220,13 @@ package runtime
 //	cache_election.go  ElectionCache: an election's acknowledged leader and its candidates
 //	cache_semaphore.go SemaphoreCache: a semaphore's lease holders and waiters, both layouts
 //	cache_lease.go     TTLLeaseCache: a lease set's held slots, renewals and expiries
+//	cache_partitioner.go PartitionerCache: a partitioner's members and each partition's owner
+//	cache_twopc.go     TwoPCCache: each transaction's votes and decision
 //	service.go         service discovery in Curator's layout: its names and errors
 //	service_register.go  Services: registrations that follow the process
 //	service_run.go     Run: the registrations held on a session, the base mirrored
 //	service_find.go    Instances, Provider and its strategies, Changes
+//	service_index.go   the instances kept by service name, for lookups per name
 //	service_json.go    Curator's ServiceInstance JSON
 //
 // Long-running services (Supervise is the client layer's):
