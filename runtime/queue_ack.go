@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -59,13 +60,11 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 	if err := d.finish(); err != nil {
 		return err
 	}
-	// Only the claim's holder deletes a claimed item, so a retry that finds
-	// it gone finds the lost attempt's doing (DeleteAll). Retried while the
-	// session lives (not for the retry policy's ten attempts): only this
-	// session's end can make the claim go, so an outage it outlives must
-	// not fail the Ack (TestAckQueueEnsembleFailover failed so, 8 s
-	// without quorum on a loaded machine).
-	sent, err := opsOf(d.q.s).DeleteAll(client.UntilSessionEnds(ctx), d.node, d.claim, d.q.attemptsPath(d.claim))
+	// Retried while the session lives (not for the retry policy's ten
+	// attempts): only this session's end can make the claim go, so an
+	// outage it outlives must not fail the Ack (TestAckQueueEnsembleFailover
+	// failed so, 8 s without quorum on a loaded machine).
+	sent, err := d.q.ackMarked(client.UntilSessionEnds(ctx), d)
 	switch {
 	case err == nil:
 		return nil
@@ -79,6 +78,121 @@ func (d *Delivery[T]) Ack(ctx context.Context) (err error) {
 		return fmt.Errorf("queue %s: %w (%w)", d.node, ErrClaimLost, err)
 	}
 	return client.OpError("ack", d.node, err)
+}
+
+// ackMarked deletes d's item, claim and attempts node in one multi that
+// also creates a marker of this Ack (and deletes an earlier Ack's, see
+// ackMarks). After a connection loss the marker, not the item, tells
+// whether the multi happened: the item may be gone by another consumer's
+// Ack, when an operator deleted this one's claim and the item was claimed
+// anew (the search's reap-ackqueue workload found both Acks reporting
+// success, seed 135108343). ErrNoNode for the item, claim or attempts
+// node is returned: the claim is lost. sent reports whether an attempt
+// was sent at all.
+func (q *queue[T]) ackMarked(ctx context.Context, d *Delivery[T]) (sent bool, err error) {
+	marker := q.newMarker()
+	old := q.acks.pop()
+	err = opsOf(q.s).RetryUncertain(ctx, client.UncertainWrite{Op: "ack", Path: d.node,
+		Attempt: func(int) (client.Outcome, error) {
+			if err := q.s.Err(); err != nil {
+				return client.OutcomeKnown, err // nothing is sent on an ended session
+			}
+			ops := []any{
+				&zk.DeleteRequest{Path: d.node, Version: -1},
+				&zk.DeleteRequest{Path: d.claim, Version: -1},
+				&zk.DeleteRequest{Path: q.attemptsPath(d.claim), Version: -1},
+				&zk.CreateRequest{Path: marker, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)},
+			}
+			if old != "" {
+				ops = append(ops, &zk.DeleteRequest{Path: old, Version: -1})
+			}
+			sent = true
+			res, err := client.AwaitOn(ctx, q.s, d.node, func() ([]zk.MultiResponse, error) { return opsOf(q.s).ConnMulti(ops...) })
+			switch i, _ := client.FailedOp(res); {
+			case err == nil:
+				return client.OutcomeKnown, nil
+			case IsRecoverable(err):
+				return client.OutcomeHidden, err
+			case i == 3 && errors.Is(err, zk.ErrNoNode): // no marker directory yet
+				if err := opsOf(q.s).EnsurePath(ctx, q.acl, joinPath(q.dir, marksDir)); err != nil {
+					return client.OutcomeKnown, err
+				}
+				return client.OutcomeResend, nil
+			case i == 4 && errors.Is(err, zk.ErrNoNode):
+				old = "" // gone already: its session ended, or an operator's delete
+				return client.OutcomeResend, nil
+			}
+			return client.OutcomeKnown, err
+		},
+		Settle: func(ctx context.Context) (client.Outcome, error) {
+			found, err := q.findMarker(ctx, marker)
+			switch {
+			case err != nil:
+				return client.OutcomeKnown, err
+			case found:
+				return client.OutcomeKnown, nil
+			}
+			return client.OutcomeResend, nil
+		},
+	})
+	switch {
+	case err == nil:
+		q.acks.push(q, marker)
+		return sent, nil
+	case ctx.Err() != nil && q.s.Err() == nil:
+		q.dropMarker(marker) // the multi may have made it
+	}
+	if old != "" {
+		q.acks.push(q, old)
+	}
+	return sent, err
+}
+
+// ackMarks are the markers of a machine's Acks that succeeded, each waiting
+// to be deleted by the multi of a later Ack (one per Ack), or after
+// markerLinger on its own: a busy consumer spends no request on them, an
+// idle one keeps none. A pool, not a side's one marker (lingering): a
+// consumer acks while it takes the next item, and acks concurrently.
+type ackMarks struct {
+	mu    sync.Mutex
+	paths []string
+	timer *time.Timer
+}
+
+// pop takes a pending marker for an Ack's multi to delete; "" if none.
+func (a *ackMarks) pop() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.paths)
+	if n == 0 {
+		return ""
+	}
+	p := a.paths[n-1]
+	a.paths = a.paths[:n-1]
+	return p
+}
+
+// push makes path pending and arms its deletion after markerLinger.
+func (a *ackMarks) push(q interface{ dropMarker(string) }, path string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.paths = append(a.paths, path)
+	if a.timer == nil {
+		a.timer = time.AfterFunc(markerLinger, func() { a.flush(q) })
+	} else {
+		a.timer.Reset(markerLinger)
+	}
+}
+
+// flush deletes every pending marker in the background.
+func (a *ackMarks) flush(q interface{ dropMarker(string) }) {
+	a.mu.Lock()
+	paths := a.paths
+	a.paths = nil
+	a.mu.Unlock()
+	for _, p := range paths {
+		q.dropMarker(p)
+	}
 }
 
 // Release gives the item back without consuming it, and the delivery

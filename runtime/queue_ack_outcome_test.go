@@ -18,21 +18,9 @@ import (
 // ErrClaimLost, and the item was never delivered again.) It reports the
 // session's end instead.
 func TestAckQueueAckLostReplyThenExpiry(t *testing.T) {
-	srv := server(t)
-	dir := testRoot(t)
 	ctx := testCtx(t, time.Minute)
-	a := newFaulty(t, srv)
-	sb := connect(t, srv.Servers())
-	qa := runtime.NewAckQueue(a.s, runtime.At(dir), runtime.JSONCodec[job]())
-	qb := runtime.NewAckQueue(sb, runtime.At(dir), runtime.JSONCodec[job]())
-	if err := qb.Put(ctx, job{N: 1}); err != nil {
-		t.Fatal(err)
-	}
-	da, err := qa.Take(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = a.inject(t, ctx, srv, zktest.OpMulti, cutThenExpire, nil, func() error { return da.Ack(ctx) })
+	srv, _, a, _, qb, da := claimedByA(t, ctx)
+	err := a.inject(t, ctx, srv, zktest.OpMulti, cutThenExpire, nil, func() error { return da.Ack(ctx) })
 	if n, lerr := qb.Len(ctx); lerr != nil || n != 0 {
 		t.Fatalf("Len = %d, %v; want 0: the Ack's multi reached the server", n, lerr)
 	}

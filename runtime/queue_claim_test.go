@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -15,21 +17,10 @@ import (
 // alive, holds it (seen in TestSoak, seed 1795393159586285507: "delivered to
 // w3.1 while w4.1, whose session is alive, holds it").
 func TestAckQueueReleaseRetryKeepsOthersClaim(t *testing.T) {
-	srv := server(t)
-	dir := testRoot(t)
 	ctx := testCtx(t, time.Minute)
-	a := newFaulty(t, srv)
-	sb := connect(t, srv.Servers())
-	qa := runtime.NewAckQueue(a.s, runtime.At(dir), runtime.JSONCodec[job]())
-	qb := runtime.NewAckQueue(sb, runtime.At(dir), runtime.JSONCodec[job]())
-	if err := qa.Put(ctx, job{N: 1}); err != nil {
-		t.Fatal(err)
-	}
-	da, err := qa.Take(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, dir, a, sb, qb, da := claimedByA(t, ctx)
 	var db *runtime.Delivery[job]
+	var err error
 	err = a.inject(t, ctx, srv, zktest.OpDelete, cutThenWrite, func() {
 		// A's claim is gone on the server and A does not know it yet:
 		// B claims the item under the same name.
@@ -51,4 +42,62 @@ func TestAckQueueReleaseRetryKeepsOthersClaim(t *testing.T) {
 	if err := db.Ack(ctx); err != nil {
 		t.Fatalf("B's Ack = %v", err)
 	}
+}
+
+// An operator may delete a claim by hand to free the item of a stuck
+// consumer; the stuck consumer's Ack then returns ErrClaimLost, also when
+// it is retried after a connection loss (docs/queues.md). Here A's Ack is
+// lost before it reaches the server, and while A reconnects the item is
+// freed, taken by B and acked: A's retry finds the item gone, which its
+// own lost attempt did not do. Found by the search's reap-ackqueue
+// workload (seed 135108343): A's Ack returned nil, the item acked twice.
+func TestAckQueueAckRetryAfterHandFreedItemAcked(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	_, dir, a, sb, qb, da := claimedByA(t, ctx)
+	a.p.Pause(true) // hold A's reconnection
+	fired := a.p.CutBeforeRequest(zktest.OpMulti)
+	got := make(chan error, 1)
+	go func() { got <- da.Ack(ctx) }()
+	select {
+	case <-fired:
+	case <-ctx.Done():
+		t.Fatal("A's Ack never reached the proxy")
+	}
+	for _, c := range childrenOf(t, sb, dir+"/claims") { // the operator frees the item
+		if err := sb.Conn().Delete(dir+"/claims/"+c, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := qb.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ack(ctx); err != nil {
+		t.Fatalf("B's Ack = %v", err)
+	}
+	a.p.Pause(false)
+	if err := <-got; !errors.Is(err, runtime.ErrClaimLost) {
+		t.Fatalf("A's Ack after B acked the item = %v, want ErrClaimLost", err)
+	}
+}
+
+// claimedByA sets up an item claimed by consumer A, whose session runs
+// through a faulty proxy, beside a plain consumer B: the server, the
+// queue's path, A, B's session and queue handle, and A's delivery.
+func claimedByA(t *testing.T, ctx context.Context) (*zktest.Server, string, faultyClient, *runtime.Session, *runtime.AckQueue[job], *runtime.Delivery[job]) {
+	t.Helper()
+	srv := server(t)
+	dir := testRoot(t)
+	a := newFaulty(t, srv)
+	sb := connect(t, srv.Servers())
+	qa := runtime.NewAckQueue(a.s, runtime.At(dir), runtime.JSONCodec[job]())
+	qb := runtime.NewAckQueue(sb, runtime.At(dir), runtime.JSONCodec[job]())
+	if err := qb.Put(ctx, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	da, err := qa.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, dir, a, sb, qb, da
 }

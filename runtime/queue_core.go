@@ -51,6 +51,8 @@ type queue[T any] struct {
 	prod producer
 	cons consumer
 
+	acks ackMarks // markers of this machine's Acks (queue_ack.go)
+
 	pb *prefetchBuf[T] // prefetched items, served first; shared by the session's handles of the queue (queue_prefetch.go)
 
 	pool *machinePool[*queue[T]] // the session's machines of this queue; nil for a priority queue's level

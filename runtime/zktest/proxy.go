@@ -72,9 +72,10 @@ type Proxy struct {
 }
 
 type reqTrigger struct {
-	op    int32
-	fired chan struct{}
-	hold  bool // keep the connection open, replies dropped (HoldRepliesAfterRequest)
+	op     int32
+	fired  chan struct{}
+	hold   bool // keep the connection open, replies dropped (HoldRepliesAfterRequest)
+	before bool // cut without forwarding the request (CutBeforeRequest)
 }
 
 type byteTrigger struct {
@@ -150,6 +151,19 @@ func (p *Proxy) CutAll() {
 // connection is cut. Several triggers may be armed; each fires once.
 func (p *Proxy) CutAfterRequest(opcode int32) <-chan struct{} {
 	t := &reqTrigger{op: opcode, fired: make(chan struct{})}
+	p.mu.Lock()
+	p.reqTrig = append(p.reqTrig, t)
+	p.mu.Unlock()
+	return t.fired
+}
+
+// CutBeforeRequest arms a one-shot fault: the next client request with the
+// given opcode on any connection is dropped, and that connection is cut on
+// both sides. The server never sees the request, but the client cannot
+// tell this from a reply lost after it (CutAfterRequest). The returned
+// channel is closed once the connection is cut.
+func (p *Proxy) CutBeforeRequest(opcode int32) <-chan struct{} {
+	t := &reqTrigger{op: opcode, fired: make(chan struct{}), before: true}
 	p.mu.Lock()
 	p.reqTrig = append(p.reqTrig, t)
 	p.mu.Unlock()
@@ -717,6 +731,11 @@ func (c *proxyConn) forward(dst net.Conn, ch chunk, toClient bool) bool {
 			c.cutXid.Store(ch.xid)
 			c.cutting.Store(true)
 		}
+	}
+	if trig != nil && trig.before {
+		c.close()
+		close(trig.fired)
+		return false
 	}
 	if !c.write(dst, ch.data, toClient) {
 		if trig != nil {

@@ -187,7 +187,9 @@ func (s *Ops) RetryUncertain(ctx context.Context, w UncertainWrite) error {
 			s.metrics.retried(Normal)
 			continue
 		}
-		last := n >= s.policy.attempts()
+		// Under UntilSessionEnds there is no bound: the session's end
+		// or ctx's ends the loop.
+		last := n >= s.policy.attempts() && ctx.Value(settlingKey{}) == nil
 		if last && w.Settle == nil {
 			return w.giveUp(n, err)
 		}

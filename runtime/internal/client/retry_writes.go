@@ -74,8 +74,10 @@ func (s *Ops) SetVersion(ctx context.Context, path string, data []byte, version 
 // DeleteAll deletes paths, at any version, in one multi, retrying
 // recoverable errors. ErrNoNode for the first path after an attempt whose
 // reply was lost counts as success (the lost attempt deleted them all), so
-// the first path must be one no other session deletes meanwhile, such as
-// a claimed item. ErrNoNode for a later path, with the first still there,
+// the first path must be one whose deletion by another meanwhile makes no
+// difference to the caller (its own claim, a dead letter being discarded).
+// An at-least-once Ack, for which it would, settles by a marker instead.
+// ErrNoNode for a later path, with the first still there,
 // is returned: that node went by another's hand, as does ErrNoNode at the
 // first attempt. sent reports whether an
 // attempt was sent at all: when the session ends after one was, the
