@@ -608,7 +608,7 @@ func configSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
-	close(done)
+	stopAfterInstant(done)
 	rwg.Wait()
 	if ctx.Err() != nil {
 		r.Stall("the writers did not finish")
@@ -1054,7 +1054,7 @@ func prefetchQueueSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
-	close(done)
+	stopAfterInstant(done)
 	cwg.Wait()
 
 	// Quiet: the consumers' sessions close (giving their buffers back),
@@ -1316,7 +1316,7 @@ func deadLetterSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
-	close(done)
+	stopAfterInstant(done)
 	cwg.Wait()
 
 	// Quiet: the consumers end (their claims with them); one consumer

@@ -281,7 +281,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		}()
 	}
 	wg.Wait()
-	close(done)
+	stopAfterInstant(done)
 	cwg.Wait()
 	stopOperator()
 
