@@ -321,18 +321,18 @@ func (pq *prioQueue[T]) wait(ctx context.Context) error {
 			level, chans = append(level, i), append(chans, w)
 		}
 	}
-	switch i, _, _ := reflect.Select(cases); i {
-	case 0:
-		return ctx.Err()
-	case 1:
-		return pq.s.Err()
-	default:
-		// A watch of that level fired (its channel yields nothing
-		// twice): the level is looked at again, and sets fresh watches.
-		pq.fired(level[i], chans[i-2])
-		pq.armed[level[i]] = nil
-		return nil
+	i, _, _ := reflect.Select(cases)
+	// Every watch ready at this instant is taken, in level order, not the
+	// one Select picked at random (see queue.waitOpen). A watch that fired
+	// (its channel yields nothing twice) has its level looked at again,
+	// which sets fresh watches.
+	for j, w := range chans {
+		if j+2 == i || ready(w) {
+			pq.fired(level[j+2], w)
+			pq.armed[level[j+2]] = nil
+		}
 	}
+	return ended(ctx, pq.s)
 }
 
 // lock takes the handle's consumer mutex.

@@ -153,20 +153,37 @@ func (q *queue[T]) dueItems(ctx context.Context) (int, error) {
 	timer := time.NewTimer(time.Until(time.UnixMilli(c.cache[c.pos].due)))
 	defer timer.Stop()
 	defer q.flushWhileWaiting()()
+	var changed, claims bool
 	select {
 	case <-timer.C:
 	case <-c.watch:
-		c.cache, c.pos, c.watch = nil, 0, nil
+		changed = true
 	case <-claimsW:
-		if err := q.refreshBusy(ctx); err != nil {
-			return 0, err
-		}
+		claims = true
 	case <-ctx.Done():
-		return 0, ctx.Err()
 	case <-q.s.Done():
-		return 0, q.s.Err()
+	}
+	// Every change ready at this instant is taken (see waitOpen).
+	changed = ready(c.watch) || changed
+	claims = ready(claimsW) || claims
+	if changed {
+		c.cache, c.pos, c.watch = nil, 0, nil
+	}
+	if err := ended(ctx, q.s); err != nil {
+		return 0, err
+	}
+	if claims {
+		return 0, q.refreshBusy(ctx)
 	}
 	return 0, nil
+}
+
+// ended is ctx's error, or else the session's end, or nil.
+func ended(ctx context.Context, s *Session) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Err()
 }
 
 // takeCached takes up to n items of the cached listing, at most once or at
@@ -402,20 +419,35 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 	defer q.flushWhileWaiting()()
 	stuck, stop := q.stuckChunks()
 	defer stop()
+	var dw, claims, held bool
 	select {
 	case <-listWatch:
 	case <-c.dw:
-		c.dw = nil
+		dw = true
 	case <-claimsW:
-		if err := q.refreshBusy(ctx); err != nil {
-			return err
-		}
+		claims = true
 	case <-stuck:
-		q.unspread()
+		held = true
 	case <-ctx.Done():
-		return ctx.Err()
 	case <-q.s.Done():
-		return q.s.Err()
+	}
+	// Every change ready at this instant is taken, in one order, not the
+	// one select picked at random: the rest would be found on the next
+	// pass, with requests of their own, so a seed's replay would make other
+	// requests (docs/reliability.md, "How deterministic a replay is").
+	if ready(c.dw) || dw {
+		c.dw = nil
+	}
+	claims = ready(claimsW) || claims
+	held = ready(stuck) || held
+	if err := ended(ctx, q.s); err != nil {
+		return err
+	}
+	if held {
+		q.unspread()
+	}
+	if claims {
+		return q.refreshBusy(ctx)
 	}
 	return nil
 }
