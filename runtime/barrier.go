@@ -276,10 +276,18 @@ func (d *DoubleBarrier) complete(ctx context.Context) ([]byte, error) {
 	return nil, nil
 }
 
-// lock serialises Enter and Leave; it gives up when ctx ends.
+// lock serialises Enter and Leave; it gives up when ctx ends. A free
+// mutex is taken even when ctx has ended, not left to select's random
+// pick: a Leave with an ended ctx still deletes its node (see Leave), and
+// a seed's replay takes the same branch.
 func (d *DoubleBarrier) lock(ctx context.Context) error {
 	if d.err != nil {
 		return d.err
+	}
+	select {
+	case d.mu <- struct{}{}:
+		return nil
+	default:
 	}
 	select {
 	case d.mu <- struct{}{}:

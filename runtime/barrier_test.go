@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -227,4 +228,34 @@ func TestDoubleBarrierEnterCancel(t *testing.T) {
 	// is removed in the background, right after Enter returned: it goes
 	// (or the test's deadline fails it).
 	waitChildren(t, ctx, s, dir, 0)
+}
+
+// Leave with a ctx that ended before the call still leaves: its node is
+// deleted (the participant has left, it only does not wait for the
+// others) and ctx's error is returned. Twenty times: before, the handle's
+// mutex and the ended ctx were a random pick, and about half the Leaves
+// returned at once, the node kept.
+func TestDoubleBarrierLeaveEndedCtxDeletesNode(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s := connect(t, srv.Servers())
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	for i := range 20 {
+		dir := fmt.Sprintf("%s/%d", testRoot(t), i)
+		d := runtime.NewDoubleBarrier(s, runtime.At(dir), 2)
+		o := runtime.NewDoubleBarrier(connect(t, srv.Servers()), runtime.At(dir), 2)
+		both := make(chan error, 1)
+		go func() { both <- o.Enter(ctx) }()
+		if err := d.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-both; err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Leave(ended); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Leave with an ended ctx = %v, want context.Canceled", err)
+		}
+		waitChildren(t, ctx, s, dir, 2) // o's node and "ready": d's is gone
+	}
 }

@@ -229,17 +229,6 @@ func (f *follower[T]) takeReady() error {
 	return nil
 }
 
-// ready receives from ch if it can without waiting (a closed channel is
-// always ready).
-func ready[E any](ch <-chan E) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // forward calls fn when w fires, unless the loop ended first.
 func (f *follower[T]) forward(w <-chan zk.Event, fn func()) {
 	go func() {

@@ -335,17 +335,8 @@ func (pq *prioQueue[T]) wait(ctx context.Context) error {
 	return ended(ctx, pq.s)
 }
 
-// lock takes the handle's consumer mutex.
-func (pq *prioQueue[T]) lock(ctx context.Context) error {
-	select {
-	case pq.mu <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-pq.s.Done():
-		return pq.s.Err()
-	}
-}
+// lock takes the handle's consumer mutex (acquire).
+func (pq *prioQueue[T]) lock(ctx context.Context) error { return acquire(ctx, pq.s, pq.mu) }
 
 // length sums the items of every level.
 func (pq *prioQueue[T]) length(ctx context.Context) (int, error) {

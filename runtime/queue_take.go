@@ -178,14 +178,6 @@ func (q *queue[T]) dueItems(ctx context.Context) (int, error) {
 	return 0, nil
 }
 
-// ended is ctx's error, or else the session's end, or nil.
-func ended(ctx context.Context, s *Session) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.Err()
-}
-
 // takeCached takes up to n items of the cached listing, at most once or at
 // least once. It returns no item and no error when every candidate was
 // lost to other consumers.
@@ -419,6 +411,16 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 	defer q.flushWhileWaiting()()
 	stuck, stop := q.stuckChunks()
 	defer stop()
+	return q.waitChange(ctx, listWatch, claimsW, stuck)
+}
+
+// waitChange waits for a change of the open bucket the consumer waits on
+// (see waitOpen), and takes every change ready at that instant, in one
+// order, not the one select picked at random: the rest would be found on
+// the next pass, with requests of their own, so a seed's replay would make
+// other requests (docs/reliability.md, "How deterministic a replay is").
+func (q *queue[T]) waitChange(ctx context.Context, listWatch, claimsW <-chan zk.Event, stuck <-chan time.Time) error {
+	c := &q.cons
 	var dw, claims, held bool
 	select {
 	case <-listWatch:
@@ -431,10 +433,6 @@ func (q *queue[T]) waitOpen(ctx context.Context, bp string, listWatch <-chan zk.
 	case <-ctx.Done():
 	case <-q.s.Done():
 	}
-	// Every change ready at this instant is taken, in one order, not the
-	// one select picked at random: the rest would be found on the next
-	// pass, with requests of their own, so a seed's replay would make other
-	// requests (docs/reliability.md, "How deterministic a replay is").
 	if ready(c.dw) || dw {
 		c.dw = nil
 	}

@@ -46,6 +46,25 @@ type Session = client.Session
 // says.
 func opsOf(s *Session) *client.Ops { return client.OpsOf(s) }
 
+// ready receives from ch if it can without waiting (a closed channel is
+// always ready).
+func ready[E any](ch <-chan E) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// ended is ctx's error, or else the session's end, or nil.
+func ended(ctx context.Context, s *Session) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Err()
+}
+
 // Option configures Connect.
 type Option = client.Option
 
