@@ -142,6 +142,8 @@ var foundNondeterministic = []struct{ recipe, config, cause string }{
 		"a consumer's wait took the one change select picked among several ready (4 to 5 histories in 30)"},
 	{"queue-prefetch", "seed=764337939,procs=4,ops=30,rate=0.03,chaos=4",
 		"a Take with an ended ctx on an ended session took the free mutex or the end, select's pick (2 histories in 20)"},
+	{"ackqueue-delay", "seed=366098203,procs=4,ops=30,rate=0.03,chaos=4",
+		"an item's due time and the Take's deadline came at one instant, and the wait woke by either timer first (2 histories in 20)"},
 }
 
 func TestSimFoundSeedsReplay(t *testing.T) {

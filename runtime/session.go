@@ -57,10 +57,17 @@ func ready[E any](ch <-chan E) bool {
 	}
 }
 
-// ended is ctx's error, or else the session's end, or nil.
+// ended is ctx's error, or else the session's end, or nil. A deadline
+// that has come counts as ended although ctx's own timer may not have
+// fired yet: timers due at one instant (ctx's, and a delay queue's item
+// due then) fire in any order, and a wait woken by the other must decide
+// as if ctx's had fired first, so that a seed's replay decides alike.
 func ended(ctx context.Context, s *Session) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
 	}
 	return s.Err()
 }
