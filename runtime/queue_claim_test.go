@@ -101,3 +101,18 @@ func claimedByA(t *testing.T, ctx context.Context) (*zktest.Server, string, faul
 	}
 	return srv, dir, a, sb, qb, da
 }
+
+// An Ack's marker lingers only until the handle's next Ack or a moment
+// later (docs/queues.md): a handle that acks and then idles keeps no node
+// under <dir>/marks while its session lives.
+func TestAckQueueIdleHandleKeepsNoAckMarker(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	_, dir, a, sb, _, da := claimedByA(t, ctx)
+	if err := da.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitChildren(t, ctx, sb, dir+"/marks", 0)
+	if err := a.s.Err(); err != nil {
+		t.Fatalf("A's session ended (%v): its markers went with it, proving nothing", err)
+	}
+}
