@@ -81,16 +81,7 @@ func TestCacheSessionExpiry(t *testing.T) {
 	root := testRoot(t)
 	put(t, w, map[string]string{root + "/a": "1", root + "/b": "1"})
 	c := newStrCache(t, runtime.TemplateAt(root).Str("k"))
-	sessions := make(chan *runtime.Session, 4)
-	runs := make(chan error, 4)
-	go func() {
-		_ = runtime.Supervise(ctx, viaProxy(p), func(ctx context.Context, s *runtime.Session) error {
-			sessions <- s
-			err := c.Run(ctx, s)
-			runs <- err
-			return err
-		}, runtime.WithSessionTimeout(10*time.Second))
-	}()
+	sessions, runs := superviseVia(ctx, p, c.Run)
 	first := <-sessions
 	requireContents(t, ctx, c, map[string]string{root + "/a": "1", root + "/b": "1"})
 	log := record(t, c)
@@ -341,4 +332,21 @@ func TestCacheOneShotWatchesOnce(t *testing.T) {
 	if n := c.Stats().Watches; n != 7 {
 		t.Errorf("%d watches after a change and a creation, want 7 (a's again, the base's again, d's)", n)
 	}
+}
+
+// superviseVia runs run under Supervise, through p, with a session
+// timeout of 10 s, until ctx ends: the sessions it is given and what each
+// of its runs returned, in order.
+func superviseVia(ctx context.Context, p *zktest.Proxy, run func(context.Context, *runtime.Session) error) (<-chan *runtime.Session, <-chan error) {
+	sessions := make(chan *runtime.Session, 4)
+	runs := make(chan error, 4)
+	go func() {
+		_ = runtime.Supervise(ctx, viaProxy(p), func(ctx context.Context, s *runtime.Session) error {
+			sessions <- s
+			err := run(ctx, s)
+			runs <- err
+			return err
+		}, runtime.WithSessionTimeout(10*time.Second))
+	}()
+	return sessions, runs
 }

@@ -147,16 +147,7 @@ func awaitKind[K comparable, V any](t *testing.T, ctx context.Context, c kindCac
 // once its readers got a Gap and then Synced.
 func expireKindCache[K comparable, V any](t *testing.T, ctx context.Context, srv *zktest.Server, c kindCache[K, V]) (expire func(meanwhile func())) {
 	p := zktest.NewProxy(t, srv.Addr())
-	sessions := make(chan *runtime.Session, 4)
-	runs := make(chan error, 4)
-	go func() {
-		_ = runtime.Supervise(ctx, viaProxy(p), func(ctx context.Context, s *runtime.Session) error {
-			sessions <- s
-			err := c.Run(ctx, s)
-			runs <- err
-			return err
-		}, runtime.WithSessionTimeout(10*time.Second))
-	}()
+	sessions, runs := superviseVia(ctx, p, c.Run)
 	first := <-sessions
 	return func(meanwhile func()) {
 		t.Helper()
