@@ -126,8 +126,18 @@ func TestPartitionerFence(t *testing.T) {
 				events = append(events, fmt.Sprintf(format, args...))
 			}
 			pb := runtime.NewPartitioner(connect(t, srv.Servers()), dir, n, runtime.StringCodec())
+			// The member publishes a partition to Owned before it calls
+			// its acquired hook (partitioner_member.go, acquired): the
+			// check below waits for the hooks (CI saw it run first once).
+			hooked := make(chan int, n)
 			opts := []runtime.JoinOption{runtime.WithRebalanceDelay(0),
-				runtime.WithPartitionHooks(func(i int) { event("acquired %d", i) }, nil)}
+				runtime.WithPartitionHooks(func(i int) {
+					event("acquired %d", i)
+					select {
+					case hooked <- i:
+					default: // more than n: the check counts n
+					}
+				}, nil)}
 			if fenced {
 				opts = append(opts, runtime.WithPartitionFence(func(ctx context.Context, i int, token int64) error {
 					if pb.Owns(i) || pb.Token(i) != 0 {
@@ -174,6 +184,13 @@ func TestPartitionerFence(t *testing.T) {
 			}
 			if accepted != 0 {
 				t.Errorf("with the fence %d of %d stale writes were accepted after the new owner got the partition", accepted, n)
+			}
+			for range n {
+				select {
+				case <-hooked:
+				case <-ctx.Done():
+					t.Fatal("the acquired hooks were not all called")
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
