@@ -26,7 +26,13 @@
 // Defaults suit tests: tickTime 200ms so sessions may be as short as 400ms
 // (see WithTickTime, WithSessionTimeouts), a 128 MiB heap (WithHeapMB), a
 // 60s start-up deadline (WithStartTimeout). A server starts in about half a
-// second, a three-server ensemble in a second or two.
+// second, a three-server ensemble in a second or two. An ensemble's members
+// bring a rejoining server up to date with a snapshot
+// (zookeeper.forceSnapshotSync), not a diff: ZooKeeper 3.8.0's diff sync
+// loses transactions on servers killed and restarted under load. When an
+// ensemble test fails, the members' own reports of a state that diverged
+// from the leader's ("First digest mismatch", "Unexpected extra paths") are
+// printed after their log tails.
 //
 // # One server for a whole package
 //

@@ -63,6 +63,9 @@ func StartEnsemble(tb testing.TB, n int, opts ...Option) *Ensemble {
 			for i, m := range e.all() {
 				tb.Logf("zktest: log tail of ensemble server %d %s (%s):\n%s", i, m.Addr(), m.LogPath(), m.LogTail(25))
 			}
+			if d := e.diverged(); len(d) > 0 {
+				tb.Logf("zktest: ZOOKEEPER DIVERGED: a server's state was not the leader's (its own log says so), so this failure may be ZooKeeper's:\n%s", strings.Join(d, "\n"))
+			}
 		}
 		if err := e.Close(); err != nil {
 			tb.Errorf("zktest: %v", err)

@@ -339,6 +339,17 @@ func (s *Server) spawn() error {
 	if s.cfg.quorumFaults && !s.standalone {
 		args = append(args, "-Dzookeeper.fastleader.maxNotificationInterval="+strconv.FormatInt(rejoinInterval(s.cfg.tick).Milliseconds(), 10))
 	}
+	if !s.standalone && s.mainClass == quorumMain {
+		// A leader brings a learner that rejoins up to date with a
+		// snapshot, not with a diff of its transaction log: ZooKeeper
+		// 3.8.0's diff sync loses or misapplies transactions when servers
+		// are killed and restarted under load (a server kept nodes the
+		// leader had deleted, and logged "First digest mismatch"; see
+		// docs/reliability.md), which no client can make up for. Later
+		// releases fixed it (ZOOKEEPER-4394, -4643, -4646, -4785); this is
+		// the path diff sync skipped.
+		args = append(args, "-Dzookeeper.forceSnapshotSync=true")
+	}
 	if s.cfg.reconfig && s.mainClass == quorumMain {
 		args = append(args, superDigestArg())
 	}
