@@ -134,7 +134,8 @@ func TestSimReplaysOneHistory(t *testing.T) {
 // foundNondeterministic are seeds that once replayed to several
 // histories on one processor, each kept with its cause, now removed: each
 // must replay to one history (determinismRuns times on one processor and
-// on two) in TestSimFoundSeedsReplay.
+// on two, unless its workload is in notYetDeterministic from two) in
+// TestSimFoundSeedsReplay.
 var foundNondeterministic = []struct{ recipe, config, cause string }{
 	{"queue-fifo", "seed=777000,procs=4,ops=30,rate=0.03,chaos=4",
 		"the workload's done closed at the instant a consumer checked it (2 histories in 20)"},
@@ -144,6 +145,12 @@ var foundNondeterministic = []struct{ recipe, config, cause string }{
 		"a Take with an ended ctx on an ended session took the free mutex or the end, select's pick (2 histories in 20)"},
 	{"ackqueue-delay", "seed=366098203,procs=4,ops=30,rate=0.03,chaos=4",
 		"an item's due time and the Take's deadline came at one instant, and the wait woke by either timer first (2 histories in 20)"},
+	{"service", "seed=208124332,procs=3,ops=8,rate=0.03,chaos=4",
+		"a keeper's turn to send on a connection that closed at that instant, its session ending with it, was a step or none (2 to 4 histories in 20)"},
+	{"cache", "seed=711540130,procs=4,ops=30,rate=0.03,chaos=4",
+		"a cache's turn to send on a connection closed at that instant, its session ending with it, was a step or none (2 to 3 histories in 20)"},
+	{"ensemble-partitioner", "seed=630750258,procs=3,ops=4,rate=0.02,chaos=4",
+		"a member told lost listed the partitions its releasing hooks had ended at that instant, or not (2 histories in 20)"},
 }
 
 func TestSimFoundSeedsReplay(t *testing.T) {
@@ -159,6 +166,10 @@ func TestSimFoundSeedsReplay(t *testing.T) {
 			}
 			w := selectWorkloads(t, []string{f.recipe})[0]
 			for _, procs := range determinismProcs() {
+				if !w.search().Deterministic(procs) {
+					t.Logf("not deterministic yet on %d processors: %s", procs, notYetDeterministic[w.name].why)
+					continue
+				}
 				prev := goruntime.GOMAXPROCS(procs)
 				first := runOnce(t, w, cfg).History()
 				for range n - 1 {

@@ -757,13 +757,15 @@ func partitionerSearch(r *searchRun) {
 				if err != nil {
 					continue
 				}
-				open := map[int]time.Time{} // partition -> acting since
+				open := map[int]time.Time{}  // partition -> acting since
+				ended := map[int]time.Time{} // partition -> acting until
 				var omu sync.Mutex
 				stop := func(i int) {
 					omu.Lock()
 					defer omu.Unlock()
 					if at, ok := open[i]; ok {
 						delete(open, i)
+						ended[i] = time.Now()
 						mu.Lock()
 						acts = append(acts, act{who: m, part: i, start: at, end: time.Now()})
 						mu.Unlock()
@@ -788,10 +790,21 @@ func partitionerSearch(r *searchRun) {
 				}
 				// Told lost, or leaving: every partition it still acts on
 				// ends now (a releasing hook after the fact changes nothing).
+				// Those its releasing hooks ended at this very instant are
+				// listed too: the loss wakes the hooks and this goroutine
+				// together, and which runs first is the scheduler's pick
+				// (ensemble-partitioner seed=630750258 listed [4 5 6] or
+				// [] on one processor).
 				omu.Lock()
 				var still []int
+				now := time.Now()
 				for i := range open {
 					still = append(still, i)
+				}
+				for i, at := range ended {
+					if at.Equal(now) {
+						still = append(still, i)
+					}
 				}
 				slices.Sort(still) // the history the same on a replay
 				omu.Unlock()

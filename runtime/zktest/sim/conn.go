@@ -121,7 +121,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		for _, f := range out {
-			if !c.srv.turnOf(keyWrite+c.key, func() string { return describeFrame(f) }) {
+			if !c.srv.turnOf(&turn{key: keyWrite + c.key, what: func() string { return describeFrame(f) }}) {
 				c.close()
 				return
 			}

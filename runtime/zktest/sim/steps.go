@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing/synctest"
 )
 
@@ -71,6 +72,7 @@ type turn struct {
 	since uint64 // the steps taken when it arrived
 	key   string
 	what  func() string // what it is, for the step log (nil: its key says)
+	gone  *atomic.Bool  // a client's turn to send: set once its connection is closed
 	go_   chan struct{} // closed: its turn
 }
 
@@ -99,15 +101,16 @@ func (s *Server) Steps() uint64 {
 // not stepped); false: the server closed meanwhile, and the step is not
 // to be taken. Never called under a lock: every goroutine must be able to
 // block while it waits.
-func (s *Server) turn(key string) bool { return s.turnOf(key, nil) }
+func (s *Server) turn(key string) bool { return s.turnOf(&turn{key: key}) }
 
-// turnOf is turn for a step that what describes in the step log.
-func (s *Server) turnOf(key string, what func() string) bool {
+// turnOf waits for the turn of step t (its key, and what or gone if set);
+// see turn.
+func (s *Server) turnOf(t *turn) bool {
 	st := s.steps
 	if st == nil {
 		return true
 	}
-	t := &turn{key: key, what: what, go_: make(chan struct{})}
+	t.go_ = make(chan struct{})
 	st.mu.Lock()
 	t.since = st.taken
 	st.waiting = append(st.waiting, t)
@@ -132,6 +135,24 @@ func (s *Server) stepLoop() {
 	for {
 		synctest.Wait()
 		st.mu.Lock()
+		// Turns to send on connections closed since they were asked for
+		// are no steps: nothing will be sent. They are let go together,
+		// and the next step waits until what they do is over.
+		var gone []*turn
+		st.waiting = slices.DeleteFunc(st.waiting, func(t *turn) bool {
+			if t.gone != nil && t.gone.Load() {
+				gone = append(gone, t)
+				return true
+			}
+			return false
+		})
+		if len(gone) > 0 {
+			st.mu.Unlock()
+			for _, t := range gone {
+				close(t.go_)
+			}
+			continue
+		}
 		var next *turn
 		if len(st.waiting) > 0 {
 			i := 0
@@ -178,14 +199,29 @@ func byTurn(a, b *turn) int {
 // scheduler ran them, so that a replay sends what the run sent.
 type clientEnd struct {
 	net.Conn
-	srv *Server
-	key string // the connection's key (connKey)
+	srv    *Server
+	key    string      // the connection's key (connKey)
+	closed atomic.Bool // the client closed its end
+}
+
+// Close closes the client's end.
+func (c *clientEnd) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 // SendTurn waits for the turn of the goroutine standing at place to send
-// its next request: a step of the server's; false: the server closed.
+// its next request: a step of the server's; false: the server closed. On
+// a connection its client has closed, by the time it asks or by the time
+// its turn would come, it takes no step: nothing can be sent on it, and
+// whether a goroutine woken as the connection was lost asks before its
+// session ends or after (the end may come with the loss, at the same
+// instant) would otherwise put a step in the history of some runs only.
 func (c *clientEnd) SendTurn(place string) bool {
-	return c.srv.turn(keySend + c.key + " " + place)
+	if c.closed.Load() {
+		return true
+	}
+	return c.srv.turnOf(&turn{key: keySend + c.key + " " + place, gone: &c.closed})
 }
 
 // DialerFor returns DialContext for the client named client: on a stepped
@@ -277,7 +313,7 @@ func (c *conn) execSteps() {
 			in.take(true)
 			continue
 		}
-		if !c.srv.turnOf(keyRequest+c.key, in.describe) {
+		if !c.srv.turnOf(&turn{key: keyRequest + c.key, what: in.describe}) {
 			return
 		}
 		if f := in.take(false); f != nil && !c.srv.handle(c, f) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/zkgen/zkgen/runtime"
@@ -50,7 +52,7 @@ func (w *Session) Get(ctx context.Context) (*runtime.Session, error) {
 	dial := srv.DialerFor(fmt.Sprintf("p%d.%d", w.who, w.n))
 	s, err := runtime.Connect(ctx, srv.Hosts(), runtime.WithDialer(dial),
 		runtime.WithResolver(srv.LookupHost), runtime.WithSessionTimeout(4*time.Second),
-		runtime.WithLogger(slog.New(slog.DiscardHandler)), w.seed)
+		runtime.WithLogger(w.logger()), w.seed)
 	if err != nil && ctx.Err() == nil {
 		// Connect fails at once when a server's name resolves to nothing
 		// (it left and has not joined again): the process tries again a
@@ -97,4 +99,33 @@ func (r *Run) Crash(who int, w *Session) {
 	r.srv.Isolate(w.s.ID(), true)
 	w.crashed = append(w.crashed, w.s)
 	w.s = nil
+}
+
+// logger is the logger of the process's sessions: none, or with
+// ZKGEN_SIM_LOGS set (to find why two replays differ), every record down
+// to debug as a line of the history.
+func (w *Session) logger() *slog.Logger {
+	if os.Getenv("ZKGEN_SIM_LOGS") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(historyWriter{w.run, w.who}, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{} // the history has the virtual time
+			}
+			return a
+		},
+	}))
+}
+
+// historyWriter writes each log line as an event of process who.
+type historyWriter struct {
+	run *Run
+	who int
+}
+
+func (h historyWriter) Write(p []byte) (int, error) {
+	h.run.Event(h.who, "log %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
