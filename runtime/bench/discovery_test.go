@@ -160,20 +160,9 @@ func add(a, b zktest.Counts) zktest.Counts {
 func zkgenDiscovery(b *testing.B, base string, n int) discoveryFigures {
 	p, _ := setup(b)
 	w := gozk(b, p.Target())
-	d := runtime.NewServices[discoveryPayload](runtime.At(base))
 	ctx, cancel := context.WithCancel(context.Background())
-	gate, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = runtime.Supervise(ctx, []string{p.Addr()}, func(ctx context.Context, s *runtime.Session) error {
-			select { // the first run waits for the clock
-			case <-gate:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			return d.Run(ctx, s)
-		}, runtime.WithSessionTimeout(10*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
-	}()
+	gate := make(chan struct{})
+	d, done := superviseServices(ctx, p, base, gate)
 	defer func() { cancel(); <-done }()
 	var f discoveryFigures
 	last := p.Counts()
@@ -197,6 +186,27 @@ func zkgenDiscovery(b *testing.B, base string, n int) discoveryFigures {
 		checkAvailable(b, pr, r, false)
 	}
 	return f
+}
+
+// superviseServices starts a runtime.Services of base run by
+// runtime.Supervise through p, as docs/service.md has it, whose first run
+// waits until gate is closed (the clock's start); done is closed once
+// Supervise has returned (after ctx ends).
+func superviseServices(ctx context.Context, p *zktest.Proxy, base string, gate <-chan struct{}) (d *runtime.Services[discoveryPayload], done <-chan struct{}) {
+	d = runtime.NewServices[discoveryPayload](runtime.At(base))
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		_ = runtime.Supervise(ctx, []string{p.Addr()}, func(ctx context.Context, s *runtime.Session) error {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return d.Run(ctx, s)
+		}, runtime.WithSessionTimeout(10*time.Second), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	}()
+	return d, ch
 }
 
 // zkgenLookups warms pr up, then counts its lookups for discoveryLookups.
@@ -256,20 +266,9 @@ func instancesSeen(ctx context.Context, d *runtime.Services[discoveryPayload]) <
 // reader's counts in that time.
 func zkgenRegistration(b *testing.B, p *zktest.Proxy, w *zk.Conn, seen <-chan string, base string, r int, create bool) (time.Duration, zktest.Counts) {
 	b.Helper()
-	id := fmt.Sprintf("c-%06d", r)
-	path, want := base+"/"+discoveryService+"/"+id, "-"+id
 	last := p.Counts()
 	t0 := time.Now()
-	var err error
-	if create {
-		want = "+" + id
-		_, err = w.Create(path, discoveryData(id), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-	} else {
-		err = w.Delete(path, -1)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	want := writeChange(b, w, base, r, create)
 	timeout := time.After(peerWait)
 	for {
 		select {
@@ -281,6 +280,28 @@ func zkgenRegistration(b *testing.B, p *zktest.Proxy, w *zk.Conn, seen <-chan st
 			b.Fatalf("%s not seen within %v", want, peerWait)
 		}
 	}
+}
+
+// writeChange registers (create) or removes the r-th change's instance
+// c-<r> through w, and returns what a Changes stream says of it: "+c-<r>"
+// or "-c-<r>" (see instancesSeen).
+func writeChange(b *testing.B, w *zk.Conn, base string, r int, create bool) string {
+	b.Helper()
+	id := fmt.Sprintf("c-%06d", r)
+	path := base + "/" + discoveryService + "/" + id
+	var err error
+	if create {
+		_, err = w.Create(path, discoveryData(id), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	} else {
+		err = w.Delete(path, -1)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if create {
+		return "+" + id
+	}
+	return "-" + id
 }
 
 // checkAvailable checks that the provider gives the r-th change's

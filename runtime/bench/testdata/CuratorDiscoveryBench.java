@@ -20,7 +20,8 @@
 // it (or no longer does), as its listener finds in getInstances. The
 // provider does not expose its cache: the listener is added to it by
 // reflection (its field cache), to learn of the change without polling.
-// On an error it prints "error <message>" and exits 1.
+// On an error it prints "error <message>" and exits 1. With mode=fanout it
+// is the driver of BenchmarkDiscoveryFanout instead (see Fanout).
 //
 // Arguments (key=value): zk (the reader's connect string: the counting
 // proxy), path (the discovery base), nodes, changes, lookup_ms, writer_zk.
@@ -28,8 +29,11 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -80,9 +84,12 @@ public final class CuratorDiscoveryBench {
             }
             opt.put(a.substring(0, eq), a.substring(eq + 1));
         }
-        CuratorDiscoveryBench b = new CuratorDiscoveryBench(opt);
         try {
-            b.run();
+            if ("fanout".equals(opt.get("mode"))) {
+                new Fanout(opt).run();
+            } else {
+                new CuratorDiscoveryBench(opt).run();
+            }
         } catch (Throwable e) {
             fail(e.toString());
         }
@@ -116,30 +123,43 @@ public final class CuratorDiscoveryBench {
         return c;
     }
 
+    /** A round of the protocol: r counts from 0; it returns {ns, n}. */
+    interface Round {
+        long[] run(int r) throws Exception;
+    }
+
+    /**
+     * rounds runs n rounds of the line protocol (ready, go, done) and then
+     * waits for quit; it returns early on quit or the end of input.
+     */
+    static void rounds(int n, Round round) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (int r = 0; r < n; r++) {
+            System.out.println("ready");
+            System.out.flush();
+            String line = in.readLine();
+            if (line == null || line.equals("quit")) {
+                return;
+            }
+            if (!line.equals("go")) {
+                throw new IllegalArgumentException("expected go, got " + line);
+            }
+            long[] res = round.run(r);
+            System.out.println("done ns=" + res[0] + " n=" + res[1]);
+            System.out.flush();
+        }
+        for (String line; (line = in.readLine()) != null && !line.equals("quit");) {
+            // wait for the benchmark to finish with us
+        }
+    }
+
     private void run() throws Exception {
         reader = connect(opt.get("zk"));
         writer = connect(opt.getOrDefault("writer_zk", opt.get("zk")));
         int changes = Integer.parseInt(opt.getOrDefault("changes", "100"));
         warm();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try {
-            for (int r = 0; r < 2 + 2 * changes; r++) {
-                System.out.println("ready");
-                System.out.flush();
-                String line = in.readLine();
-                if (line == null || line.equals("quit")) {
-                    return;
-                }
-                if (!line.equals("go")) {
-                    throw new IllegalArgumentException("expected go, got " + line);
-                }
-                long[] res = r == 0 ? load() : r == 1 ? lookups() : change((r - 2) / 2 + 1, r % 2 == 0);
-                System.out.println("done ns=" + res[0] + " n=" + res[1]);
-                System.out.flush();
-            }
-            for (String line; (line = in.readLine()) != null && !line.equals("quit");) {
-                // wait for the benchmark to finish with us
-            }
+            rounds(2 + 2 * changes, r -> r == 0 ? load() : r == 1 ? lookups() : change((r - 2) / 2 + 1, r % 2 == 0));
         } finally {
             if (provider != null) {
                 provider.close();
@@ -253,6 +273,165 @@ public final class CuratorDiscoveryBench {
             }
             wantID = null;
             return new long[] {seenAt - t0, 1};
+        }
+    }
+
+    /**
+     * Fanout is the driver of BenchmarkDiscoveryFanout (mode=fanout): k
+     * clients, each a CuratorFramework of its own (its own session) with a
+     * ServiceDiscovery and a ServiceProvider built as above, and the time
+     * until every one of them has a registration (or no longer has it).
+     * Rounds: 1. the load: connect the k clients and start their providers,
+     * n = k; then 2 x changes rounds, alternately a registration of c-<r>
+     * and its removal by the writer's own session, timed until the last
+     * client's cache holds it (or no longer does), as a listener on each
+     * provider's cache (added by reflection) finds in its getInstances.
+     * Arguments: zk, path, clients, changes, writer_zk.
+     */
+    static final class Fanout {
+        /** A change awaited: every client's cache must show id present (or absent). */
+        private static final class Want {
+            final String id;
+            final boolean present;
+            final boolean[] seen;
+            final CountDownLatch left;
+            volatile long lastAt;
+
+            Want(String id, boolean present, int clients) {
+                this.id = id;
+                this.present = present;
+                this.seen = new boolean[clients];
+                this.left = new CountDownLatch(clients);
+            }
+        }
+
+        /** One client: its own session, discovery, provider and the provider's cache. */
+        private final class Client {
+            final int idx;
+            final CuratorFramework c;
+            ServiceDiscovery<Payload> discovery;
+            ServiceProvider<Payload> provider;
+            ServiceCache<Payload> cache;
+
+            Client(int idx, CuratorFramework c) {
+                this.idx = idx;
+                this.c = c;
+            }
+
+            @SuppressWarnings("unchecked")
+            void start() throws Exception {
+                discovery = ServiceDiscoveryBuilder.builder(Payload.class).client(c).basePath(base).build();
+                discovery.start();
+                provider = discovery.serviceProviderBuilder().serviceName(SERVICE)
+                        .providerStrategy(new RoundRobinStrategy<>()).build();
+                provider.start();
+                Field f = ServiceProviderImpl.class.getDeclaredField("cache");
+                f.setAccessible(true);
+                cache = (ServiceCache<Payload>) f.get(provider);
+                cache.addListener(new ServiceCacheListener() {
+                    public void cacheChanged() {
+                        seen(Client.this);
+                    }
+
+                    public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                });
+            }
+
+            void close() throws Exception {
+                if (provider != null) {
+                    provider.close();
+                }
+                if (discovery != null) {
+                    discovery.close();
+                }
+                c.close();
+            }
+        }
+
+        private final Map<String, String> opt;
+        private final String base;
+        private final List<Client> clients = new ArrayList<>();
+        private CuratorFramework writer;
+        private volatile Want want; // the change awaited, null between rounds
+
+        private Fanout(Map<String, String> opt) {
+            this.opt = opt;
+            this.base = opt.get("path");
+        }
+
+        void run() throws Exception {
+            writer = connect(opt.getOrDefault("writer_zk", opt.get("zk")));
+            int k = Integer.parseInt(opt.getOrDefault("clients", "1"));
+            int changes = Integer.parseInt(opt.getOrDefault("changes", "50"));
+            Client w = new Client(-1, connect(opt.get("zk"))); // warm: classes and JIT out of the timed load
+            w.start();
+            for (int i = 0; i < 1000; i++) {
+                w.provider.getInstance();
+            }
+            w.close();
+            try {
+                rounds(1 + 2 * changes, r -> r == 0 ? load(k) : change((r - 1) / 2 + 1, r % 2 == 1));
+            } finally {
+                for (Client c : clients) {
+                    c.close();
+                }
+                writer.close();
+            }
+        }
+
+        private long[] load(int k) throws Exception {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < k; i++) {
+                Client c = new Client(i, connect(opt.get("zk")));
+                clients.add(c);
+                c.start();
+            }
+            return new long[] {System.nanoTime() - t0, clients.size()};
+        }
+
+        /** seen marks c as having seen the wanted change, if its cache shows it. */
+        private void seen(Client c) {
+            Want w = want;
+            if (w == null) {
+                return;
+            }
+            boolean has = false;
+            for (ServiceInstance<Payload> in : c.cache.getInstances()) {
+                has = has || in.getId().equals(w.id);
+            }
+            if (has != w.present) {
+                return;
+            }
+            synchronized (w) {
+                if (w.seen[c.idx]) {
+                    return;
+                }
+                w.seen[c.idx] = true;
+                if (w.left.getCount() == 1) {
+                    w.lastAt = System.nanoTime();
+                }
+                w.left.countDown();
+            }
+        }
+
+        /** change registers (add) or removes c-<idx> and waits until every client's cache shows it. */
+        private long[] change(int idx, boolean add) throws Exception {
+            String id = String.format("c-%06d", idx);
+            String path = base + "/" + SERVICE + "/" + id;
+            Want w = new Want(id, add, clients.size());
+            want = w;
+            long t0 = System.nanoTime();
+            if (add) {
+                writer.create().withMode(CreateMode.EPHEMERAL).forPath(path, data(id));
+            } else {
+                writer.delete().forPath(path);
+            }
+            if (!w.left.await(TIMEOUT_S, TimeUnit.SECONDS)) {
+                throw new IllegalStateException((add ? "registration " : "removal ") + id + " not seen by " + w.left.getCount()
+                        + " clients after " + TIMEOUT_S + "s");
+            }
+            want = null;
+            return new long[] {w.lastAt - t0, clients.size()};
         }
     }
 }
