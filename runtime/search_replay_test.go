@@ -62,6 +62,10 @@ var notYetDeterministic = map[string]nondeterminism{
 	// 2 histories in 20 runs on two processors (2026-11-29), parting as
 	// reap-election's do.
 	"reap-service": {2, "the operator's delete after a cut connection reconnects in that step or the next"},
+	// 2 histories in 30 runs on two processors (2026-11-29, on the code
+	// before the back-off keys by place too), with a CPU-bound search
+	// beside it: the operator's reconnection after a cut, as reap-election's.
+	"reap-rwlock": {2, "the operator's next request after a cut connection asks its turn before the handshake's reply or after"},
 }
 
 // nondeterminism is what is left to chance in a workload.
@@ -149,6 +153,8 @@ var foundNondeterministic = []struct{ recipe, config, cause string }{
 		"a keeper's turn to send on a connection that closed at that instant, its session ending with it, was a step or none (2 to 4 histories in 20)"},
 	{"cache", "seed=711540130,procs=4,ops=30,rate=0.03,chaos=4",
 		"a cache's turn to send on a connection closed at that instant, its session ending with it, was a step or none (2 to 3 histories in 20)"},
+	{"ensemble-ackqueue", "seed=935622194,procs=4,ops=30,rate=0.03,chaos=4",
+		"two retry loops started at one instant (a marker's delete, a claim's release) took their back-off keys in the scheduler's order (4 histories in 20)"},
 	{"ensemble-partitioner", "seed=630750258,procs=3,ops=4,rate=0.02,chaos=4",
 		"a member told lost listed the partitions its releasing hooks had ended at that instant, or not (2 histories in 20)"},
 }

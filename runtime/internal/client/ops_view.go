@@ -34,9 +34,16 @@ func (o *Ops) Backoff(key uint64, n int) time.Duration {
 	return o.policy.delay(n, o.rand, key<<8^uint64(n))
 }
 
-// BackoffKey returns a key for a loop that backs off (Backoff): a new
-// one each call.
-func (o *Ops) BackoffKey() uint64 { return o.rand.NewKey() }
+// BackoffKey returns a key for a loop that backs off (Backoff), started
+// where the caller stands: with a seeded Rand (a simulation) the same on
+// every run for the same place and the same count of loops started there
+// (Rand.KeyAt); without one, 0 (the jitter is the system's).
+func (o *Ops) BackoffKey() uint64 {
+	if o.rand == nil {
+		return 0
+	}
+	return o.rand.KeyAt(callerPlace())
+}
 
 // ReadOnly reports whether the session may connect to a read-only server
 // (WithReadOnly).

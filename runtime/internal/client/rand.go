@@ -2,6 +2,7 @@ package client
 
 import (
 	crand "crypto/rand"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,8 @@ import (
 type Rand struct {
 	mu           sync.Mutex
 	r            *rand.Rand
-	seed, stream uint64 // Int64NFor's
-	keys         atomic.Uint64
+	seed, stream uint64            // Int64NFor's
+	places       map[string]uint64 // KeyAt's: the keys given at each place, under mu
 }
 
 // WithRandomSeed makes the sessions opened with this option draw their
@@ -39,13 +40,27 @@ func newRand(seed, n uint64) *Rand {
 	return &Rand{r: rand.New(rand.NewPCG(seed, n)), seed: seed, stream: n}
 }
 
-// NewKey returns a key for Int64NFor: a new one each call, in the order
-// of the calls.
-func (r *Rand) NewKey() uint64 {
+// KeyAt returns a key for Int64NFor for a loop that starts where place
+// names (a goroutine's stack, see callerPlace): the k-th loop to start at
+// place gets the same key on every run of one binary, whatever loops
+// started elsewhere meanwhile. NewKey's keys follow the order the loops
+// start in, which for goroutines started at one instant (a marker's
+// delete and a claim's release, both failed by one cut) is the
+// scheduler's: they swapped their back-offs from run to run.
+func (r *Rand) KeyAt(place string) uint64 {
 	if r == nil {
 		return 0
 	}
-	return r.keys.Add(1)
+	r.mu.Lock()
+	if r.places == nil {
+		r.places = map[string]uint64{}
+	}
+	r.places[place]++
+	k := r.places[place]
+	r.mu.Unlock()
+	h := fnv.New64a()
+	h.Write([]byte(place))
+	return h.Sum64() ^ k*0x9e3779b97f4a7c15
 }
 
 // Int64NFor returns a number in [0, n) drawn for key alone: the same for
