@@ -25,6 +25,7 @@ import (
 //	                    prefixes ("queue" selects queue-fifo, ...); all if empty
 //	ZKGEN_SIM_STEPS     put every step of the server in the history
 //	ZKGEN_SIM_HISTORIES a directory: a replay writes each distinct history there
+//	ZKGEN_SIM_LOGS      put each process's session logs (debug level) in the history
 
 // workload is one recipe's search: a simsearch.Workload (search), with
 // what only the recipes' workloads use.
