@@ -99,6 +99,7 @@ type spread struct {
 	over     map[string]int64 // others' chunk claims it waited chunkWait for (overstayed), until they go: name -> creation zxid (0: not read yet)
 	linger   *time.Timer      // releases own after claimLinger
 	lingers  bool             // linger is armed
+	lingerAt time.Time        // when the armed linger is due
 }
 
 // spreadCands picks the candidates of a spread consumer's take (up to n)
@@ -514,6 +515,11 @@ func (q *queue[T]) dropOwn(claim string) {
 
 // lingerOwn arms the release of the consumer's chunk claim claimLinger from
 // now, when a Take ends with one; a Take stops it first (stopLinger).
+// Called with the consumer's mutex held. The timer's release happens only
+// once the armed time has come: a Take that ends, and arms it again, at
+// the instant an earlier arming falls due would otherwise release the
+// claim or keep it as Go ran the two (ackqueue-dead seed=316678853, two
+// histories).
 func (q *queue[T]) lingerOwn() {
 	sp := &q.cons.spread
 	if sp.own == "" {
@@ -527,7 +533,7 @@ func (q *queue[T]) lingerOwn() {
 			default:
 				return
 			}
-			if sp.lingers {
+			if sp.lingers && !time.Now().Before(sp.lingerAt) {
 				sp.lingers = false
 				q.releaseOwn()
 			}
@@ -536,7 +542,7 @@ func (q *queue[T]) lingerOwn() {
 	} else {
 		sp.linger.Reset(claimLinger)
 	}
-	sp.lingers = true
+	sp.lingers, sp.lingerAt = true, time.Now().Add(claimLinger)
 }
 
 // stopLinger keeps the claim for the Take that begins.
