@@ -43,10 +43,10 @@ func newRand(seed, n uint64) *Rand {
 // KeyAt returns a key for Int64NFor for a loop that starts where place
 // names (a goroutine's stack, see callerPlace): the k-th loop to start at
 // place gets the same key on every run of one binary, whatever loops
-// started elsewhere meanwhile. NewKey's keys follow the order the loops
-// start in, which for goroutines started at one instant (a marker's
-// delete and a claim's release, both failed by one cut) is the
-// scheduler's: they swapped their back-offs from run to run.
+// started elsewhere meanwhile. Keys handed out in the order the loops
+// start in would follow the scheduler for goroutines started at one
+// instant (a marker's delete and a claim's release, both failed by one
+// cut), and they swapped their back-offs from run to run.
 func (r *Rand) KeyAt(place string) uint64 {
 	if r == nil {
 		return 0
