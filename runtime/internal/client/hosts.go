@@ -103,6 +103,10 @@ func newHostList(s *Session) *hostList {
 // removed server's), and the others serve (a host without addresses is
 // looked up again at each round).
 func (h *hostList) Init(servers []string) error {
+	// go-zookeeper hands the servers over shuffled by its own randomness;
+	// the round's order is the session's (rank), and the lookups and their
+	// errors go in one order, so that a seeded session replays.
+	servers = slices.Sorted(slices.Values(servers))
 	cs, err := splitServers(servers)
 	if err != nil {
 		return err
