@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -445,7 +446,10 @@ func (q *queue[T]) deliver(ctx context.Context, held []claimed, fs []fetched, er
 // the claim, and otherwise the deliveries counted, this one included (1 for
 // the first; deliver takes the given-back ones off).
 // A multi retried after a connection loss that finds the claim checks
-// whether it is ours, and then reads the count. The multi also checks that
+// whether it is this attempt's, by the nonce each attempt writes into its
+// claim (the session alone would not tell: this session may hold the
+// claim already, kept by a GiveBack or Release with After), and then
+// reads the count. The multi also checks that
 // item exists: a claim of an item acked or moved since the caller listed
 // it creates nothing (errItemGone), so no attempts node is left for a gone
 // item if this session ends before it could clean up. (A lost multi of
@@ -464,10 +468,11 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 		}
 	}()
 	first := true // no attempts node seen: create it with the claim
+	nonce := opsOf(q.s).Nonce(claim)
 	for {
 		ops := []any{
 			&zk.CheckVersionRequest{Path: item, Version: -1},
-			&zk.CreateRequest{Path: claim, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)},
+			&zk.CreateRequest{Path: claim, Data: nonce, Flags: zk.FlagEphemeral, Acl: opsOf(q.s).NodeACL(q.acl)},
 		}
 		if first {
 			ops = append(ops, &zk.CreateRequest{Path: att, Acl: opsOf(q.s).NodeACL(q.acl)})
@@ -495,7 +500,7 @@ func (q *queue[T]) createClaim(ctx context.Context, cdir, claim, item string) (o
 			if !retried {
 				return false, 0, nil
 			}
-			if ok, attempt, err := q.ownClaim(ctx, claim); err != errClaimGone {
+			if ok, attempt, err := q.ownClaim(ctx, claim, nonce); err != errClaimGone {
 				return ok, attempt, err
 			}
 		case i == 1 && first && errors.Is(err, zk.ErrNoNode):
@@ -520,16 +525,18 @@ var errItemGone = errors.New("queue: item gone")
 var errClaimGone = errors.New("queue: claim gone")
 
 // ownClaim settles a claim multi retried after a connection loss that found
-// the claim node: it is this session's (the lost multi went through, and
-// the count is read back) or another's.
-func (q *queue[T]) ownClaim(ctx context.Context, claim string) (bool, int, error) {
-	_, st, err := opsOf(q.s).Get(ctx, claim)
+// the claim node: it is the multi's own when this session owns it and it
+// carries the multi's nonce (the lost multi went through, and the count is
+// read back), and otherwise another's, or an earlier one of this session's
+// (kept by After), which the item waits for like any other.
+func (q *queue[T]) ownClaim(ctx context.Context, claim string, nonce []byte) (bool, int, error) {
+	data, st, err := opsOf(q.s).Get(ctx, claim)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return false, 0, errClaimGone
 	case err != nil:
 		return false, 0, err
-	case st.EphemeralOwner != q.s.ID():
+	case st.EphemeralOwner != q.s.ID() || !bytes.Equal(data, nonce):
 		return false, 0, nil
 	}
 	att := q.attemptsPath(claim)

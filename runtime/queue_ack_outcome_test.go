@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -43,13 +44,7 @@ func TestAckQueueAckLostReplyThenExpiry(t *testing.T) {
 // without a server; issue 44 item 6 had six left.) The outage here is 6 s
 // with a policy of two attempts (about 2 s without a server).
 func TestAckQueueClaimLostInOutageReleased(t *testing.T) {
-	srv := server(t)
-	dir := testRoot(t)
-	ctx := testCtx(t, time.Minute)
-	admin := connect(t, srv.Servers())
-	if err := runtime.NewAckQueue(admin, runtime.At(dir), runtime.JSONCodec[int]()).Put(ctx, 7); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir, ctx, admin := ackQueueOfSeven(t)
 	// The directories the claim multi creates in, so that its first
 	// attempt (the one cut) takes effect.
 	makeDirs(t, admin, dir+"/claims", dir+"/attempts")
@@ -94,4 +89,66 @@ func TestAckQueueClaimLostInOutageReleased(t *testing.T) {
 	if err := d.Ack(ctx); d.Value != 7 || err != nil {
 		t.Fatalf("took %d, Ack = %v; want 7, nil", d.Value, err)
 	}
+}
+
+// A consumer that gave an item back with After keeps its claim for the
+// hold; its next Take tries to claim the item again and finds the claim.
+// When that claim multi's reply is lost and the retry finds the claim, the
+// claim is this session's but not this multi's: the item stays held until
+// the hold ends, and is not delivered (found by the search,
+// ackqueue-dead seed 276422929: the item was delivered during the hold,
+// and a second give-back undid a counted delivery). Before, a retried
+// claim that found a claim owned by its session took it for its own.
+func TestAckQueueRetriedClaimLeavesOwnHeldClaim(t *testing.T) {
+	srv, dir, ctx, admin := ackQueueOfSeven(t)
+	px := zktest.NewProxy(t, srv.Addr())
+	cs := connect(t, viaProxy(px), runtime.WithSessionTimeout(30*time.Second))
+	q := runtime.NewAckQueue(cs, runtime.At(dir), runtime.JSONCodec[int]())
+	d, err := q.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.GiveBack(ctx, runtime.After(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	cut := px.CutAfterRequest(zktest.OpMulti) // the next Take's claim
+	// The hold lasts an hour: no Take may deliver the item within it, and
+	// a Take given 5 s returns when they have passed, whatever the cut.
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d2, err := q.Take(tctx)
+	select {
+	case <-cut:
+	default:
+		t.Fatalf("Take = %v, %v without sending a claim multi to cut", d2, err)
+	}
+	if d2 != nil {
+		t.Fatalf("Take during the hour After(time.Hour) holds the item delivered it (attempt %d)", d2.Attempt)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Take during the hold = %v; want its context's deadline", err)
+	}
+	claims, err := q.Claims(ctx)
+	if err != nil || len(claims) != 1 || claims[0].Session != cs.ID() {
+		t.Fatalf("Claims = %+v, %v; want the hold's claim alone, session %x", claims, err, cs.ID())
+	}
+	// The hold goes with its session, and the give-back was not counted.
+	cs.Close()
+	d3, err := runtime.NewAckQueue(admin, runtime.At(dir), runtime.JSONCodec[int]()).Take(ctx)
+	if err != nil || d3.Value != 7 || d3.Attempt != 1 {
+		t.Fatalf("Take after the holder closed = %+v, %v; want 7, attempt 1 (the give-back not counted)", d3, err)
+	}
+}
+
+// ackQueueOfSeven starts a test's at-least-once queue with one item, 7: its
+// server, directory, a minute's context and a session that put it.
+func ackQueueOfSeven(t *testing.T) (*zktest.Server, string, context.Context, *runtime.Session) {
+	srv := server(t)
+	dir := testRoot(t)
+	ctx := testCtx(t, time.Minute)
+	admin := connect(t, srv.Servers())
+	if err := runtime.NewAckQueue(admin, runtime.At(dir), runtime.JSONCodec[int]()).Put(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	return srv, dir, ctx, admin
 }

@@ -1,7 +1,10 @@
 package client
 
 import (
+	"encoding/binary"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -43,6 +46,24 @@ func (o *Ops) BackoffKey() uint64 {
 		return 0
 	}
 	return o.rand.KeyAt(callerPlace())
+}
+
+// Nonce returns eight bytes that tell this session's attempts to create
+// the node at path apart, for a create whose outcome a lost reply hides:
+// the node found afterwards is the attempt's own only if it carries them
+// (and this session owns it), not one this session made before for
+// another purpose. With a seeded Rand (a simulation) they are drawn for
+// path and the count of nonces drawn for it before (Rand.KeyAt), the same
+// on every run whatever other goroutines draw meanwhile; otherwise from
+// the system.
+func (o *Ops) Nonce(path string) []byte {
+	var v uint64
+	if o.rand == nil {
+		v = rand.Uint64()
+	} else {
+		v = uint64(o.rand.Int64NFor(o.rand.KeyAt("nonce "+path), math.MaxInt64))
+	}
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v)
 }
 
 // ReadOnly reports whether the session may connect to a read-only server
