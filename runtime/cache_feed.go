@@ -28,6 +28,10 @@ type cacheMark struct {
 	queued   bool   // in the queue
 	reading  bool   // taken by a read that has not completed
 	notified bool   // a notification named the path since it was last taken
+	// gone: the latest event marking the path is a persistent watch's
+	// notification of its deletion; the path is an instance. Until an
+	// event marks it again, the node is known missing without a read.
+	gone bool
 }
 
 // takenMark is a mark handed to a read.
@@ -35,6 +39,7 @@ type takenMark struct {
 	path     string
 	since    uint64
 	notified bool // a notification named the path: a one-shot watch on it fired
+	gone     bool // the node is known missing as of the take's cover: no read
 }
 
 // cacheFeed is a cache's events during one run, as marks to read.
@@ -93,7 +98,13 @@ func (f *cacheFeed) listen(ev zk.Event) {
 	if !f.markLocked(ev.Path, f.seq, f.seq) {
 		f.overflowLocked()
 	} else {
-		f.marks[ev.Path].notified = true
+		m := f.marks[ev.Path]
+		m.notified = true
+		// A persistent watch notifies every later change of the path, so
+		// until one does the instance stays deleted: the run removes it
+		// without reading it (as the peers' caches do). In one-shot mode
+		// the read sets the watches again, so it is read.
+		m.gone = ev.Type == zk.EventNodeDeleted && n == f.tmpl.Len() && !f.oneShot.Load()
 	}
 	f.mu.Unlock()
 	f.signal()
@@ -131,6 +142,7 @@ func (f *cacheFeed) markLocked(path string, since, last uint64) bool {
 	}
 	m.since = min(m.since, since)
 	m.last = max(m.last, last)
+	m.gone = false // listen sets it again for a deletion
 	if !m.queued && !m.reading {
 		m.queued = true
 		f.queue = append(f.queue, path)
@@ -226,7 +238,9 @@ func (f *cacheFeed) found(paths []string, since, last uint64) bool {
 }
 
 // take hands up to n queued marks to reads, with their cover: the latest
-// event so far, which every one of the reads, sent after, covers.
+// event so far, which every one of the reads, sent after, covers. A mark
+// taken gone needs no read: no event since its deletion's names the path,
+// so the node is missing as of the cover.
 func (f *cacheFeed) take(n int) ([]takenMark, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -236,7 +250,7 @@ func (f *cacheFeed) take(n int) ([]takenMark, uint64) {
 		f.queue = f.queue[1:]
 		if m := f.marks[p]; m != nil && m.queued {
 			m.queued, m.reading = false, true
-			out = append(out, takenMark{path: p, since: m.since, notified: m.notified})
+			out = append(out, takenMark{path: p, since: m.since, notified: m.notified, gone: m.gone})
 			m.notified = false
 		}
 	}

@@ -27,7 +27,9 @@ import (
 //     after a listing is notified: nodes created or deleted between a
 //     listing and the reads of what it found are read again, or read as
 //     missing.
-//  3. Reads of the marked paths, up to cacheReaders at a time: an
+//  3. Reads of the marked paths, up to cacheReaders at a time (an
+//     instance a persistent watch notified deleted, and no event since,
+//     is removed without one): an
 //     instance's data (with a data watch in one-shot mode), a node's
 //     children on the way to the instances (with a child watch in
 //     one-shot mode; the base missing, an exists watch for its
@@ -323,7 +325,11 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 			return nil
 		}
 		reads := make([]cacheRead, len(batch))
-		opsOf(r.s).Parallel(len(batch), cacheReaders, func(i int) { reads[i] = r.read(ctx, batch[i]) })
+		opsOf(r.s).Parallel(len(batch), cacheReaders, func(i int) {
+			if !batch[i].gone {
+				reads[i] = r.read(ctx, batch[i])
+			} // else found false: deleted, as its notification said
+		})
 		failed := false
 		for i, m := range batch {
 			f, err := r.settle(m, reads[i], cover)

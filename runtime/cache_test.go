@@ -208,6 +208,42 @@ func TestCacheMirrorsInstances(t *testing.T) {
 	}
 }
 
+// TestCacheRemovalReadsNothing: on a persistent watch an instance's
+// deletion is removed from the cache without a read (its notification
+// says all there is), while a node deleted and created again before the
+// cache took the deletion is read, and holds its new value.
+func TestCacheRemovalReadsNothing(t *testing.T) {
+	srv := server(t)
+	ctx := testCtx(t, time.Minute)
+	s, w := connect(t, srv.Servers()), connect(t, srv.Servers())
+	root := testRoot(t)
+	put(t, w, map[string]string{root + "/a": "a", root + "/b": "b", root + "/c": "c"})
+	c := newStrCache(t, runtime.TemplateAt(root).Str("k"))
+	runCache(t, c, s)
+	requireContents(t, ctx, c, map[string]string{root + "/a": "a", root + "/b": "b", root + "/c": "c"})
+	if c.Mode() != runtime.CachePersistent {
+		t.Skipf("mode %v: removals are read in one-shot mode", c.Mode())
+	}
+	log := record(t, c)
+	before := c.Stats()
+	deleteTree(t, w, root+"/a")
+	requireContents(t, ctx, c, map[string]string{root + "/b": "b", root + "/c": "c"})
+	log.await(t, ctx, "a removed", func(evs []runtime.CacheEvent[string, string]) bool {
+		return kinds(evs, runtime.CacheRemoved) == 1
+	})
+	if after := c.Stats(); after.Reads != before.Reads || after.Lists != before.Lists {
+		t.Errorf("a removal cost %d reads and %d listings; want none",
+			after.Reads-before.Reads, after.Lists-before.Lists)
+	}
+	// Deleted and created again in one multi: the deletion's notification
+	// is followed by the creation's, and the node is read.
+	if _, err := w.Conn().Multi(&zk.DeleteRequest{Path: root + "/b", Version: -1},
+		&zk.CreateRequest{Path: root + "/b", Data: []byte("B"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		t.Fatal(err)
+	}
+	requireContents(t, ctx, c, map[string]string{root + "/b": "B", root + "/c": "c"})
+}
+
 // TestCacheSyncReadsYourWrites: after Sync, the cache holds every write
 // made before it, through another session.
 func TestCacheSyncReadsYourWrites(t *testing.T) {
