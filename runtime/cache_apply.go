@@ -164,7 +164,7 @@ func (c *Cache[K, T]) Sync(ctx context.Context) error {
 		if done, err := r.sync(ctx); done || err != nil {
 			return err
 		}
-		if err := opsOf(r.s).Sleep(ctx, opsOf(r.s).Policy().Delay(min(n, 10))); ctx.Err() != nil {
+		if err := opsOf(r.s).Sleep(ctx, r.backoff(min(n, 10))); ctx.Err() != nil {
 			return err
 		}
 	}

@@ -199,7 +199,7 @@ func (r *cacheRun[K, T]) resync(ctx context.Context, since uint64) error {
 			// a resync): try again after a pause.
 			opsOf(r.s).Log().Warn("cache: cannot set its watch; retrying", "base", r.c.tmpl.base, "err", err)
 			r.fails++
-			_ = opsOf(r.s).Sleep(ctx, opsOf(r.s).Policy().Delay(min(r.fails, 10)))
+			_ = opsOf(r.s).Sleep(ctx, r.backoff(min(r.fails, 10)))
 			r.feed.signal()
 		}
 		return nil
@@ -344,7 +344,7 @@ func (r *cacheRun[K, T]) drain(ctx context.Context) error {
 		}
 		if failed {
 			r.fails++
-			if opsOf(r.s).Sleep(ctx, opsOf(r.s).Policy().Delay(min(r.fails, 10))) != nil {
+			if opsOf(r.s).Sleep(ctx, r.backoff(min(r.fails, 10))) != nil {
 				return nil
 			}
 		} else {
@@ -402,6 +402,13 @@ func (r *cacheRun[K, T]) arm(path string, rd cacheRead) {
 	if path == r.c.tmpl.base {
 		r.baseAwaited = !rd.found && (rd.awaited || r.baseAwaited)
 	}
+}
+
+// backoff is the pause before retry n of one of the run's loops: the
+// session's retry policy, its jitter drawn for the place the caller stands
+// (Ops.BackoffKey), so that a simulated run pauses alike on every replay.
+func (r *cacheRun[K, T]) backoff(n int) time.Duration {
+	return opsOf(r.s).Backoff(opsOf(r.s).BackoffKey(), n)
 }
 
 // fullError is the ErrCacheFull of r's cache.
