@@ -268,10 +268,12 @@ func TestIsolateShortPartitionLosesNoReply(t *testing.T) {
 }
 
 // StartChaos: the same seed draws the same schedule on the same sessions;
-// a spared session is never cut off; stop lets everything through again
-// and brings back every server that left.
+// the events it recorded, forced as a Plan on a schedule of another seed,
+// do the same; a spared session is never cut off; stop lets everything
+// through again and brings back every server that left.
 func TestStartChaos(t *testing.T) {
-	schedule := func(spareFirst bool) (log []string, spared int64) {
+	var recorded []sim.ChaosEvent
+	schedule := func(spareFirst bool, plan []sim.ChaosEvent) (log []string, spared int64) {
 		synctest.Test(t, func(t *testing.T) {
 			defer time.Sleep(time.Minute) // let closing goroutines end (virtual)
 			srv := sim.NewEnsemble(3)
@@ -294,9 +296,16 @@ func TestStartChaos(t *testing.T) {
 			if spareFirst {
 				spared = a.SessionID()
 			}
-			stop := srv.StartChaos(sim.Chaos{Seed: 7, Events: 30,
-				Spare: func(id int64) bool { return id == spared },
-				Log:   func(what string) { log = append(log, what) }})
+			recorded = nil
+			seed := uint64(7)
+			if plan != nil {
+				seed = 8 // forced: the seed plays no part
+			}
+			stop := srv.StartChaos(sim.Chaos{Seed: seed, Events: 30,
+				Spare:  func(id int64) bool { return id == spared },
+				Log:    func(what string) { log = append(log, what) },
+				Record: func(ev sim.ChaosEvent) { recorded = append(recorded, ev) },
+				Plan:   plan})
 			time.Sleep(2 * time.Minute)
 			stop()
 			if _, _, err := a.Exists("/"); err != nil {
@@ -305,17 +314,23 @@ func TestStartChaos(t *testing.T) {
 		})
 		return log, spared
 	}
-	first, _ := schedule(false)
-	again, _ := schedule(false)
+	first, _ := schedule(false, nil)
+	plan := recorded
+	again, _ := schedule(false, nil)
 	if strings.Join(first, "\n") != strings.Join(again, "\n") || len(first) < 20 {
 		t.Fatalf("the same seed drew different schedules:\n%v\n%v", first, again)
+	}
+	// Forced, under another seed, with one more event.
+	forced, _ := schedule(false, append(plan[:len(plan):len(plan)], sim.ChaosEvent{After: time.Second, Fault: "server-cut", Server: 2, For: time.Second}))
+	if got, want := strings.Join(forced, "\n"), strings.Join(first, "\n")+"\nchaos: server 2 cut off"; got != want {
+		t.Fatalf("the recorded events, forced, did other things:\n%v\nwant\n%v", got, want)
 	}
 	for _, k := range []string{"lags", "cut off", "session", "leader", "leaves", "rolling"} {
 		if !strings.Contains(strings.Join(first, "\n"), k) {
 			t.Errorf("no %q fault in %d: %v", k, len(first), first)
 		}
 	}
-	log, spared := schedule(true)
+	log, spared := schedule(true, nil)
 	if strings.Contains(strings.Join(log, "\n"), fmt.Sprintf("session %x", spared)) {
 		t.Fatalf("the spared session %x was cut off: %v", spared, log)
 	}

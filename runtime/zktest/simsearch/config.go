@@ -25,6 +25,10 @@ type Config struct {
 	// instead of drawing them from Seed (sim.WithFaultPlan); not in
 	// String.
 	Plan []sim.Fault
+	// ChaosPlan, if not nil, forces a saved run's chaos events instead of
+	// drawing them (sim.Chaos.Plan; Chaos and Faults unused); not in
+	// String.
+	ChaosPlan []sim.ChaosEvent
 }
 
 // String is the configuration as ParseConfig reads it.

@@ -35,6 +35,7 @@ type Run struct {
 	violations []Violation
 	logs       []string
 	sessions   []*Session
+	chaos      []sim.ChaosEvent // the chaos events so far (sim.Chaos.Record)
 }
 
 // Violation is one broken promise.
@@ -77,7 +78,12 @@ func (r *Run) Start(opts ...sim.Option) *sim.Server {
 		faults = r.w.Faults
 	}
 	r.stopChaos = r.srv.StartChaos(sim.Chaos{Seed: r.Config.Seed, Events: r.Config.Chaos, Faults: faults,
-		Spare: r.isCrashed, Log: func(what string) { r.Event(-1, "%s", what) }})
+		Spare: r.isCrashed, Log: func(what string) { r.Event(-1, "%s", what) }, Plan: r.Config.ChaosPlan,
+		Record: func(ev sim.ChaosEvent) {
+			r.mu.Lock()
+			r.chaos = append(r.chaos, ev)
+			r.mu.Unlock()
+		}})
 	return r.srv
 }
 
@@ -180,6 +186,14 @@ func (r *Run) Lost() int {
 
 // Took is the virtual time the run took.
 func (r *Run) Took() time.Duration { return r.took }
+
+// ChaosEvents returns the chaos events the run did so far, drawn or
+// forced (Config.ChaosPlan), for a schedule file.
+func (r *Run) ChaosEvents() []sim.ChaosEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.chaos)
+}
 
 // Faults are the request faults that fired in the run.
 func (r *Run) Faults() []sim.Fault {

@@ -13,19 +13,21 @@ import (
 // A schedule file keeps what a failing run's seed decided, for a replay
 // on later code (ZKGEN_SIM_REPLAY_FILE): the workload and its
 // configuration, the request faults as they fired (which request of which
-// session, and how), the chaos events, and the history with its hash. A
-// replay forces the saved request faults (sim.WithFaultPlan) whatever the
-// seed would draw on the changed code, and compares each run's history
-// with the saved one. The chaos events are drawn again from the seed:
-// they repeat as long as the sessions live at each event are those of the
-// saved run.
+// session, and how), the chaos events (each with its pause, its target
+// and its length, and as the history's lines say them), and the history
+// with its hash. A replay forces the saved request faults
+// (sim.WithFaultPlan) and chaos events (sim.Chaos.Plan) whatever the seed
+// would draw on the changed code, and compares each run's history with
+// the saved one. A forced chaos event whose sessions are not live in the
+// replay leaves them alone, and says so in the history.
 type schedule struct {
-	Workload string      `json:"workload"`
-	Config   string      `json:"config"`
-	Faults   []sim.Fault `json:"faults"`
-	Chaos    []string    `json:"chaos"`
-	Hash     string      `json:"hash"`
-	History  []string    `json:"history"`
+	Workload  string           `json:"workload"`
+	Config    string           `json:"config"`
+	Faults    []sim.Fault      `json:"faults"`
+	ChaosPlan []sim.ChaosEvent `json:"chaos_events"`
+	Chaos     []string         `json:"chaos"`
+	Hash      string           `json:"hash"`
+	History   []string         `json:"history"`
 }
 
 // saveSchedule writes r's schedule to a file of its own in
@@ -33,7 +35,8 @@ type schedule struct {
 // returns its name.
 func saveSchedule(w Workload, cfg Config, r *Run) (string, error) {
 	tl := r.History()
-	sc := schedule{Workload: w.Name, Config: cfg.String(), Faults: r.Faults(), Hash: fmt.Sprintf("%016x", Hash(tl)), History: tl}
+	sc := schedule{Workload: w.Name, Config: cfg.String(), Faults: r.Faults(), ChaosPlan: r.ChaosEvents(),
+		Hash: fmt.Sprintf("%016x", Hash(tl)), History: tl}
 	for _, e := range r.entries() {
 		if e.who == -1 && strings.HasPrefix(e.text, "chaos: ") {
 			sc.Chaos = append(sc.Chaos, e.String())
@@ -71,8 +74,12 @@ func (s *searcher) replaySchedule(file string) {
 	if cfg.Plan == nil {
 		cfg.Plan = []sim.Fault{} // none fired: none fires
 	}
-	fmt.Printf("sim: replaying %s: %s %s, %d request faults forced, history %s (%d lines)\n",
-		file, sc.Workload, sc.Config, len(sc.Faults), sc.Hash, len(sc.History))
+	cfg.ChaosPlan = sc.ChaosPlan
+	if cfg.ChaosPlan == nil && len(sc.Chaos) == 0 {
+		cfg.ChaosPlan = []sim.ChaosEvent{} // none happened: none happens
+	} // a file from before the events were saved has only their lines: drawn from the seed again
+	fmt.Printf("sim: replaying %s: %s %s, %d request faults and %d chaos events forced, history %s (%d lines)\n",
+		file, sc.Workload, sc.Config, len(sc.Faults), len(sc.ChaosPlan), sc.Hash, len(sc.History))
 	s.replayRuns(w, cfg, &sc)
 }
 

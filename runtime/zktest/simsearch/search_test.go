@@ -124,6 +124,49 @@ func TestScheduleForcesTheSavedFaults(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector shuffles goroutines on purpose")
 	}
+	w, cfg, sc := savedSchedule(t)
+	if len(sc.Faults) == 0 || len(sc.Chaos) == 0 {
+		t.Fatalf("the schedule has %d faults and %d chaos events; the test wants both", len(sc.Faults), len(sc.Chaos))
+	}
+	later := cfg
+	later.Rate = 0.3
+	if tl := RunOnce(t, w, later).History(); fmt.Sprintf("%016x", Hash(tl)) == sc.Hash {
+		t.Fatalf("rate 0.3 ran to the history of rate 0.05; the test cannot tell a forced plan")
+	}
+	later.Plan = sc.Faults
+	if tl := RunOnce(t, w, later).History(); fmt.Sprintf("%016x", Hash(tl)) != sc.Hash {
+		t.Errorf("the schedule's faults forced did not replay its history: %s", Divergence(sc.History, tl))
+	}
+}
+
+// A saved schedule's chaos events are forced too: a configuration that
+// would draw no chaos at all (and other request faults) replays the
+// saved history with the schedule's faults and chaos events forced.
+func TestScheduleForcesTheSavedChaos(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector shuffles goroutines on purpose")
+	}
+	w, cfg, sc := savedSchedule(t)
+	if len(sc.ChaosPlan) == 0 || len(sc.ChaosPlan) != len(sc.Chaos) {
+		t.Fatalf("the schedule has %d chaos events for %d chaos lines; the test wants some, one per line",
+			len(sc.ChaosPlan), len(sc.Chaos))
+	}
+	later := cfg
+	later.Chaos, later.Plan = 0, sc.Faults
+	if tl := RunOnce(t, w, later).History(); fmt.Sprintf("%016x", Hash(tl)) == sc.Hash {
+		t.Fatalf("no chaos ran to the history of 2 chaos events; the test cannot tell a forced plan")
+	}
+	later.ChaosPlan = sc.ChaosPlan
+	if tl := RunOnce(t, w, later).History(); fmt.Sprintf("%016x", Hash(tl)) != sc.Hash {
+		t.Errorf("the schedule's chaos forced did not replay its history: %s", Divergence(sc.History, tl))
+	}
+}
+
+// savedSchedule runs a planted workload on three servers, with request
+// faults and two chaos events, and returns the schedule file it saved,
+// read back.
+func savedSchedule(t *testing.T) (Workload, Config, schedule) {
+	t.Helper()
 	t.Setenv("ZKGEN_SIM_SCHEDULES", t.TempDir())
 	w := plantedWorkload(3, time.Second) // long enough for the chaos
 	cfg := Config{Seed: 5, Procs: 3, Ops: 6, Rate: 0.05, Chaos: 2}
@@ -139,16 +182,5 @@ func TestScheduleForcesTheSavedFaults(t *testing.T) {
 	if err := json.Unmarshal(b, &sc); err != nil {
 		t.Fatal(err)
 	}
-	if len(sc.Faults) == 0 || len(sc.Chaos) == 0 {
-		t.Fatalf("the schedule has %d faults and %d chaos events; the test wants both", len(sc.Faults), len(sc.Chaos))
-	}
-	later := cfg
-	later.Rate = 0.3
-	if tl := RunOnce(t, w, later).History(); fmt.Sprintf("%016x", Hash(tl)) == sc.Hash {
-		t.Fatalf("rate 0.3 ran to the history of rate 0.05; the test cannot tell a forced plan")
-	}
-	later.Plan = sc.Faults
-	if tl := RunOnce(t, w, later).History(); fmt.Sprintf("%016x", Hash(tl)) != sc.Hash {
-		t.Errorf("the schedule's faults forced did not replay its history: %s", Divergence(sc.History, tl))
-	}
+	return w, cfg, sc
 }
