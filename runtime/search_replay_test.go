@@ -51,7 +51,6 @@ var notYetDeterministic = map[string]nondeterminism{
 	"election":             {2, "a take's multi is sent before its session's expiry is known, or not"},
 	"rwlock":               {2, "a take's session expiry is known before a holder's turn, or after"},
 	"ensemble-election":    {2, "a leader's session expiry and a new holder's turn woken at one instant act in either order"},
-	"cache":                {2, "a writer's request goes out before its connection's cut is known, or after"},
 	// 4 distinct histories in 20 runs on one processor until a member's
 	// wait took every ready change in one order (not the one a select
 	// picked at random): then 1 in 100; on two processors 9 in 30.
