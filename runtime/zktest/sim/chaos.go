@@ -94,8 +94,9 @@ func ChaosFaults() []string { return slices.Clone(chaosFaults) }
 // 0.5 to 3 s apart, one of c.Faults (see ChaosFaults); a rolling
 // replacement holds the next event back until it is over. Servers cut off
 // or left count against the quorum (see LeaveServer). The draws depend on
-// the seed and on the live sessions and servers at each event. It panics
-// on a name ChaosFaults does not list. stop ends the schedule, lets
+// the seed and on the live sessions and servers at each event; c.Record
+// is told each event, and c.Plan, if set, replaces the draws with events
+// recorded before. It panics on a name ChaosFaults does not list. stop ends the schedule, lets
 // through every session and server it cut off, brings back every server
 // that left, returns the servers to no delay, and waits for the
 // schedule's goroutine and any election it began.
