@@ -207,6 +207,7 @@ func (f *cacheFeed) place(since uint64, paths []string) bool {
 	var again []string
 	for p, m := range f.marks {
 		m.since, m.last = min(m.since, since), max(m.last, f.seq)
+		m.gone = false // the watch missed what came while it was not set: read
 		if !m.queued && !m.reading {
 			m.queued = true
 			again = append(again, p)
