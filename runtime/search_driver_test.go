@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,12 +53,10 @@ type searchRun struct {
 	hold time.Duration // the workload's hold
 }
 
-// search is w as the driver runs it, with what it leaves to chance
-// (notYetDeterministic).
+// search is w as the driver runs it.
 func (w workload) search() simsearch.Workload {
-	nd := notYetDeterministic[w.name]
 	return simsearch.Workload{Name: w.name, Procs: w.procs, Ops: w.ops, MinProcs: w.minProcs, Rate: w.rate,
-		Ensemble: w.ensemble, Faults: w.faults, RacesFrom: nd.procs, Races: nd.why,
+		Ensemble: w.ensemble, Faults: w.faults,
 		Run: func(r *simsearch.Run) { w.run(&searchRun{Run: r, reap: w.reap, hold: w.hold}) }}
 }
 
@@ -111,15 +110,27 @@ func TestSimSearch(t *testing.T) {
 	simsearch.Search(t, ws, simsearch.Options{Command: "bash .ci/sim replay"})
 }
 
-// stopAfterInstant closes done, which workers check between operations,
-// one virtual millisecond from now rather than at once: the workers that
-// wake at this instant (a session's end wakes a producer and a consumer
-// together) then all check done before it closes, in whatever order the
-// Go scheduler runs them, and all start their next operation. Closed at
-// once, a consumer that checked done before the close started one more
-// Take and one that checked after did not (queue-fifo
-// seed=777000,procs=4,ops=30,rate=0.03,chaos=4 gave 2 histories in 20).
-func stopAfterInstant(done chan struct{}) {
-	time.Sleep(time.Millisecond)
-	close(done)
+// stopLine tells workers, which check it between operations, to stop:
+// from one virtual millisecond after stop is called on. A virtual instant,
+// not a closed channel, decides: the workers that run at the instant stop
+// is called (a session's end wakes a producer and a consumer together)
+// all go on, whether Go runs them before the caller or after, and every
+// worker that checks at a later instant stops, whichever of the goroutines
+// woken at that instant (the line's own, a Take's deadline) runs first.
+// Closed at once, a consumer that checked before the close started one
+// more Take and one that checked after did not (queue-fifo
+// seed=777000,procs=4,ops=30,rate=0.03,chaos=4 gave 2 histories in 20);
+// closed by a timer one millisecond on, a consumer whose Take's deadline
+// fell at that instant did or did not (ensemble-queue
+// seed=387396189,procs=4,ops=30,rate=0.03,chaos=4, 2 in 20 on one
+// processor).
+type stopLine struct{ at atomic.Int64 } // UnixNano of the virtual clock; 0: not called
+
+// stop draws the line one virtual millisecond from now.
+func (l *stopLine) stop() { l.at.Store(time.Now().Add(time.Millisecond).UnixNano()) }
+
+// stopped reports whether the line is drawn and passed.
+func (l *stopLine) stopped() bool {
+	at := l.at.Load()
+	return at != 0 && time.Now().UnixNano() >= at
 }

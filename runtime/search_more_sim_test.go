@@ -202,14 +202,21 @@ func doubleBarrierSearch(r *searchRun) {
 		entered   map[int]int64  // processes that passed Enter, and their session
 		enteredAt map[int]int    // the clock when their Enter returned
 		leaving   map[int]int    // processes that began Leave: the clock then
-		over      bool           // a Leave returned nil
-		through   map[int]bool   // processes done with the round
+		// When a Leave returned nil, and when each process was done
+		// with the round: a process deciding whether the round is over
+		// counts what happened before this virtual instant, not what
+		// another process woken at this instant did before it or not
+		// (seed=402292888,procs=3,ops=5,rate=0.02,chaos=4: two sessions
+		// ended at one instant, and one process saw the other through or
+		// not, 2 histories in 30).
+		overAt  time.Time
+		through map[int]time.Time
 	}
 	var mu sync.Mutex
 	clock := 0 // under mu: orders the processes' events
 	rs := make([]*roundState, rounds)
 	for k := range rs {
-		rs[k] = &roundState{called: map[int64]bool{}, entered: map[int]int64{}, enteredAt: map[int]int{}, leaving: map[int]int{}, through: map[int]bool{}}
+		rs[k] = &roundState{called: map[int64]bool{}, entered: map[int]int64{}, enteredAt: map[int]int{}, leaving: map[int]int{}, through: map[int]time.Time{}}
 	}
 	done := 0
 	var wg sync.WaitGroup
@@ -225,7 +232,14 @@ func doubleBarrierSearch(r *searchRun) {
 					mu.Lock()
 					// Over: a Leave passed, or the barrier completed
 					// and everyone else is through with the round.
-					over := st.over || len(st.entered) > 0 && len(st.through) == size-1 && !st.through[i]
+					now := time.Now()
+					others := 0
+					for q, t := range st.through {
+						if q != i && t.Before(now) {
+							others++
+						}
+					}
+					over := !st.overAt.IsZero() && st.overAt.Before(now) || len(st.entered) > 0 && others == size-1
 					mu.Unlock()
 					if over {
 						r.Event(i, "skips r%d (over)", k)
@@ -274,13 +288,13 @@ func doubleBarrierSearch(r *searchRun) {
 								r.Violate("no Leave before all have left", "p%d passed Leave of round %d while p%d (session %x, live) was inside", i, k, q, sid)
 							}
 						}
-						st.over = true
+						st.overAt = time.Now()
 						mu.Unlock()
 					}
 					break
 				}
 				mu.Lock()
-				st.through[i] = true
+				st.through[i] = time.Now()
 				mu.Unlock()
 			}
 			mu.Lock()
@@ -551,7 +565,7 @@ func configSearch(r *searchRun) {
 			}
 		}()
 	}
-	done := make(chan struct{})
+	var done stopLine
 	var rwg sync.WaitGroup
 	rws := make([]*simsearch.Session, readers)
 	for j := range readers {
@@ -564,10 +578,9 @@ func configSearch(r *searchRun) {
 			rng := r.Rand(who)
 			var watchedOn int64
 			for {
-				select {
-				case <-done:
+				time.Sleep(time.Duration(10+rng.IntN(50)) * time.Millisecond)
+				if done.stopped() {
 					return
-				case <-time.After(time.Duration(10+rng.IntN(50)) * time.Millisecond):
 				}
 				s, err := w.Get(ctx)
 				if err != nil {
@@ -608,7 +621,7 @@ func configSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
-	stopAfterInstant(done)
+	done.stop()
 	rwg.Wait()
 	if ctx.Err() != nil {
 		r.Stall("the writers did not finish")
@@ -965,7 +978,7 @@ func prefetchQueueSearch(r *searchRun) {
 		return v, err
 	}
 	var wg sync.WaitGroup
-	done := make(chan struct{})
+	var done stopLine
 	for p := range producers {
 		wg.Add(1)
 		go func() {
@@ -1003,8 +1016,7 @@ func prefetchQueueSearch(r *searchRun) {
 			var q *runtime.Queue[string]
 			var qs *runtime.Session
 			for {
-				select {
-				case <-done:
+				if done.stopped() {
 					// It stops taking: what it buffered is handed out, without
 					// a request, to Takes that cannot wait (its session may end
 					// before the quiet phase closes it, and Close could not
@@ -1017,7 +1029,6 @@ func prefetchQueueSearch(r *searchRun) {
 						}
 					}
 					return
-				default:
 				}
 				s, err := w.Get(ctx)
 				if err != nil {
@@ -1054,7 +1065,7 @@ func prefetchQueueSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
-	stopAfterInstant(done)
+	done.stop()
 	cwg.Wait()
 
 	// Quiet: the consumers' sessions close (giving their buffers back),
@@ -1258,7 +1269,7 @@ func deadLetterSearch(r *searchRun) {
 		return true
 	}
 	var wg sync.WaitGroup
-	done := make(chan struct{})
+	var done stopLine
 	for p := range producers {
 		wg.Add(1)
 		go func() {
@@ -1295,12 +1306,7 @@ func deadLetterSearch(r *searchRun) {
 			rng := r.Rand(who)
 			var q *runtime.AckQueue[string]
 			var qs *runtime.Session
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
+			for !done.stopped() {
 				s, err := w.Get(ctx)
 				if err != nil {
 					continue
@@ -1316,7 +1322,7 @@ func deadLetterSearch(r *searchRun) {
 		}()
 	}
 	wg.Wait()
-	stopAfterInstant(done)
+	done.stop()
 	cwg.Wait()
 
 	// Quiet: the consumers end (their claims with them); one consumer

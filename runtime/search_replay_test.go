@@ -19,59 +19,14 @@ import (
 // hashes. A mismatch is a bug of the search itself (something left to
 // Go's scheduler), reported with the first line where the histories part.
 
-// notYetDeterministic are the workloads whose seeds do not yet replay to
-// one history every time, from how many processors on (GOMAXPROCS), and
-// why: the search reports their mismatches there without failing. Every
-// other mismatch fails the search (and .ci/run, whose search runs on one
-// processor). docs/reliability.md has the figures.
-//
-// All of them are the same kind of race: two goroutines of one process
-// that one step of the server wakes together (the session's own handling
-// of an expiry or a cut connection, and a caller's request; an old
-// session's reconnection and its successor's dial) run in parallel on two
-// processors, and which acts first is left to Go's scheduler. The
-// simulator orders its steps and the requests a process's goroutines send
-// (sim.WithSteps: each request takes a turn), not what a process decides
-// between two steps without sending anything.
-// Measured with TestSimReplaysOneHistory (seed 5, procs=3, ops=6,
-// rate=0.05, chaos=2): on two processors 2 distinct histories in 20 runs
-// (the first seven) or in 50 (the last four); on one processor 1 in 100.
-var notYetDeterministic = map[string]nondeterminism{
-	// Both ran 100 of 100 on two processors with send turns, then
-	// ttllease parted 1 time in 5 in a CI run beside a CPU hog ("create
-	// /l/slot-0: session: expired", then "session: expired"): still the
-	// race named here, rarer.
-	"semaphore":            {2, "a take's session expiry is known before its request is sent, or after"},
-	"ttllease":             {2, "an acquire's or a renewal's request is sent before its session's expiry is known, or not"},
-	"multilock":            {2, "an unlock's delete is sent before its session's expiry is known, or not"},
-	"twopc":                {2, "two participants' votes woken by one reply reach the server in either order"},
-	"reap-election":        {2, "the operator's delete after a cut connection reconnects in that step or the next"},
-	"ensemble-lock":        {2, "a chaos event and a session's expiry woken at one instant act in either order"},
-	"ensemble-partitioner": {2, "an expired session's reconnection and its successor's dial race"},
-	"election":             {2, "a take's multi is sent before its session's expiry is known, or not"},
-	"rwlock":               {2, "a take's session expiry is known before a holder's turn, or after"},
-	"ensemble-election":    {2, "a leader's session expiry and a new holder's turn woken at one instant act in either order"},
-	// 4 distinct histories in 20 runs on one processor until a member's
-	// wait took every ready change in one order (not the one a select
-	// picked at random): then 1 in 100; on two processors 9 in 30.
-	"reap-partitioner": {2, "not known yet: a member's next request after an operator's delete comes in either order"},
-	// In a CI run: 2 histories in 5 runs on two processors, parting as
-	// the election workload's do.
-	"ensemble-election-minority": {2, "a take's multi is sent before its session's expiry is known, or not"},
-	// 2 histories in 20 runs on two processors (2026-11-29), parting as
-	// reap-election's do.
-	"reap-service": {2, "the operator's delete after a cut connection reconnects in that step or the next"},
-	// 2 histories in 30 runs on two processors (2026-11-29, on the code
-	// before the back-off keys by place too), with a CPU-bound search
-	// beside it: the operator's reconnection after a cut, as reap-election's.
-	"reap-rwlock": {2, "the operator's next request after a cut connection asks its turn before the handshake's reply or after"},
-}
-
-// nondeterminism is what is left to chance in a workload.
-type nondeterminism struct {
-	procs int    // replays differ from this many processors on
-	why   string // what races
-}
+// Every run is on one processor (simsearch.RunOnce), whatever GOMAXPROCS
+// the test process has: on two, goroutines of one process that one step
+// of the server woke together (the session's own handling of an expiry or
+// a cut connection and a caller's request; an old session's reconnection
+// and its successor's dial) ran in parallel, and which acted first was
+// Go's choice; 14 workloads replayed a seed to 2 histories in 20 to 50
+// runs that way before. The tests below run on one processor and on two
+// to show that it no longer matters.
 
 // determinismProcs are the processor counts TestSimReplaysOneHistory
 // runs on (ZKGEN_SIM_DETERMINISM_PROCS, like "1 2"; default both).
@@ -97,24 +52,20 @@ func determinismRuns() int {
 	return 20
 }
 
-// Every workload of the search not listed in notYetDeterministic replays
+// Every workload of the search replays
 // a seed to one history, on one processor and on two: the same events in
 // the same order, the same node names, the same faults (docs/reliability.md,
 // "How deterministic a replay is"). The seed and size are those the
 // figures there were measured with.
 func TestSimReplaysOneHistory(t *testing.T) {
 	if raceDetector {
-		t.Skip("the race detector shuffles goroutines on purpose; a process's own goroutines still race (see notYetDeterministic)")
+		t.Skip("the race detector shuffles goroutines on purpose")
 	}
 	cfg := simsearch.Config{Seed: 5, Procs: 3, Ops: 6, Rate: 0.05, Chaos: 2}
 	n := determinismRuns()
 	for _, w := range selectWorkloads(t, strings.Fields(os.Getenv("ZKGEN_SIM_RECIPES"))) {
 		t.Run(w.name, func(t *testing.T) {
 			for _, procs := range determinismProcs() {
-				if !w.search().Deterministic(procs) {
-					t.Logf("not deterministic yet on %d processors: %s", procs, notYetDeterministic[w.name].why)
-					continue
-				}
 				prev := goruntime.GOMAXPROCS(procs)
 				first := runOnce(t, w, cfg).History()
 				distinct := map[uint64]bool{simsearch.Hash(first): true}
@@ -137,7 +88,7 @@ func TestSimReplaysOneHistory(t *testing.T) {
 // foundNondeterministic are seeds that once replayed to several
 // histories on one processor, each kept with its cause, now removed: each
 // must replay to one history (determinismRuns times on one processor and
-// on two, unless its workload is in notYetDeterministic from two) in
+// on two) in
 // TestSimFoundSeedsReplay.
 var foundNondeterministic = []struct{ recipe, config, cause string }{
 	{"queue-fifo", "seed=777000,procs=4,ops=30,rate=0.03,chaos=4",
@@ -166,6 +117,10 @@ var foundNondeterministic = []struct{ recipe, config, cause string }{
 		"a cache's Sync and its run paused by the retry policy's Delay, jittered by the system's randomness, not the seed's (19 histories in 20)"},
 	{"ensemble-service", "seed=979364566,procs=3,ops=8,rate=0.03,chaos=4",
 		"go-zookeeper's reconnect dial and the session's give-up fell due at one instant, and the dial reconnected the ended session (and closed it on the server) or was refused, as Go ran the two (6 histories in 10)"},
+	{"ensemble-queue", "seed=387396189,procs=4,ops=30,rate=0.03,chaos=4",
+		"the producers' end drew the consumers' stop line by a timer one millisecond on, and a Take's deadline fell due at that instant: the consumer that timed out saw the line or not, as Go ran the two timers' goroutines (2 histories in 20 on one processor)"},
+	{"double-barrier", "seed=402292888,procs=3,ops=5,rate=0.02,chaos=4",
+		"two processes' sessions ended at one instant, and one decided whether the round was over from whether the other was through with it, as Go ran the two (2 histories in 30 on one processor)"},
 }
 
 func TestSimFoundSeedsReplay(t *testing.T) {
@@ -181,10 +136,6 @@ func TestSimFoundSeedsReplay(t *testing.T) {
 			}
 			w := selectWorkloads(t, []string{f.recipe})[0]
 			for _, procs := range determinismProcs() {
-				if !w.search().Deterministic(procs) {
-					t.Logf("not deterministic yet on %d processors: %s", procs, notYetDeterministic[w.name].why)
-					continue
-				}
 				prev := goruntime.GOMAXPROCS(procs)
 				first := runOnce(t, w, cfg).History()
 				for range n - 1 {

@@ -225,7 +225,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 
 	// Under faults: producers put, consumers take while they do.
 	var wg sync.WaitGroup
-	done := make(chan struct{})
+	var done stopLine
 	for p := range producers {
 		wg.Add(1)
 		go func() {
@@ -264,12 +264,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		go func() {
 			defer cwg.Done()
 			w := r.Session(producers + c)
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
+			for !done.stopped() {
 				s, err := w.Get(ctx)
 				if err != nil {
 					continue
@@ -281,7 +276,7 @@ func queueSearch(r *searchRun, layout string, ack bool) {
 		}()
 	}
 	wg.Wait()
-	stopAfterInstant(done)
+	done.stop()
 	cwg.Wait()
 	stopOperator()
 

@@ -19,9 +19,12 @@
 //
 // A workload replays its seed exactly when everything it does is decided
 // by the seed: it draws its choices from Run.Rand, never from math/rand's
-// global source or the clock's real time, and runs on one processor
-// (GOMAXPROCS=1): on more, goroutines of one process woken by one step of
-// the server may act in either order (Workload.RacesFrom).
+// global source or the clock's real time, and no goroutine of it picks
+// among channels ready at one instant (select picks at random). Every
+// run is on one processor, whatever GOMAXPROCS the test runs with
+// (RunOnce): the server takes one step at a time, and the goroutines
+// that one step wakes then run in one order. A workload that leaves
+// something to chance says what (Workload.Races).
 //
 // A minimal search:
 //

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 )
@@ -90,7 +89,7 @@ func (s *searcher) replayMismatch(w Workload, cfg Config, r *Run) (msg string, h
 
 // checkReplay runs cfg again and compares its history with r's. A
 // mismatch is printed as a bug of the search; it fails the test unless
-// the workload is known to race on these processors (RacesFrom). It
+// the workload says what it leaves to chance (Races). It
 // reports whether the histories were one.
 func (s *searcher) checkReplay(w Workload, cfg Config, r *Run) bool {
 	s.t.Helper()
@@ -99,8 +98,12 @@ func (s *searcher) checkReplay(w Workload, cfg Config, r *Run) bool {
 		return true
 	}
 	fmt.Print(msg)
-	if procs := goruntime.GOMAXPROCS(0); !w.Deterministic(procs) {
-		fmt.Printf("sim: (%s is not deterministic yet on %d processors: %s)\n", w.Name, procs, w.Races)
+	if !w.Deterministic() {
+		why := w.Races
+		if !ReplaysExactly() {
+			why = "the race detector shuffles goroutines"
+		}
+		fmt.Printf("sim: (%s leaves to chance: %s)\n", w.Name, why)
 		return false
 	}
 	s.t.Errorf("%s: seed %d does not replay: history %016x, then %016x", w.Name, cfg.Seed, ha, hb)
@@ -122,7 +125,7 @@ func replayCheckEvery() int {
 // mismatch (checkReplay has failed the test).
 func (s *searcher) recheck(w Workload, k uint64, cfg Config, r *Run) (checked, ok bool) {
 	every := replayCheckEvery()
-	if !w.Deterministic(goruntime.GOMAXPROCS(0)) || every == 0 || k%uint64(every) != 0 {
+	if !w.Deterministic() || every == 0 || k%uint64(every) != 0 {
 		return false, true
 	}
 	return true, s.checkReplay(w, cfg, r)

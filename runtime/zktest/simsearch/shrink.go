@@ -3,7 +3,6 @@ package simsearch
 import (
 	"fmt"
 	"os"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -109,12 +108,12 @@ func smaller(w Workload, cfg Config, fired int) []Config {
 }
 
 // shrinkFails runs a candidate of shrinking: on a workload that replays
-// on these processors (Workload.RacesFrom), its run when it fails and a
+// (Workload.Races is empty), its run when it fails and a
 // second run replays it to one history, else nil; elsewhere its first
 // failing run if 2 of 4 runs fail (one failure in many would shrink to a
 // configuration that rarely replays).
 func (s *searcher) shrinkFails(w Workload, cfg Config) *Run {
-	if !w.Deterministic(goruntime.GOMAXPROCS(0)) {
+	if !w.Deterministic() {
 		return s.fails(w, cfg, 2, 4)
 	}
 	r := RunOnce(s.t, w, cfg)

@@ -2,6 +2,8 @@ package simsearch
 
 import (
 	"os"
+	goruntime "runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -26,12 +28,13 @@ type Workload struct {
 	// Faults, if set, are the chaos faults drawn when the configuration
 	// names none (Config.Faults; sim.Chaos.Faults).
 	Faults []string
-	// RacesFrom, if above 0, is the processor count (GOMAXPROCS) from
-	// which the workload's replays are known to differ, and Races says
-	// what races: from there a replay mismatch is printed but does not
-	// fail the search, and shrinking asks 2 failures in 4 runs.
-	RacesFrom int
-	Races     string
+	// Races, if set, says what the workload's own code leaves to chance
+	// (a select among channels ready at once picks one at random, say),
+	// so that a seed may replay to another history: a replay mismatch is
+	// then printed but does not fail the search, and shrinking asks 2
+	// failures in 4 runs. The processors do not matter: every run is on
+	// one (RunOnce).
+	Races string
 	// Run is one run: it starts the server (Run.Start), runs the
 	// processes, records what they saw (Run.Event) and checks the
 	// invariants (Run.Violate), for instance with Run.Finish at the end.
@@ -39,11 +42,17 @@ type Workload struct {
 	Run func(r *Run)
 }
 
-// Deterministic reports whether w replays a seed to one history on procs
-// processors (RacesFrom).
-func (w Workload) Deterministic(procs int) bool {
-	return w.RacesFrom == 0 || procs < w.RacesFrom
-}
+// Deterministic reports whether w replays a seed to one history: it
+// names nothing it leaves to chance (Races), and the build replays
+// exactly (ReplaysExactly).
+func (w Workload) Deterministic() bool { return w.Races == "" && ReplaysExactly() }
+
+// ReplaysExactly reports whether runs of this build replay their seeds
+// line for line: false with the race detector (go test -race), whose
+// scheduler shuffles the goroutines ready at one instant on purpose. The
+// search then prints a replay mismatch without failing, as for a
+// workload's Races; a test that compares two runs' histories checks it.
+func ReplaysExactly() bool { return !raceDetector }
 
 // Config is w's configuration for seed, with 4 chaos events and the chaos
 // faults ZKGEN_SIM_FAULTS names (Search checks the variable).
@@ -52,15 +61,45 @@ func (w Workload) Config(seed uint64) Config {
 	return Config{Seed: seed, Procs: w.Procs, Ops: w.Ops, Rate: w.Rate, Chaos: 4, Faults: faults}
 }
 
+// pinned serialises the runs of one test process (oneProcessor).
+var pinned sync.Mutex
+
+// oneProcessor runs Go on one processor until the returned function is
+// called, and lets one run at a time hold it. The server takes one step
+// at a time (sim.WithSteps), and a step may wake several goroutines of one
+// process (go-zookeeper's receive loop and a caller, a session's expiry
+// handling and a request): on one processor Go runs the goroutines made
+// ready at one step in an order fixed by the order they were made ready, so what they do
+// before the next step comes in one order; on two they would run in
+// parallel, and a replay could part from its run. Another run in the same
+// process would interleave its goroutines with this one's, so runs wait
+// for each other. Go does not promise that order (a goroutine preempted
+// after running 10 ms goes to the back of the queue), so a workload must
+// not decide from what another process did at the same virtual instant:
+// it counts what happened before it (the search's own workloads use the
+// virtual clock for that). Other goroutines of the test process (a parallel test)
+// run on that one processor meanwhile.
+func oneProcessor() (release func()) {
+	pinned.Lock()
+	prev := goruntime.GOMAXPROCS(1)
+	return func() {
+		goruntime.GOMAXPROCS(prev)
+		pinned.Unlock()
+	}
+}
+
 // errStopRun ends a run from its workload's goroutine (Run.Fatalf).
 type errStopRun struct{}
 
-// RunOnce runs w under cfg once, in a synctest bubble of its own, and
-// returns the run: its history, faults and violations. It does not fail
+// RunOnce runs w under cfg once, in a synctest bubble of its own, on one
+// processor (GOMAXPROCS is 1 until it returns, and one run of the test
+// process runs at a time; see oneProcessor), and returns the run: its
+// history, faults and violations. It does not fail
 // t on a violation (Search does); t fails if the bubble does (a goroutine
 // of the run left blocked).
 func RunOnce(t *testing.T, w Workload, cfg Config) *Run {
 	r := &Run{Config: cfg, w: w}
+	defer oneProcessor()()
 	synctest.Test(t, func(*testing.T) {
 		defer time.Sleep(time.Minute) // the goroutines that outlive closed sessions end
 		defer func() {

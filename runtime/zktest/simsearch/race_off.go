@@ -2,5 +2,5 @@
 
 package simsearch
 
-// raceDetector: see race_on_test.go.
+// raceDetector: see race_on.go.
 const raceDetector = false
