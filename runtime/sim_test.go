@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -154,6 +155,77 @@ func TestSimVirtualTimeExpiry(t *testing.T) {
 		t.Logf("virtual: holder gave up after %v, next holder after %v", gaveUp, took)
 	})
 	t.Logf("wall time %v", time.Since(wall))
+}
+
+// A connection that answered a request is dialed again at once when it
+// is lost, however soon after the last reconnection; one that answered
+// nothing past its handshake waits go-zookeeper's second when it is lost
+// within a second of the last immediate dial, so a server that drops
+// every connection is not dialed in a loop (docs/sessions.md). On
+// virtual time: "at once" is a dial before the clock moves.
+func TestSimRedialAtOnceAfterAServedConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		ctx := context.Background()
+		var dials atomic.Int64
+		var drop atomic.Bool // the next connection drops at its first request
+		s := connectSim(t, srv, runtime.WithDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			c, err := srv.DialContext(ctx, network, addr)
+			if err == nil && drop.CompareAndSwap(true, false) {
+				c = &dropAtRequest{Conn: c}
+			}
+			return c, err
+		}), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		for k := range 3 {
+			if _, err := s.Exists(ctx, "/"); err != nil { // the connection serves a request
+				t.Fatal(err)
+			}
+			before, at := dials.Load(), time.Now()
+			srv.CutConnection(s.ID())
+			synctest.Wait()
+			if dials.Load() == before || time.Since(at) != 0 {
+				t.Fatalf("cut %d of a connection that answered a request: %d dials, %v later; want one at once", k+1, dials.Load()-before, time.Since(at))
+			}
+		}
+		// The next connection takes its handshake and drops at the first
+		// request after it, answering nothing: the dial after it waits.
+		if _, err := s.Exists(ctx, "/"); err != nil {
+			t.Fatal(err)
+		}
+		drop.Store(true)
+		before, at := dials.Load(), time.Now()
+		srv.CutConnection(s.ID())
+		done := make(chan error, 1)
+		go func() { _, err := s.Exists(ctx, "/"); done <- err }()
+		synctest.Wait()
+		if n := dials.Load() - before; n != 1 {
+			t.Errorf("after a connection that answered nothing, within a second of the last immediate dial: %d dials at once; want 1 (the one before it)", n)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(at); d < time.Second {
+			t.Errorf("reconnected %v after a connection that answered nothing; want go-zookeeper's second first", d)
+		}
+	})
+}
+
+// dropAtRequest is a connection that closes itself when the client
+// writes its second frame (the first request after the handshake).
+type dropAtRequest struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *dropAtRequest) Write(p []byte) (int, error) {
+	if c.writes.Add(1) > 1 {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
 }
 
 // Random faults from a seed, on virtual time: contenders for one lock on

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,6 +55,7 @@ type hostList struct {
 	last      string         // the address last handed out
 	tried     map[string]int // times each address was handed out since the last connection or retryStart
 	connected bool           // Connected was called since the last Next
+	served    atomic.Bool    // the connection last connected answered a request (Served)
 	redialed  bool           // a lost connection's own address was let off (see roundPause)
 	redialAt  int64          // when that was last done (now)
 	now       func() int64   // monotonic nanoseconds: monoNow (tests set their own)
@@ -63,9 +65,15 @@ type hostList struct {
 // Next says retryStart. After a connection is lost, its own address does
 // not count as tried: every address, the lost one's last, is dialed once
 // before the first wait, so a session on one server dials again at once.
-// That is granted once a roundPause: a connection lost within a roundPause
-// of the last grant counts its address as tried, so that servers which
-// accept connections and drop them are not dialed in a loop.
+// That is granted after every connection that answered a request, and
+// otherwise once a roundPause: a connection that answered nothing after
+// its handshake, lost within a roundPause of the last grant, counts its
+// address as tried, so that servers which accept connections and drop
+// them are not dialed in a loop. A server that serves a request before
+// it drops the connection is dialed again at most once per request
+// round trip; without that, an expiry found right after a reconnection
+// (a session moved away from the connection that had just resynced)
+// waited a second.
 const roundPause = time.Second
 
 // configured is one "host:port" given to Connect.
@@ -238,11 +246,12 @@ func (h *hostList) Next() (server string, retryStart bool) {
 	if over {
 		h.cur = -1
 	}
-	if now := h.now(); h.connected && (!h.redialed || now-h.redialAt >= int64(roundPause)) {
+	if now := h.now(); h.connected && (h.served.Load() || !h.redialed || now-h.redialAt >= int64(roundPause)) {
 		clear(h.tried)
 		h.redialed, h.redialAt = true, now
 	}
 	h.connected = false
+	h.served.Store(false)
 	if h.allTried() {
 		retryStart = true
 		clear(h.tried)
@@ -297,6 +306,17 @@ func (h *hostList) Connected() {
 	clear(h.tried)
 	h.tried[h.last] = 1
 	h.connected = true
+	h.served.Store(false)
+}
+
+// Served notes that the connection last connected answered a request
+// after its handshake (see roundPause). It is called for every reply, so
+// it takes no lock: go-zookeeper reads no reply of a connection once it
+// has called Next for the following one.
+func (h *hostList) Served() {
+	if h != nil && !h.served.Load() {
+		h.served.Store(true)
+	}
 }
 
 // serverName returns the configured host addr stands for in the current

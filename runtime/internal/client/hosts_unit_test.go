@@ -75,12 +75,7 @@ func TestHostsRoundsAndNames(t *testing.T) {
 // dialed in a loop.
 func TestHostsRedialAtOnceAfterALostConnection(t *testing.T) {
 	for _, servers := range [][]string{{"127.0.0.1:2181"}, {"127.0.0.1:2181", "127.0.0.2:2181", "127.0.0.3:2181"}} {
-		h := newHostList(&Session{log: slog.Default()})
-		var clock int64
-		h.now = func() int64 { return clock }
-		if err := h.Init(servers); err != nil {
-			t.Fatal(err)
-		}
+		h, clock := clockedHosts(t, servers)
 		n := h.Len()
 		lost, _ := h.Next()
 		h.Connected()
@@ -96,12 +91,57 @@ func TestHostsRedialAtOnceAfterALostConnection(t *testing.T) {
 			t.Errorf("%d servers, a connection lost again at once: dials %v; want waits %v", n, got, want)
 		}
 		// A second later, a lost connection is dialed again at once.
-		clock += int64(roundPause)
+		*clock += int64(roundPause)
 		h.Connected()
 		if got, want := dialsOf(h, 2*n), waitsAfter(n, n, 2*n); !slices.Equal(waitsOf(got), want) {
 			t.Errorf("%d servers, a connection lost a second later: dials %v; want waits %v", n, got, want)
 		}
 	}
+}
+
+// A connection that answered a request after its handshake is dialed
+// again at once when lost, however soon after the last such redial: the
+// server served, so this is no loop of connections dropped on arrival.
+// One that answered nothing, lost as soon, still waits its round.
+func TestHostsRedialAtOnceAfterAServedConnection(t *testing.T) {
+	for _, servers := range [][]string{{"127.0.0.1:2181"}, {"127.0.0.1:2181", "127.0.0.2:2181", "127.0.0.3:2181"}} {
+		h, _ := clockedHosts(t, servers)
+		n := h.Len()
+		h.Next()
+		h.Connected()
+		h.Served()
+		dialsOf(h, n) // lost: the first redial at once
+		for k := range 3 {
+			h.Connected()
+			h.Served()
+			if got, want := dialsOf(h, n), waitsAfter(n, n, n); !slices.Equal(waitsOf(got), want) {
+				t.Errorf("%d servers, served connection %d lost at once: dials %v; want waits %v", n, k+2, got, want)
+			}
+		}
+		h.Connected() // answers nothing
+		if got, want := dialsOf(h, n), waitsAfter(n-1, n, n); !slices.Equal(waitsOf(got), want) {
+			t.Errorf("%d servers, a connection that served nothing lost at once: dials %v; want waits %v", n, got, want)
+		}
+		// A reply of the last connection does not count for the next.
+		h.Served()
+		h.Connected()
+		if got, want := dialsOf(h, n), waitsAfter(n-1, n, n); !slices.Equal(waitsOf(got), want) {
+			t.Errorf("%d servers, the earlier connection's reply counted for the next: dials %v; want waits %v", n, got, want)
+		}
+	}
+}
+
+// clockedHosts returns a host list of servers whose clock stands still
+// until the test moves it.
+func clockedHosts(t *testing.T, servers []string) (*hostList, *int64) {
+	t.Helper()
+	h := newHostList(&Session{log: slog.Default()})
+	clock := new(int64)
+	h.now = func() int64 { return *clock }
+	if err := h.Init(servers); err != nil {
+		t.Fatal(err)
+	}
+	return h, clock
 }
 
 // attempt is one connection attempt go-zookeeper makes: the address, and

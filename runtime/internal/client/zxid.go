@@ -88,6 +88,9 @@ func (g *zxidGuard) Reply(xid int32, zxid int64, code int32) {
 		noteZxid(g.s, zxid)
 	}
 	g.clock.replied(xid)
+	if xid >= 0 || own {
+		g.s.hosts.Served()
+	}
 	if own {
 		g.conn.injected.replied(xid, injectReply{zxid: zxid, code: code})
 	}
