@@ -35,6 +35,12 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 		return c.fail(fmt.Errorf("%w: %s would be node %d, over the bound of %d (WithMaxNodes)", ErrCacheFull, path, len(c.nodes)+1, c.cfg.maxNodes))
 	}
 	e := &CacheEntry[K, T]{Key: c.key(p), Path: path, Stat: *rd.stat}
+	keyIsPath := false
+	if c.pathKeys {
+		if ks, _ := any(e.Key).(string); ks == path {
+			e.Key, keyIsPath = any(path).(K), true // one copy of the string, not two
+		}
+	}
 	if v, err := c.codec.Decode(rd.data); err != nil {
 		e.Err = decodeError(path, err)
 	} else {
@@ -47,7 +53,13 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 		c.removeLocked(old)
 		kind = CacheChanged
 	}
-	c.nodes[path], c.byKey[e.Key] = e, e
+	if c.pathKeys && !keyIsPath {
+		c.keyByMapLocked()
+	}
+	c.nodes[path] = e
+	if !c.pathKeys {
+		c.byKey[e.Key] = e
+	}
 	if e.Err != nil {
 		c.stats.DecodeErrors++
 	}
@@ -63,10 +75,20 @@ func (c *Cache[K, T]) appliedLocked(old, cur *CacheEntry[K, T]) {
 	}
 }
 
+// keyByMapLocked ends pathKeys: a key differs from its path, so Get
+// needs a map by key; c.mu is held.
+func (c *Cache[K, T]) keyByMapLocked() {
+	c.pathKeys = false
+	c.byKey = make(map[K]*CacheEntry[K, T], len(c.nodes))
+	for _, e := range c.nodes {
+		c.byKey[e.Key] = e
+	}
+}
+
 // removeLocked removes entry e; c.mu is held.
 func (c *Cache[K, T]) removeLocked(e *CacheEntry[K, T]) {
 	delete(c.nodes, e.Path)
-	if c.byKey[e.Key] == e {
+	if !c.pathKeys && c.byKey[e.Key] == e {
 		delete(c.byKey, e.Key)
 	}
 	if e.Err != nil {

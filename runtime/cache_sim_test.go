@@ -142,3 +142,55 @@ func TestCacheLeavesNoWatch(t *testing.T) {
 		t.Errorf("the stopped caches left a watch: %q", <-got)
 	}
 }
+
+// Get finds every instance by its key, whether the keys are the paths
+// (the cache then keeps one map of its entries, not two) or a key
+// function gives one instance a key of its own: from then on Get finds
+// the earlier instances by their keys as before, and the new one by its
+// own; a removed instance is found by neither.
+func TestCacheGetByPathOrOwnKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		ctx := context.Background()
+		s := connectSim(t, srv, runtime.WithLogger(slog.New(slog.DiscardHandler)))
+		root := "/keys"
+		key := func(p runtime.Params) string { // "x" is keyed "ex", the others by path
+			if p.Str(0) == "x" {
+				return "ex"
+			}
+			return p.Path()
+		}
+		c, err := runtime.NewCache(runtime.TemplateAt(root).Str("k"), key, runtime.StringCodec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCache(t, c, s)
+		has := func(when string, want map[string]string, gone ...string) {
+			t.Helper()
+			if err := c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range want {
+				if e, ok := c.Get(k); !ok || e.Value != v {
+					t.Errorf("%s: Get(%q) = %q, %v; want %q", when, k, e.Value, ok, v)
+				}
+			}
+			for _, k := range gone {
+				if e, ok := c.Get(k); ok {
+					t.Errorf("%s: Get(%q) = %q; want none", when, k, e.Value)
+				}
+			}
+		}
+		put(t, s, map[string]string{root + "/a": "1", root + "/b": "2"})
+		has("keyed by path", map[string]string{root + "/a": "1", root + "/b": "2"}, "ex", root+"/x")
+		put(t, s, map[string]string{root + "/x": "3"})
+		has("one key of its own", map[string]string{root + "/a": "1", root + "/b": "2", "ex": "3"}, root+"/x")
+		if err := s.Delete(ctx, root+"/a"); err != nil {
+			t.Fatal(err)
+		}
+		put(t, s, map[string]string{root + "/b": "4"})
+		has("after a removal and a change", map[string]string{root + "/b": "4", "ex": "3"}, root+"/a", root+"/x")
+	})
+}
