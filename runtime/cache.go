@@ -161,8 +161,9 @@ type Cache[K comparable, T any] struct {
 	byKey map[K]*CacheEntry[K, T] // nil while pathKeys
 	// pathKeys: every entry's key is its path (a string key, PathKey's or
 	// equal to it), so nodes serves Get and byKey is not kept: a second
-	// map of every entry cost about 40 bytes a node. The first key that
-	// differs from its path builds byKey for good.
+	// map of every entry was most of the memory per node zkgen spent
+	// over Curator (BENCHMARKS.md). The first key that differs from its
+	// path builds byKey for good.
 	pathKeys bool
 	zxid     int64
 	loaded   bool // a first load completed

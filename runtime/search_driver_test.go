@@ -134,3 +134,16 @@ func (l *stopLine) stopped() bool {
 	at := l.at.Load()
 	return at != 0 && time.Now().UnixNano() >= at
 }
+
+// isClosed reports whether ch is closed (nil: never), without waiting: a
+// worker woken by one of several channels checks them in its own order,
+// so that two closed at one instant are taken in that order, not in the
+// one select picks at random.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
