@@ -449,8 +449,16 @@ func (q *queue[T]) keepReleasing(claim string, release func(context.Context) err
 
 // deleteIfOwned deletes path if it exists and this session owns it (at the
 // version read, so a node of the same name made since by another session
-// stays).
+// stays). It syncs its server with the leader before it reads: the claim
+// it releases may be a lost attempt's, sent on a connection since lost,
+// and a reconnection may have landed on a follower that has not applied
+// it yet. Read there as missing, it was left for the session's lifetime
+// (ensemble-queue seed=409509521: the next take found it "busy", and its
+// chunk's item was never delivered).
 func (q *queue[T]) deleteIfOwned(ctx context.Context, path string) error {
+	if err := opsOf(q.s).Sync(ctx, path); err != nil && !client.IsNoNode(err) {
+		return err
+	}
 	_, st, err := opsOf(q.s).Get(ctx, path)
 	switch {
 	case client.IsNoNode(err):
