@@ -23,8 +23,9 @@ var foundBySearch = []struct{ recipe, config, bug string }{
 	// TestAckQueueAckRetryAfterHandFreedItemAcked is its ZooKeeper test,
 	// which guards it alone since a served connection is redialed at once
 	// (hosts.go): this seed's history then no longer meets the bug put
-	// back, and a 5-minute search of reap-ackqueue from seed 135108000
-	// (7,510 runs) did not find it again.
+	// back, and searches of reap-ackqueue for 5 minutes each from seeds
+	// 135108000 and 100 (7,510 and 10,610 runs) did not find it again
+	// (from seed 100 it took 4 s before that change).
 	{"reap-ackqueue", "seed=135108343,procs=4,ops=10,rate=0.03,chaos=0,limit=5,skip=s3#52+s3#64+s3#66",
 		"an operator deleted a consumer's claim, another consumer took the item and acked it, then the first one's Ack, " +
 			"lost before it reached the server, was retried, found the item gone and reported success (acked twice)"},
