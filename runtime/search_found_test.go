@@ -66,6 +66,13 @@ var foundBySearch = []struct{ recipe, config, bug string }{
 	{"ensemble-queue", "seed=409509521,procs=4,ops=6,rate=0.03,chaos=1,limit=2",
 		"a chunk claim created by a lost attempt was released by a read on a lagging follower that did not show it yet: " +
 			"left for the session's lifetime, it kept its item from every consumer (an orphan of a live session)"},
+	// The same bug, found by a search of ensemble-ackqueue from seed 100
+	// (2,593 runs) with another bug put back; it failed on the code
+	// without that bug too, and passes with the sync (5 of 5 replays fail
+	// without it).
+	{"ensemble-ackqueue", "seed=2692,procs=4,ops=21,rate=0.03,chaos=3,limit=4",
+		"an at-least-once consumer's chunk claim, created by a lost attempt, was released by a read on a lagging " +
+			"follower that did not show it yet, and stayed on the live session"},
 }
 
 func TestSimFoundSeeds(t *testing.T) {
