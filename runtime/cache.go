@@ -158,23 +158,22 @@ type Cache[K comparable, T any] struct {
 
 	mu    sync.Mutex
 	nodes map[string]*CacheEntry[K, T]
-	byKey map[K]*CacheEntry[K, T] // nil while pathKeys
-	// pathKeys: every entry's key is its path (a string key, PathKey's or
-	// equal to it), so nodes serves Get and byKey is not kept: a second
-	// map of every entry was most of the memory per node zkgen spent
-	// over Curator (BENCHMARKS.md). The first key that differs from its
-	// path builds byKey for good.
-	pathKeys bool
-	zxid     int64
-	loaded   bool // a first load completed
-	inGap    bool // a gap announced and its resync not done
-	mode     CacheMode
-	refused  bool  // the server refused addWatch: one-shot for good
-	err      error // why the cache stopped (ErrCacheFull)
-	run      *cacheRun[K, T]
-	runSet   chan struct{} // closed and replaced when run changes
-	subs     map[*cacheSub[K, T]]struct{}
-	stats    CacheStats
+	// byKey finds entries by key; nil while every entry's key is its
+	// path (a string key, PathKey's or equal to it): nodes serves Get
+	// then, as a second map of every entry was most of the memory per
+	// node zkgen spent over Curator (BENCHMARKS.md). The first key that
+	// differs from its path builds byKey for good (keyByMapLocked).
+	byKey   map[K]*CacheEntry[K, T]
+	zxid    int64
+	loaded  bool // a first load completed
+	inGap   bool // a gap announced and its resync not done
+	mode    CacheMode
+	refused bool  // the server refused addWatch: one-shot for good
+	err     error // why the cache stopped (ErrCacheFull)
+	run     *cacheRun[K, T]
+	runSet  chan struct{} // closed and replaced when run changes
+	subs    map[*cacheSub[K, T]]struct{}
+	stats   CacheStats
 	// onApply, if set, is told of each change of the entries, under mu
 	// (an added entry: old nil; a removed one: cur nil). It must not
 	// block nor call the cache. Set before Run (observe).
@@ -194,10 +193,10 @@ func NewCache[K comparable, T any](tmpl Template, key func(Params) K, codec Code
 		o(&cfg)
 	}
 	c := &Cache[K, T]{tmpl: tmpl, key: key, codec: codec, cfg: cfg,
-		nodes: map[string]*CacheEntry[K, T]{}, byKey: map[K]*CacheEntry[K, T]{},
+		nodes:  map[string]*CacheEntry[K, T]{},
 		runSet: make(chan struct{}), subs: map[*cacheSub[K, T]]struct{}{}}
-	if _, ok := any(*new(K)).(string); ok {
-		c.pathKeys, c.byKey = true, nil
+	if _, ok := any(*new(K)).(string); !ok {
+		c.byKey = map[K]*CacheEntry[K, T]{}
 	}
 	if cfg.oneShot {
 		c.mode, c.refused = CacheOneShot, true
@@ -222,9 +221,12 @@ func (c *Cache[K, T]) Get(k K) (CacheEntry[K, T], bool) {
 	return CacheEntry[K, T]{}, false
 }
 
+// keyedByPath reports whether every entry's key is its path (see byKey).
+func (c *Cache[K, T]) keyedByPath() bool { return c.byKey == nil }
+
 // byKeyLocked returns the entry with key k, or nil; c.mu is held.
 func (c *Cache[K, T]) byKeyLocked(k K) *CacheEntry[K, T] {
-	if c.pathKeys {
+	if c.keyedByPath() {
 		return c.nodes[any(k).(string)]
 	}
 	return c.byKey[k]

@@ -36,7 +36,7 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 	}
 	e := &CacheEntry[K, T]{Key: c.key(p), Path: path, Stat: *rd.stat}
 	keyIsPath := false
-	if c.pathKeys {
+	if c.keyedByPath() {
 		if ks, _ := any(e.Key).(string); ks == path {
 			e.Key, keyIsPath = any(path).(K), true // one copy of the string, not two
 		}
@@ -53,11 +53,11 @@ func (c *Cache[K, T]) apply(path string, rd cacheRead) error {
 		c.removeLocked(old)
 		kind = CacheChanged
 	}
-	if c.pathKeys && !keyIsPath {
+	if c.keyedByPath() && !keyIsPath {
 		c.keyByMapLocked()
 	}
 	c.nodes[path] = e
-	if !c.pathKeys {
+	if !c.keyedByPath() {
 		c.byKey[e.Key] = e
 	}
 	if e.Err != nil {
@@ -75,10 +75,9 @@ func (c *Cache[K, T]) appliedLocked(old, cur *CacheEntry[K, T]) {
 	}
 }
 
-// keyByMapLocked ends pathKeys: a key differs from its path, so Get
+// keyByMapLocked builds byKey: a key differs from its path, so Get
 // needs a map by key; c.mu is held.
 func (c *Cache[K, T]) keyByMapLocked() {
-	c.pathKeys = false
 	c.byKey = make(map[K]*CacheEntry[K, T], len(c.nodes))
 	for _, e := range c.nodes {
 		c.byKey[e.Key] = e
@@ -88,7 +87,7 @@ func (c *Cache[K, T]) keyByMapLocked() {
 // removeLocked removes entry e; c.mu is held.
 func (c *Cache[K, T]) removeLocked(e *CacheEntry[K, T]) {
 	delete(c.nodes, e.Path)
-	if !c.pathKeys && c.byKey[e.Key] == e {
+	if !c.keyedByPath() && c.byKey[e.Key] == e {
 		delete(c.byKey, e.Key)
 	}
 	if e.Err != nil {
