@@ -115,7 +115,7 @@ func (f *configFollower) read() (Result, error) {
 	s := f.s
 	var r Result
 	err := OpsOf(s).RetryAlive(context.Background(), func() error {
-		if _, err := s.conn.Sync(configNode); err != nil {
+		if _, err := AwaitOn(context.Background(), s, configNode, func() (string, error) { return s.conn.Sync(configNode) }); err != nil {
 			return err
 		}
 		var err error

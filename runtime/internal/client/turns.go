@@ -24,19 +24,39 @@ import (
 // turnTaker is the connection of a stepped simulated server.
 type turnTaker interface {
 	// SendTurn blocks until the goroutine whose place is key may send
-	// its next request; false: the server closed meanwhile.
+	// its next request; false: it was let go without a step, the
+	// connection (or the server) being closed by then.
 	SendTurn(key string) bool
 }
 
 // awaitTurn waits for the calling goroutine's turn to send a request
 // about what, on a stepped simulated server; at once otherwise.
+//
+// The turn is asked on the connection the session dialled last, and a
+// lost connection is dialled again by go-zookeeper's loop in the same
+// instant as it wakes the callers whose requests it failed: which of them
+// ask on the old connection and which on the new one would follow Go's
+// scheduler. So a turn let go without a step because its connection had
+// closed is asked again on the connection dialled since, if there is one
+// by then: the simulator lets such a turn go only once every goroutine is
+// blocked, when go-zookeeper's dial of that instant is over.
 func awaitTurn(s *Session, what string) {
-	lc := s.live.Load()
-	if lc == nil {
-		return
-	}
-	if t, ok := lc.Conn.(turnTaker); ok {
-		t.SendTurn(callerPlace() + " " + what)
+	var key string
+	for {
+		lc := s.live.Load()
+		if lc == nil {
+			return
+		}
+		t, ok := lc.Conn.(turnTaker)
+		if !ok {
+			return
+		}
+		if key == "" {
+			key = callerPlace() + " " + what
+		}
+		if t.SendTurn(key) || s.live.Load() == lc {
+			return
+		}
 	}
 }
 

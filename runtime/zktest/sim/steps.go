@@ -73,6 +73,7 @@ type turn struct {
 	key   string
 	what  func() string // what it is, for the step log (nil: its key says)
 	gone  *atomic.Bool  // a client's turn to send: set once its connection is closed
+	none  bool          // let go without a step: its connection was closed (set before go_ closes)
 	go_   chan struct{} // closed: its turn
 }
 
@@ -136,21 +137,26 @@ func (s *Server) stepLoop() {
 		synctest.Wait()
 		st.mu.Lock()
 		// Turns to send on connections closed since they were asked for
-		// are no steps: nothing will be sent. They are let go together,
-		// and the next step waits until what they do is over.
-		var gone []*turn
-		st.waiting = slices.DeleteFunc(st.waiting, func(t *turn) bool {
-			if t.gone != nil && t.gone.Load() {
-				gone = append(gone, t)
-				return true
+		// are no steps: nothing will be sent on that connection. But
+		// what their goroutines do next (hand a request to go-zookeeper,
+		// which sends it on the next connection) comes in the order they
+		// are let go: so they are let go one at a time, in the order of
+		// turns, each once what the one before did is over. Let go
+		// together, two of them would queue their requests in the order
+		// Go's scheduler ran them (service seed=214238293: a session's
+		// read of its configuration and a registration, both waiting
+		// while their connection was cut, replayed to two histories).
+		if i := slices.IndexFunc(st.waiting, gone); i >= 0 {
+			for k, t := range st.waiting {
+				if gone(t) && byTurn(t, st.waiting[i]) < 0 {
+					i = k
+				}
 			}
-			return false
-		})
-		if len(gone) > 0 {
+			t := st.waiting[i]
+			st.waiting = slices.Delete(st.waiting, i, i+1)
+			t.none = true
 			st.mu.Unlock()
-			for _, t := range gone {
-				close(t.go_)
-			}
+			close(t.go_)
 			continue
 		}
 		var next *turn
@@ -185,6 +191,10 @@ func (s *Server) stepLoop() {
 	}
 }
 
+// gone reports whether t is a turn to send on a connection its client
+// has closed since.
+func gone(t *turn) bool { return t.gone != nil && t.gone.Load() }
+
 func byTurn(a, b *turn) int {
 	if c := cmp.Compare(a.since, b.since); c != 0 {
 		return c
@@ -211,7 +221,8 @@ func (c *clientEnd) Close() error {
 }
 
 // SendTurn waits for the turn of the goroutine standing at place to send
-// its next request: a step of the server's; false: the server closed. On
+// its next request: a step of the server's; false: no step was taken (the
+// connection or the server closed). On
 // a connection its client has closed, by the time it asks or by the time
 // its turn would come, it takes no step: nothing can be sent on it, and
 // whether a goroutine woken as the connection was lost asks before its
@@ -221,7 +232,8 @@ func (c *clientEnd) Close() error {
 // at once, it would race its session's reconnection (reap-ackqueue
 // seed=18387830 then replayed to two histories).
 func (c *clientEnd) SendTurn(place string) bool {
-	return c.srv.turnOf(&turn{key: keySend + c.key + " " + place, gone: &c.closed})
+	t := &turn{key: keySend + c.key + " " + place, gone: &c.closed}
+	return c.srv.turnOf(t) && !t.none
 }
 
 // DialerFor returns DialContext for the client named client: on a stepped
