@@ -185,6 +185,17 @@ func (c *Cache[K, T]) Sync(ctx context.Context) error {
 		if done, err := r.sync(ctx); done || err != nil {
 			return err
 		}
+		if r.s.Err() != nil {
+			// The run's session is over, its goroutine not yet back: wait
+			// for the run's end, then for the next run. A pause would end
+			// at once with the session, and Sync would spin until then.
+			select {
+			case <-r.done:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		if err := opsOf(r.s).Sleep(ctx, r.backoff(min(n, 10))); ctx.Err() != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -192,5 +193,62 @@ func TestCacheGetByPathOrOwnKey(t *testing.T) {
 		}
 		put(t, s, map[string]string{root + "/b": "4"})
 		has("after a removal and a change", map[string]string{root + "/b": "4", "ex": "3"}, root+"/a", root+"/x")
+	})
+}
+
+// Sync called while the cache's run is still on a session that has ended
+// (the run's goroutine not yet back from a read) waits for that run's end
+// and for the next run, and then returns; it sends nothing on the ended
+// session meanwhile. Before, each retry's pause ended at once with the
+// session, and Sync spun until the run ended: in a synctest bubble the
+// spin kept everything else from running (the search's cache workload
+// hung so under the race detector's scheduling), and here the bubble
+// never settles.
+func TestCacheSyncWaitsOutAnEndedSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		ctx := context.Background()
+		quiet := runtime.WithLogger(slog.New(slog.DiscardHandler))
+		s := connectSim(t, srv, quiet)
+		root := "/ended"
+		put(t, s, map[string]string{root + "/a": "1"})
+		var hold atomic.Bool
+		held, release := make(chan struct{}), make(chan struct{})
+		runtime.OnCacheListed(func(path string) {
+			if path == root && hold.CompareAndSwap(true, false) {
+				close(held)
+				<-release
+			}
+		})
+		defer runtime.OnCacheListed(nil)
+		c := newStrCache(t, runtime.TemplateAt(root).Str("k"))
+		ran := make(chan error, 1)
+		go func() { ran <- c.Run(ctx, s) }()
+		requireContents(t, ctx, c, map[string]string{root + "/a": "1"})
+
+		hold.Store(true)
+		srv.CutConnection(s.ID()) // the resync lists the base again, and holds there
+		<-held
+		s.Close()
+		synced := make(chan error, 1)
+		go func() { synced <- c.Sync(ctx) }()
+		synctest.Wait() // with the spin, never
+		select {
+		case err := <-synced:
+			t.Fatalf("Sync returned %v with no session to sync on", err)
+		default:
+		}
+
+		close(release)
+		<-ran
+		s2 := connectSim(t, srv, quiet)
+		go func() { ran <- c.Run(ctx, s2) }()
+		if err := <-synced; err != nil {
+			t.Fatalf("Sync on the next run: %v", err)
+		}
+		s2.Close()
+		<-ran
 	})
 }
