@@ -132,6 +132,10 @@ var foundNondeterministic = []struct{ recipe, config, cause string }{
 var foundUnderShuffle = []struct{ recipe, config, cause string }{
 	{"service", "seed=214238293,procs=3,ops=8,rate=0.03,chaos=4",
 		"a lost connection woke a session's configuration read and a registration as go-zookeeper dialled again: each asked its turn to send on the old connection (let go without a step) or on the new one, as Go ran them (once in 6,439 runs beside the race-detector suite; 2 histories in 40 under -race)"},
+	{"reap-partitioner", "seed=7000,procs=3,ops=4,rate=0.02,chaos=4",
+		"a member told lost listed the partitions it still acted on while a start hook of that instant had run or not (2 histories in 10 under -race)"},
+	{"multilock", "seed=7001,procs=4,ops=6,rate=0.03,chaos=4",
+		"an Unlock at the instant its session expired said why the lock was lost as its tenure's goroutine had seen the end or not (3 histories in 10 under -race)"},
 }
 
 // Under the race detector's shuffled scheduling, each seed of

@@ -347,6 +347,14 @@ func releaseHoldAs(ctx context.Context, s *Session, h *hold, label string, remov
 	if label != "" {
 		where = label + " " + h.node
 	}
+	if err := s.Err(); err != nil {
+		// The session has ended, and the tenure with it: say so the same
+		// way whether the tenure's own goroutine has seen the end yet or
+		// not (both come at one instant; the words of a replay then
+		// follow Go's scheduler: multilock seed=7001 under -race).
+		h.end(true)
+		return fmt.Errorf("%s: %w (%w)", where, h.lostSentinel(), err)
+	}
 	if h.wasLost.Load() {
 		return fmt.Errorf("%s: %w", where, h.lostSentinel())
 	}
