@@ -58,6 +58,7 @@ type cacheFeed struct {
 	changed  chan struct{} // closed and replaced when a mark or the resync goes
 	wake     chan struct{} // tells the run there is work
 	lost     bool          // the connection was lost since takeLost
+	conns    uint64        // connections established (StateHasSession) during the run
 	notified int64         // notifications that marked a path
 }
 
@@ -72,6 +73,9 @@ func (f *cacheFeed) listen(ev zk.Event) {
 	case zk.EventSession:
 		switch ev.State {
 		case zk.StateHasSession:
+			f.mu.Lock()
+			f.conns++
+			f.mu.Unlock()
 			f.askResync()
 		case zk.StateDisconnected, zk.StateExpired:
 			f.mu.Lock()
@@ -174,16 +178,21 @@ func (f *cacheFeed) takeLost() bool {
 }
 
 // takeResync takes the resync asked, returning the event that asked for
-// it (0: none asked). Until place or untake, the resync counts as
-// unresolved from that event; a resync asked meanwhile is another one.
-func (f *cacheFeed) takeResync() uint64 {
+// it (0: none asked) and the connections established so far. Until place
+// or untake, the resync counts as unresolved from that event; a resync
+// asked meanwhile is another one. A resync given back on the connection
+// count parked (untake) is not taken again before the next connection.
+func (f *cacheFeed) takeResync(parked uint64, isParked bool) (since, conns uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	since := f.resync
+	if isParked && f.conns == parked {
+		return 0, f.conns
+	}
+	since = f.resync
 	if since != 0 {
 		f.resync, f.placing = 0, since
 	}
-	return since
+	return since, f.conns
 }
 
 // untake gives back the resync taken at since (its watch could not be

@@ -60,6 +60,10 @@ type cacheRun[K comparable, T any] struct {
 	maxZ   int64         // the greatest zxid of a stat read
 	fails  int           // reads failed in a row for another reason than the connection
 	holds  bool          // the run counts in the session's persistent watch on the base
+	// A resync whose watch failed with the connection waits for the next
+	// connection (parked, and the connection count it failed on).
+	parked     bool
+	parkedConn uint64
 
 	// One-shot mode: the paths whose watch the run has set and not seen
 	// fire, and whether an exists watch waits for the missing base.
@@ -170,8 +174,9 @@ func (r *cacheRun[K, T]) step(ctx context.Context) error {
 	if r.feed.takeLost() {
 		r.c.openGap()
 	}
-	if since := r.feed.takeResync(); since != 0 {
-		if err := r.resync(ctx, since); err != nil {
+	if since, conns := r.feed.takeResync(r.parkedConn, r.parked); since != 0 {
+		r.parked = false
+		if err := r.resync(ctx, since, conns); err != nil {
 			return err
 		}
 	}
@@ -189,18 +194,26 @@ func (r *cacheRun[K, T]) step(ctx context.Context) error {
 }
 
 // resync sets the watch and marks everything to read again (see above).
-func (r *cacheRun[K, T]) resync(ctx context.Context, since uint64) error {
+// conns is the count of connections established when it was taken.
+func (r *cacheRun[K, T]) resync(ctx context.Context, since, conns uint64) error {
 	r.c.openGap()
 	z, err := r.watch(ctx)
 	if err != nil {
 		r.feed.untake(since)
 		if ctx.Err() == nil && r.s.Err() == nil && !client.IsRecoverable(err) {
-			// Not the connection's loss (whose next connection asks for
-			// a resync): try again after a pause.
+			// Not the connection's loss: try again after a pause.
 			opsOf(r.s).Log().Warn("cache: cannot set its watch; retrying", "base", r.c.tmpl.base, "err", err)
 			r.fails++
 			_ = opsOf(r.s).Sleep(ctx, r.backoff(min(r.fails, 10)))
 			r.feed.signal()
+		} else {
+			// The connection's loss (or one not established yet): the
+			// next connection asks for the resync again; until it comes,
+			// a wake-up for other work does not try on this one. Whether
+			// such a wake-up was pending would otherwise decide whether
+			// the run tried again at once (cache seed=8002 under the race
+			// detector's shuffle).
+			r.parked, r.parkedConn = true, conns
 		}
 		return nil
 	}

@@ -136,6 +136,10 @@ var foundUnderShuffle = []struct{ recipe, config, cause string }{
 		"a member told lost listed the partitions it still acted on while a start hook of that instant had run or not (2 histories in 10 under -race)"},
 	{"multilock", "seed=7001,procs=4,ops=6,rate=0.03,chaos=4",
 		"an Unlock at the instant its session expired said why the lock was lost as its tenure's goroutine had seen the end or not (3 histories in 10 under -race)"},
+	{"ensemble-cache", "seed=8000,procs=4,ops=30,rate=0.03,chaos=4",
+		"a writer's request made while its session's newest connection had been refused (nobody served, an election) took no turn, and was queued before or after go-zookeeper failed its queue at the end of a round of dials (7 histories in 10 under -race)"},
+	{"cache", "seed=8002,procs=4,ops=30,rate=0.03,chaos=4",
+		"a cache whose watch failed on a connection not yet established tried again at once or at the next connection, as a wake-up for other work was pending or not (2 histories in 10 under -race)"},
 }
 
 // Under the race detector's shuffled scheduling, each seed of
