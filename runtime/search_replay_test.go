@@ -26,7 +26,8 @@ import (
 // and its successor's dial) ran in parallel, and which acted first was
 // Go's choice; 14 workloads replayed a seed to 2 histories in 20 to 50
 // runs that way before. The tests below run on one processor and on two
-// to show that it no longer matters.
+// to show that it no longer matters, and under the race detector on one,
+// where its scheduler shuffles the goroutines ready at one instant.
 
 // determinismProcs are the processor counts TestSimReplaysOneHistory
 // runs on (ZKGEN_SIM_DETERMINISM_PROCS, like "1 2"; default both).
@@ -44,10 +45,14 @@ func determinismProcs() []int {
 }
 
 // determinismRuns is how many times TestSimReplaysOneHistory runs a seed
-// on each processor count (ZKGEN_SIM_DETERMINISM_RUNS; default 20).
+// on each processor count (ZKGEN_SIM_DETERMINISM_RUNS; default 20, and 5
+// under the race detector).
 func determinismRuns() int {
 	if n, err := strconv.Atoi(os.Getenv("ZKGEN_SIM_DETERMINISM_RUNS")); err == nil && n > 0 {
 		return n
+	}
+	if raceDetector {
+		return 5
 	}
 	return 20
 }
@@ -56,16 +61,19 @@ func determinismRuns() int {
 // a seed to one history, on one processor and on two: the same events in
 // the same order, the same node names, the same faults (docs/reliability.md,
 // "How deterministic a replay is"). The seed and size are those the
-// figures there were measured with.
+// figures there were measured with. Under the race detector, whose
+// scheduler runs the goroutines ready at one instant in a random order on
+// every run (a harsher test than a second processor), it runs on one.
 func TestSimReplaysOneHistory(t *testing.T) {
-	if raceDetector {
-		t.Skip("the race detector shuffles goroutines on purpose")
-	}
 	cfg := simsearch.Config{Seed: 5, Procs: 3, Ops: 6, Rate: 0.05, Chaos: 2}
 	n := determinismRuns()
+	procsList := determinismProcs()
+	if raceDetector {
+		procsList = []int{1}
+	}
 	for _, w := range selectWorkloads(t, strings.Fields(os.Getenv("ZKGEN_SIM_RECIPES"))) {
 		t.Run(w.name, func(t *testing.T) {
-			for _, procs := range determinismProcs() {
+			for _, procs := range procsList {
 				prev := goruntime.GOMAXPROCS(procs)
 				first := runOnce(t, w, cfg).History()
 				distinct := map[uint64]bool{simsearch.Hash(first): true}
@@ -168,10 +176,11 @@ func TestSimFoundSeedsReplayShuffled(t *testing.T) {
 }
 
 func TestSimFoundSeedsReplay(t *testing.T) {
-	if raceDetector {
-		t.Skip("the race detector shuffles goroutines on purpose")
-	}
 	n := determinismRuns()
+	procsList := determinismProcs()
+	if raceDetector { // see TestSimReplaysOneHistory
+		procsList = []int{1}
+	}
 	for _, f := range foundNondeterministic {
 		t.Run(f.recipe, func(t *testing.T) {
 			cfg, err := simsearch.ParseConfig(f.config)
@@ -179,7 +188,7 @@ func TestSimFoundSeedsReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := selectWorkloads(t, []string{f.recipe})[0]
-			for _, procs := range determinismProcs() {
+			for _, procs := range procsList {
 				prev := goruntime.GOMAXPROCS(procs)
 				first := runOnce(t, w, cfg).History()
 				for range n - 1 {
