@@ -143,6 +143,7 @@ type CacheStats struct {
 	Reads         int64 // reads of a node's data
 	Lists         int64 // listings of a node's children
 	Watches       int64 // one-shot watches set (one-shot mode; a persistent watch is not counted)
+	WatchesBelow  int   // one-shot watches WatchBelow holds now, set and not yet fired
 	DecodeErrors  int   // instances whose data does not decode now
 	Pending       int   // nodes marked to read again
 	Coalesced     int64 // events folded into later ones for slow readers
@@ -283,6 +284,7 @@ func (c *Cache[K, T]) Stats() CacheStats {
 		n, pending := r.feed.counts()
 		st.Notifications += n
 		st.Pending = pending
+		st.WatchesBelow = r.below.held()
 	}
 	return st
 }

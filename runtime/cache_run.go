@@ -64,6 +64,7 @@ type cacheRun[K comparable, T any] struct {
 	// connection (parked, and the connection count it failed on).
 	parked     bool
 	parkedConn uint64
+	below      belowWatches // one-shot watches below the instances (WatchBelow)
 
 	// One-shot mode: the paths whose watch the run has set and not seen
 	// fire, and whether an exists watch waits for the missing base.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -150,12 +152,8 @@ func TestCacheLeavesNoWatch(t *testing.T) {
 // the earlier instances by their keys as before, and the new one by its
 // own; a removed instance is found by neither.
 func TestCacheGetByPathOrOwnKey(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		defer settleBubble()
-		srv := sim.New()
-		defer srv.Close()
+	inSimBubble(t, func(t *testing.T, srv *sim.Server, s *runtime.Session) {
 		ctx := context.Background()
-		s := connectSim(t, srv, runtime.WithLogger(slog.New(slog.DiscardHandler)))
 		root := "/keys"
 		key := func(p runtime.Params) string { // "x" is keyed "ex", the others by path
 			if p.Str(0) == "x" {
@@ -205,13 +203,8 @@ func TestCacheGetByPathOrOwnKey(t *testing.T) {
 // hung so under the race detector's scheduling), and here the bubble
 // never settles.
 func TestCacheSyncWaitsOutAnEndedSession(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		defer settleBubble()
-		srv := sim.New()
-		defer srv.Close()
+	inSimBubble(t, func(t *testing.T, srv *sim.Server, s *runtime.Session) {
 		ctx := context.Background()
-		quiet := runtime.WithLogger(slog.New(slog.DiscardHandler))
-		s := connectSim(t, srv, quiet)
 		root := "/ended"
 		put(t, s, map[string]string{root + "/a": "1"})
 		var hold atomic.Bool
@@ -243,12 +236,100 @@ func TestCacheSyncWaitsOutAnEndedSession(t *testing.T) {
 
 		close(release)
 		<-ran
-		s2 := connectSim(t, srv, quiet)
+		s2 := connectSim(t, srv, runtime.WithLogger(slog.New(slog.DiscardHandler)))
 		go func() { ran <- c.Run(ctx, s2) }()
 		if err := <-synced; err != nil {
 			t.Fatalf("Sync on the next run: %v", err)
 		}
 		s2.Close()
 		<-ran
+	})
+}
+
+// WatchBelow, in one-shot mode: a watch below an instance is set once
+// however many ask for it (asking again while it stands costs no
+// request), tells each who once when it fires (a child created), and is
+// then gone, so that the next call sets it again. On a missing node it is
+// an exists watch, which fires when the node is created. In persistent
+// mode it sets nothing and tells nobody.
+func TestCacheWatchBelow(t *testing.T) {
+	inSimBubble(t, func(t *testing.T, _ *sim.Server, s *runtime.Session) {
+		ctx := context.Background()
+		root := "/below"
+		put(t, s, map[string]string{root + "/a": "1"})
+		var mu sync.Mutex
+		told := map[string]int{}
+		note := func(who string) func() {
+			return func() {
+				mu.Lock()
+				told[who]++
+				mu.Unlock()
+			}
+		}
+		check := func(when string, want map[string]int) {
+			t.Helper()
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if !maps.Equal(told, want) {
+				t.Errorf("%s: told %v, want %v", when, told, want)
+			}
+		}
+		one := newStrCache(t, runtime.TemplateAt(root).Str("k"), runtime.WithOneShotWatches())
+		runCache(t, one, s)
+		requireContents(t, ctx, one, map[string]string{root + "/a": "1"})
+		requests := func() int64 { st := one.Stats(); return st.Lists + st.Reads }
+		before := requests()
+		if kids, err := one.WatchBelow(ctx, root+"/a", false, true, "x", note("x")); err != nil || len(kids) != 0 {
+			t.Fatalf("WatchBelow: %v, %v", kids, err)
+		}
+		set := requests()
+		if set != before+1 {
+			t.Errorf("setting the watch took %d requests, want 1", set-before)
+		}
+		if _, err := one.WatchBelow(ctx, root+"/a", false, false, "y", note("y")); err != nil {
+			t.Fatal(err)
+		}
+		if n := requests(); n != set {
+			t.Errorf("asking for a standing watch took %d requests, want none", n-set)
+		}
+		if n := one.Stats().WatchesBelow; n != 1 {
+			t.Errorf("WatchesBelow = %d, want 1", n)
+		}
+		put(t, s, map[string]string{root + "/a/child": "1"})
+		check("after a child was created", map[string]int{"x": 1, "y": 1})
+		if n := one.Stats().WatchesBelow; n != 0 {
+			t.Errorf("WatchesBelow after it fired = %d, want 0", n)
+		}
+		put(t, s, map[string]string{root + "/a/child2": "1"}) // no watch stands: nobody is told
+		check("after a change with no watch", map[string]int{"x": 1, "y": 1})
+		if kids, err := one.WatchBelow(ctx, root+"/a", false, true, "x", note("x")); err != nil || len(kids) != 2 {
+			t.Fatalf("WatchBelow again: %v, %v", kids, err)
+		}
+		if _, err := one.WatchBelow(ctx, root+"/a/later", true, false, "z", note("z")); err != nil {
+			t.Fatal(err)
+		}
+		put(t, s, map[string]string{root + "/a/later": "1"})
+		check("after the missing node was created", map[string]int{"x": 2, "y": 1, "z": 1})
+
+		persistent := newStrCache(t, runtime.TemplateAt(root).Str("k"))
+		runCache(t, persistent, s)
+		requireContents(t, ctx, persistent, map[string]string{root + "/a": "1"})
+		if _, err := persistent.WatchBelow(ctx, root+"/a/later", true, false, "p", note("p")); err != nil {
+			t.Fatal(err)
+		}
+		put(t, s, map[string]string{root + "/a/later": "2"})
+		check("persistent mode", map[string]int{"x": 2, "y": 1, "z": 1})
+	})
+}
+
+// inSimBubble runs fn in a synctest bubble with a simulated server and a
+// session on it that logs nothing.
+func inSimBubble(t *testing.T, fn func(t *testing.T, srv *sim.Server, s *runtime.Session)) {
+	synctest.Test(t, func(t *testing.T) {
+		defer settleBubble()
+		srv := sim.New()
+		defer srv.Close()
+		fn(t, srv, connectSim(t, srv, runtime.WithLogger(slog.New(slog.DiscardHandler))))
 	})
 }

@@ -212,6 +212,7 @@ package runtime
 //	cache_run.go       a cache on one session: the watch, the listing, resyncs
 //	cache_feed.go      the session's events, queued for the cache
 //	cache_read.go      reads of a resync
+//	cache_below.go     one-shot watches below the instances (WatchBelow)
 //	cache_apply.go     applying what was read, never going back (Sync)
 //	cache_events.go    the cache's event stream (CacheEvent)
 //	cache_children.go  a state per instance derived from the nodes below it

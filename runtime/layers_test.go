@@ -34,7 +34,7 @@ var (
 		"partitioner": {"partitioner.go", "partitioner_member.go", "partition_plan.go"},
 		"twopc":       {"twopc.go"},
 		"config":      {"config.go", "counter.go"},
-		"cache":       {"cache.go", "cache_apply.go", "cache_events.go", "cache_feed.go", "cache_read.go", "cache_run.go"},
+		"cache":       {"cache.go", "cache_apply.go", "cache_events.go", "cache_feed.go", "cache_read.go", "cache_run.go", "cache_below.go"},
 		"kindcache": {"cache_children.go", "cache_kinds.go", "cache_queue.go", "cache_election.go", "cache_semaphore.go", "cache_lease.go",
 			"cache_partitioner.go", "cache_twopc.go"},
 		"service": {"service.go", "service_find.go", "service_index.go", "service_json.go", "service_register.go", "service_run.go"},

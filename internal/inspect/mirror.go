@@ -163,6 +163,14 @@ func (m *Mirror) Instances(r *spec.Resource) ([]Instance, error) {
 	return out, nil
 }
 
+// WatchBelow sets a one-shot watch for an instance of r through r's cache
+// (runtime.Cache.WatchBelow): one of the Watches of the instance who, in
+// one-shot mode, where the mirror's caches watch nothing below the
+// instances. notify is called when it fires.
+func (m *Mirror) WatchBelow(ctx context.Context, r *spec.Resource, path string, data, list bool, who string, notify func()) ([]string, error) {
+	return m.caches[slices.Index(m.spec.Resources, r)].WatchBelow(ctx, path, data, list, who, notify)
+}
+
 // compareInstances orders instances of r parameter by parameter.
 func compareInstances(r *spec.Resource) func(a, b Instance) int {
 	return func(a, b Instance) int {
@@ -200,6 +208,7 @@ func (m *Mirror) Stats() runtime.CacheStats {
 		sum.Runs = max(sum.Runs, st.Runs)
 		sum.Gaps, sum.Notifications = sum.Gaps+st.Gaps, sum.Notifications+st.Notifications
 		sum.Reads, sum.Lists, sum.Watches = sum.Reads+st.Reads, sum.Lists+st.Lists, sum.Watches+st.Watches
+		sum.WatchesBelow += st.WatchesBelow
 		sum.DecodeErrors, sum.Pending, sum.Coalesced = sum.DecodeErrors+st.DecodeErrors, sum.Pending+st.Pending, sum.Coalesced+st.Coalesced
 		sum.Synced = sum.Synced && st.Synced
 		if i == 0 || st.Zxid < sum.Zxid {

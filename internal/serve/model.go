@@ -51,10 +51,9 @@ type Model struct {
 	session   int64                  // current session id
 	sessions  int                    // sessions opened
 	reads     int64                  // instance reads done
-	watcher   *watcher               // the current session's one-shot watches
 	mirror    *inspect.Mirror        // the current session's
 	changed   chan struct{}          // closed and replaced at every change
-	requests0 int64                  // requests of the watchers of ended sessions
+	requests0 int64                  // requests of the mirrors of ended sessions
 }
 
 type instance struct {
@@ -140,31 +139,29 @@ func (m *Model) follow(ctx context.Context, sess *runtime.Session) {
 		<-ctx.Done()
 		return
 	}
-	w := newWatcher(sess.Conn())
 	mctx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { defer close(ran); _ = mir.Run(mctx, sess) }()
 	defer func() {
 		cancel()
 		<-ran
-		w.stop()
 		m.mu.Lock()
 		st := mir.Stats()
-		m.requests0 += w.requests.Load() + st.Lists + st.Reads
-		m.watcher, m.mirror = nil, nil
+		m.requests0 += st.Lists + st.Reads
+		m.mirror = nil
 		m.mu.Unlock()
 	}()
 	m.mu.Lock()
-	m.watcher, m.mirror, m.session = w, mir, sess.ID()
+	m.mirror, m.session = mir, sess.ID()
 	m.sessions++
 	m.mu.Unlock()
 	go m.monitor(mctx, sess)
-	m.loop(ctx, sess, mir, w, t, mir.Events(mctx))
+	m.loop(ctx, sess, mir, t, mir.Events(mctx))
 }
 
 // loop reads what the mirror and the watches report, a settle window at a
 // time, until the session or ctx ends.
-func (m *Model) loop(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, w *watcher, t *touches, events <-chan inspect.MirrorEvent) {
+func (m *Model) loop(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, t *touches, events <-chan inspect.MirrorEvent) {
 	d := newDirty()
 	var again <-chan time.Time
 	for {
@@ -179,14 +176,12 @@ func (m *Model) loop(ctx context.Context, sess *runtime.Session, mir *inspect.Mi
 				return // ctx ended
 			}
 			d.event(ev)
-		case o := <-w.events:
-			d.add(o)
 		case <-t.wake:
 		case <-again:
 		}
-		m.settle(ctx, w, events, d)
+		m.settle(ctx, events, d)
 		t.drain(d)
-		if err := m.catchUp(ctx, sess, mir, w, d); err != nil && !runtime.IsRecoverable(err) && ctx.Err() == nil && sess.Err() == nil {
+		if err := m.catchUp(ctx, sess, mir, t, d); err != nil && !runtime.IsRecoverable(err) && ctx.Err() == nil && sess.Err() == nil {
 			m.opt.Log.Warn("reading the resources failed", "err", err)
 		}
 		// What a failed pass left is read again after failedPassRetry (a
@@ -202,7 +197,7 @@ func (m *Model) loop(ctx context.Context, sess *runtime.Session, mir *inspect.Mi
 }
 
 // settle gathers the events that arrive within Settle of the first.
-func (m *Model) settle(ctx context.Context, w *watcher, events <-chan inspect.MirrorEvent, d *dirty) {
+func (m *Model) settle(ctx context.Context, events <-chan inspect.MirrorEvent, d *dirty) {
 	t := time.NewTimer(m.opt.Settle)
 	defer t.Stop()
 	for {
@@ -216,8 +211,6 @@ func (m *Model) settle(ctx context.Context, w *watcher, events <-chan inspect.Mi
 				return
 			}
 			d.event(ev)
-		case o := <-w.events:
-			d.add(o)
 		}
 	}
 }
@@ -268,7 +261,7 @@ func errText(err error) string {
 // catchUp reads what d holds: the resources whose instances must be taken
 // from the mirror again, then the instances whose state must be read. What
 // fails stays in d for the next pass.
-func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, w *watcher, d *dirty) error {
+func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, t *touches, d *dirty) error {
 	for _, r := range m.opt.Spec.Resources {
 		if d.discover[r.Name] {
 			m.discover(mir, r, d)
@@ -283,7 +276,7 @@ func (m *Model) catchUp(ctx context.Context, sess *runtime.Session, mir *inspect
 				todo = append(todo, in)
 			}
 		}
-		errs := m.refreshAll(ctx, sess, w, oneShot, r, todo)
+		errs := m.refreshAll(ctx, sess, mir, t, oneShot, r, todo)
 		for i, in := range todo {
 			if errs[i] == nil {
 				delete(d.read, owner{res: r.Name, path: in.Path})
@@ -303,7 +296,7 @@ const refreshReaders = 16
 
 // refreshAll reads the instances ins of r, refreshReaders at a time, and
 // returns each one's error.
-func (m *Model) refreshAll(ctx context.Context, sess *runtime.Session, w *watcher, oneShot bool, r *spec.Resource, ins []inspect.Instance) []error {
+func (m *Model) refreshAll(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, t *touches, oneShot bool, r *spec.Resource, ins []inspect.Instance) []error {
 	errs := make([]error, len(ins))
 	sem := make(chan struct{}, refreshReaders)
 	var wg sync.WaitGroup
@@ -313,7 +306,7 @@ func (m *Model) refreshAll(ctx context.Context, sess *runtime.Session, w *watche
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = m.refresh(ctx, sess, w, oneShot, r, in)
+			errs[i] = m.refresh(ctx, sess, mir, t, oneShot, r, in)
 		}()
 	}
 	wg.Wait()
@@ -365,14 +358,14 @@ func (m *Model) discover(mir *inspect.Mirror, r *spec.Resource, d *dirty) {
 }
 
 // refresh reads one instance. In one-shot mode it first sets the kind's
-// watches below it: a change after they are set is reported by them, so
-// none is missed. (In persistent mode the mirror's watch reports them.)
-func (m *Model) refresh(ctx context.Context, sess *runtime.Session, w *watcher, oneShot bool, r *spec.Resource, in inspect.Instance) error {
+// watches below it, through the mirror (arm): a change after they are set
+// is reported by them, so none is missed. (In persistent mode the mirror's
+// watch reports them.)
+func (m *Model) refresh(ctx context.Context, sess *runtime.Session, mir *inspect.Mirror, t *touches, oneShot bool, r *spec.Resource, in inspect.Instance) error {
 	if oneShot {
-		o := owner{res: r.Name, path: in.Path}
 		listed := map[string][]string{}
 		for _, wt := range inspect.Watches(r, in.Path) {
-			if err := w.arm(wt, o, listed); err != nil {
+			if err := arm(ctx, mir, r, in, wt, t, listed); err != nil {
 				return err
 			}
 		}

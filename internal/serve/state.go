@@ -57,12 +57,12 @@ func (m *Model) cacheLocked() CacheState {
 	}
 	st := m.mirror.Stats()
 	cs.Mode, cs.Instances, cs.Notifications = st.Mode.String(), st.Nodes, st.Notifications
-	cs.requests = st.Lists + st.Reads + m.watcher.requests.Load()
+	cs.requests = st.Lists + st.Reads
 	switch st.Mode {
 	case runtime.CachePersistent:
 		cs.Watches = 1 // the caches share the server's one watch on the root
 	case runtime.CacheOneShot:
-		cs.Watches = st.Watches + m.watcher.watches.Load()
+		cs.Watches = st.Watches + int64(st.WatchesBelow)
 	}
 	return cs
 }

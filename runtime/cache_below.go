@@ -1,0 +1,144 @@
+package runtime
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgen/zkgen/runtime/internal/client"
+)
+
+// Watches below the instances (WatchBelow). A persistent watch on the
+// base (ZooKeeper 3.6 and later) reports every change below the instances
+// to WithSubtree's function. In one-shot mode (ZooKeeper 3.5) nothing of
+// the cache's stands below them, so a reader that follows what is there
+// (zkgen serve: a lock's contenders, a queue's items) asks for the
+// one-shot watches it needs. The run keeps the watches it set and has not
+// seen fire, each with the callbacks to tell when it does, so that many
+// readers of one node cost one watch and a watch standing costs no
+// request; ZooKeeper itself keeps one watch of a kind per node and
+// session however often it is asked for one.
+
+// belowKey is one watch below the instances: a children watch, or a data
+// watch (an exists watch while the node is missing).
+type belowKey struct {
+	path string
+	data bool
+}
+
+// belowWatches are a run's watches below the instances.
+type belowWatches struct {
+	mu    sync.Mutex
+	armed map[belowKey]map[string]func() // set and not seen fire: whom to tell, by who
+}
+
+// join adds who's notify to k's and reports whether k is set already.
+func (w *belowWatches) join(k belowKey, who string, notify func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fns, ok := w.armed[k]
+	if ok {
+		fns[who] = notify
+	}
+	return ok
+}
+
+// held is how many watches w holds.
+func (w *belowWatches) held() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.armed)
+}
+
+// WatchBelow makes sure a one-shot watch stands on path, a node the
+// cache's own one-shot watches do not cover (below its instances, say), on
+// the session the cache runs on (it waits for a run, as Sync does): a
+// children watch, or with data a data watch; either is an
+// exists watch while path is missing, which fires when it is created. When
+// the watch fires, the notify of each who that asked for it since it was
+// set (the latest given) is called once, from a goroutine of the run's (it
+// must not block), after the watch is known gone: a notify that leads to
+// WatchBelow again sets it again, and misses nothing. A watch set and not yet fired costs no request. The
+// watches last as long as the run: a new session starts with none, and
+// the cache's resync reports what changed meanwhile. Their requests count
+// in Stats' Lists and Reads, and the watches standing in WatchesBelow.
+//
+// With list (and data false) it returns path's children (nil when it is
+// missing), read afresh even when the watch stood already. It is meant
+// for one-shot mode (Mode); in persistent mode the cache's own watch
+// covers path and WatchBelow sets no watch: it lists when asked, and
+// never calls notify (WithSubtree's function hears of the changes).
+func (c *Cache[K, T]) WatchBelow(ctx context.Context, path string, data, list bool, who string, notify func()) ([]string, error) {
+	r, err := c.awaitRun(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := belowKey{path: path, data: data}
+	if !r.feed.oneShot.Load() || r.below.join(k, who, notify) {
+		if data || !list {
+			return nil, nil
+		}
+		c.countRead(true, false)
+		res, err := opsOf(r.s).ChildrenStat(ctx, path)
+		if client.IsNoNode(err) {
+			return nil, nil
+		}
+		return res.Kids, err
+	}
+	for {
+		if !data {
+			res, err := opsOf(r.s).ChildrenW(ctx, path)
+			c.countRead(true, false)
+			switch {
+			case err == nil:
+				r.waitBelow(k, who, notify, res.Watch)
+				return res.Kids, nil
+			case !client.IsNoNode(err):
+				return nil, err
+			}
+		}
+		ok, _, w, err := opsOf(r.s).ExistsW(ctx, path)
+		c.countRead(false, false)
+		switch {
+		case err != nil:
+			return nil, err
+		case data || !ok:
+			r.waitBelow(k, who, notify, w)
+			return nil, nil
+		}
+		// Created between the two requests: the exists watch left on it
+		// fires on its next change, unheeded; list it again.
+	}
+}
+
+// waitBelow records k as set for who's notify and, when ch delivers,
+// forgets it and calls its callbacks; it stops when the run ends.
+func (r *cacheRun[K, T]) waitBelow(k belowKey, who string, notify func(), ch <-chan zk.Event) {
+	w := &r.below
+	w.mu.Lock()
+	if w.armed == nil {
+		w.armed = map[belowKey]map[string]func(){}
+	}
+	if w.armed[k] == nil {
+		w.armed[k] = map[string]func(){}
+	}
+	w.armed[k][who] = notify
+	w.mu.Unlock()
+	go func() {
+		select {
+		case <-ch:
+		case <-r.done:
+			return
+		}
+		w.mu.Lock()
+		fns := w.armed[k]
+		delete(w.armed, k)
+		w.mu.Unlock()
+		for _, who := range slices.Sorted(maps.Keys(fns)) {
+			fns[who]()
+		}
+	}()
+}
