@@ -32,16 +32,25 @@ type belowKey struct {
 // belowWatches are a run's watches below the instances.
 type belowWatches struct {
 	mu    sync.Mutex
-	armed map[belowKey]map[string]func() // set and not seen fire: whom to tell, by who
+	armed map[belowKey]*belowArm // set and not seen fire
 }
 
-// join adds who's notify to k's and reports whether k is set already.
+// belowArm is one setting of a watch: whom to tell when it fires, by who.
+// Two callers that set one watch at once share it (the server keeps one
+// watch); whichever of their requests' watches fires first tells them.
+type belowArm struct {
+	fns   map[string]func()
+	fired bool
+}
+
+// join adds who's notify to k's setting and reports whether k is set
+// already.
 func (w *belowWatches) join(k belowKey, who string, notify func()) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fns, ok := w.armed[k]
+	a, ok := w.armed[k]
 	if ok {
-		fns[who] = notify
+		a.fns[who] = notify
 	}
 	return ok
 }
@@ -61,10 +70,11 @@ func (w *belowWatches) held() int {
 // the watch fires, the notify of each who that asked for it since it was
 // set (the latest given) is called once, from a goroutine of the run's (it
 // must not block), after the watch is known gone: a notify that leads to
-// WatchBelow again sets it again, and misses nothing. A watch set and not yet fired costs no request. The
-// watches last as long as the run: a new session starts with none, and
-// the cache's resync reports what changed meanwhile. Their requests count
-// in Stats' Lists and Reads, and the watches standing in WatchesBelow.
+// WatchBelow again sets it again, and misses nothing. A watch set and not
+// yet fired costs no request. The watches last as long as the run: a new
+// session starts with none, and the cache's resync reports what changed
+// meanwhile. Their requests count in Stats' Lists and Reads, and the
+// watches standing in WatchesBelow.
 //
 // With list (and data false) it returns path's children (nil when it is
 // missing), read afresh even when the watch stood already. It is meant
@@ -120,12 +130,14 @@ func (r *cacheRun[K, T]) waitBelow(k belowKey, who string, notify func(), ch <-c
 	w := &r.below
 	w.mu.Lock()
 	if w.armed == nil {
-		w.armed = map[belowKey]map[string]func(){}
+		w.armed = map[belowKey]*belowArm{}
 	}
-	if w.armed[k] == nil {
-		w.armed[k] = map[string]func(){}
+	a := w.armed[k]
+	if a == nil {
+		a = &belowArm{fns: map[string]func(){}}
+		w.armed[k] = a
 	}
-	w.armed[k][who] = notify
+	a.fns[who] = notify
 	w.mu.Unlock()
 	go func() {
 		select {
@@ -134,8 +146,15 @@ func (r *cacheRun[K, T]) waitBelow(k belowKey, who string, notify func(), ch <-c
 			return
 		}
 		w.mu.Lock()
-		fns := w.armed[k]
-		delete(w.armed, k)
+		if a.fired {
+			w.mu.Unlock()
+			return
+		}
+		a.fired = true
+		if w.armed[k] == a {
+			delete(w.armed, k)
+		}
+		fns := maps.Clone(a.fns)
 		w.mu.Unlock()
 		for _, who := range slices.Sorted(maps.Keys(fns)) {
 			fns[who]()
