@@ -98,30 +98,25 @@ func (c *Cache[K, T]) WatchBelow(ctx context.Context, path string, data, list bo
 		}
 		return res.Kids, err
 	}
-	for {
-		if !data {
-			res, err := opsOf(r.s).ChildrenW(ctx, path)
-			c.countRead(true, false)
-			switch {
-			case err == nil:
-				r.waitBelow(k, who, notify, res.Watch)
-				return res.Kids, nil
-			case !client.IsNoNode(err):
-				return nil, err
-			}
-		}
-		ok, _, w, err := opsOf(r.s).ExistsW(ctx, path)
-		c.countRead(false, false)
-		switch {
-		case err != nil:
+	if !data {
+		res, exists, err := opsOf(r.s).ChildrenOrExistsW(ctx, path)
+		c.countRead(true, false)
+		if err != nil {
 			return nil, err
-		case data || !ok:
-			r.waitBelow(k, who, notify, w)
-			return nil, nil
 		}
-		// Created between the two requests: the exists watch left on it
-		// fires on its next change, unheeded; list it again.
+		if !exists {
+			c.countRead(false, false) // the exists request
+		}
+		r.waitBelow(k, who, notify, res.Watch)
+		return res.Kids, nil
 	}
+	_, _, w, err := opsOf(r.s).ExistsW(ctx, path)
+	c.countRead(false, false)
+	if err != nil {
+		return nil, err
+	}
+	r.waitBelow(k, who, notify, w)
+	return nil, nil
 }
 
 // waitBelow records k as set for who's notify and, when ch delivers,

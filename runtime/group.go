@@ -263,26 +263,14 @@ type groupCache[T any] struct {
 // pass over the names rather than a sort of the whole group. readList keeps
 // cache to the live members.
 func (g *Group[T]) readList(ctx context.Context, cache *groupCache[T]) (snapshot[MemberList[T]], error) {
-	var r client.Result
-	for {
-		var err error
-		r, err = opsOf(g.s).ChildrenW(ctx, g.dir)
-		if err == nil {
-			break
-		}
-		if !client.IsNoNode(err) {
-			return snapshot[MemberList[T]]{}, err
-		}
-		ok, _, w, err := opsOf(g.s).ExistsW(ctx, g.dir)
-		if err != nil {
-			return snapshot[MemberList[T]]{}, err
-		}
-		if !ok {
-			clear(cache.byName)
-			cache.sorted = nil
-			return snapshot[MemberList[T]]{v: MemberList[T]{Members: []T{}}, key: "", watch: w}, nil
-		}
-		// Created between the two reads: list it.
+	r, exists, err := opsOf(g.s).ChildrenOrExistsW(ctx, g.dir)
+	switch {
+	case err != nil:
+		return snapshot[MemberList[T]]{}, err
+	case !exists:
+		clear(cache.byName)
+		cache.sorted = nil
+		return snapshot[MemberList[T]]{v: MemberList[T]{Members: []T{}}, key: "", watch: r.Watch}, nil
 	}
 	cache.reads++
 	var fresh []string

@@ -708,3 +708,29 @@ func (s *Session) CreatePersistent(ctx context.Context, path string, acl ...zk.A
 
 // IsNoNode reports whether err is ZooKeeper's no-node result.
 func IsNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
+
+// ChildrenOrExistsW lists path's children with a child watch or, when it
+// is missing, leaves an exists watch that fires on its creation. Either
+// way the returned watch fires on the next change of path's children or
+// of its existence. exists is false when path is missing.
+func (s *Ops) ChildrenOrExistsW(ctx context.Context, path string) (r Result, exists bool, err error) {
+	for {
+		r, err = s.ChildrenW(ctx, path)
+		if err == nil {
+			return r, true, nil
+		}
+		if !IsNoNode(err) {
+			return r, false, err
+		}
+		ok, _, w, err := s.ExistsW(ctx, path)
+		if err != nil {
+			return Result{}, false, err
+		}
+		if ok {
+			// Created between the two reads: list it. The exists watch
+			// just set fires on its next change, harmlessly.
+			continue
+		}
+		return Result{Watch: w}, false, nil
+	}
+}
